@@ -1,0 +1,32 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace ggufkit {
+
+// The one error type of the library. It says where (file, byte offset, field path) and
+// what was found against what was expected. The kind is also the program's exit status.
+class Error : public std::runtime_error {
+ public:
+  enum class Kind { format = 1, usage = 2, io = 3 };
+
+  Error(Kind kind, std::string file, std::optional<uint64_t> offset, std::string field,
+        std::string message);
+
+  Kind kind;
+  std::string file;                 // may be empty (an error in a model, not a file)
+  std::optional<uint64_t> offset;   // byte offset in the file, when there is one
+  std::string field;                // "kv[4] counts.tokens (value)", "tensor[2] x (offset)"
+  std::string message;
+
+  int exit_code() const { return static_cast<int>(kind); }
+};
+
+// Shorthands for errors that have no byte offset.
+[[noreturn]] void throw_usage(const std::string& message);
+[[noreturn]] void throw_io(const std::string& file, const std::string& message);  // adds errno text
+
+}  // namespace ggufkit

@@ -1,0 +1,68 @@
+// The GGUF format, written out (all integers in the file's byte order, little-endian
+// unless the version word reads byte-swapped):
+//
+//   head     "GGUF"  u32 version  u64 tensor_count  u64 kv_count          24 bytes
+//   kv       string key, u32 value type, value        (kv_count times, in file order)
+//            string = u64 length + bytes (no terminator)
+//            array  = u32 element type + u64 count + elements (may nest)
+//   info     string name, u32 n_dims (<= 4), u64 dims[n_dims] (innermost first),
+//            u32 ggml type, u64 offset (from the start of the data section)
+//   padding  zeros up to general.alignment (u32, a power of two, default 32),
+//            counted from the start of the file
+//   data     each tensor's bytes, each padded to the alignment; a tensor's size
+//            comes from its shape and type alone: ne0 / block * type_size * rows
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace ggufkit {
+
+enum class ValueType : uint32_t {
+  u8 = 0, i8 = 1, u16 = 2, i16 = 3, u32 = 4, i32 = 5, f32 = 6, boolean = 7,
+  string = 8, array = 9, u64 = 10, i64 = 11, f64 = 12,
+};
+inline constexpr uint32_t kValueTypeCount = 13;
+
+// Short names used everywhere a type is printed or parsed: u8 i8 ... f64 bool string array.
+const char* value_type_name(ValueType t);
+std::optional<ValueType> value_type_from_name(std::string_view name);
+// Bytes of a fixed-width value; 0 for string and array.
+uint32_t value_type_width(ValueType t);
+bool is_signed(ValueType t);
+bool is_float(ValueType t);
+
+// One row of ggml's tensor type table (ggml.h enum ggml_type).
+struct GgmlType {
+  uint32_t id;
+  const char* name;     // ggml_type_name spelling: f32, q4_K, iq2_xxs, mxfp4, ...
+  uint32_t block;       // elements per block
+  uint32_t size;        // bytes per block
+  bool removed;         // the id once existed and is no longer loadable
+};
+inline constexpr uint32_t kGgmlTypeCount = 40;  // GGML_TYPE_COUNT, after MXFP4 = 39
+
+// nullptr for ids past the table; removed ids return their row with removed = true.
+const GgmlType* ggml_type(uint32_t id);
+const GgmlType* ggml_type_by_name(std::string_view name);  // case-insensitive
+
+inline constexpr uint32_t kDefaultAlignment = 32;
+inline constexpr uint32_t kMaxDims = 4;
+inline constexpr uint64_t kMaxTensorName = 63;  // names must be shorter than 64 bytes
+inline constexpr const char* kAlignmentKey = "general.alignment";
+
+inline bool is_power_of_two(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
+std::optional<uint64_t> checked_add(uint64_t a, uint64_t b);
+std::optional<uint64_t> checked_mul(uint64_t a, uint64_t b);
+// The one rounding-up in the code base. nullopt when the result does not fit.
+std::optional<uint64_t> align_up(uint64_t x, uint64_t alignment);
+
+// Bytes of a tensor of this type and shape, or nullopt with the reason in *why
+// (ne0 not a multiple of the block, an element count or size that overflows).
+std::optional<uint64_t> tensor_nbytes(const GgmlType& type, std::span<const uint64_t> dims,
+                                      std::string* why = nullptr);
+
+}  // namespace ggufkit

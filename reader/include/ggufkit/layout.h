@@ -1,0 +1,48 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ggufkit {
+
+struct Span {
+  uint64_t offset = 0, size = 0;
+  uint64_t end() const { return offset + size; }
+  bool operator==(const Span&) const = default;
+};
+
+enum class SpanKind {
+  magic, version, tensor_count, kv_count, kv_key, kv_type, kv_value,
+  tensor_info, padding, tensor_data, tensor_padding,
+};
+const char* span_kind_name(SpanKind k);
+
+struct LabeledSpan {
+  SpanKind kind;
+  Span span;
+  std::string path;  // "kv[7] tokenizer.chat_template", "tensor[0] token_embd.weight"
+  bool operator==(const LabeledSpan&) const = default;
+};
+
+// Where every byte of a file goes. The writer's plan() makes one; the reader makes one of
+// what it found. Zero-length padding is not listed.
+struct Layout {
+  uint32_t alignment = 32;
+  uint64_t header_size = 0;   // where the tensor info records end
+  uint64_t data_offset = 0;   // header_size rounded up to the alignment
+  uint64_t file_size = 0;     // where the last span ends
+  std::vector<uint64_t> tensor_offsets;  // relative to data_offset, as in the info records
+  std::vector<LabeledSpan> spans;
+  bool operator==(const Layout&) const = default;
+
+  // The span of the given kind and path, or nullptr.
+  const LabeledSpan* find(SpanKind kind, const std::string& path) const;
+};
+
+// The layout rules in one place: spans in order with no gaps, from 0 to file_size; every
+// padding shorter than the alignment; the data start and each tensor aligned. Throws a
+// format Error at the first span that breaks a rule.
+void check_layout(const Layout& layout, const std::string& file = "");
+
+}  // namespace ggufkit

@@ -1,0 +1,79 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ggufkit/format.h"
+#include "ggufkit/source.h"
+
+namespace ggufkit {
+
+// A metadata value exactly as it stands on disk: fixed-width values keep their bits
+// (float bit patterns, the bool byte), strings their bytes, arrays their element type.
+struct Value {
+  ValueType type = ValueType::u8;
+  uint64_t bits = 0;              // fixed-width values: the value's bits, zero-extended
+  std::string str;                // type string
+  ValueType elem = ValueType::u8; // type array: the element type
+  std::vector<Value> items;       // type array: the elements
+
+  static Value scalar(ValueType t, uint64_t bits);
+  static Value of_u32(uint32_t v) { return scalar(ValueType::u32, v); }
+  static Value of_u64(uint64_t v) { return scalar(ValueType::u64, v); }
+  static Value of_i64(int64_t v);
+  static Value of_f32(float v);
+  static Value of_f64(double v);
+  static Value of_bool(bool v) { return scalar(ValueType::boolean, v ? 1 : 0); }
+  static Value of_string(std::string s);
+  static Value array(ValueType elem, std::vector<Value> items);
+  static Value strings(const std::vector<std::string>& items);
+
+  bool is_integer() const;          // u8 ... i64 (not bool)
+  uint64_t as_u64() const;          // integers and bool; signed ones sign-extended
+  int64_t as_i64() const;           // integers, sign-extended where signed
+  double as_f64() const;            // any number
+  bool operator==(const Value& o) const;  // bitwise: NaN equals the same NaN
+};
+
+struct KV {
+  std::string key;
+  Value value;
+  bool operator==(const KV&) const = default;
+};
+
+enum class ByteOrder { little, big };
+
+struct Tensor {
+  std::string name;
+  std::vector<uint64_t> dims;  // innermost first
+  uint32_t type = 0;           // ggml type id
+  // Where the tensor's bytes are: a range of a source file or of a buffer. Null when the
+  // model came from a stream that cannot be read back (the header of a pipe).
+  std::shared_ptr<const ByteSource> source;
+  uint64_t source_offset = 0;
+
+  // Bytes from the shape and type; throws a format Error naming the tensor if that fails.
+  uint64_t nbytes() const;
+  uint64_t elements() const;
+};
+
+struct Model {
+  uint32_t version = 3;
+  ByteOrder order = ByteOrder::little;
+  std::vector<KV> metadata;      // file order is part of the file
+  std::vector<Tensor> tensors;   // file order; data is laid out in this order
+  // Whether the file ends on an alignment boundary. llama.cpp and gguf-py pad the last
+  // tensor; some writers do not, and files with no tensors end right after the header.
+  bool pad_end = true;
+
+  const Value* find(std::string_view key) const;
+  Value* find(std::string_view key);
+  // general.alignment, or 32 when absent. Throws a format Error when it is not a u32
+  // power of two, since no layout can be made from it.
+  uint32_t alignment() const;
+};
+
+}  // namespace ggufkit

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <cstdint>
+#include <istream>
+#include <memory>
+#include <string>
+
+#include "ggufkit/layout.h"
+#include "ggufkit/model.h"
+#include "ggufkit/source.h"
+
+namespace ggufkit {
+
+struct ScanOptions {
+  uint64_t max_string = 64ull << 20;  // longest key or string value accepted
+  uint32_t max_depth = 8;             // deepest nesting of arrays accepted
+};
+
+struct Scanned {
+  Model model;
+  Layout layout;            // what was found, span by span
+  uint64_t source_size = 0; // bytes in the source; more than layout.file_size when
+                            // there are bytes after the last span
+};
+
+// Reads a GGUF header in one forward pass and checks it against the format's rules
+// (see format.h). Tensor data is not read: each tensor points at its byte range of the
+// source. Throws a format Error naming the file, the byte offset and the field.
+Scanned scan(std::shared_ptr<const ByteSource> source, const ScanOptions& options = {});
+Scanned scan_file(const std::string& path, const ScanOptions& options = {});
+// From a stream (a pipe, a decompressor): the header only. The size is unknown, so the
+// checks that need it (data inside the file) are skipped and tensors have no source.
+Scanned scan_stream(std::istream& in, const std::string& name, const ScanOptions& options = {});
+
+}  // namespace ggufkit

@@ -1,0 +1,64 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ggufkit {
+
+// Random access to bytes: where a model's tensor data lives. A file is opened read-only
+// and memory-mapped; nothing is read until asked for.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  virtual const std::string& name() const = 0;
+  virtual uint64_t size() const = 0;
+  // Copies [offset, offset + n) into dst; throws an io Error if the range is not there.
+  virtual void read_at(uint64_t offset, void* dst, size_t n) const = 0;
+  // The bytes in memory when the source has them there (a map or a buffer), else nullptr.
+  virtual const uint8_t* data() const { return nullptr; }
+  // The file descriptor behind the source, or -1 (lets a sink copy in the kernel).
+  virtual int fd() const { return -1; }
+};
+
+class FileSource final : public ByteSource {
+ public:
+  explicit FileSource(std::string path);
+  ~FileSource() override;
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
+
+  const std::string& name() const override { return path_; }
+  uint64_t size() const override { return size_; }
+  void read_at(uint64_t offset, void* dst, size_t n) const override;
+  const uint8_t* data() const override { return map_; }
+  int fd() const override { return fd_; }
+  uint64_t device() const { return dev_; }
+  uint64_t inode() const { return ino_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0, dev_ = 0, ino_ = 0;
+  const uint8_t* map_ = nullptr;
+};
+
+class MemorySource final : public ByteSource {
+ public:
+  MemorySource(std::string name, std::vector<uint8_t> bytes)
+      : name_(std::move(name)), bytes_(std::move(bytes)) {}
+  const std::string& name() const override { return name_; }
+  uint64_t size() const override { return bytes_.size(); }
+  void read_at(uint64_t offset, void* dst, size_t n) const override;
+  const uint8_t* data() const override { return bytes_.data(); }
+
+ private:
+  std::string name_;
+  std::vector<uint8_t> bytes_;
+};
+
+std::shared_ptr<const ByteSource> open_file(const std::string& path);
+std::shared_ptr<const ByteSource> from_bytes(std::string name, std::vector<uint8_t> bytes);
+
+}  // namespace ggufkit

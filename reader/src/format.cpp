@@ -1,0 +1,129 @@
+#include "ggufkit/format.h"
+
+#include <array>
+#include <cctype>
+#include <limits>
+
+namespace ggufkit {
+
+namespace {
+
+struct ValueTypeRow { const char* name; uint32_t width; };
+constexpr std::array<ValueTypeRow, kValueTypeCount> kValueTypes{{
+    {"u8", 1}, {"i8", 1}, {"u16", 2}, {"i16", 2}, {"u32", 4}, {"i32", 4}, {"f32", 4},
+    {"bool", 1}, {"string", 0}, {"array", 0}, {"u64", 8}, {"i64", 8}, {"f64", 8},
+}};
+
+// Block sizes and bytes per block as in ggml's type traits and gguf-py's GGML_QUANT_SIZES.
+constexpr std::array<GgmlType, kGgmlTypeCount> kGgmlTypes{{
+    {0, "f32", 1, 4, false},        {1, "f16", 1, 2, false},
+    {2, "q4_0", 32, 18, false},     {3, "q4_1", 32, 20, false},
+    {4, "q4_2", 0, 0, true},        {5, "q4_3", 0, 0, true},
+    {6, "q5_0", 32, 22, false},     {7, "q5_1", 32, 24, false},
+    {8, "q8_0", 32, 34, false},     {9, "q8_1", 32, 36, false},
+    {10, "q2_K", 256, 84, false},   {11, "q3_K", 256, 110, false},
+    {12, "q4_K", 256, 144, false},  {13, "q5_K", 256, 176, false},
+    {14, "q6_K", 256, 210, false},  {15, "q8_K", 256, 292, false},
+    {16, "iq2_xxs", 256, 66, false}, {17, "iq2_xs", 256, 74, false},
+    {18, "iq3_xxs", 256, 98, false}, {19, "iq1_s", 256, 50, false},
+    {20, "iq4_nl", 32, 18, false},  {21, "iq3_s", 256, 110, false},
+    {22, "iq2_s", 256, 82, false},  {23, "iq4_xs", 256, 136, false},
+    {24, "i8", 1, 1, false},        {25, "i16", 1, 2, false},
+    {26, "i32", 1, 4, false},       {27, "i64", 1, 8, false},
+    {28, "f64", 1, 8, false},       {29, "iq1_m", 256, 56, false},
+    {30, "bf16", 1, 2, false},      {31, "q4_0_4_4", 0, 0, true},
+    {32, "q4_0_4_8", 0, 0, true},   {33, "q4_0_8_8", 0, 0, true},
+    {34, "tq1_0", 256, 54, false},  {35, "tq2_0", 256, 66, false},
+    {36, "iq4_nl_4_4", 0, 0, true}, {37, "iq4_nl_4_8", 0, 0, true},
+    {38, "iq4_nl_8_8", 0, 0, true}, {39, "mxfp4", 32, 17, false},
+}};
+
+bool iequal(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  return true;
+}
+
+}  // namespace
+
+const char* value_type_name(ValueType t) {
+  auto i = static_cast<uint32_t>(t);
+  return i < kValueTypeCount ? kValueTypes[i].name : "unknown";
+}
+
+std::optional<ValueType> value_type_from_name(std::string_view name) {
+  for (uint32_t i = 0; i < kValueTypeCount; ++i)
+    if (name == kValueTypes[i].name) return static_cast<ValueType>(i);
+  return std::nullopt;
+}
+
+uint32_t value_type_width(ValueType t) {
+  auto i = static_cast<uint32_t>(t);
+  return i < kValueTypeCount ? kValueTypes[i].width : 0;
+}
+
+bool is_signed(ValueType t) {
+  return t == ValueType::i8 || t == ValueType::i16 || t == ValueType::i32 || t == ValueType::i64;
+}
+
+bool is_float(ValueType t) { return t == ValueType::f32 || t == ValueType::f64; }
+
+const GgmlType* ggml_type(uint32_t id) { return id < kGgmlTypeCount ? &kGgmlTypes[id] : nullptr; }
+
+const GgmlType* ggml_type_by_name(std::string_view name) {
+  for (const auto& t : kGgmlTypes)
+    if (iequal(name, t.name)) return &t;
+  return nullptr;
+}
+
+std::optional<uint64_t> checked_add(uint64_t a, uint64_t b) {
+  uint64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
+std::optional<uint64_t> checked_mul(uint64_t a, uint64_t b) {
+  uint64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
+std::optional<uint64_t> align_up(uint64_t x, uint64_t alignment) {
+  if (alignment == 0) return std::nullopt;
+  uint64_t rem = x % alignment;
+  if (rem == 0) return x;
+  return checked_add(x, alignment - rem);
+}
+
+std::optional<uint64_t> tensor_nbytes(const GgmlType& type, std::span<const uint64_t> dims,
+                                      std::string* why) {
+  auto fail = [&](std::string msg) -> std::optional<uint64_t> {
+    if (why) *why = std::move(msg);
+    return std::nullopt;
+  };
+  if (type.removed || type.block == 0)
+    return fail(std::string("type ") + type.name + " was removed from ggml and has no size");
+  uint64_t ne0 = dims.empty() ? 1 : dims[0];
+  if (ne0 % type.block != 0)
+    return fail("ne0 = " + std::to_string(ne0) + " is not a multiple of the " + type.name +
+                " block of " + std::to_string(type.block));
+  // ggml keeps element counts in int64_t, so the count must stay below INT64_MAX.
+  uint64_t elements = 1;
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      return fail("dim " + std::to_string(i) + " = " + std::to_string(dims[i]) + " does not fit in int64");
+  for (uint64_t d : dims) {
+    auto e = checked_mul(elements, d);
+    if (!e || *e >= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      return fail("the element count overflows 63 bits");
+    elements = *e;
+  }
+  auto bytes = checked_mul(elements / type.block, type.size);
+  if (!bytes || *bytes >= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    return fail("the size in bytes overflows 63 bits");
+  return bytes;
+}
+
+}  // namespace ggufkit

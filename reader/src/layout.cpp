@@ -1,0 +1,60 @@
+#include "ggufkit/layout.h"
+
+#include "ggufkit/error.h"
+#include "ggufkit/format.h"
+
+namespace ggufkit {
+
+const char* span_kind_name(SpanKind k) {
+  switch (k) {
+    case SpanKind::magic: return "magic";
+    case SpanKind::version: return "version";
+    case SpanKind::tensor_count: return "tensor_count";
+    case SpanKind::kv_count: return "kv_count";
+    case SpanKind::kv_key: return "kv_key";
+    case SpanKind::kv_type: return "kv_type";
+    case SpanKind::kv_value: return "kv_value";
+    case SpanKind::tensor_info: return "tensor_info";
+    case SpanKind::padding: return "padding";
+    case SpanKind::tensor_data: return "tensor_data";
+    case SpanKind::tensor_padding: return "tensor_padding";
+  }
+  return "?";
+}
+
+const LabeledSpan* Layout::find(SpanKind kind, const std::string& path) const {
+  for (const auto& s : spans)
+    if (s.kind == kind && s.path == path) return &s;
+  return nullptr;
+}
+
+void check_layout(const Layout& l, const std::string& file) {
+  auto fail = [&](uint64_t at, const std::string& field, const std::string& msg) {
+    throw Error(Error::Kind::format, file, at, field, msg);
+  };
+  if (!is_power_of_two(l.alignment)) fail(0, "layout", "alignment " + std::to_string(l.alignment) + " is not a power of two");
+  uint64_t at = 0;
+  for (const auto& s : l.spans) {
+    std::string field = std::string(span_kind_name(s.kind)) + (s.path.empty() ? "" : " " + s.path);
+    if (s.span.offset != at)
+      fail(s.span.offset, field, "starts at " + std::to_string(s.span.offset) +
+                                     ", but the span before ends at " + std::to_string(at));
+    bool pad = s.kind == SpanKind::padding || s.kind == SpanKind::tensor_padding;
+    if (pad && s.span.size >= l.alignment)
+      fail(s.span.offset, field, std::to_string(s.span.size) + " bytes of padding is not shorter than the alignment " +
+                                     std::to_string(l.alignment));
+    if (s.kind == SpanKind::tensor_data && s.span.offset % l.alignment != 0)
+      fail(s.span.offset, field, "tensor data is not aligned to " + std::to_string(l.alignment));
+    at = s.span.end();
+  }
+  if (at != l.file_size)
+    fail(at, "layout", "the spans end at " + std::to_string(at) + ", the file size is " + std::to_string(l.file_size));
+  if (l.data_offset % l.alignment != 0)
+    fail(l.data_offset, "data start", std::to_string(l.data_offset) + " is not a multiple of " + std::to_string(l.alignment));
+  for (size_t i = 0; i < l.tensor_offsets.size(); ++i)
+    if (l.tensor_offsets[i] % l.alignment != 0)
+      fail(l.data_offset + l.tensor_offsets[i], "tensor[" + std::to_string(i) + "]",
+           "offset " + std::to_string(l.tensor_offsets[i]) + " is not aligned");
+}
+
+}  // namespace ggufkit

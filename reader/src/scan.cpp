@@ -1,0 +1,449 @@
+#include "ggufkit/scan.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <unordered_map>
+
+#include "ggufkit/error.h"
+
+namespace ggufkit {
+
+namespace {
+
+// Names a field for an error message: the cursor's context plus what is being read,
+// e.g. "kv[4] counts.tokens (string length #2)". Built only when an error is thrown.
+struct Where {
+  const char* what;
+  int64_t index = -1;
+};
+
+// A forward-only reader over memory or a stream. It knows its position, so every error
+// it raises carries the byte offset, and it knows (when it can) how many bytes are left,
+// so lengths and counts are checked before anything is allocated.
+class Cursor {
+ public:
+  Cursor(std::string file, const uint8_t* data, uint64_t size)
+      : file_(std::move(file)), win_(data), p_(data), end_(data + size), size_(size) {}
+  Cursor(std::string file, std::istream& in) : file_(std::move(file)), in_(&in), buf_(1 << 16) {
+    win_ = p_ = end_ = buf_.data();
+  }
+
+  std::string context;  // "head", "kv[3] general.name", "tensor[0] token_embd.weight"
+  bool swap = false;    // big-endian file
+
+  uint64_t pos() const { return base_ + static_cast<uint64_t>(p_ - win_); }
+  std::optional<uint64_t> remaining() const {
+    if (!size_) return std::nullopt;
+    return *size_ - pos();
+  }
+  const std::optional<uint64_t>& size() const { return size_; }
+  const std::string& file() const { return file_; }
+
+  std::string field(Where w) const {
+    std::string f = context;
+    if (w.what) {
+      f += std::string(f.empty() ? "(" : " (") + w.what;
+      if (w.index >= 0) f += " #" + std::to_string(w.index);
+      f += ")";
+    }
+    return f;
+  }
+
+  [[noreturn]] void fail(uint64_t at, Where w, const std::string& msg) const {
+    throw Error(Error::Kind::format, file_, at, field(w), msg);
+  }
+
+  void read(void* dst, size_t n, Where w) {
+    auto* out = static_cast<uint8_t*>(dst);
+    uint64_t start = pos();
+    while (n > 0) {
+      if (p_ == end_ && !refill()) {
+        std::string where = size_ ? "the file ends at byte " + std::to_string(*size_)
+                                  : "the stream ends at byte " + std::to_string(pos());
+        fail(start, w, "needs " + std::to_string(pos() - start + n) + " bytes, but " + where);
+      }
+      size_t k = std::min(static_cast<size_t>(end_ - p_), n);
+      std::memcpy(out, p_, k);
+      p_ += k;
+      out += k;
+      n -= k;
+    }
+  }
+
+  template <typename T>
+  T num(Where w) {
+    T v;
+    read(&v, sizeof v, w);
+    if (swap) v = byteswap(v);
+    return v;
+  }
+
+  // A u64 length and that many bytes, refused past the cap or past the bytes left.
+  std::string string(Where w, uint64_t cap) {
+    uint64_t at = pos();
+    uint64_t len = num<uint64_t>(w);
+    if (len > cap)
+      fail(at, w, "a string of " + std::to_string(len) + " bytes is longer than the " + human(cap) + " cap" +
+                      left_text());
+    check_left(at, w, len, "a string of " + std::to_string(len) + " bytes");
+    std::string s;
+    if (size_) {
+      s.resize(len);
+      read(s.data(), len, w);
+    } else {  // unknown size: grow only as bytes arrive
+      while (s.size() < len) {
+        size_t chunk = static_cast<size_t>(std::min<uint64_t>(len - s.size(), 1 << 20));
+        size_t old = s.size();
+        s.resize(old + chunk);
+        read(s.data() + old, chunk, w);
+      }
+    }
+    return s;
+  }
+
+  // Refuses `what`, needing `n` bytes, when fewer remain (only when the size is known).
+  void check_left(uint64_t at, Where w, uint64_t n, const std::string& what) const {
+    auto left = remaining();
+    if (left && n > *left)
+      fail(at, w, what + " is longer than the " + std::to_string(*left) + " bytes left in the file");
+  }
+
+  static std::string human(uint64_t n) {
+    if (n >= (1ull << 20) && n % (1ull << 20) == 0) return std::to_string(n >> 20) + " MiB";
+    return std::to_string(n) + " bytes";
+  }
+
+ private:
+  std::string left_text() const {
+    auto left = remaining();
+    return left ? " and than the " + std::to_string(*left) + " bytes left in the file" : "";
+  }
+
+  template <typename T>
+  static T byteswap(T v) {
+    if constexpr (sizeof(T) == 1) return v;
+    else if constexpr (sizeof(T) == 2) return static_cast<T>(__builtin_bswap16(static_cast<uint16_t>(v)));
+    else if constexpr (sizeof(T) == 4) return static_cast<T>(__builtin_bswap32(static_cast<uint32_t>(v)));
+    else return static_cast<T>(__builtin_bswap64(static_cast<uint64_t>(v)));
+  }
+
+  bool refill() {
+    if (!in_) return false;
+    base_ += static_cast<uint64_t>(end_ - buf_.data());
+    in_->read(reinterpret_cast<char*>(buf_.data()), static_cast<std::streamsize>(buf_.size()));
+    auto got = static_cast<size_t>(in_->gcount());
+    p_ = buf_.data();
+    end_ = buf_.data() + got;
+    return got > 0;
+  }
+
+  std::string file_;
+  std::istream* in_ = nullptr;
+  std::vector<uint8_t> buf_;
+  const uint8_t* win_ = nullptr;  // the window's first byte (the memory, or buf_)
+  const uint8_t* p_ = nullptr;
+  const uint8_t* end_ = nullptr;
+  uint64_t base_ = 0;  // file offset of the window's first byte
+  std::optional<uint64_t> size_;
+};
+
+// Fewest bytes one element of this type can take, for checking counts before reading.
+uint64_t min_size(ValueType t) {
+  if (t == ValueType::string) return 8;
+  if (t == ValueType::array) return 12;
+  return value_type_width(t);
+}
+
+class Scanner {
+ public:
+  Scanner(Cursor& c, const ScanOptions& o) : c_(c), opt_(o) {}
+
+  Scanned run(const std::shared_ptr<const ByteSource>& source) {
+    Scanned out;
+    Model& m = out.model;
+    Layout& L = out.layout;
+    head(m, L);
+    uint64_t n_tensors = n_tensors_, n_kv = n_kv_;
+
+    std::unordered_map<std::string, size_t> seen;
+    m.metadata.reserve(static_cast<size_t>(std::min<uint64_t>(n_kv, 1 << 16)));
+    for (uint64_t i = 0; i < n_kv; ++i) {
+      uint64_t start = c_.pos();
+      c_.context = "kv[" + std::to_string(i) + "]";
+      KV kv;
+      kv.key = c_.string({"key length"}, opt_.max_string);
+      if (kv.key.empty()) c_.fail(start, {"key"}, "the key is empty");
+      auto [it, fresh] = seen.emplace(kv.key, i);
+      if (!fresh)
+        c_.fail(start, {"key"}, "duplicate key '" + kv.key + "', first at kv[" + std::to_string(it->second) + "]");
+      std::string path = c_.context + " " + kv.key;
+      span(L, SpanKind::kv_key, start, path);
+      c_.context = path;
+      uint64_t tstart = c_.pos();
+      ValueType type = value_type(tstart, {"type"});
+      span(L, SpanKind::kv_type, tstart, path);
+      uint64_t vstart = c_.pos();
+      kv.value = value(type, 0, -1);
+      span(L, SpanKind::kv_value, vstart, path);
+      if (kv.key == kAlignmentKey) alignment_at_ = {tstart, vstart, path};
+      m.metadata.push_back(std::move(kv));
+    }
+    L.alignment = alignment(m);
+
+    std::vector<uint64_t> offset_at;
+    seen.clear();
+    m.tensors.reserve(static_cast<size_t>(std::min<uint64_t>(n_tensors, 1 << 16)));
+    for (uint64_t i = 0; i < n_tensors; ++i) {
+      uint64_t start = c_.pos();
+      c_.context = "tensor[" + std::to_string(i) + "]";
+      Tensor t;
+      t.name = c_.string({"name length"}, opt_.max_string);
+      if (t.name.size() > kMaxTensorName)
+        c_.fail(start, {"name"}, "a name of " + std::to_string(t.name.size()) +
+                                     " bytes; ggml tensor names must be shorter than 64 bytes");
+      auto [it, fresh] = seen.emplace(t.name, i);
+      if (!fresh)
+        c_.fail(start, {"name"}, "duplicate tensor name '" + t.name + "', first at tensor[" +
+                                     std::to_string(it->second) + "]");
+      c_.context += " " + t.name;
+      uint64_t at = c_.pos();
+      uint32_t n_dims = c_.num<uint32_t>({"n_dims"});
+      if (n_dims > kMaxDims)
+        c_.fail(at, {"n_dims"}, "n_dims " + std::to_string(n_dims) + " is more than the " +
+                                    std::to_string(kMaxDims) + " ggml allows");
+      uint64_t dims_at = c_.pos();
+      for (uint32_t d = 0; d < n_dims; ++d) t.dims.push_back(c_.num<uint64_t>({"dim", d}));
+      at = c_.pos();
+      t.type = c_.num<uint32_t>({"type"});
+      const GgmlType* gt = ggml_type(t.type);
+      if (!gt)
+        c_.fail(at, {"type"}, "unknown ggml type " + std::to_string(t.type) + "; known types are 0 to " +
+                                  std::to_string(kGgmlTypeCount - 1));
+      if (gt->removed)
+        c_.fail(at, {"type"}, "ggml type " + std::to_string(t.type) + " (" + gt->name +
+                                  ") was removed from ggml; no reader can size it");
+      std::string why;
+      auto nbytes = tensor_nbytes(*gt, t.dims, &why);
+      if (!nbytes) c_.fail(dims_at, {"dims"}, why);
+      nbytes_.push_back(*nbytes);
+      offset_at.push_back(c_.pos());
+      L.tensor_offsets.push_back(c_.num<uint64_t>({"offset"}));
+      span(L, SpanKind::tensor_info, start, c_.context);
+      m.tensors.push_back(std::move(t));
+    }
+
+    L.header_size = c_.pos();
+    auto data_offset = align_up(L.header_size, L.alignment);
+    if (!data_offset) c_.fail(L.header_size, {"padding"}, "the data start overflows 64 bits");
+    L.data_offset = *data_offset;
+    const auto& size = c_.size();
+    c_.context.clear();
+
+    // Tensor data must sit in file order, aligned, without overlap, inside the file.
+    uint64_t prev_end = 0;
+    for (size_t i = 0; i < m.tensors.size(); ++i) {
+      Tensor& t = m.tensors[i];
+      uint64_t off = L.tensor_offsets[i];
+      c_.context = "tensor[" + std::to_string(i) + "] " + t.name;
+      if (off % L.alignment != 0)
+        c_.fail(offset_at[i], {"offset"}, "offset " + std::to_string(off) + " is not a multiple of the alignment " +
+                                             std::to_string(L.alignment));
+      if (i > 0 && off < L.tensor_offsets[i - 1])
+        c_.fail(offset_at[i], {"offset"}, "offset " + std::to_string(off) + " comes before tensor[" +
+                                             std::to_string(i - 1) + "]'s offset " +
+                                             std::to_string(L.tensor_offsets[i - 1]) + "; data must be in file order");
+      if (off < prev_end)
+        c_.fail(offset_at[i], {"offset"}, "offset " + std::to_string(off) + " overlaps tensor[" +
+                                             std::to_string(i - 1) + "] " + m.tensors[i - 1].name +
+                                             ", which ends at offset " + std::to_string(prev_end));
+      auto end = checked_add(off, nbytes_[i]);
+      auto abs_end = end ? checked_add(L.data_offset, *end) : std::nullopt;
+      if (!abs_end || (size && *abs_end > *size))
+        c_.fail(offset_at[i], {"offset"},
+                "the tensor's " + std::to_string(nbytes_[i]) + " bytes at data offset " + std::to_string(off) +
+                    " (file offset " + (abs_end ? std::to_string(L.data_offset + off) : "past 2^64") +
+                    ") run past the end of the file at " + (size ? std::to_string(*size) : "?"));
+      prev_end = *end;
+      if (source) {
+        t.source = source;
+        t.source_offset = L.data_offset + off;
+      }
+    }
+    c_.context.clear();
+    tail(m, L, size);
+    out.source_size = size.value_or(L.file_size);
+    return out;
+  }
+
+ private:
+  void span(Layout& L, SpanKind k, uint64_t start, const std::string& path) {
+    L.spans.push_back({k, {start, c_.pos() - start}, path});
+  }
+
+  void head(Model& m, Layout& L) {
+    c_.context = "head";
+    if (c_.size() && *c_.size() < 24)
+      c_.fail(0, {"magic"}, "the file is " + std::to_string(*c_.size()) +
+                                " bytes, shorter than the 24-byte GGUF head");
+    char magic[4];
+    c_.read(magic, 4, {"magic"});
+    if (std::memcmp(magic, "GGUF", 4) != 0) {
+      std::string shown, hex;
+      for (char ch : magic) {
+        shown += (ch >= 32 && ch < 127) ? ch : '?';
+        char b[4];
+        std::snprintf(b, sizeof b, "%02x", static_cast<unsigned char>(ch));
+        hex += (hex.empty() ? "" : " ") + std::string(b);
+      }
+      c_.fail(0, {"magic"}, "found '" + shown + "' (" + hex + "), expected 'GGUF' (47 47 55 46)");
+    }
+    span(L, SpanKind::magic, 0, "");
+    uint32_t v = c_.num<uint32_t>({"version"});
+    if (v != 0 && (v & 0xFFFF) == 0) {  // a small version read in the other byte order
+      v = __builtin_bswap32(v);
+      c_.swap = true;
+      m.order = ByteOrder::big;
+    }
+    if (v == 0) c_.fail(4, {"version"}, "version 0 is not a GGUF version; expected 2 or 3");
+    if (v == 1)
+      c_.fail(4, {"version"}, "this is GGUF v1 (32-bit counts and lengths), which llama.cpp no longer "
+                              "reads; expected version 2 or 3");
+    if (v > 3) c_.fail(4, {"version"}, "version " + std::to_string(v) + " is newer than this reader knows (2 or 3)");
+    m.version = v;
+    span(L, SpanKind::version, 4, "");
+    n_tensors_ = count(L, SpanKind::tensor_count, "tensor count", 24, "tensor info records");
+    n_kv_ = count(L, SpanKind::kv_count, "kv count", 13, "key-value pairs");
+  }
+
+  uint64_t count(Layout& L, SpanKind k, const char* what, uint64_t each, const char* unit) {
+    uint64_t at = c_.pos();
+    uint64_t n = c_.num<uint64_t>({what});
+    auto left = c_.remaining();
+    if (left && n > *left / each)
+      c_.fail(at, {what}, std::to_string(n) + " " + unit + " need at least " + std::to_string(each) +
+                              " bytes each, but only " + std::to_string(*left) + " bytes are left in the file");
+    span(L, k, at, "");
+    return n;
+  }
+
+  ValueType value_type(uint64_t at, Where w) {
+    uint32_t t = c_.num<uint32_t>(w);
+    if (t >= kValueTypeCount)
+      c_.fail(at, w, "unknown value type " + std::to_string(t) + "; the 13 types are 0 to 12");
+    return static_cast<ValueType>(t);
+  }
+
+  Value value(ValueType type, uint32_t depth, int64_t index) {
+    Value v;
+    v.type = type;
+    switch (type) {
+      case ValueType::string:
+        v.str = c_.string({index < 0 ? "string length" : "item length", index}, opt_.max_string);
+        return v;
+      case ValueType::array: {
+        uint64_t at = c_.pos();
+        v.elem = value_type(at, {"array type", index});
+        if (v.elem == ValueType::array && depth + 2 > opt_.max_depth)
+          c_.fail(at, {"array type", index}, "arrays nested deeper than " + std::to_string(opt_.max_depth));
+        uint64_t n_at = c_.pos();
+        uint64_t n = c_.num<uint64_t>({"array count", index});
+        uint64_t each = min_size(v.elem);
+        auto left = c_.remaining();
+        if (left && n > *left / each)
+          c_.fail(n_at, {"array count", index},
+                  "an array of " + std::to_string(n) + " " + value_type_name(v.elem) + " needs at least " +
+                      (checked_mul(n, each) ? std::to_string(n * each) : std::string("2^64 or more")) +
+                      " bytes, but the file has " + std::to_string(*left) + " bytes left");
+        v.items.reserve(static_cast<size_t>(std::min<uint64_t>(n, left ? n : 1 << 16)));
+        for (uint64_t i = 0; i < n; ++i) v.items.push_back(value(v.elem, depth + 1, static_cast<int64_t>(i)));
+        return v;
+      }
+      default: {
+        uint32_t w = value_type_width(type);
+        Where where{index < 0 ? "value" : "item", index};
+        if (w == 1) v.bits = c_.num<uint8_t>(where);
+        else if (w == 2) v.bits = c_.num<uint16_t>(where);
+        else if (w == 4) v.bits = c_.num<uint32_t>(where);
+        else v.bits = c_.num<uint64_t>(where);
+        return v;
+      }
+    }
+  }
+
+  uint32_t alignment(const Model& m) {
+    if (!alignment_at_) return kDefaultAlignment;
+    const Value& v = *m.find(kAlignmentKey);
+    c_.context = alignment_at_->path;
+    if (v.type != ValueType::u32)
+      c_.fail(alignment_at_->type_at, {"type"},
+              std::string("general.alignment must be a u32, found ") + value_type_name(v.type));
+    if (!is_power_of_two(v.bits))
+      c_.fail(alignment_at_->value_at, {"value"},
+              "alignment " + std::to_string(v.bits) + " is not a power of two");
+    return static_cast<uint32_t>(v.bits);
+  }
+
+  // Padding and data spans, and whether the file ends padded to the alignment.
+  void tail(Model& m, Layout& L, const std::optional<uint64_t>& size) {
+    auto pad_span = [&](SpanKind k, uint64_t from, uint64_t to, const std::string& path) {
+      if (to > from) L.spans.push_back({k, {from, to - from}, path});
+    };
+    uint64_t end = L.header_size;
+    if (!m.tensors.empty()) {
+      pad_span(SpanKind::padding, L.header_size, L.data_offset, "");
+      for (size_t i = 0; i < m.tensors.size(); ++i) {
+        std::string path = "tensor[" + std::to_string(i) + "] " + m.tensors[i].name;
+        uint64_t start = L.data_offset + L.tensor_offsets[i];
+        if (i > 0) pad_span(SpanKind::tensor_padding, end, start, L.spans.back().path);
+        L.spans.push_back({SpanKind::tensor_data, {start, nbytes_[i]}, path});
+        end = start + nbytes_[i];
+      }
+    }
+    auto aligned_end = align_up(end, L.alignment);
+    if (!aligned_end) c_.fail(end, {"padding"}, "the padded end of the data overflows 64 bits");
+    uint64_t padded = *aligned_end;
+    m.pad_end = !size || *size >= padded;
+    if (m.pad_end && padded > end)
+      pad_span(m.tensors.empty() ? SpanKind::padding : SpanKind::tensor_padding, end, padded,
+               m.tensors.empty() ? "" : L.spans.back().path);
+    L.file_size = m.pad_end ? padded : end;
+  }
+
+  struct AlignmentAt {
+    uint64_t type_at, value_at;
+    std::string path;
+  };
+
+  Cursor& c_;
+  const ScanOptions& opt_;
+  uint64_t n_tensors_ = 0, n_kv_ = 0;
+  std::vector<uint64_t> nbytes_;
+  std::optional<AlignmentAt> alignment_at_;
+};
+
+}  // namespace
+
+Scanned scan(std::shared_ptr<const ByteSource> source, const ScanOptions& options) {
+  std::vector<uint8_t> copy;
+  const uint8_t* data = source->data();
+  if (!data && source->size() > 0) {  // no map: read the whole source once
+    copy.resize(source->size());
+    source->read_at(0, copy.data(), copy.size());
+    data = copy.data();
+  }
+  Cursor c(source->name(), data, source->size());
+  return Scanner(c, options).run(source);
+}
+
+Scanned scan_file(const std::string& path, const ScanOptions& options) {
+  return scan(open_file(path), options);
+}
+
+Scanned scan_stream(std::istream& in, const std::string& name, const ScanOptions& options) {
+  Cursor c(name, in);
+  return Scanner(c, options).run(nullptr);
+}
+
+}  // namespace ggufkit

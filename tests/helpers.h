@@ -1,0 +1,53 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ggufkit/model.h"
+
+namespace testing_helpers {
+
+// Builds GGUF bytes by hand, field by field, little-endian, for files the writer would
+// never make.
+struct Bytes {
+  std::vector<uint8_t> b;
+  Bytes& raw(const std::string& s) { b.insert(b.end(), s.begin(), s.end()); return *this; }
+  Bytes& u8(uint8_t v) { b.push_back(v); return *this; }
+  Bytes& u32(uint32_t v) { return le(v, 4); }
+  Bytes& u64(uint64_t v) { return le(v, 8); }
+  Bytes& str(const std::string& s) { u64(s.size()); return raw(s); }
+  Bytes& head(uint32_t version, uint64_t n_tensors, uint64_t n_kv) { return raw("GGUF").u32(version).u64(n_tensors).u64(n_kv); }
+  Bytes& zeros(size_t n) { b.insert(b.end(), n, 0); return *this; }
+  Bytes& pad_to(size_t alignment) { return zeros((alignment - b.size() % alignment) % alignment); }
+  size_t size() const { return b.size(); }
+
+ private:
+  Bytes& le(uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+    return *this;
+  }
+};
+
+// A fresh directory for this test process, removed at exit.
+std::string temp_dir();
+std::string temp_path(const std::string& name);
+void write_file_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
+std::vector<uint8_t> read_file_bytes(const std::string& path);
+std::string corpus(const std::string& name);  // ../shared/corpus/NAME
+
+struct CliRun {
+  int code;
+  std::string out, err;
+};
+// Runs the built ggufkit program with the given arguments (shell words), after the
+// shell words in `prefix` (e.g. "ulimit -v 262144;").
+CliRun run_cli(const std::string& args, const std::string& prefix = "");
+
+// Little-endian f32 bytes of the values, for tensor sources.
+std::vector<uint8_t> f32_bytes(const std::vector<float>& values);
+// Overwrites 8 (or 4) bytes little-endian at an offset of a byte vector.
+void poke_u64(std::vector<uint8_t>& b, uint64_t at, uint64_t v);
+void poke_u32(std::vector<uint8_t>& b, uint64_t at, uint32_t v);
+
+}  // namespace testing_helpers

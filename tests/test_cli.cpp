@@ -1,0 +1,129 @@
+// The program: what it prints, its exit codes, and what it refuses.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+
+#include "helpers.h"
+
+using namespace testing_helpers;
+
+namespace {
+std::string example_file() {
+  static std::string path = [] {
+    std::string p = temp_path("cli-example.gguf");
+    CliRun r = run_cli("example -o " + p);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, p + ": 408 bytes\n");
+    return p;
+  }();
+  return path;
+}
+}  // namespace
+
+TEST(Cli, ShowPrintsTheSummaryOfTheExample) {
+  CliRun r = run_cli("show " + example_file());
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* line : {"version       3 (little-endian)\n", "tensors       1\n", "metadata      5 keys\n",
+                           "alignment     64\n", "data start    384\n", "file size     408\n",
+                           "architecture  counts\n", "name          Counts walkthrough file\n",
+                           "f32               1               24\n"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+}
+
+TEST(Cli, ShowJsonParsesAndCarriesTheNumbers) {
+  CliRun r = run_cli("show --json " + example_file());
+  ASSERT_EQ(r.code, 0) << r.err;
+  YAML::Node j = YAML::Load(r.out);  // JSON is YAML
+  EXPECT_EQ(j["version"].as<int>(), 3);
+  EXPECT_EQ(j["alignment"].as<int>(), 64);
+  EXPECT_EQ(j["data_offset"].as<int>(), 384);
+  EXPECT_EQ(j["file_size"].as<int>(), 408);
+  EXPECT_EQ(j["tensor_bytes"].as<int>(), 24);
+  EXPECT_EQ(j["types"][0]["type"].as<std::string>(), "f32");
+}
+
+TEST(Cli, MapListsEverySpanAndEndsWithTheFileSize) {
+  CliRun r = run_cli("map " + example_file());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("         327           57  padding"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("         384           24  tensor_data    tensor[0] blk.0.counts.weight"), std::string::npos);
+  EXPECT_NE(r.out.find("total 408 bytes in 22 spans; file size 408\n"), std::string::npos) << r.out;
+}
+
+TEST(Cli, MapJsonSpansAreContiguousAndSumToTheFileSize) {
+  CliRun r = run_cli("map --json " + example_file());
+  ASSERT_EQ(r.code, 0) << r.err;
+  YAML::Node j = YAML::Load(r.out);
+  EXPECT_EQ(j["file_size"].as<uint64_t>(), 408u);
+  EXPECT_EQ(j["alignment"].as<uint64_t>(), 64u);
+  EXPECT_EQ(j["data_offset"].as<uint64_t>(), 384u);
+  uint64_t at = 0;
+  ASSERT_EQ(j["spans"].size(), 22u);
+  for (const auto& s : j["spans"]) {
+    EXPECT_EQ(s["offset"].as<uint64_t>(), at);
+    at += s["size"].as<uint64_t>();
+  }
+  EXPECT_EQ(at, 408u);
+  EXPECT_EQ(j["spans"][4]["kind"].as<std::string>(), "kv_key");
+  EXPECT_EQ(j["spans"][4]["name"].as<std::string>(), "kv[0] general.architecture");
+  EXPECT_EQ(j["spans"][21]["kind"].as<std::string>(), "tensor_data");
+}
+
+TEST(Cli, ShowReadsAHeaderFromStandardInput) {
+  CliRun piped = run_cli("show - ", "cat " + example_file() + " | ");
+  ASSERT_EQ(piped.code, 0) << piped.err;
+  EXPECT_NE(piped.out.find("data start    384\n"), std::string::npos) << piped.out;
+  EXPECT_NE(piped.out.find("file          -\n"), std::string::npos) << piped.out;
+}
+
+TEST(Cli, RewriteRefusesToWriteOverItsOwnInput) {
+  std::string in = temp_path("own-input.gguf");
+  std::filesystem::copy_file(example_file(), in, std::filesystem::copy_options::overwrite_existing);
+  auto before = read_file_bytes(in);
+  CliRun r = run_cli("rewrite " + in + " -o " + in);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("refusing to write over the input"), std::string::npos) << r.err;
+  std::string link = temp_path("own-input-link.gguf");
+  std::filesystem::remove(link);
+  std::filesystem::create_symlink(in, link);
+  r = run_cli("rewrite " + in + " -o " + link);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(read_file_bytes(in), before);
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+}
+
+TEST(Cli, RewriteWritesAFreshIdenticalFileAndLeavesNoTemporaryFiles) {
+  std::string dir = temp_path("rewrite-dir");
+  std::filesystem::create_directories(dir);
+  CliRun r = run_cli("rewrite " + example_file() + " -o " + dir + "/out.gguf");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, dir + "/out.gguf: 408 bytes, 1 tensors, 5 keys\n");
+  EXPECT_EQ(read_file_bytes(dir + "/out.gguf"), read_file_bytes(example_file()));
+  int files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
+}
+
+TEST(Cli, ExitCodesSayWhatKindOfFailureItWas) {
+  CliRun missing = run_cli("show " + temp_path("no-such-file.gguf"));
+  EXPECT_EQ(missing.code, 3);
+  EXPECT_NE(missing.err.find("no-such-file.gguf: cannot open for reading: No such file or directory"),
+            std::string::npos) << missing.err;
+  CliRun dir = run_cli("show " + temp_dir());
+  EXPECT_EQ(dir.code, 3);
+  EXPECT_EQ(run_cli("frobnicate x").code, 2);
+  CliRun no_file = run_cli("show");
+  EXPECT_EQ(no_file.code, 2);
+  EXPECT_NE(no_file.err.find("see 'ggufkit show --help'"), std::string::npos) << no_file.err;
+  EXPECT_EQ(run_cli("map a b c").code, 2);
+  EXPECT_EQ(run_cli("").code, 2);
+  CliRun help = run_cli("--help");
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("exit status: 0 success, 1 bad input file, 2 usage error, 3 I/O error"), std::string::npos);
+  CliRun map_help = run_cli("map --help");
+  EXPECT_EQ(map_help.code, 0);
+  EXPECT_NE(map_help.out.find("tensor_padding"), std::string::npos);
+  CliRun rewrite_no_out = run_cli("rewrite " + example_file());
+  EXPECT_EQ(rewrite_no_out.code, 2);
+}

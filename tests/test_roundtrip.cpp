@@ -1,0 +1,237 @@
+// Round trips: what the writer plans is what the reader finds, span for span, for
+// seeded random models in both byte orders; and real sizes (a Qwen-sized vocabulary).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <boost/iostreams/device/file_descriptor.hpp>
+#include <boost/iostreams/stream.hpp>
+#include <random>
+#include <thread>
+
+#include "ggufkit/error.h"
+#include "ggufkit/scan.h"
+#include "ggufkit/writer.h"
+#include "helpers.h"
+
+using namespace ggufkit;
+using namespace testing_helpers;
+
+namespace {
+
+Value random_value(std::mt19937_64& rng, ValueType t, int depth) {
+  switch (t) {
+    case ValueType::string: {
+      std::string s(rng() % 20, '\0');
+      for (auto& ch : s) ch = static_cast<char>(rng());  // any bytes, not only UTF-8
+      return Value::of_string(s);
+    }
+    case ValueType::array: {
+      ValueType elem = static_cast<ValueType>(rng() % kValueTypeCount);
+      if (elem == ValueType::array && depth >= 2) elem = ValueType::u16;
+      std::vector<Value> items;
+      for (uint64_t i = rng() % 6; i > 0; --i) items.push_back(random_value(rng, elem, depth + 1));
+      return Value::array(elem, std::move(items));
+    }
+    default: {
+      uint32_t w = value_type_width(t);
+      uint64_t bits = rng();
+      if (w < 8) bits &= (1ull << (8 * w)) - 1;  // raw bits: NaNs, -0.0, bool bytes of 2 all allowed
+      return Value::scalar(t, bits);
+    }
+  }
+}
+
+Model random_model(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Model m;
+  m.version = rng() % 2 ? 3 : 2;
+  m.order = rng() % 3 == 0 ? ByteOrder::big : ByteOrder::little;
+  m.pad_end = rng() % 2;
+  const uint32_t alignments[] = {1, 8, 16, 32, 64, 256, 4096};
+  uint32_t a = alignments[rng() % 7];
+  if (a != 32 || rng() % 2) m.metadata.push_back({"general.alignment", Value::of_u32(a)});
+  for (uint64_t i = rng() % 12; i > 0; --i) {
+    ValueType t = static_cast<ValueType>(rng() % kValueTypeCount);
+    m.metadata.push_back({"key." + std::to_string(m.metadata.size()), random_value(rng, t, 0)});
+  }
+  const char* types[] = {"f32", "f16", "q8_0", "q4_K", "i8", "bf16", "mxfp4", "q6_K"};
+  for (uint64_t i = rng() % 5; i > 0; --i) {
+    const GgmlType* gt = ggml_type_by_name(types[rng() % 8]);
+    Tensor t;
+    t.name = "blk." + std::to_string(m.tensors.size()) + ".weight";
+    t.type = gt->id;
+    t.dims = {gt->block * (1 + rng() % 3)};
+    if (rng() % 2) t.dims.push_back(1 + rng() % 3);
+    std::vector<uint8_t> bytes(t.nbytes());
+    for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+    t.source = from_bytes(t.name, std::move(bytes));
+    m.tensors.push_back(std::move(t));
+  }
+  return m;
+}
+
+void expect_same_model(const Model& a, const Model& b) {
+  EXPECT_EQ(a.version, b.version);
+  EXPECT_EQ(a.order, b.order);
+  EXPECT_EQ(a.metadata, b.metadata);
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    EXPECT_EQ(a.tensors[i].name, b.tensors[i].name);
+    EXPECT_EQ(a.tensors[i].dims, b.tensors[i].dims);
+    EXPECT_EQ(a.tensors[i].type, b.tensors[i].type);
+  }
+}
+
+std::vector<uint8_t> tensor_bytes(const Tensor& t) {
+  std::vector<uint8_t> out(t.nbytes());
+  t.source->read_at(t.source_offset, out.data(), out.size());
+  return out;
+}
+
+}  // namespace
+
+TEST(RoundTrip, SeededRandomModelsReadBackAsWrittenInBothDirections) {
+  int big = 0, with_tensors = 0;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Model m = random_model(seed);
+    big += m.order == ByteOrder::big;
+    with_tensors += !m.tensors.empty();
+    Layout planned = plan(m);
+    check_layout(planned);
+    auto bytes = to_bytes(m);
+    ASSERT_EQ(bytes.size(), planned.file_size);
+    Scanned s = scan(from_bytes("random", bytes));
+    EXPECT_EQ(s.layout, planned);  // written then read: the same spans
+    expect_same_model(m, s.model);
+    Model other = m;  // pad_end is seen only where it changes the file's size
+    other.pad_end = !m.pad_end;
+    if (plan(other).file_size != planned.file_size) {
+      EXPECT_EQ(s.model.pad_end, m.pad_end);
+    }
+    for (size_t i = 0; i < m.tensors.size(); ++i) EXPECT_EQ(tensor_bytes(s.model.tensors[i]), tensor_bytes(m.tensors[i]));
+    EXPECT_EQ(to_bytes(s.model), bytes);  // read then written: the same bytes
+  }
+  EXPECT_GT(big, 50);
+  EXPECT_GT(with_tensors, 150);
+}
+
+TEST(RoundTrip, BigEndianFilesAreReadByTheVersionWord) {
+  Bytes b;
+  b.raw("GGUF");
+  for (uint8_t x : {0, 0, 0, 3}) b.u8(x);           // version 3, big-endian
+  for (int i = 0; i < 7; ++i) b.u8(0);
+  b.u8(0);                                          // 0 tensors
+  for (int i = 0; i < 7; ++i) b.u8(0);
+  b.u8(1);                                          // 1 kv
+  for (int i = 0; i < 7; ++i) b.u8(0);
+  b.u8(1).raw("k");                                 // key "k"
+  for (uint8_t x : {0, 0, 0, 4}) b.u8(x);           // u32
+  for (uint8_t x : {0x12, 0x34, 0x56, 0x78}) b.u8(x);
+  Scanned s = scan(from_bytes("be", b.b));
+  EXPECT_EQ(s.model.order, ByteOrder::big);
+  EXPECT_EQ(s.model.version, 3u);
+  EXPECT_EQ(s.model.find("k")->bits, 0x12345678u);
+  EXPECT_EQ(to_bytes(s.model), b.b);
+}
+
+TEST(RoundTrip, AQwenSizedVocabularyOf150000TokensAndMergesReads) {
+  Model m;
+  m.metadata.push_back({"general.architecture", Value::of_string("qwen2")});
+  std::vector<Value> tokens, merges, scores, types;
+  for (int i = 0; i < 150000; ++i) {
+    tokens.push_back(Value::of_string("tok" + std::to_string(i)));
+    merges.push_back(Value::of_string("m" + std::to_string(i) + " x" + std::to_string(i % 977)));
+    scores.push_back(Value::of_f32(-static_cast<float>(i)));
+    types.push_back(Value::scalar(ValueType::i32, 1));
+  }
+  m.metadata.push_back({"tokenizer.ggml.model", Value::of_string("gpt2")});
+  m.metadata.push_back({"tokenizer.ggml.tokens", Value::array(ValueType::string, std::move(tokens))});
+  m.metadata.push_back({"tokenizer.ggml.scores", Value::array(ValueType::f32, std::move(scores))});
+  m.metadata.push_back({"tokenizer.ggml.token_type", Value::array(ValueType::i32, std::move(types))});
+  m.metadata.push_back({"tokenizer.ggml.merges", Value::array(ValueType::string, std::move(merges))});
+  m.metadata.push_back({"tokenizer.ggml.eos_token_id", Value::of_u32(149999)});
+  auto bytes = to_bytes(m);
+  Scanned s = scan(from_bytes("qwen-vocab", bytes));
+  EXPECT_EQ(s.model.metadata.size(), 7u);
+  const Value* t = s.model.find("tokenizer.ggml.tokens");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->items.size(), 150000u);
+  EXPECT_EQ(t->items[149999].str, "tok149999");
+  EXPECT_EQ(s.model.find("tokenizer.ggml.merges")->items.size(), 150000u);
+  EXPECT_EQ(s.model.find("tokenizer.ggml.merges")->items[1000].str, "m1000 x23");
+  EXPECT_EQ(s.model.find("tokenizer.ggml.scores")->items[7].as_f64(), -7.0);
+  EXPECT_EQ(s.model.find("tokenizer.ggml.token_type")->items.size(), 150000u);
+  EXPECT_EQ(s.model.find("tokenizer.ggml.eos_token_id")->as_u64(), 149999u);
+  EXPECT_EQ(s.layout.file_size, bytes.size());
+  EXPECT_GT(bytes.size(), 150000u * (8 + 4 + 8 + 4 + 4 + 4));
+}
+
+TEST(RoundTrip, AHeaderReadsFromAPipeThroughBoostIostreams) {
+  std::string path = temp_path("pipe.gguf");
+  write_file(walkthrough_model(), path);
+  auto bytes = read_file_bytes(path);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::thread writer([&] {
+    size_t done = 0;
+    while (done < bytes.size()) {  // in small pieces, so the reader must refill
+      ssize_t w = ::write(fds[1], bytes.data() + done, std::min<size_t>(7, bytes.size() - done));
+      if (w <= 0) break;
+      done += static_cast<size_t>(w);
+    }
+    ::close(fds[1]);
+  });
+  namespace io = boost::iostreams;
+  io::stream<io::file_descriptor_source> in(io::file_descriptor_source(fds[0], io::close_handle));
+  Scanned piped = scan_stream(in, "<pipe>");
+  writer.join();
+  Scanned filed = scan_file(path);
+  expect_same_model(piped.model, filed.model);
+  EXPECT_EQ(piped.layout.header_size, 327u);
+  EXPECT_EQ(piped.layout.data_offset, 384u);
+  EXPECT_EQ(piped.model.tensors[0].source, nullptr);  // a pipe cannot be read back
+}
+
+TEST(RoundTrip, AStreamCutShortNamesWhereItEnded) {
+  auto bytes = to_bytes(walkthrough_model());
+  bytes.resize(100);
+  std::string s(bytes.begin(), bytes.end());
+  std::istringstream in(s);
+  try {
+    scan_stream(in, "<cut>");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.offset, 94u);  // kv[1] starts at 70: key 70-90, type 90-94, length 94-102
+    EXPECT_EQ(e.field, "kv[1] general.name (string length)");
+    EXPECT_EQ(e.message, "needs 8 bytes, but the stream ends at byte 100");
+  }
+}
+
+TEST(Layouts, OneCheckEnforcesTheLayoutRules) {
+  Layout L = plan(walkthrough_model());
+  check_layout(L);
+  Layout gap = L;
+  gap.spans[5].span.offset += 1;
+  try {
+    check_layout(gap);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.offset, gap.spans[5].span.offset);
+    EXPECT_NE(e.message.find("but the span before ends at"), std::string::npos);
+  }
+  Layout long_pad = L;
+  long_pad.spans[long_pad.spans.size() - 2].span.size = 64;
+  EXPECT_THROW(check_layout(long_pad), Error);
+  Layout short_file = L;
+  short_file.file_size = 407;
+  EXPECT_THROW(check_layout(short_file), Error);
+}
+
+TEST(Layouts, EmitCatchesAModelThatDriftedFromItsPlan) {
+  Model m = walkthrough_model();
+  Layout L = plan(m);
+  m.metadata[1].value = Value::of_string("a longer name than before");
+  VectorSink sink;
+  EXPECT_THROW(emit(m, L, sink), std::logic_error);
+}

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ggufkit/layout.h"
+#include "ggufkit/model.h"
+#include "ggufkit/sink.h"
+
+namespace ggufkit {
+
+// Every span of the file the model makes: a pure function, and the only code that
+// decides offsets. Each tensor's offset is the running sum of the padded sizes before
+// it; padding is counted from the start of the file. Throws a format Error for a model
+// that has no layout (an alignment that is not a u32 power of two, a tensor that cannot
+// be sized, an array item of the wrong type).
+Layout plan(const Model& model);
+
+// Writes the model as planned, checking at the start of every span that the sink is
+// where the plan says. Tensor data is streamed from each tensor's source.
+void emit(const Model& model, const Layout& layout, Sink& sink);
+
+// plan + emit into memory.
+std::vector<uint8_t> to_bytes(const Model& model);
+
+// plan + emit into a temporary file beside `path`, flushed, then renamed over `path`.
+// On any failure the temporary file is removed and `path` is left as it was.
+Layout write_file(const Model& model, const std::string& path);
+
+// The walkthrough's 408-byte file: five KVs, one 3 x 2 f32 tensor holding 0.5 ... 5.5,
+// alignment 64, the last tensor not padded. The demo writes it; tests pin its spans.
+Model walkthrough_model();
+
+}  // namespace ggufkit

@@ -1,0 +1,80 @@
+#include "ggufkit/sink.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "ggufkit/error.h"
+
+namespace ggufkit {
+
+namespace {
+constexpr uint64_t kChunk = 1 << 20;
+}
+
+void Sink::zeros(uint64_t n) {
+  static const uint8_t zero[4096] = {};
+  while (n > 0) {
+    size_t k = static_cast<size_t>(std::min<uint64_t>(n, sizeof zero));
+    write(zero, k);
+    n -= k;
+  }
+}
+
+void Sink::transfer(const ByteSource& src, uint64_t offset, uint64_t n) {
+  if (const uint8_t* mem = src.data()) {
+    if (offset > src.size() || n > src.size() - offset) src.read_at(offset, nullptr, n);  // throws
+    while (n > 0) {  // in pieces, so a map is paged in and out as it goes
+      size_t k = static_cast<size_t>(std::min(n, kChunk));
+      put(mem + offset, k);
+      offset += k;
+      n -= k;
+    }
+    return;
+  }
+  std::vector<uint8_t> buf(static_cast<size_t>(std::min(n, kChunk)));
+  while (n > 0) {
+    size_t k = static_cast<size_t>(std::min<uint64_t>(n, buf.size()));
+    src.read_at(offset, buf.data(), k);
+    put(buf.data(), k);
+    offset += k;
+    n -= k;
+  }
+}
+
+void VectorSink::put(const void* data, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  bytes.insert(bytes.end(), p, p + n);
+}
+
+void FdSink::put(const void* data, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd_, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) throw_io(name_, "write failed at byte " + std::to_string(pos()));
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+void FdSink::transfer(const ByteSource& src, uint64_t offset, uint64_t n) {
+  if (src.fd() >= 0 && offset <= src.size() && n <= src.size() - offset) {
+    auto in = static_cast<loff_t>(offset);
+    uint64_t done = 0;
+    while (done < n) {
+      ssize_t k = ::copy_file_range(src.fd(), &in, fd_, nullptr, static_cast<size_t>(std::min(n - done, kChunk * 64)), 0);
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) break;  // not supported here, or a short file: fall back below
+      done += static_cast<uint64_t>(k);
+    }
+    if (done == n) return;
+    offset += done;
+    n -= done;
+  }
+  Sink::transfer(src, offset, n);
+}
+
+}  // namespace ggufkit
