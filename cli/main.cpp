@@ -65,22 +65,35 @@ std::string string_value(const Model& m, const char* key) {
   return v && v->type == ValueType::string ? v->str : "";
 }
 
+// The shape every reading command shares: one FILE and --json.
+struct ReadArgs {
+  std::string file;
+  bool json = false;
+};
+std::optional<ReadArgs> read_args(const std::vector<std::string>& args, const std::string& help,
+                                  const char* json_help) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-' for stdin)")(
+      "json", po::bool_switch(), json_help);
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  auto vm = parse(args, desc, pos, help);
+  if (!vm) return std::nullopt;
+  return ReadArgs{(*vm)["file"].as<std::string>(), (*vm)["json"].as<bool>()};
+}
+
 struct TypeTotal {
   uint64_t tensors = 0, bytes = 0;
 };
 
 int cmd_show(const std::vector<std::string>& args) {
-  po::options_description desc("options");
-  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-' for stdin)")(
-      "json", po::bool_switch(), "print JSON instead of text");
-  po::positional_options_description pos;
-  pos.add("file", 1);
-  auto vm = parse(args, desc, pos,
-                  "usage: ggufkit show FILE [--json]\n\n"
-                  "Reads the header (never the tensor data) and prints the version, counts,\n"
-                  "alignment, data start, architecture and name, and tensors and bytes by type.");
-  if (!vm) return 0;
-  std::string path = (*vm)["file"].as<std::string>();
+  auto a = read_args(args,
+                     "usage: ggufkit show FILE [--json]\n\n"
+                     "Reads the header (never the tensor data) and prints the version, counts,\n"
+                     "alignment, data start, architecture and name, and tensors and bytes by type.",
+                     "print JSON instead of text");
+  if (!a) return 0;
+  const std::string& path = a->file;
   Scanned s = load(path);
   const Model& m = s.model;
   std::map<std::string, TypeTotal> by_type;
@@ -92,7 +105,7 @@ int cmd_show(const std::vector<std::string>& args) {
     total += t.nbytes();
   }
   const char* order = m.order == ByteOrder::little ? "little" : "big";
-  if ((*vm)["json"].as<bool>()) {
+  if (a->json) {
     std::cout << "{\"file\": " << json_string(path) << ", \"version\": " << m.version << ", \"byte_order\": \""
               << order << "\", \"tensor_count\": " << m.tensors.size() << ", \"kv_count\": " << m.metadata.size()
               << ", \"alignment\": " << s.layout.alignment << ", \"data_offset\": " << s.layout.data_offset
@@ -129,21 +142,17 @@ int cmd_show(const std::vector<std::string>& args) {
 }
 
 int cmd_map(const std::vector<std::string>& args) {
-  po::options_description desc("options");
-  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-' for stdin)")(
-      "json", po::bool_switch(), "print {\"file_size\", \"alignment\", \"data_offset\", \"spans\": [...]}");
-  po::positional_options_description pos;
-  pos.add("file", 1);
-  auto vm = parse(args, desc, pos,
-                  "usage: ggufkit map FILE [--json]\n\n"
-                  "Prints every field of the file in order: offset, size, kind and name. Kinds:\n"
-                  "magic version tensor_count kv_count kv_key kv_type kv_value tensor_info\n"
-                  "padding tensor_data tensor_padding. The spans cover the file with no gaps;\n"
-                  "the text form ends with their total, which equals the file size.");
-  if (!vm) return 0;
-  Scanned s = load((*vm)["file"].as<std::string>());
+  auto a = read_args(args,
+                     "usage: ggufkit map FILE [--json]\n\n"
+                     "Prints every field of the file in order: offset, size, kind and name. Kinds:\n"
+                     "magic version tensor_count kv_count kv_key kv_type kv_value tensor_info\n"
+                     "padding tensor_data tensor_padding. The spans cover the file with no gaps;\n"
+                     "the text form ends with their total, which equals the file size.",
+                     "print {\"file_size\", \"alignment\", \"data_offset\", \"spans\": [...]}");
+  if (!a) return 0;
+  Scanned s = load(a->file);
   const Layout& L = s.layout;
-  if ((*vm)["json"].as<bool>()) {
+  if (a->json) {
     std::cout << "{\"file_size\": " << s.source_size << ", \"alignment\": " << L.alignment
               << ", \"data_offset\": " << L.data_offset << ", \"spans\": [";
     for (size_t i = 0; i < L.spans.size(); ++i) {

@@ -70,6 +70,9 @@ std::vector<uint8_t> one_kv(const std::string& key, uint32_t type, const std::fu
   return b.b;
 }
 
+// gtest prints a parameter with this; the name says it all.
+[[maybe_unused]] void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
       // --- header ---

@@ -167,7 +167,7 @@ class Scanner {
     head(m, L);
     uint64_t n_tensors = n_tensors_, n_kv = n_kv_;
 
-    std::unordered_map<std::string, size_t> seen;
+    std::unordered_map<std::string, uint64_t> seen;
     m.metadata.reserve(static_cast<size_t>(std::min<uint64_t>(n_kv, 1 << 16)));
     for (uint64_t i = 0; i < n_kv; ++i) {
       uint64_t start = c_.pos();
@@ -175,9 +175,7 @@ class Scanner {
       KV kv;
       kv.key = c_.string({"key length"}, opt_.max_string);
       if (kv.key.empty()) c_.fail(start, {"key"}, "the key is empty");
-      auto [it, fresh] = seen.emplace(kv.key, i);
-      if (!fresh)
-        c_.fail(start, {"key"}, "duplicate key '" + kv.key + "', first at kv[" + std::to_string(it->second) + "]");
+      once(seen, kv.key, i, start, "key", "key", "kv");
       std::string path = c_.context + " " + kv.key;
       span(L, SpanKind::kv_key, start, path);
       c_.context = path;
@@ -203,10 +201,7 @@ class Scanner {
       if (t.name.size() > kMaxTensorName)
         c_.fail(start, {"name"}, "a name of " + std::to_string(t.name.size()) +
                                      " bytes; ggml tensor names must be shorter than 64 bytes");
-      auto [it, fresh] = seen.emplace(t.name, i);
-      if (!fresh)
-        c_.fail(start, {"name"}, "duplicate tensor name '" + t.name + "', first at tensor[" +
-                                     std::to_string(it->second) + "]");
+      once(seen, t.name, i, start, "name", "tensor name", "tensor");
       c_.context += " " + t.name;
       uint64_t at = c_.pos();
       uint32_t n_dims = c_.num<uint32_t>({"n_dims"});
@@ -278,6 +273,15 @@ class Scanner {
   }
 
  private:
+  // Refuses a name seen before, saying where it was first.
+  void once(std::unordered_map<std::string, uint64_t>& seen, const std::string& name, uint64_t i, uint64_t at,
+            const char* field, const char* noun, const char* list) {
+    auto [it, fresh] = seen.emplace(name, i);
+    if (!fresh)
+      c_.fail(at, {field}, std::string("duplicate ") + noun + " '" + name + "', first at " + list + "[" +
+                               std::to_string(it->second) + "]");
+  }
+
   void span(Layout& L, SpanKind k, uint64_t start, const std::string& path) {
     L.spans.push_back({k, {start, c_.pos() - start}, path});
   }
