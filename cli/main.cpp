@@ -5,6 +5,7 @@
 #include <boost/iostreams/stream.hpp>
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -14,12 +15,13 @@
 
 #include "ggufkit/error.h"
 #include "ggufkit/scan.h"
+#include "ggufkit/sketch.h"
 #include "ggufkit/writer.h"
-#include "json.h"
+#include "ggufkit/json.h"
 
 namespace po = boost::program_options;
 using namespace ggufkit;
-using ggufkit::cli::json_string;
+using ggufkit::json_string;
 
 namespace {
 
@@ -32,6 +34,8 @@ const char* kUsage =
     "  show FILE              summary: version, counts, alignment, data start, tensors by type\n"
     "  map FILE [--json]      every field of the file with its offset, size and name\n"
     "  rewrite FILE -o OUT    read FILE and write it again with ggufkit's writer\n"
+    "  write SKETCH -o OUT    write the GGUF file a YAML sketch describes (-D NAME=VALUE fills [[NAME]])\n"
+    "  dump FILE              print a sketch that 'write' turns back into the same bytes\n"
     "  example -o OUT         write the 408-byte walkthrough file (a demo and a fixture)\n"
     "\n"
     "FILE may be '-' for standard input where a command only reads the header.\n"
@@ -141,6 +145,32 @@ int cmd_show(const std::vector<std::string>& args) {
   return 0;
 }
 
+// The span map: text with a closing total, or the documented JSON.
+void print_map(const Layout& L, uint64_t file_size, bool json) {
+  if (json) {
+    std::cout << "{\"file_size\": " << file_size << ", \"alignment\": " << L.alignment
+              << ", \"data_offset\": " << L.data_offset << ", \"spans\": [";
+    for (size_t i = 0; i < L.spans.size(); ++i) {
+      const auto& sp = L.spans[i];
+      std::cout << (i ? ",\n  " : "\n  ") << "{\"offset\": " << sp.span.offset << ", \"size\": " << sp.span.size
+                << ", \"kind\": \"" << span_kind_name(sp.kind) << "\", \"name\": " << json_string(sp.path) << "}";
+    }
+    std::cout << "\n]}\n";
+    return;
+  }
+  std::printf("%12s %12s  %-14s %s\n", "offset", "size", "kind", "name");
+  for (const auto& sp : L.spans)
+    std::printf("%12llu %12llu  %-14s %s\n", static_cast<unsigned long long>(sp.span.offset),
+                static_cast<unsigned long long>(sp.span.size), span_kind_name(sp.kind), sp.path.c_str());
+  std::printf("total %llu bytes in %zu spans; file size %llu", static_cast<unsigned long long>(L.file_size),
+              L.spans.size(), static_cast<unsigned long long>(file_size));
+  if (file_size > L.file_size)
+    std::printf(" (%llu bytes after the last span)", static_cast<unsigned long long>(file_size - L.file_size));
+  if (file_size < L.file_size)
+    std::printf(" (cut %llu bytes short)", static_cast<unsigned long long>(L.file_size - file_size));
+  std::printf("\n");
+}
+
 int cmd_map(const std::vector<std::string>& args) {
   auto a = read_args(args,
                      "usage: ggufkit map FILE [--json]\n\n"
@@ -151,27 +181,7 @@ int cmd_map(const std::vector<std::string>& args) {
                      "print {\"file_size\", \"alignment\", \"data_offset\", \"spans\": [...]}");
   if (!a) return 0;
   Scanned s = load(a->file);
-  const Layout& L = s.layout;
-  if (a->json) {
-    std::cout << "{\"file_size\": " << s.source_size << ", \"alignment\": " << L.alignment
-              << ", \"data_offset\": " << L.data_offset << ", \"spans\": [";
-    for (size_t i = 0; i < L.spans.size(); ++i) {
-      const auto& sp = L.spans[i];
-      std::cout << (i ? ",\n  " : "\n  ") << "{\"offset\": " << sp.span.offset << ", \"size\": " << sp.span.size
-                << ", \"kind\": \"" << span_kind_name(sp.kind) << "\", \"name\": " << json_string(sp.path) << "}";
-    }
-    std::cout << "\n]}\n";
-    return 0;
-  }
-  std::printf("%12s %12s  %-14s %s\n", "offset", "size", "kind", "name");
-  for (const auto& sp : L.spans)
-    std::printf("%12llu %12llu  %-14s %s\n", static_cast<unsigned long long>(sp.span.offset),
-                static_cast<unsigned long long>(sp.span.size), span_kind_name(sp.kind), sp.path.c_str());
-  std::printf("total %llu bytes in %zu spans; file size %llu", static_cast<unsigned long long>(L.file_size),
-              L.spans.size(), static_cast<unsigned long long>(s.source_size));
-  if (s.source_size > L.file_size)
-    std::printf(" (%llu bytes after the last span)", static_cast<unsigned long long>(s.source_size - L.file_size));
-  std::printf("\n");
+  print_map(s.layout, s.source_size, a->json);
   return 0;
 }
 
@@ -200,6 +210,66 @@ int cmd_rewrite(const std::vector<std::string>& args) {
   Layout L = write_file(s.model, out);
   std::printf("%s: %llu bytes, %zu tensors, %zu keys\n", out.c_str(), static_cast<unsigned long long>(L.file_size),
               s.model.tensors.size(), s.model.metadata.size());
+  return 0;
+}
+
+int cmd_write(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  desc.add_options()("sketch", po::value<std::string>()->required(), "the sketch (YAML or JSON)")(
+      "output,o", po::value<std::string>()->required(), "the GGUF file to write")(
+      "define,D", po::value<std::vector<std::string>>()->composing(), "NAME=VALUE: fill [[NAME]] in the sketch")(
+      "map", po::bool_switch(), "print the span map of what was written")(
+      "json", po::bool_switch(), "with --map: print it as JSON");
+  po::positional_options_description pos;
+  pos.add("sketch", 1);
+  auto vm = parse(args, desc, pos,
+                  "usage: ggufkit write SKETCH.yaml -o OUT.gguf [-D NAME=VALUE]... [--map [--json]]\n\n"
+                  "Writes the GGUF file a sketch describes: metadata entries in order with their\n"
+                  "types, tensors with their data (values, fill, bytes or from), and raw overrides\n"
+                  "that break the file on purpose. The format is in schemas/sketch.md; examples are\n"
+                  "in examples/. Prints nothing on success unless --map is given.");
+  if (!vm) return 0;
+  Defines defines;
+  if (vm->count("define"))
+    for (const auto& d : (*vm)["define"].as<std::vector<std::string>>()) {
+      auto eq = d.find('=');
+      if (eq == std::string::npos || eq == 0) throw_usage("-D expects NAME=VALUE, found '" + d + "'");
+      defines[d.substr(0, eq)] = d.substr(eq + 1);
+    }
+  std::string out = (*vm)["output"].as<std::string>();
+  Sketch sketch = read_sketch((*vm)["sketch"].as<std::string>(), defines);
+  Layout L = write_sketch(sketch, out);
+  if ((*vm)["map"].as<bool>()) print_map(L, sketch.truncate_at.value_or(L.file_size), (*vm)["json"].as<bool>());
+  return 0;
+}
+
+int cmd_dump(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file")(
+      "format", po::value<std::string>()->default_value("yaml"), "yaml or json")(
+      "inline-data", po::bool_switch(), "tensor data inline as hex instead of by reference (small tensors only)")(
+      "output,o", po::value<std::string>(), "write the sketch here instead of standard output");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  auto vm = parse(args, desc, pos,
+                  "usage: ggufkit dump FILE [--format yaml|json] [--inline-data] [-o OUT]\n\n"
+                  "Prints a complete sketch of FILE that 'ggufkit write' turns back into the same\n"
+                  "bytes: every entry in full, and each tensor's data by reference (from: the\n"
+                  "file's absolute path and the byte offset) unless --inline-data.");
+  if (!vm) return 0;
+  std::string format = (*vm)["format"].as<std::string>();
+  if (format != "yaml" && format != "json") throw_usage("--format must be yaml or json, found '" + format + "'");
+  Scanned s = scan_file((*vm)["file"].as<std::string>());
+  std::string text = dump_sketch(s.model, {format == "json", (*vm)["inline-data"].as<bool>()});
+  if (!vm->count("output")) {
+    std::cout << text;
+    return 0;
+  }
+  std::string out = (*vm)["output"].as<std::string>();
+  std::ofstream f(out, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.close();
+  if (!f) throw_io(out, "cannot write the sketch");
   return 0;
 }
 
@@ -233,6 +303,8 @@ int main(int argc, char** argv) {
     if (cmd == "show") return cmd_show(args);
     if (cmd == "map") return cmd_map(args);
     if (cmd == "rewrite") return cmd_rewrite(args);
+    if (cmd == "write") return cmd_write(args);
+    if (cmd == "dump") return cmd_dump(args);
     if (cmd == "example") return cmd_example(args);
     std::cerr << "ggufkit: unknown command '" << cmd << "'\n\n" << kUsage;
     return 2;

@@ -19,43 +19,64 @@ namespace {
 // code path does both, so sizes are never computed twice.
 class Walker {
  public:
-  Walker(const Model& m, Sink& sink, Layout* record, const Layout* check)
-      : m_(m), sink_(sink), record_(record), check_(check),
+  Walker(const Model& m, Sink& sink, Layout* record, const Layout* check, FieldMarks* marks = nullptr)
+      : m_(m), sink_(sink), record_(record), check_(check), marks_(marks),
         L_(record ? *record : *check) {}
 
   void run() {
     begin(SpanKind::magic, "");
+    mark("head", "magic");
     sink_.write("GGUF", 4);
     end();
     begin(SpanKind::version, "");
+    mark("head", "version");
     u32(m_.version);
     end();
     begin(SpanKind::tensor_count, "");
+    mark("head", "tensor count");
     u64(m_.tensors.size());
     end();
     begin(SpanKind::kv_count, "");
+    mark("head", "kv count");
     u64(m_.metadata.size());
     end();
     for (size_t i = 0; i < m_.metadata.size(); ++i) {
       const KV& kv = m_.metadata[i];
-      std::string path = "kv[" + std::to_string(i) + "] " + kv.key;
+      std::string index = "kv[" + std::to_string(i) + "]", path = index + " " + kv.key;
       begin(SpanKind::kv_key, path);
+      mark(index, "key length");
       str(kv.key);
       end();
       begin(SpanKind::kv_type, path);
+      mark(path, "type");
       u32(static_cast<uint32_t>(kv.value.type));
       end();
       begin(SpanKind::kv_value, path);
-      value(kv.value, path);
+      mark(path, kv.value.type == ValueType::string ? "string length"
+                 : kv.value.type == ValueType::array ? "array type"
+                                                     : "value");
+      if (kv.value.type == ValueType::array) {
+        u32(static_cast<uint32_t>(kv.value.elem));
+        mark(path, "array count");
+        items(kv.value, path);
+      } else {
+        value(kv.value, path);
+      }
       end();
     }
     for (size_t i = 0; i < m_.tensors.size(); ++i) {
       const Tensor& t = m_.tensors[i];
-      begin(SpanKind::tensor_info, path_of(i));
+      std::string path = path_of(i);
+      begin(SpanKind::tensor_info, path);
+      mark("tensor[" + std::to_string(i) + "]", "name length");
       str(t.name);
+      mark(path, "n_dims");
       u32(static_cast<uint32_t>(t.dims.size()));
+      mark(path, "dims");
       for (uint64_t d : t.dims) u64(d);
+      mark(path, "type");
       u32(t.type);
+      mark(path, "offset");
       u64(L_.tensor_offsets.at(i));
       end();
     }
@@ -94,6 +115,10 @@ class Walker {
     auto a = align_up(x, L_.alignment);
     if (!a) throw Error(Error::Kind::format, "", std::nullopt, "layout", "the file would be larger than 2^64 bytes");
     return *a;
+  }
+
+  void mark(const std::string& path, const char* field) {
+    if (marks_) (*marks_)[path + " (" + field + ")"] = sink_.pos();
   }
 
   [[noreturn]] void drift(const std::string& where, uint64_t planned) const {
@@ -142,19 +167,24 @@ class Walker {
     sink_.write(s.data(), s.size());
   }
 
+  // An array's count and items (after its element type).
+  void items(const Value& v, const std::string& path) {
+    u64(v.items.size());
+    for (const Value& item : v.items) {
+      if (item.type != v.elem)
+        throw Error(Error::Kind::format, "", std::nullopt, path,
+                    std::string("an item of type ") + value_type_name(item.type) + " in an array of " +
+                        value_type_name(v.elem));
+      value(item, path);
+    }
+  }
+
   void value(const Value& v, const std::string& path) {
     switch (v.type) {
       case ValueType::string: str(v.str); return;
       case ValueType::array:
         u32(static_cast<uint32_t>(v.elem));
-        u64(v.items.size());
-        for (const Value& item : v.items) {
-          if (item.type != v.elem)
-            throw Error(Error::Kind::format, "", std::nullopt, path,
-                        std::string("an item of type ") + value_type_name(item.type) + " in an array of " +
-                            value_type_name(v.elem));
-          value(item, path);
-        }
+        items(v, path);
         return;
       default:
         switch (value_type_width(v.type)) {
@@ -172,6 +202,7 @@ class Walker {
   Sink& sink_;
   Layout* record_;
   const Layout* check_;
+  FieldMarks* marks_;
   const Layout& L_;
   size_t next_ = 0;
   uint64_t start_ = 0;
@@ -181,7 +212,8 @@ class Walker {
 
 }  // namespace
 
-Layout plan(const Model& model) {
+namespace {
+Layout plan_with(const Model& model, FieldMarks* marks) {
   Layout L;
   L.alignment = model.alignment();
   uint64_t running = 0;
@@ -193,9 +225,13 @@ Layout plan(const Model& model) {
     running = *next;
   }
   CountingSink counter;
-  Walker(model, counter, &L, nullptr).run();
+  Walker(model, counter, &L, nullptr, marks).run();
   return L;
 }
+}  // namespace
+
+Layout plan(const Model& model) { return plan_with(model, nullptr); }
+Layout plan(const Model& model, FieldMarks& marks) { return plan_with(model, &marks); }
 
 void emit(const Model& model, const Layout& layout, Sink& sink) {
   Walker(model, sink, nullptr, &layout).run();
@@ -209,12 +245,19 @@ std::vector<uint8_t> to_bytes(const Model& model) {
 
 Layout write_file(const Model& model, const std::string& path) {
   Layout layout = plan(model);
+  write_file(model, layout, path, {});
+  return layout;
+}
+
+void write_file(const Model& model, const Layout& layout, const std::string& path,
+                const std::function<void(int fd)>& finish) {
   std::string tmp = path + ".ggufkit-XXXXXX";
   int fd = ::mkstemp(tmp.data());
   if (fd < 0) throw_io(path, "cannot create a temporary file beside it");
   try {
     FdSink sink(fd, path);
     emit(model, layout, sink);
+    if (finish) finish(fd);
     if (::fsync(fd) != 0) throw_io(path, "fsync failed");
     ::fchmod(fd, 0644);  // mkstemp made it 0600; a model file is for others to read
     if (::close(fd) != 0) {
@@ -228,7 +271,6 @@ Layout write_file(const Model& model, const std::string& path) {
     ::unlink(tmp.c_str());
     throw;
   }
-  return layout;
 }
 
 Model walkthrough_model() {

@@ -1,6 +1,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,12 @@ namespace ggufkit {
 // be sized, an array item of the wrong type).
 Layout plan(const Model& model);
 
+// The byte offset of every field a raw override can change, named as the reader names
+// it in its errors: "head (kv count)", "kv[3] (key length)", "kv[3] k (array count)",
+// "tensor[0] w (n_dims)", "tensor[0] w (offset)".
+using FieldMarks = std::map<std::string, uint64_t>;
+Layout plan(const Model& model, FieldMarks& marks);
+
 // Writes the model as planned, checking at the start of every span that the sink is
 // where the plan says. Tensor data is streamed from each tensor's source.
 void emit(const Model& model, const Layout& layout, Sink& sink);
@@ -27,6 +35,10 @@ std::vector<uint8_t> to_bytes(const Model& model);
 // plan + emit into a temporary file beside `path`, flushed, then renamed over `path`.
 // On any failure the temporary file is removed and `path` is left as it was.
 Layout write_file(const Model& model, const std::string& path);
+// The same with a layout already planned; `finish` may edit the written file through
+// its descriptor before it is flushed and renamed.
+void write_file(const Model& model, const Layout& layout, const std::string& path,
+                const std::function<void(int fd)>& finish);
 
 // The walkthrough's 408-byte file: five KVs, one 3 x 2 f32 tensor holding 0.5 ... 5.5,
 // alignment 64, the last tensor not padded. The demo writes it; tests pin its spans.

@@ -1,0 +1,23 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ggufkit/format.h"
+
+namespace ggufkit {
+
+// IEEE half and bfloat16, rounding to nearest even as ggml does.
+uint16_t f32_to_f16(float f);
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_bf16(float f);
+float bf16_to_f32(uint16_t h);
+
+// The values of `n` elements of a tensor of this type stored at `data` (little-endian),
+// or nullopt with the reason in *why for types it cannot decode.
+std::optional<std::vector<float>> decode(const GgmlType& type, const uint8_t* data, uint64_t n,
+                                         std::string* why = nullptr);
+
+}  // namespace ggufkit

@@ -1,0 +1,244 @@
+// dump_sketch: a model as a sketch that write turns back into the same bytes.
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+
+#include "ggufkit/error.h"
+#include "ggufkit/json.h"
+#include "ggufkit/sketch.h"
+
+namespace ggufkit {
+
+namespace {
+
+// A small document tree, printed as block YAML or as JSON. Strings are always
+// double-quoted with escapes both languages read the same way.
+struct Doc {
+  enum Kind { atom, map, seq } kind = atom;
+  std::string text;  // atom: printed as is (a number, a quoted string, a name)
+  std::vector<std::pair<std::string, Doc>> fields;
+  std::vector<Doc> items;
+  bool flow = false;  // print on one line
+  bool word = false;  // atom: a bare word in YAML (u32, little), quoted in JSON
+
+  static Doc of(std::string t) { return Doc{atom, std::move(t), {}, {}, false, false}; }
+  static Doc str(std::string_view s) { return of(json_string(s)); }
+  static Doc name(std::string t) { return Doc{atom, std::move(t), {}, {}, false, true}; }
+  Doc& add(std::string k, Doc v) {
+    fields.emplace_back(std::move(k), std::move(v));
+    return *this;
+  }
+};
+
+Doc new_map(bool flow = false) { return Doc{Doc::map, {}, {}, {}, flow, false}; }
+Doc new_seq(bool flow = false) { return Doc{Doc::seq, {}, {}, {}, flow, false}; }
+
+void flow_text(const Doc& d, std::string& out) {
+  if (d.kind == Doc::atom) {
+    out += d.text;
+  } else if (d.kind == Doc::seq) {
+    out += '[';
+    for (size_t i = 0; i < d.items.size(); ++i) {
+      if (i) out += ", ";
+      flow_text(d.items[i], out);
+    }
+    out += ']';
+  } else {
+    out += '{';
+    for (size_t i = 0; i < d.fields.size(); ++i) {
+      if (i) out += ", ";
+      out += d.fields[i].first + ": ";
+      flow_text(d.fields[i].second, out);
+    }
+    out += '}';
+  }
+}
+
+bool one_line(const Doc& d) {
+  return d.kind == Doc::atom || d.flow || (d.kind == Doc::seq ? d.items.empty() : d.fields.empty());
+}
+
+void yaml_map(const Doc& d, size_t indent, bool first_inline, std::string& out);
+
+void yaml_seq(const Doc& d, size_t indent, std::string& out) {
+  for (const Doc& item : d.items) {
+    out.append(indent, ' ');
+    out += "- ";
+    if (item.kind == Doc::map && !one_line(item)) {
+      yaml_map(item, indent + 2, true, out);
+    } else {
+      flow_text(item, out);
+      out += '\n';
+    }
+  }
+}
+
+void yaml_map(const Doc& d, size_t indent, bool first_inline, std::string& out) {
+  for (size_t i = 0; i < d.fields.size(); ++i) {
+    if (!(i == 0 && first_inline)) out.append(indent, ' ');
+    const auto& [k, v] = d.fields[i];
+    out += k + ":";
+    if (one_line(v)) {
+      out += ' ';
+      flow_text(v, out);
+      out += '\n';
+    } else {
+      out += '\n';
+      if (v.kind == Doc::map) yaml_map(v, indent + 2, false, out);
+      else yaml_seq(v, indent + 2, out);
+    }
+  }
+}
+
+void json_text(const Doc& d, size_t indent, std::string& out) {
+  if (one_line(d) && d.kind != Doc::map) {
+    if (d.kind == Doc::seq) {  // JSON has no bare words: quote keys in flow maps inside
+      out += '[';
+      for (size_t i = 0; i < d.items.size(); ++i) {
+        if (i) out += ", ";
+        json_text(d.items[i], indent, out);
+      }
+      out += ']';
+    } else {
+      out += d.word ? json_string(d.text) : d.text;
+    }
+    return;
+  }
+  bool is_map = d.kind == Doc::map;
+  size_t n = is_map ? d.fields.size() : d.items.size();
+  bool inline_it = d.flow || n == 0;
+  out += is_map ? '{' : '[';
+  for (size_t i = 0; i < n; ++i) {
+    out += i ? "," : "";
+    if (inline_it) {
+      out += i ? " " : "";
+    } else {
+      out += '\n';
+      out.append(indent + 2, ' ');
+    }
+    if (is_map) out += json_string(d.fields[i].first) + ": ";
+    json_text(is_map ? d.fields[i].second : d.items[i], indent + 2, out);
+  }
+  if (!inline_it && n) {
+    out += '\n';
+    out.append(indent, ' ');
+  }
+  out += is_map ? '}' : ']';
+}
+
+std::string integer_text(const Value& v) {
+  return is_signed(v.type) ? std::to_string(v.as_i64()) : std::to_string(v.bits);
+}
+
+// The shortest text that parses back to the same bits; canonical NaN as "nan";
+// any other NaN (a payload, a sign) as its exact bits.
+Doc float_doc(const Value& v) {
+  bool f32 = v.type == ValueType::f32;
+  double d = v.as_f64();
+  if (std::isnan(d)) {
+    uint64_t canonical = f32 ? 0x7fc00000u : 0x7ff8000000000000ull;
+    if (v.bits == canonical) return Doc::str("nan");
+    return new_map(true).add("bits", Doc::of(std::to_string(v.bits)));
+  }
+  if (std::isinf(d)) return Doc::str(d > 0 ? "inf" : "-inf");
+  char buf[64];
+  auto r = f32 ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(d)) : std::to_chars(buf, buf + sizeof buf, d);
+  return Doc::of(std::string(buf, r.ptr));
+}
+
+Doc string_doc(const std::string& s) {
+  if (is_valid_utf8(s)) return Doc::str(s);
+  static const char* hex = "0123456789abcdef";
+  std::string h;
+  for (unsigned char c : s) {
+    h += hex[c >> 4];
+    h += hex[c & 15];
+  }
+  return new_map(true).add("hex", Doc::str(h));
+}
+
+Doc value_doc(const Value& v) {
+  switch (v.type) {
+    case ValueType::string: return string_doc(v.str);
+    case ValueType::boolean: return Doc::of(v.bits == 0 ? "false" : v.bits == 1 ? "true" : std::to_string(v.bits));
+    case ValueType::f32: case ValueType::f64: return float_doc(v);
+    case ValueType::array: {
+      Doc seq = new_seq(v.items.empty());
+      for (const Value& item : v.items) {
+        if (v.elem == ValueType::array) {
+          Doc m = new_map();
+          m.add("items", Doc::name(value_type_name(item.elem)));
+          m.add("value", value_doc(item));
+          seq.items.push_back(std::move(m));
+        } else {
+          seq.items.push_back(value_doc(item));
+        }
+      }
+      return seq;
+    }
+    default: return Doc::of(integer_text(v));
+  }
+}
+
+Doc tensor_doc(const Tensor& t, bool inline_data) {
+  Doc d = new_map();
+  d.add("name", string_doc(t.name));
+  const GgmlType* gt = ggml_type(t.type);
+  d.add("type", gt ? Doc::name(gt->name) : Doc::of(std::to_string(t.type)));
+  Doc dims = new_seq(true);
+  for (uint64_t x : t.dims) dims.items.push_back(Doc::of(std::to_string(x)));
+  d.add("dims", std::move(dims));
+  if (!t.source) throw Error(Error::Kind::usage, "", std::nullopt, "tensor " + t.name, "its data cannot be read back (a stream?)");
+  uint64_t n = t.nbytes();
+  if (inline_data) {
+    std::vector<uint8_t> bytes(n);
+    t.source->read_at(t.source_offset, bytes.data(), n);
+    static const char* hex = "0123456789abcdef";
+    std::string h;
+    h.reserve(2 * n);
+    for (uint8_t c : bytes) {
+      h += hex[c >> 4];
+      h += hex[c & 15];
+    }
+    d.add("bytes", Doc::str(h));
+  } else {
+    Doc from = new_map(true);
+    from.add("file", Doc::str(std::filesystem::absolute(t.source->name()).string()));
+    from.add("offset", Doc::of(std::to_string(t.source_offset)));
+    d.add("from", std::move(from));
+  }
+  return d;
+}
+
+}  // namespace
+
+std::string dump_sketch(const Model& m, const DumpOptions& o) {
+  Doc root = new_map();
+  root.add("version", Doc::of(std::to_string(m.version)));
+  root.add("byte_order", Doc::name(m.order == ByteOrder::big ? "big" : "little"));
+  root.add("pad_end", Doc::of(m.pad_end ? "true" : "false"));
+  Doc md = new_seq(m.metadata.empty());
+  for (const KV& kv : m.metadata) {
+    Doc e = new_map();
+    e.add("key", string_doc(kv.key));
+    e.add("type", Doc::name(value_type_name(kv.value.type)));
+    if (kv.value.type == ValueType::array) e.add("items", Doc::name(value_type_name(kv.value.elem)));
+    e.add("value", value_doc(kv.value));
+    md.items.push_back(std::move(e));
+  }
+  root.add("metadata", std::move(md));
+  Doc ts = new_seq(m.tensors.empty());
+  for (const Tensor& t : m.tensors) ts.items.push_back(tensor_doc(t, o.inline_data));
+  root.add("tensors", std::move(ts));
+  std::string out;
+  if (o.json) {
+    json_text(root, 0, out);
+    out += '\n';
+  } else {
+    out = "# a ggufkit sketch: 'ggufkit write' turns it back into the same bytes\n";
+    yaml_map(root, 0, false, out);
+  }
+  return out;
+}
+
+}  // namespace ggufkit

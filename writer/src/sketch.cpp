@@ -1,0 +1,587 @@
+#include "ggufkit/sketch.h"
+
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "ggufkit/encode.h"
+#include "ggufkit/error.h"
+#include "ggufkit/scan.h"
+
+namespace ggufkit {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kMaxFileString = 64ull << 20;  // a string read from a file
+constexpr int kMaxDepth = 8;
+
+std::string where(const std::string& name, int line, int column) {
+  if (line < 0) return name;
+  return name + ":" + std::to_string(line + 1) + ":" + std::to_string(column + 1);
+}
+std::string where(const std::string& name, const YAML::Mark& m) { return where(name, m.line, m.column); }
+
+// Fills [[NAME]] placeholders (NAME an identifier) from the defines; an unfilled one is
+// an error naming its line and column.
+std::string fill_defines(const std::string& text, const std::string& name, const Defines& defines) {
+  std::string out;
+  size_t i = 0;
+  while (true) {
+    size_t open = text.find("[[", i);
+    if (open == std::string::npos) break;
+    size_t close = text.find("]]", open + 2);
+    std::string id = close == std::string::npos ? "" : text.substr(open + 2, close - open - 2);
+    bool ident = !id.empty() && (std::isalpha(static_cast<unsigned char>(id[0])) || id[0] == '_') &&
+                 std::all_of(id.begin(), id.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    if (!ident) {  // a nested flow list, not a placeholder
+      out.append(text, i, open + 2 - i);
+      i = open + 2;
+      continue;
+    }
+    auto it = defines.find(id);
+    if (it == defines.end()) {
+      int line = static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(open), '\n'));
+      size_t bol = text.rfind('\n', open);
+      int col = static_cast<int>(open - (bol == std::string::npos ? 0 : bol + 1));
+      throw Error(Error::Kind::format, where(name, line, col), std::nullopt, "[[" + id + "]]",
+                  "this placeholder has no value; pass -D " + id + "=VALUE");
+    }
+    out.append(text, i, open - i);
+    out += it->second;
+    i = close + 2;
+  }
+  out.append(text, i, std::string::npos);
+  return out;
+}
+
+// Decimal or 0x-hex with an optional sign: (negative, magnitude).
+std::optional<std::pair<bool, uint64_t>> parse_integer(std::string_view s) {
+  bool neg = false;
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) {
+    neg = s[0] == '-';
+    s.remove_prefix(1);
+  }
+  int base = 10;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    s.remove_prefix(2);
+  }
+  if (s.empty()) return std::nullopt;
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return std::make_pair(neg, v);
+}
+
+std::vector<uint8_t> parse_hex(std::string_view s, bool* ok) {
+  std::vector<uint8_t> out;
+  int high = -1;
+  *ok = true;
+  for (char c : s) {
+    if (std::isspace(static_cast<unsigned char>(c))) continue;
+    int v = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+            : (c >= 'a' && c <= 'f')                    ? c - 'a' + 10
+            : (c >= 'A' && c <= 'F')                    ? c - 'A' + 10
+                                                        : -1;
+    if (v < 0) *ok = false;
+    if (high < 0) {
+      high = v;
+    } else {
+      out.push_back(static_cast<uint8_t>(high << 4 | v));
+      high = -1;
+    }
+  }
+  if (high >= 0) *ok = false;
+  return out;
+}
+
+class Parser {
+ public:
+  Parser(std::string name, std::string base) : name_(std::move(name)), base_(std::move(base)) {}
+
+  Sketch run(const YAML::Node& root) {
+    Sketch s;
+    if (!root.IsMap()) fail(root, "sketch", "expected a mapping with metadata: and tensors:");
+    fields(root, "sketch", {"version", "byte_order", "pad_end", "metadata", "tensors", "raw"});
+    Model& m = s.model;
+    if (root["version"]) {
+      m.version = static_cast<uint32_t>(unsigned_of(root["version"], "version", 3));
+      if (m.version != 2 && m.version != 3)
+        fail(root["version"], "version", "version must be 2 or 3 (use raw: {version: N} for others)");
+    }
+    if (root["byte_order"]) {
+      std::string bo = scalar(root["byte_order"], "byte_order");
+      if (bo != "little" && bo != "big") fail(root["byte_order"], "byte_order", "expected little or big, found '" + bo + "'");
+      m.order = bo == "big" ? ByteOrder::big : ByteOrder::little;
+    }
+    if (root["pad_end"]) m.pad_end = boolean(root["pad_end"], "pad_end");
+    if (const YAML::Node md = root["metadata"]) {
+      if (!md.IsSequence()) fail(md, "metadata", "expected a list of entries");
+      for (size_t i = 0; i < md.size(); ++i) entry(md[i], "metadata[" + std::to_string(i) + "]", s);
+    }
+    if (const YAML::Node ts = root["tensors"]) {
+      if (!ts.IsSequence()) fail(ts, "tensors", "expected a list of tensors");
+      for (size_t i = 0; i < ts.size(); ++i) tensor(ts[i], "tensors[" + std::to_string(i) + "]", s);
+    }
+    if (const YAML::Node raw = root["raw"]) file_raw(raw, s);
+    return s;
+  }
+
+ private:
+  [[noreturn]] void fail(const YAML::Node& n, const std::string& entry, const std::string& msg) const {
+    throw Error(Error::Kind::format, where(name_, n.Mark()), std::nullopt, entry, msg);
+  }
+
+  // Refuses fields not in `allowed`, and any field given twice.
+  void fields(const YAML::Node& map, const std::string& entry, std::initializer_list<const char*> allowed) {
+    if (!map.IsMap()) fail(map, entry, "expected a mapping");
+    std::set<std::string> seen;
+    for (const auto& kv : map) {
+      std::string k = kv.first.Scalar();
+      if (!seen.insert(k).second) fail(kv.first, entry, "'" + k + "' is given twice");
+      bool ok = false;
+      std::string list;
+      for (const char* a : allowed) {
+        ok = ok || k == a;
+        list += std::string(list.empty() ? "" : ", ") + a;
+      }
+      if (!ok) fail(kv.first, entry, "unknown field '" + k + "'; expected one of: " + list);
+    }
+  }
+
+  std::string scalar(const YAML::Node& n, const std::string& entry) {
+    if (!n.IsScalar()) fail(n, entry, n.IsNull() ? "no value given" : "expected a single value, not a list or mapping");
+    return n.Scalar();
+  }
+
+  uint64_t unsigned_of(const YAML::Node& n, const std::string& entry, uint32_t width) {
+    std::string t = scalar(n, entry);
+    auto v = parse_integer(t);
+    if (!v) fail(n, entry, "expected an integer, found '" + t + "'");
+    uint64_t max = width >= 8 ? UINT64_MAX : (1ull << (8 * width)) - 1;
+    if ((v->first && v->second != 0) || v->second > max)
+      fail(n, entry, "value " + t + " is out of range for u" + std::to_string(8 * width) + " (0 to " +
+                         std::to_string(max) + ")");
+    return v->second;
+  }
+
+  int64_t signed_of(const YAML::Node& n, const std::string& entry, uint32_t width) {
+    std::string t = scalar(n, entry);
+    auto v = parse_integer(t);
+    if (!v) fail(n, entry, "expected an integer, found '" + t + "'");
+    uint64_t lim = 1ull << (8 * width - 1);  // |min|; max is lim - 1
+    if (v->first ? v->second > lim : v->second >= lim)
+      fail(n, entry, "value " + t + " is out of range for i" + std::to_string(8 * width) + " (-" + std::to_string(lim) +
+                         " to " + std::to_string(lim - 1) + ")");
+    return v->first ? static_cast<int64_t>(0 - v->second) : static_cast<int64_t>(v->second);
+  }
+
+  bool boolean(const YAML::Node& n, const std::string& entry) {
+    std::string t = scalar(n, entry);
+    if (t == "true") return true;
+    if (t == "false") return false;
+    fail(n, entry, "expected true or false, found '" + t + "'");
+  }
+
+  // A number: decimal, nan, inf, -inf. `wide` parses as double, else as float.
+  double number(const YAML::Node& n, const std::string& entry, bool wide = true) {
+    std::string t = scalar(n, entry);
+    std::string l = t;
+    for (auto& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (l == "nan" || l == ".nan") return std::nan("");
+    if (l == "inf" || l == ".inf" || l == "+inf" || l == "+.inf") return INFINITY;
+    if (l == "-inf" || l == "-.inf") return -INFINITY;
+    const char* b = t.data() + (t[0] == '+' ? 1 : 0);
+    std::from_chars_result r;
+    double d = 0;
+    if (wide) {
+      r = std::from_chars(b, t.data() + t.size(), d);
+    } else {
+      float f = 0;
+      r = std::from_chars(b, t.data() + t.size(), f);
+      d = f;
+    }
+    if (r.ec == std::errc::result_out_of_range) fail(n, entry, "value " + t + " is out of range for " + (wide ? "f64" : "f32"));
+    if (r.ec != std::errc() || r.ptr != t.data() + t.size()) fail(n, entry, "expected a number, found '" + t + "'");
+    return d;
+  }
+
+  ValueType value_type(const YAML::Node& n, const std::string& entry) {
+    std::string t = scalar(n, entry);
+    auto vt = value_type_from_name(t);
+    if (!vt) fail(n, entry, "unknown type '" + t + "'; expected u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool string array");
+    return *vt;
+  }
+
+  std::string read_text_file(const YAML::Node& n, const std::string& entry) {
+    std::string rel = scalar(n, entry);
+    fs::path p = fs::path(rel).is_absolute() ? fs::path(rel) : fs::path(base_) / rel;
+    std::error_code ec;
+    auto size = fs::file_size(p, ec);
+    if (ec) fail(n, entry, "cannot read " + p.string() + ": " + ec.message());
+    if (size > kMaxFileString) fail(n, entry, p.string() + " is " + std::to_string(size) + " bytes, over the 64 MiB cap for a string");
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+
+  // A string: plain text, {file: PATH} or {hex: "..."} for bytes that are not UTF-8.
+  std::string string_of(const YAML::Node& n, const std::string& entry) {
+    if (n.IsMap()) {
+      fields(n, entry, {"file", "hex"});
+      if (n.size() != 1) fail(n, entry, "give one of file: or hex:");
+      if (n["file"]) return read_text_file(n["file"], entry);
+      bool ok;
+      auto bytes = parse_hex(scalar(n["hex"], entry), &ok);
+      if (!ok) fail(n["hex"], entry, "hex: expected pairs of hex digits");
+      return std::string(bytes.begin(), bytes.end());
+    }
+    return scalar(n, entry);
+  }
+
+  // Float bits: a number, or {bits: N} for an exact pattern (a NaN payload, say).
+  uint64_t float_bits(const YAML::Node& n, const std::string& entry, ValueType t) {
+    uint32_t w = value_type_width(t);
+    if (n.IsMap()) {
+      fields(n, entry, {"bits"});
+      return unsigned_of(n["bits"], entry, w);
+    }
+    double d = number(n, entry, t == ValueType::f64);
+    if (t == ValueType::f64) return Value::of_f64(d).bits;
+    return Value::of_f32(static_cast<float>(d)).bits;
+  }
+
+  Value value(ValueType t, const YAML::Node& n, const YAML::Node& holder, const std::string& entry, int depth) {
+    if (!n) fail(holder, entry, "no value: given");
+    switch (t) {
+      case ValueType::string: return Value::of_string(string_of(n, entry));
+      case ValueType::boolean: {
+        if (n.IsScalar() && (n.Scalar() == "true" || n.Scalar() == "false")) return Value::of_bool(n.Scalar() == "true");
+        return Value::scalar(t, unsigned_of(n, entry, 1));  // a raw byte such as 2
+      }
+      case ValueType::f32: case ValueType::f64: return Value::scalar(t, float_bits(n, entry, t));
+      case ValueType::array: {
+        if (depth >= kMaxDepth) fail(n, entry, "arrays nested deeper than " + std::to_string(kMaxDepth));
+        if (!holder["items"]) fail(holder, entry, "an array needs items: (its element type)");
+        ValueType elem = value_type(holder["items"], entry);
+        if (!n.IsSequence()) fail(n, entry, "expected a list of values");
+        std::vector<Value> items;
+        items.reserve(n.size());
+        for (size_t i = 0; i < n.size(); ++i) {
+          const YAML::Node item = n[i];
+          if (elem == ValueType::array) {
+            std::string sub = entry + "[" + std::to_string(i) + "]";
+            fields(item, sub, {"items", "value"});
+            items.push_back(value(elem, item["value"], item, sub, depth + 1));
+          } else {
+            items.push_back(value(elem, item, holder, entry, depth + 1));
+          }
+        }
+        return Value::array(elem, std::move(items));
+      }
+      default: {
+        uint32_t w = value_type_width(t);
+        if (is_signed(t)) {
+          uint64_t bits = static_cast<uint64_t>(signed_of(n, entry, w));
+          return Value::scalar(t, w == 8 ? bits : bits & ((1ull << (8 * w)) - 1));
+        }
+        return Value::scalar(t, unsigned_of(n, entry, w));
+      }
+    }
+  }
+
+  void entry(const YAML::Node& e, const std::string& at, Sketch& s) {
+    if (e.IsMap() && e["include"]) return include(e, at, s);
+    fields(e, at, {"key", "type", "items", "value", "file", "raw"});
+    if (!e["key"]) fail(e, at, "an entry needs key:");
+    std::string key = string_of(e["key"], at);
+    std::string entry_name = at + " " + key;
+    if (!e["type"]) fail(e, entry_name, "an entry needs type: (u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool string array)");
+    ValueType t = value_type(e["type"], entry_name);
+    if (e["items"] && t != ValueType::array) fail(e["items"], entry_name, "items: is only for type array");
+    KV kv{key, {}};
+    if (e["file"]) {
+      if (t != ValueType::string) fail(e["file"], entry_name, "file: gives a string; the type here is " + std::string(value_type_name(t)));
+      if (e["value"]) fail(e["file"], entry_name, "give value: or file:, not both");
+      kv.value = Value::of_string(read_text_file(e["file"], entry_name));
+    } else {
+      kv.value = value(t, e["value"], e, entry_name, 0);
+    }
+    size_t i = s.model.metadata.size();
+    if (const YAML::Node raw = e["raw"]) {
+      std::string index = "kv[" + std::to_string(i) + "]", path = index + " " + key;
+      fields(raw, entry_name + " raw", {"key_length", "type", "string_length", "array_type", "array_count", "value"});
+      auto add = [&](const char* f, const std::string& field, uint32_t w) {
+        if (raw[f]) s.overrides.push_back({field, unsigned_of(raw[f], entry_name + " raw " + f, w), w});
+      };
+      add("key_length", index + " (key length)", 8);
+      add("type", path + " (type)", 4);
+      if (raw["string_length"] && t != ValueType::string) fail(raw["string_length"], entry_name, "string_length: needs a string value");
+      if ((raw["array_type"] || raw["array_count"]) && t != ValueType::array)
+        fail(raw, entry_name, "array_type: and array_count: need an array value");
+      if (raw["value"] && value_type_width(t) == 0) fail(raw["value"], entry_name, "value: needs a fixed-width value");
+      add("string_length", path + " (string length)", 8);
+      add("array_type", path + " (array type)", 4);
+      add("array_count", path + " (array count)", 8);
+      add("value", path + " (value)", value_type_width(t));
+    }
+    s.model.metadata.push_back(std::move(kv));
+  }
+
+  // - include: other.gguf   (prefix: tokenizer.)  copies another file's entries in order.
+  void include(const YAML::Node& e, const std::string& at, Sketch& s) {
+    fields(e, at, {"include", "prefix"});
+    std::string rel = scalar(e["include"], at);
+    fs::path p = fs::path(rel).is_absolute() ? fs::path(rel) : fs::path(base_) / rel;
+    std::string prefix = e["prefix"] ? scalar(e["prefix"], at) : "";
+    Scanned other = [&] {
+      try {
+        return scan_file(p.string());
+      } catch (const Error& err) {
+        fail(e["include"], at, std::string("cannot include: ") + err.what());
+      }
+    }();
+    for (auto& kv : other.model.metadata)
+      if (kv.key.compare(0, prefix.size(), prefix) == 0) s.model.metadata.push_back(std::move(kv));
+  }
+
+  void tensor(const YAML::Node& n, const std::string& at, Sketch& s) {
+    fields(n, at, {"name", "type", "dims", "values", "fill", "bytes", "from", "raw"});
+    if (!n["name"]) fail(n, at, "a tensor needs name:");
+    Tensor t;
+    t.name = string_of(n["name"], at);
+    std::string entry = at + " " + t.name;
+    if (!n["type"]) fail(n, entry, "a tensor needs type: (f32, f16, q8_0, q4_K, ...)");
+    std::string tname = scalar(n["type"], entry);
+    const GgmlType* gt = ggml_type_by_name(tname);
+    if (!gt || gt->removed) fail(n["type"], entry, "'" + tname + "' is not a ggml type (f32, f16, bf16, q8_0, q4_0, q4_K, ...)");
+    t.type = gt->id;
+    if (!n["dims"] || !n["dims"].IsSequence()) fail(n, entry, "a tensor needs dims: [ne0, ne1, ...], innermost first");
+    if (n["dims"].size() > kMaxDims) fail(n["dims"], entry, std::to_string(n["dims"].size()) + " dims; ggml allows 4 (raw: {n_dims: N} writes a broken count)");
+    for (const auto& d : n["dims"]) t.dims.push_back(unsigned_of(d, entry, 8));
+    std::string why;
+    auto nbytes = tensor_nbytes(*gt, t.dims, &why);
+    if (!nbytes) fail(n["dims"], entry, why);
+    uint64_t elements = t.elements();
+    bool big = s.model.order == ByteOrder::big;
+
+    int given = !!n["values"] + !!n["fill"] + !!n["bytes"] + !!n["from"];
+    if (given != 1) fail(n, entry, "give the data as one of values:, fill:, bytes: or from:");
+    if (const YAML::Node v = n["values"]) {
+      need_encodable(v, entry, *gt, big);
+      if (!v.IsSequence() || v.size() != elements)
+        fail(v, entry, "values: needs a list of " + std::to_string(elements) + " numbers, found " +
+                           (v.IsSequence() ? std::to_string(v.size()) : std::string("no list")));
+      std::vector<double> values;
+      values.reserve(v.size());
+      for (const auto& x : v) values.push_back(number(x, entry));
+      t.source = encoded_source(t.name, *gt, elements, [vs = std::move(values)](uint64_t i) { return vs[i]; }, big);
+    } else if (const YAML::Node f = n["fill"]) {
+      t.source = fill(f, entry, *gt, elements, *nbytes, big);
+    } else if (const YAML::Node b = n["bytes"]) {
+      bool ok;
+      auto bytes = parse_hex(scalar(b, entry), &ok);
+      if (!ok) fail(b, entry, "bytes: expected pairs of hex digits");
+      if (bytes.size() != *nbytes)
+        fail(b, entry, "bytes: " + std::to_string(bytes.size()) + " bytes given; a " + gt->name + " tensor of this shape has " + std::to_string(*nbytes));
+      t.source = from_bytes(t.name, std::move(bytes));
+    } else {
+      const YAML::Node fr = n["from"];
+      fields(fr, entry, {"file", "offset"});
+      if (!fr["file"]) fail(fr, entry, "from: needs file: (and offset:)");
+      std::string rel = scalar(fr["file"], entry);
+      fs::path p = fs::path(rel).is_absolute() ? fs::path(rel) : fs::path(base_) / rel;
+      auto& src = sources_[p.string()];
+      if (!src) {
+        try {
+          src = open_file(p.string());
+        } catch (const Error& err) {
+          fail(fr["file"], entry, err.what());
+        }
+      }
+      uint64_t off = fr["offset"] ? unsigned_of(fr["offset"], entry, 8) : 0;
+      if (off > src->size() || *nbytes > src->size() - off)
+        fail(fr, entry, "from: " + std::to_string(*nbytes) + " bytes at offset " + std::to_string(off) + " are past the end of " +
+                            p.string() + " (" + std::to_string(src->size()) + " bytes)");
+      t.source = src;
+      t.source_offset = off;
+    }
+    size_t i = s.model.tensors.size();
+    if (const YAML::Node raw = n["raw"]) {
+      std::string index = "tensor[" + std::to_string(i) + "]", path = index + " " + t.name;
+      fields(raw, entry + " raw", {"name_length", "n_dims", "type", "offset"});
+      auto add = [&](const char* f, const std::string& field, uint32_t w) {
+        if (raw[f]) s.overrides.push_back({field, unsigned_of(raw[f], entry + " raw " + f, w), w});
+      };
+      add("name_length", index + " (name length)", 8);
+      add("n_dims", path + " (n_dims)", 4);
+      add("type", path + " (type)", 4);
+      add("offset", path + " (offset)", 8);
+    }
+    s.model.tensors.push_back(std::move(t));
+  }
+
+  void need_encodable(const YAML::Node& n, const std::string& entry, const GgmlType& gt, bool big) {
+    if (!can_encode(gt))
+      fail(n, entry, std::string("values for ") + gt.name + " cannot be encoded here (f32 f16 bf16 f64 i8-i64 q8_0 q4_0 can); use bytes:, from: or fill: {random_bytes: ...}");
+    if (big && gt.block > 1) fail(n, entry, std::string("quantized values in a big-endian file are not supported; use bytes:"));
+  }
+
+  std::shared_ptr<const ByteSource> fill(const YAML::Node& f, const std::string& entry, const GgmlType& gt,
+                                         uint64_t elements, uint64_t nbytes, bool big) {
+    if (f.IsScalar() && f.Scalar() == "zeros") return constant_source(entry, nbytes, 0);  // 0.0 in every type
+    if (f.IsScalar() && f.Scalar() == "ones") {
+      need_encodable(f, entry, gt, big);
+      return encoded_source(entry, gt, elements, [](uint64_t) { return 1.0; }, big);
+    }
+    fields(f, entry + " fill", {"ramp", "normal", "uniform", "random_bytes"});
+    if (f.size() != 1) fail(f, entry, "fill: zeros, ones, or one of ramp:, normal:, uniform:, random_bytes:");
+    auto num = [&](const YAML::Node& m, const char* k, double dflt) { return m[k] ? number(m[k], entry) : dflt; };
+    auto seed = [&](const YAML::Node& m) { return m["seed"] ? unsigned_of(m["seed"], entry, 8) : 0; };
+    if (const YAML::Node r = f["random_bytes"]) {
+      fields(r, entry + " fill random_bytes", {"seed"});
+      return random_bytes_source(entry, nbytes, seed(r));
+    }
+    need_encodable(f, entry, gt, big);
+    if (const YAML::Node r = f["ramp"]) {
+      fields(r, entry + " fill ramp", {"start", "step"});
+      double start = num(r, "start", 0), step = num(r, "step", 1);
+      return encoded_source(entry, gt, elements, [start, step](uint64_t i) { return start + step * static_cast<double>(i); }, big);
+    }
+    if (const YAML::Node r = f["uniform"]) {
+      fields(r, entry + " fill uniform", {"seed", "min", "max"});
+      double lo = num(r, "min", -1), hi = num(r, "max", 1);
+      uint64_t sd = seed(r);
+      return encoded_source(entry, gt, elements, [=](uint64_t i) { return lo + (hi - lo) * unit(sd, i); }, big);
+    }
+    const YAML::Node r = f["normal"];
+    fields(r, entry + " fill normal", {"seed", "mean", "std"});
+    double mean = num(r, "mean", 0), sd_dev = num(r, "std", 1);
+    uint64_t sd = seed(r);
+    return encoded_source(entry, gt, elements, [=](uint64_t i) {
+      // Box-Muller from two seeded uniforms of the element's index.
+      double u1 = 1.0 - unit(sd, 2 * i), u2 = unit(sd, 2 * i + 1);
+      return mean + sd_dev * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+    }, big);
+  }
+
+  // A uniform number in [0, 1) from a seed and an index.
+  static double unit(uint64_t seed, uint64_t i) { return static_cast<double>(mix64(seed ^ mix64(i)) >> 11) * 0x1.0p-53; }
+
+  void file_raw(const YAML::Node& raw, Sketch& s) {
+    fields(raw, "raw", {"magic", "version", "tensor_count", "kv_count", "padding_byte", "truncate_at", "patches"});
+    if (raw["magic"]) {
+      std::string m = string_of(raw["magic"], "raw magic");
+      if (m.size() != 4) fail(raw["magic"], "raw magic", "the magic is 4 bytes, found " + std::to_string(m.size()));
+      s.magic = m;
+    }
+    if (raw["version"]) s.overrides.push_back({"head (version)", unsigned_of(raw["version"], "raw version", 4), 4});
+    if (raw["tensor_count"]) s.overrides.push_back({"head (tensor count)", unsigned_of(raw["tensor_count"], "raw tensor_count", 8), 8});
+    if (raw["kv_count"]) s.overrides.push_back({"head (kv count)", unsigned_of(raw["kv_count"], "raw kv_count", 8), 8});
+    if (raw["padding_byte"]) s.padding_byte = static_cast<uint8_t>(unsigned_of(raw["padding_byte"], "raw padding_byte", 1));
+    if (raw["truncate_at"]) s.truncate_at = unsigned_of(raw["truncate_at"], "raw truncate_at", 8);
+    if (const YAML::Node ps = raw["patches"]) {
+      if (!ps.IsSequence()) fail(ps, "raw patches", "expected a list of {at: N, hex: \"..\"}");
+      for (const auto& p : ps) {
+        fields(p, "raw patches", {"at", "hex"});
+        if (!p["at"] || !p["hex"]) fail(p, "raw patches", "a patch needs at: and hex:");
+        bool ok;
+        auto bytes = parse_hex(scalar(p["hex"], "raw patches"), &ok);
+        if (!ok) fail(p["hex"], "raw patches", "hex: expected pairs of hex digits");
+        s.patches.push_back({unsigned_of(p["at"], "raw patches", 8), std::move(bytes)});
+      }
+    }
+  }
+
+  std::string name_, base_;
+  std::map<std::string, std::shared_ptr<const ByteSource>> sources_;  // one open file per path
+};
+
+void put(std::vector<uint8_t>& out, uint64_t v, uint32_t width, bool big) {
+  for (uint32_t i = 0; i < width; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * (big ? width - 1 - i : i))));
+}
+
+}  // namespace
+
+Sketch parse_sketch(const std::string& text, const std::string& name, const std::string& base_dir, const Defines& defines) {
+  std::string filled = fill_defines(text, name, defines);
+  YAML::Node root;
+  try {
+    root = YAML::Load(filled);
+  } catch (const YAML::Exception& e) {
+    throw Error(Error::Kind::format, where(name, e.mark), std::nullopt, "yaml", e.msg);
+  }
+  return Parser(name, base_dir).run(root);
+}
+
+Sketch read_sketch(const std::string& path, const Defines& defines) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw_io(path, "cannot open the sketch");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string base = fs::path(path).parent_path().string();
+  return parse_sketch(ss.str(), path, base.empty() ? "." : base, defines);
+}
+
+Edits sketch_edits(const Sketch& s, const Layout& layout, const FieldMarks& marks) {
+  Edits e;
+  bool big = s.model.order == ByteOrder::big;
+  if (s.padding_byte)
+    for (const auto& sp : layout.spans)
+      if (sp.kind == SpanKind::padding || sp.kind == SpanKind::tensor_padding)
+        e.patches.push_back({sp.span.offset, std::vector<uint8_t>(sp.span.size, *s.padding_byte)});
+  if (s.magic) e.patches.push_back({marks.at("head (magic)"), std::vector<uint8_t>(s.magic->begin(), s.magic->end())});
+  for (const Override& o : s.overrides) {
+    auto it = marks.find(o.field);
+    if (it == marks.end()) throw std::logic_error("no field " + o.field + " in the plan");
+    BytePatch p{it->second, {}};
+    put(p.bytes, o.value, o.width, big);
+    e.patches.push_back(std::move(p));
+  }
+  e.patches.insert(e.patches.end(), s.patches.begin(), s.patches.end());
+  for (const auto& p : e.patches)
+    if (p.at > layout.file_size || p.bytes.size() > layout.file_size - p.at)
+      throw Error(Error::Kind::format, "", p.at, "raw", "a patch of " + std::to_string(p.bytes.size()) +
+                                                           " bytes runs past the end of the " + std::to_string(layout.file_size) + "-byte file");
+  if (s.truncate_at && *s.truncate_at > layout.file_size)
+    throw Error(Error::Kind::format, "", *s.truncate_at, "raw truncate_at",
+                "is past the end of the " + std::to_string(layout.file_size) + "-byte file");
+  e.truncate_at = s.truncate_at;
+  return e;
+}
+
+std::vector<uint8_t> sketch_bytes(const Sketch& s) {
+  FieldMarks marks;
+  Layout L = plan(s.model, marks);
+  VectorSink sink;
+  emit(s.model, L, sink);
+  Edits e = sketch_edits(s, L, marks);
+  for (const auto& p : e.patches) std::copy(p.bytes.begin(), p.bytes.end(), sink.bytes.begin() + static_cast<long>(p.at));
+  if (e.truncate_at) sink.bytes.resize(*e.truncate_at);
+  return std::move(sink.bytes);
+}
+
+Layout write_sketch(const Sketch& s, const std::string& path) {
+  FieldMarks marks;
+  Layout L = plan(s.model, marks);
+  Edits e = sketch_edits(s, L, marks);
+  write_file(s.model, L, path, [&](int fd) {
+    for (const auto& p : e.patches)
+      if (::pwrite(fd, p.bytes.data(), p.bytes.size(), static_cast<off_t>(p.at)) != static_cast<ssize_t>(p.bytes.size()))
+        throw_io(path, "cannot write a raw override at byte " + std::to_string(p.at));
+    if (e.truncate_at && ::ftruncate(fd, static_cast<off_t>(*e.truncate_at)) != 0) throw_io(path, "cannot truncate");
+  });
+  return L;
+}
+
+}  // namespace ggufkit
