@@ -50,4 +50,8 @@ std::vector<uint8_t> f32_bytes(const std::vector<float>& values);
 void poke_u64(std::vector<uint8_t>& b, uint64_t at, uint64_t v);
 void poke_u32(std::vector<uint8_t>& b, uint64_t at, uint32_t v);
 
+// A seeded random model: every value kind (nested arrays, any string bytes, NaNs, bool
+// bytes of 2), alignments 1 to 4096, both byte orders, tensors of several types.
+ggufkit::Model random_model(uint64_t seed);
+
 }  // namespace testing_helpers

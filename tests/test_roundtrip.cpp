@@ -18,58 +18,6 @@ using namespace testing_helpers;
 
 namespace {
 
-Value random_value(std::mt19937_64& rng, ValueType t, int depth) {
-  switch (t) {
-    case ValueType::string: {
-      std::string s(rng() % 20, '\0');
-      for (auto& ch : s) ch = static_cast<char>(rng());  // any bytes, not only UTF-8
-      return Value::of_string(s);
-    }
-    case ValueType::array: {
-      ValueType elem = static_cast<ValueType>(rng() % kValueTypeCount);
-      if (elem == ValueType::array && depth >= 2) elem = ValueType::u16;
-      std::vector<Value> items;
-      for (uint64_t i = rng() % 6; i > 0; --i) items.push_back(random_value(rng, elem, depth + 1));
-      return Value::array(elem, std::move(items));
-    }
-    default: {
-      uint32_t w = value_type_width(t);
-      uint64_t bits = rng();
-      if (w < 8) bits &= (1ull << (8 * w)) - 1;  // raw bits: NaNs, -0.0, bool bytes of 2 all allowed
-      return Value::scalar(t, bits);
-    }
-  }
-}
-
-Model random_model(uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  Model m;
-  m.version = rng() % 2 ? 3 : 2;
-  m.order = rng() % 3 == 0 ? ByteOrder::big : ByteOrder::little;
-  m.pad_end = rng() % 2;
-  const uint32_t alignments[] = {1, 8, 16, 32, 64, 256, 4096};
-  uint32_t a = alignments[rng() % 7];
-  if (a != 32 || rng() % 2) m.metadata.push_back({"general.alignment", Value::of_u32(a)});
-  for (uint64_t i = rng() % 12; i > 0; --i) {
-    ValueType t = static_cast<ValueType>(rng() % kValueTypeCount);
-    m.metadata.push_back({"key." + std::to_string(m.metadata.size()), random_value(rng, t, 0)});
-  }
-  const char* types[] = {"f32", "f16", "q8_0", "q4_K", "i8", "bf16", "mxfp4", "q6_K"};
-  for (uint64_t i = rng() % 5; i > 0; --i) {
-    const GgmlType* gt = ggml_type_by_name(types[rng() % 8]);
-    Tensor t;
-    t.name = "blk." + std::to_string(m.tensors.size()) + ".weight";
-    t.type = gt->id;
-    t.dims = {gt->block * (1 + rng() % 3)};
-    if (rng() % 2) t.dims.push_back(1 + rng() % 3);
-    std::vector<uint8_t> bytes(t.nbytes());
-    for (auto& b : bytes) b = static_cast<uint8_t>(rng());
-    t.source = from_bytes(t.name, std::move(bytes));
-    m.tensors.push_back(std::move(t));
-  }
-  return m;
-}
-
 void expect_same_model(const Model& a, const Model& b) {
   EXPECT_EQ(a.version, b.version);
   EXPECT_EQ(a.order, b.order);

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "ggufkit/error.h"
+
 namespace ggufkit {
 
 namespace {
@@ -93,6 +95,17 @@ std::optional<std::vector<float>> decode(const GgmlType& type, const uint8_t* p,
     return std::nullopt;
   }
   return out;
+}
+
+std::vector<float> tensor_values(const Tensor& t) {
+  const GgmlType* gt = ggml_type(t.type);
+  std::string why = "unknown type";
+  if (!t.source) throw Error(Error::Kind::format, "", std::nullopt, "tensor " + t.name, "the tensor has no data source");
+  std::vector<uint8_t> bytes(t.nbytes());
+  t.source->read_at(t.source_offset, bytes.data(), bytes.size());
+  if (gt)
+    if (auto v = decode(*gt, bytes.data(), t.elements(), &why)) return *v;
+  throw Error(Error::Kind::format, t.source->name(), t.source_offset, "tensor " + t.name, why);
 }
 
 }  // namespace ggufkit

@@ -93,6 +93,25 @@ void encode(const GgmlType& type, const double* v, uint64_t n, uint8_t* out, boo
   }
 }
 
+Tensor make_tensor(std::string name, const std::string& type, std::vector<uint64_t> dims,
+                   const std::vector<double>& values) {
+  Tensor t;
+  t.name = std::move(name);
+  t.dims = std::move(dims);
+  const GgmlType* gt = ggml_type_by_name(type);
+  if (!gt || !can_encode(*gt))
+    throw Error(Error::Kind::format, "", std::nullopt, "tensor " + t.name, "cannot encode values to type '" + type + "'");
+  t.type = gt->id;
+  uint64_t n = t.nbytes();  // checks the shape against the type
+  if (values.size() != t.elements())
+    throw Error(Error::Kind::format, "", std::nullopt, "tensor " + t.name,
+                std::to_string(values.size()) + " values for " + std::to_string(t.elements()) + " elements");
+  std::vector<uint8_t> bytes(n);
+  encode(*gt, values.data(), values.size(), bytes.data());
+  t.source = from_bytes(t.name, std::move(bytes));
+  return t;
+}
+
 uint64_t mix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;

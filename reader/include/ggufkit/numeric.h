@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ggufkit/format.h"
+#include "ggufkit/model.h"
 
 namespace ggufkit {
 
@@ -19,5 +20,9 @@ float bf16_to_f32(uint16_t h);
 // or nullopt with the reason in *why for types it cannot decode.
 std::optional<std::vector<float>> decode(const GgmlType& type, const uint8_t* data, uint64_t n,
                                          std::string* why = nullptr);
+
+// A tensor's values, read from its source and decoded. Throws a format Error for a type
+// decode() does not know.
+std::vector<float> tensor_values(const Tensor& tensor);
 
 }  // namespace ggufkit

@@ -3,8 +3,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "ggufkit/format.h"
+#include "ggufkit/model.h"
 #include "ggufkit/source.h"
 
 namespace ggufkit {
@@ -16,6 +18,11 @@ bool can_encode(const GgmlType& type);
 // Encodes n values (a whole number of blocks) to the type's bytes, little-endian unless
 // big_endian (not for quantized types). Integer types take the value truncated toward 0.
 void encode(const GgmlType& type, const double* values, uint64_t n, uint8_t* out, bool big_endian = false);
+
+// A tensor holding these values (one per element), encoded to the named type in memory.
+// Throws a format Error for a type that cannot be encoded or a count that does not match.
+Tensor make_tensor(std::string name, const std::string& type, std::vector<uint64_t> dims,
+                   const std::vector<double>& values);
 
 // One block of 32 values, as ggml's quantize_row_q8_0_ref / quantize_row_q4_0_ref.
 void quantize_q8_0(const float* x, uint8_t* out);

@@ -1,0 +1,342 @@
+// Sketch files: every value type and its extremes, the sketch format's errors, the
+// walkthrough sketch, quantization against ggml's reference rounding, raw overrides,
+// and dump -> write reproducing files byte for byte.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "ggufkit/encode.h"
+#include "ggufkit/error.h"
+#include "ggufkit/numeric.h"
+#include "ggufkit/scan.h"
+#include "ggufkit/sketch.h"
+#include "helpers.h"
+
+using namespace ggufkit;
+using namespace testing_helpers;
+
+namespace {
+
+const std::string kExamples = std::string(GGUFKIT_SOURCE) + "/examples";
+
+Scanned read_sketch_text(const std::string& yaml, const Defines& d = {}) {
+  Sketch s = parse_sketch(yaml, "s.yaml", temp_dir(), d);
+  return scan(from_bytes("s.gguf", sketch_bytes(s)));
+}
+
+Error sketch_error(const std::string& yaml, const Defines& d = {}) {
+  try {
+    parse_sketch(yaml, "s.yaml", temp_dir(), d);
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted:\n" << yaml;
+  return Error(Error::Kind::format, "", std::nullopt, "", "");
+}
+
+uint64_t bits_of(const Model& m, const char* key) { return m.find(key)->bits; }
+
+std::string hex(const std::vector<uint8_t>& b) {
+  std::string s;
+  char buf[3];
+  for (uint8_t c : b) {
+    std::snprintf(buf, sizeof buf, "%02x", c);
+    s += buf;
+  }
+  return s;
+}
+
+// The fixed vector the reference bytes below were computed for (by an independent
+// float32 re-implementation of ggml's quantize_row_q8_0_ref / _q4_0_ref).
+std::vector<double> fixed_vector() {
+  std::vector<double> v;
+  for (int j = 0; j < 32; ++j)
+    v.push_back(static_cast<float>(((j * 37) % 32 - 15.5) / 8.0 + (j % 3 == 0 ? 0.013 : -0.007)));
+  return v;
+}
+
+}  // namespace
+
+TEST(SketchValues, EveryValueTypeAndItsExtremesReadBackExactly) {
+  Scanned s = read_sketch_text(R"(
+metadata:
+  - {key: u8, type: u8, value: 255}
+  - {key: i8, type: i8, value: -128}
+  - {key: u16, type: u16, value: 65535}
+  - {key: i16, type: i16, value: -32768}
+  - {key: u32, type: u32, value: 4294967295}
+  - {key: i32, type: i32, value: -2147483648}
+  - {key: u64, type: u64, value: 18446744073709551615}
+  - {key: i64, type: i64, value: -9223372036854775808}
+  - {key: i64.max, type: i64, value: 0x7fffffffffffffff}
+  - {key: f32.negzero, type: f32, value: -0.0}
+  - {key: f32.nan, type: f32, value: nan}
+  - {key: f32.payload, type: f32, value: {bits: 0x7fc00001}}
+  - {key: f32.tiny, type: f32, value: 1.4e-45}
+  - {key: f32.inf, type: f32, value: inf}
+  - {key: f64.max, type: f64, value: 1.7976931348623157e308}
+  - {key: f64.neginf, type: f64, value: -inf}
+  - {key: f64.third, type: f64, value: 0.3333333333333333}
+  - {key: bool.true, type: bool, value: true}
+  - {key: bool.false, type: bool, value: false}
+  - {key: bool.two, type: bool, value: 2}
+  - {key: string.text, type: string, value: "h\u00e9llo\n\t\"q\" \u0000 end"}
+  - {key: string.bytes, type: string, value: {hex: "ff00fe"}}
+  - {key: string.empty, type: string, value: ""}
+  - {key: array.i16, type: array, items: i16, value: [-1, 0, 32767]}
+  - {key: array.empty, type: array, items: f64, value: []}
+  - key: array.nested
+    type: array
+    items: array
+    value: [{items: u8, value: [1, 2]}, {items: string, value: [x]}]
+)");
+  const Model& m = s.model;
+  ASSERT_EQ(m.metadata.size(), 26u);
+  EXPECT_EQ(m.find("u8")->type, ValueType::u8);
+  EXPECT_EQ(bits_of(m, "u8"), 255u);
+  EXPECT_EQ(m.find("i8")->as_i64(), -128);
+  EXPECT_EQ(bits_of(m, "u16"), 65535u);
+  EXPECT_EQ(m.find("i16")->as_i64(), -32768);
+  EXPECT_EQ(bits_of(m, "u32"), 4294967295u);
+  EXPECT_EQ(m.find("i32")->as_i64(), -2147483648ll);
+  EXPECT_EQ(bits_of(m, "u64"), UINT64_MAX);
+  EXPECT_EQ(m.find("i64")->as_i64(), INT64_MIN);
+  EXPECT_EQ(m.find("i64.max")->as_i64(), INT64_MAX);
+  EXPECT_EQ(bits_of(m, "f32.negzero"), 0x80000000u);
+  EXPECT_EQ(bits_of(m, "f32.nan"), 0x7fc00000u);
+  EXPECT_EQ(bits_of(m, "f32.payload"), 0x7fc00001u);
+  EXPECT_EQ(bits_of(m, "f32.tiny"), 1u);  // the smallest subnormal
+  EXPECT_EQ(bits_of(m, "f32.inf"), 0x7f800000u);
+  EXPECT_EQ(bits_of(m, "f64.max"), 0x7fefffffffffffffull);
+  EXPECT_EQ(bits_of(m, "f64.neginf"), 0xfff0000000000000ull);
+  EXPECT_EQ(m.find("f64.third")->as_f64(), 1.0 / 3.0);
+  EXPECT_EQ(bits_of(m, "bool.true"), 1u);
+  EXPECT_EQ(bits_of(m, "bool.false"), 0u);
+  EXPECT_EQ(bits_of(m, "bool.two"), 2u);
+  EXPECT_EQ(m.find("string.text")->str, std::string("h\xc3\xa9llo\n\t\"q\" \0 end", 17));
+  EXPECT_EQ(m.find("string.bytes")->str, std::string("\xff\x00\xfe", 3));
+  EXPECT_EQ(m.find("string.empty")->str, "");
+  const Value* a = m.find("array.i16");
+  EXPECT_EQ(a->elem, ValueType::i16);
+  ASSERT_EQ(a->items.size(), 3u);
+  EXPECT_EQ(a->items[0].as_i64(), -1);
+  EXPECT_EQ(a->items[2].as_i64(), 32767);
+  EXPECT_EQ(m.find("array.empty")->elem, ValueType::f64);
+  EXPECT_TRUE(m.find("array.empty")->items.empty());
+  const Value* n = m.find("array.nested");
+  ASSERT_EQ(n->items.size(), 2u);
+  EXPECT_EQ(n->items[0].elem, ValueType::u8);
+  EXPECT_EQ(n->items[0].items[1].bits, 2u);
+  EXPECT_EQ(n->items[1].items[0].str, "x");
+
+  // And the dump of that file writes the same bytes again, through YAML and JSON.
+  std::string path = temp_path("values.gguf");
+  write_file_bytes(path, to_bytes(m));
+  for (bool json : {false, true}) {
+    Scanned back = scan_file(path);
+    std::string text = dump_sketch(back.model, {json, false});
+    EXPECT_EQ(sketch_bytes(parse_sketch(text, "dump", temp_dir())), read_file_bytes(path)) << text;
+  }
+}
+
+TEST(SketchErrors, AValueOutOfRangeNamesTheLineColumnAndEntry) {
+  Error e = sketch_error("metadata:\n  - {key: a, type: u8, value: 1}\n  - {key: counts.n, type: u16, value: 70000}\n");
+  EXPECT_EQ(e.file, "s.yaml:3:39");
+  EXPECT_EQ(e.field, "metadata[1] counts.n");
+  EXPECT_EQ(e.message, "value 70000 is out of range for u16 (0 to 65535)");
+  EXPECT_EQ(std::string(e.what()), "s.yaml:3:39: metadata[1] counts.n: value 70000 is out of range for u16 (0 to 65535)");
+
+  e = sketch_error("metadata:\n  - {key: x, type: i8, value: -129}\n");
+  EXPECT_EQ(e.message, "value -129 is out of range for i8 (-128 to 127)");
+  e = sketch_error("metadata:\n  - {key: x, type: u64, value: 18446744073709551616}\n");
+  EXPECT_EQ(e.message, "expected an integer, found '18446744073709551616'");
+  e = sketch_error("metadata:\n  - {key: x, type: f32, value: 1e39}\n");
+  EXPECT_EQ(e.message, "value 1e39 is out of range for f32");
+}
+
+TEST(SketchErrors, UnknownAndRepeatedFieldsAndMissingPartsAreRefused) {
+  Error e = sketch_error("metadata:\n  - {key: x, type: u8, vlaue: 1}\n");
+  EXPECT_EQ(e.file, "s.yaml:2:24");
+  EXPECT_EQ(e.message, "unknown field 'vlaue'; expected one of: key, type, items, value, file, raw");
+  e = sketch_error("tensors: []\nverison: 3\n");
+  EXPECT_EQ(e.file, "s.yaml:2:1");
+  e = sketch_error("metadata:\n  - {key: x, type: u8, value: 1, value: 2}\n");
+  EXPECT_EQ(e.message, "'value' is given twice");
+  e = sketch_error("metadata:\n  - {key: x, value: 1}\n");
+  EXPECT_NE(e.message.find("an entry needs type:"), std::string::npos);
+  e = sketch_error("metadata:\n  - {key: x, type: float, value: 1}\n");
+  EXPECT_NE(e.message.find("unknown type 'float'"), std::string::npos);
+  e = sketch_error("metadata:\n  - {key: x, type: array, value: [1]}\n");
+  EXPECT_EQ(e.message, "an array needs items: (its element type)");
+  e = sketch_error("tensors:\n  - {name: w, type: q4_K, dims: [100], fill: zeros}\n");
+  EXPECT_EQ(e.field, "tensors[0] w");
+  EXPECT_EQ(e.message, "ne0 = 100 is not a multiple of the q4_K block of 256");
+  e = sketch_error("tensors:\n  - {name: w, type: f32, dims: [4], values: [1, 2, 3]}\n");
+  EXPECT_EQ(e.message, "values: needs a list of 4 numbers, found 3");
+  e = sketch_error("tensors:\n  - {name: w, type: q4_K, dims: [256], values: [1]}\n");
+  EXPECT_NE(e.message.find("values for q4_K cannot be encoded"), std::string::npos);
+  e = sketch_error("tensors:\n  - {name: w, type: f32, dims: [4], bytes: \"00 11\"}\n");
+  EXPECT_EQ(e.message, "bytes: 2 bytes given; a f32 tensor of this shape has 16");
+  e = sketch_error("tensors:\n  - {name: w, type: f32, dims: [4]}\n");
+  EXPECT_EQ(e.message, "give the data as one of values:, fill:, bytes: or from:");
+  e = sketch_error("metadata: [unclosed\n");
+  EXPECT_EQ(e.field, "yaml");
+  EXPECT_EQ(e.file.rfind("s.yaml:", 0), 0u);
+}
+
+TEST(SketchDefines, PlaceholdersAreFilledAndAMissingOneIsNamed) {
+  std::string yaml = "metadata:\n  - {key: general.name, type: string, value: \"[[NAME]]\"}\n"
+                     "  - {key: n, type: u32, value: [[N]]}\n  - {key: l, type: array, items: array, value: [[[X]]]}\n";
+  Error e = sketch_error(yaml, {{"NAME", "tiny"}, {"N", "7"}});
+  EXPECT_EQ(e.file, "s.yaml:4:49");
+  EXPECT_EQ(e.field, "[[X]]");
+  EXPECT_EQ(e.message, "this placeholder has no value; pass -D X=VALUE");
+  Scanned s = read_sketch_text(yaml, {{"NAME", "tiny"}, {"N", "7"}, {"X", "{items: u8, value: [3]}"}});
+  EXPECT_EQ(s.model.find("general.name")->str, "tiny");
+  EXPECT_EQ(s.model.find("n")->bits, 7u);
+  EXPECT_EQ(s.model.find("l")->items[0].items[0].bits, 3u);
+}
+
+TEST(SketchExamples, TheWalkthroughSketchIsThe408ByteFile) {
+  Sketch sk = read_sketch(kExamples + "/sketch-408.yaml");
+  auto bytes = sketch_bytes(sk);
+  ASSERT_EQ(bytes.size(), 408u);
+  EXPECT_EQ(bytes, to_bytes(walkthrough_model()));
+  Scanned s = scan(from_bytes("408", bytes));
+  EXPECT_EQ(s.layout.header_size, 327u);
+  EXPECT_EQ(s.layout.data_offset, 384u);
+  EXPECT_EQ(s.layout.find(SpanKind::tensor_info, "tensor[0] blk.0.counts.weight")->span, (Span{268, 59}));
+  EXPECT_EQ(tensor_values(s.model.tensors[0]), (std::vector<float>{0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f}));
+
+  std::string out = temp_path("408-cli.gguf");
+  CliRun r = run_cli("write " + kExamples + "/sketch-408.yaml -o " + out + " --map");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("total 408 bytes in 22 spans; file size 408"), std::string::npos) << r.out;
+  EXPECT_EQ(read_file_bytes(out), bytes);
+  CliRun quiet = run_cli("write " + kExamples + "/sketch-408.yaml -o " + out);
+  EXPECT_EQ(quiet.code, 0);
+  EXPECT_EQ(quiet.out, "");
+}
+
+TEST(Quantization, Q8_0AndQ4_0BytesEqualGgmlsReferenceQuantizer) {
+  auto v = fixed_vector();
+  const char* q8_ref = "c82381a9d2fd254e7899c2ec143d6888b1dc042d577fa1cbf31c476f91bbe30c365e";
+  const char* q4_ref = "b9b38f5d3b08e6b3906f4c19f7c4a17f5d2a";
+  std::vector<uint8_t> q8(34), q4(18);
+  encode(*ggml_type_by_name("q8_0"), v.data(), 32, q8.data());
+  encode(*ggml_type_by_name("q4_0"), v.data(), 32, q4.data());
+  EXPECT_EQ(hex(q8), q8_ref);
+  EXPECT_EQ(hex(q4), q4_ref);
+}
+
+TEST(Quantization, ValuesDecodeWithinHalfAStep) {
+  std::vector<double> v = fixed_vector();
+  for (int block = 1; block < 8; ++block)  // more blocks, other scales
+    for (int j = 0; j < 32; ++j) v.push_back(std::sin(block * 7.0 + j) * block);
+  int clamps = 0;
+  for (const char* type : {"q8_0", "q4_0"}) {
+    SCOPED_TRACE(type);
+    const GgmlType& gt = *ggml_type_by_name(type);
+    std::vector<uint8_t> bytes(v.size() / 32 * gt.size);
+    encode(gt, v.data(), v.size(), bytes.data());
+    std::vector<float> back = *decode(gt, bytes.data(), v.size());
+    for (size_t b = 0; b < v.size() / 32; ++b) {
+      float d = std::fabs(f16_to_f32(static_cast<uint16_t>(bytes[b * gt.size] | bytes[b * gt.size + 1] << 8)));
+      for (size_t j = b * 32; j < b * 32 + 32; ++j) {
+        // Within half a step, except where q4_0 clamps the far side of its range to
+        // 15 (its scale maps the largest magnitude to -8, so +8 does not exist).
+        bool clamped = gt.size == 18 && ((j % 32 < 16 ? bytes[b * 18 + 2 + j % 32] & 15 : bytes[b * 18 + 2 + j % 16] >> 4) == 15);
+        float bound = clamped ? d : d / 2;
+        EXPECT_LE(std::fabs(back[j] - static_cast<float>(v[j])), bound * 1.0001f + 1e-7f) << j;
+        clamps += clamped;
+      }
+    }
+  }
+  EXPECT_GT(clamps, 0);  // the clamp was met, so the exception above is exercised
+}
+
+TEST(Quantization, TheWalkthroughsQ4_0BlockDecodesByHand) {
+  // Scale 0.01 (as f16), first byte 0x4B: element 0 is (0xB - 8) * 0.01, element 16 is (0x4 - 8) * 0.01.
+  std::vector<uint8_t> block(18, 0x88);
+  uint16_t d = f32_to_f16(0.01f);
+  block[0] = static_cast<uint8_t>(d);
+  block[1] = static_cast<uint8_t>(d >> 8);
+  block[2] = 0x4B;
+  std::vector<float> v = *decode(*ggml_type_by_name("q4_0"), block.data(), 32);
+  EXPECT_NEAR(v[0], 0.03, 1e-5);
+  EXPECT_NEAR(v[16], -0.04, 1e-5);
+  EXPECT_EQ(v[1], 0.0f);
+}
+
+TEST(HalfFloats, ConversionsRoundToNearestEven) {
+  EXPECT_EQ(f32_to_f16(1.0f), 0x3c00);
+  EXPECT_EQ(f32_to_f16(-2.0f), 0xc000);
+  EXPECT_EQ(f32_to_f16(65504.0f), 0x7bff);
+  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);           // rounds up to infinity
+  EXPECT_EQ(f32_to_f16(1.0f + 1.0f / 2048), 0x3c00);  // a tie rounds to even
+  EXPECT_EQ(f32_to_f16(1.0f + 3.0f / 2048), 0x3c02);
+  EXPECT_EQ(f32_to_f16(5.9604645e-8f), 0x0001);       // the smallest subnormal
+  EXPECT_EQ(f32_to_f16(0.01f), 0x211f);
+  EXPECT_EQ(f16_to_f32(0x0001), 5.9604645e-8f);
+  EXPECT_EQ(f16_to_f32(0x3555), 0.333251953125f);
+  EXPECT_TRUE(std::isnan(f16_to_f32(f32_to_f16(NAN))));
+  EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(f32_to_bf16(3.14159265f), 0x4049);
+  EXPECT_EQ(bf16_to_f32(0x4049), 3.140625f);
+}
+
+TEST(SketchFills, EachFillMakesTheValuesItNames) {
+  std::string other = temp_path("fill-source.bin");
+  write_file_bytes(other, {9, 9, 9, 9, 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40});
+  Scanned s = read_sketch_text(R"(
+tensors:
+  - {name: zeros, type: q4_K, dims: [256], fill: zeros}
+  - {name: ones, type: f16, dims: [4], fill: ones}
+  - {name: ramp, type: f32, dims: [5], fill: {ramp: {start: 1, step: 0.5}}}
+  - {name: normal, type: f32, dims: [4096], fill: {normal: {seed: 3, mean: 2, std: 0.5}}}
+  - {name: uniform, type: bf16, dims: [1000], fill: {uniform: {seed: 4, min: -3, max: -1}}}
+  - {name: rnd, type: q6_K, dims: [256, 3], fill: {random_bytes: {seed: 9}}}
+  - {name: hex, type: i8, dims: [3], bytes: "ff 00 7f"}
+  - {name: from, type: f32, dims: [2], from: {file: fill-source.bin, offset: 4}}
+)");
+  const auto& t = s.model.tensors;
+  std::vector<uint8_t> z(t[0].nbytes());
+  t[0].source->read_at(t[0].source_offset, z.data(), z.size());
+  EXPECT_EQ(z, std::vector<uint8_t>(144, 0));
+  EXPECT_EQ(tensor_values(t[1]), std::vector<float>(4, 1.0f));
+  EXPECT_EQ(tensor_values(t[2]), (std::vector<float>{1, 1.5, 2, 2.5, 3}));
+  auto normal = tensor_values(t[3]);
+  double mean = 0, var = 0;
+  for (float x : normal) mean += x / 4096.0;
+  for (float x : normal) var += (x - mean) * (x - mean) / 4096.0;
+  EXPECT_NEAR(mean, 2.0, 0.03);
+  EXPECT_NEAR(std::sqrt(var), 0.5, 0.03);
+  for (float x : tensor_values(t[4])) EXPECT_TRUE(x >= -3.01f && x <= -0.99f) << x;
+  std::vector<uint8_t> r1(630), r2(630);
+  t[5].source->read_at(t[5].source_offset, r1.data(), 630);
+  t[5].source->read_at(t[5].source_offset + 5, r2.data() + 5, 625);  // any offset, the same bytes
+  r2[0] = r1[0], r2[1] = r1[1], r2[2] = r1[2], r2[3] = r1[3], r2[4] = r1[4];
+  EXPECT_EQ(r1, r2);
+  EXPECT_NE(r1, std::vector<uint8_t>(630, 0));
+  std::vector<uint8_t> h(3);
+  t[6].source->read_at(t[6].source_offset, h.data(), 3);
+  EXPECT_EQ(h, (std::vector<uint8_t>{0xff, 0x00, 0x7f}));
+  std::vector<uint8_t> f(8);
+  t[7].source->read_at(t[7].source_offset, f.data(), 8);
+  EXPECT_EQ(f, (std::vector<uint8_t>{0, 0, 0x80, 0x3f, 0, 0, 0, 0x40}));
+  EXPECT_EQ(tensor_values(t[7]), (std::vector<float>{1.0f, 2.0f}));
+  // The same sketch twice gives the same bytes: seeds, not clocks.
+  EXPECT_EQ(to_bytes(s.model), to_bytes(read_sketch_text(R"(
+tensors:
+  - {name: zeros, type: q4_K, dims: [256], fill: zeros}
+  - {name: ones, type: f16, dims: [4], fill: ones}
+  - {name: ramp, type: f32, dims: [5], fill: {ramp: {start: 1, step: 0.5}}}
+  - {name: normal, type: f32, dims: [4096], fill: {normal: {seed: 3, mean: 2, std: 0.5}}}
+  - {name: uniform, type: bf16, dims: [1000], fill: {uniform: {seed: 4, min: -3, max: -1}}}
+  - {name: rnd, type: q6_K, dims: [256, 3], fill: {random_bytes: {seed: 9}}}
+  - {name: hex, type: i8, dims: [3], bytes: "ff 00 7f"}
+  - {name: from, type: f32, dims: [2], from: {file: fill-source.bin, offset: 4}}
+)").model));
+}
