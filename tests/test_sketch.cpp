@@ -340,3 +340,22 @@ tensors:
   - {name: from, type: f32, dims: [2], from: {file: fill-source.bin, offset: 4}}
 )").model));
 }
+
+TEST(HostileYaml, AnchorsAliasesAndDeepNestingAreRefusedWithTheirPosition) {
+  Error e = sketch_error("metadata:\n  - &a {key: x, type: u8, value: 1}\n  - *a\n");
+  EXPECT_EQ(e.file, "s.yaml:2:5");
+  EXPECT_EQ(e.message, "anchors (&name) are not allowed");
+  // A billion laughs needs anchors; it stops at the first one, before anything grows.
+  std::string laughs = "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n";
+  for (char c = 'b'; c <= 'j'; ++c)
+    laughs += std::string(1, c) + ": &" + c + " [*" + static_cast<char>(c - 1) + ",*" + static_cast<char>(c - 1) + ",*" +
+              static_cast<char>(c - 1) + ",*" + static_cast<char>(c - 1) + ",*" + static_cast<char>(c - 1) + "]\n";
+  e = sketch_error(laughs);
+  EXPECT_EQ(e.file, "s.yaml:1:4");
+  std::string deep(100, '[');
+  deep = "metadata: " + deep + std::string(100, ']') + "\n";
+  e = sketch_error(deep);
+  EXPECT_EQ(e.message, "nested deeper than 64");
+  e = sketch_error("a: 1\n---\nb: 2\n");
+  EXPECT_EQ(e.message, "expected one document, found more");
+}

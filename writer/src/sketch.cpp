@@ -1,7 +1,6 @@
 #include "ggufkit/sketch.h"
 
 #include <unistd.h>
-#include <yaml-cpp/yaml.h>
 
 #include <charconv>
 #include <cmath>
@@ -14,6 +13,7 @@
 #include "ggufkit/encode.h"
 #include "ggufkit/error.h"
 #include "ggufkit/scan.h"
+#include "ggufkit/yaml_tree.h"
 
 namespace ggufkit {
 
@@ -24,11 +24,6 @@ namespace fs = std::filesystem;
 constexpr uint64_t kMaxFileString = 64ull << 20;  // a string read from a file
 constexpr int kMaxDepth = 32;  // deeper than readers allow, for fixtures
 
-std::string where(const std::string& name, int line, int column) {
-  if (line < 0) return name;
-  return name + ":" + std::to_string(line + 1) + ":" + std::to_string(column + 1);
-}
-std::string where(const std::string& name, const YAML::Mark& m) { return where(name, m.line, m.column); }
 
 // Fills [[NAME]] placeholders (NAME an identifier) from the defines; an unfilled one is
 // an error naming its line and column.
@@ -52,7 +47,7 @@ std::string fill_defines(const std::string& text, const std::string& name, const
       int line = static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(open), '\n'));
       size_t bol = text.rfind('\n', open);
       int col = static_cast<int>(open - (bol == std::string::npos ? 0 : bol + 1));
-      throw Error(Error::Kind::format, where(name, line, col), std::nullopt, "[[" + id + "]]",
+      throw Error(Error::Kind::format, yaml_where(name, line, col), std::nullopt, "[[" + id + "]]",
                   "this placeholder has no value; pass -D " + id + "=VALUE");
     }
     out.append(text, i, open - i);
@@ -108,7 +103,7 @@ class Parser {
  public:
   Parser(std::string name, std::string base) : name_(std::move(name)), base_(std::move(base)) {}
 
-  Sketch run(const YAML::Node& root) {
+  Sketch run(const YamlNode& root) {
     Sketch s;
     if (!root.IsMap()) fail(root, "sketch", "expected a mapping with metadata: and tensors:");
     fields(root, "sketch", {"version", "byte_order", "pad_end", "metadata", "tensors", "raw"});
@@ -124,46 +119,48 @@ class Parser {
       m.order = bo == "big" ? ByteOrder::big : ByteOrder::little;
     }
     if (root["pad_end"]) m.pad_end = boolean(root["pad_end"], "pad_end");
-    if (const YAML::Node md = root["metadata"]) {
+    if (const YamlNode& md = root["metadata"]; md) {
       if (!md.IsSequence()) fail(md, "metadata", "expected a list of entries");
       for (size_t i = 0; i < md.size(); ++i) entry(md[i], "metadata[" + std::to_string(i) + "]", s);
     }
-    if (const YAML::Node ts = root["tensors"]) {
+    if (const YamlNode& ts = root["tensors"]; ts) {
       if (!ts.IsSequence()) fail(ts, "tensors", "expected a list of tensors");
       for (size_t i = 0; i < ts.size(); ++i) tensor(ts[i], "tensors[" + std::to_string(i) + "]", s);
     }
-    if (const YAML::Node raw = root["raw"]) file_raw(raw, s);
+    if (const YamlNode& raw = root["raw"]; raw) file_raw(raw, s);
     return s;
   }
 
  private:
-  [[noreturn]] void fail(const YAML::Node& n, const std::string& entry, const std::string& msg) const {
-    throw Error(Error::Kind::format, where(name_, n.Mark()), std::nullopt, entry, msg);
+  [[noreturn]] void fail(const YamlNode& n, const std::string& entry, const std::string& msg) const {
+    throw Error(Error::Kind::format, yaml_where(name_, n.line, n.column), std::nullopt, entry, msg);
   }
 
   // Refuses fields not in `allowed`, and any field given twice.
-  void fields(const YAML::Node& map, const std::string& entry, std::initializer_list<const char*> allowed) {
+  void fields(const YamlNode& map, const std::string& entry, std::initializer_list<const char*> allowed) {
     if (!map.IsMap()) fail(map, entry, "expected a mapping");
     std::set<std::string> seen;
-    for (const auto& kv : map) {
-      std::string k = kv.first.Scalar();
-      if (!seen.insert(k).second) fail(kv.first, entry, "'" + k + "' is given twice");
+    for (size_t i = 0; i < map.items.size(); i += 2) {
+      const YamlNode& key = map.items[i];
+      if (!key.IsScalar()) fail(key, entry, "a field name must be a plain word");
+      const std::string& k = key.Scalar();
+      if (!seen.insert(k).second) fail(key, entry, "'" + k + "' is given twice");
       bool ok = false;
       std::string list;
       for (const char* a : allowed) {
         ok = ok || k == a;
         list += std::string(list.empty() ? "" : ", ") + a;
       }
-      if (!ok) fail(kv.first, entry, "unknown field '" + k + "'; expected one of: " + list);
+      if (!ok) fail(key, entry, "unknown field '" + k + "'; expected one of: " + list);
     }
   }
 
-  std::string scalar(const YAML::Node& n, const std::string& entry) {
+  std::string scalar(const YamlNode& n, const std::string& entry) {
     if (!n.IsScalar()) fail(n, entry, n.IsNull() ? "no value given" : "expected a single value, not a list or mapping");
     return n.Scalar();
   }
 
-  uint64_t unsigned_of(const YAML::Node& n, const std::string& entry, uint32_t width) {
+  uint64_t unsigned_of(const YamlNode& n, const std::string& entry, uint32_t width) {
     std::string t = scalar(n, entry);
     auto v = parse_integer(t);
     if (!v) fail(n, entry, "expected an integer, found '" + t + "'");
@@ -174,7 +171,7 @@ class Parser {
     return v->second;
   }
 
-  int64_t signed_of(const YAML::Node& n, const std::string& entry, uint32_t width) {
+  int64_t signed_of(const YamlNode& n, const std::string& entry, uint32_t width) {
     std::string t = scalar(n, entry);
     auto v = parse_integer(t);
     if (!v) fail(n, entry, "expected an integer, found '" + t + "'");
@@ -185,7 +182,7 @@ class Parser {
     return v->first ? static_cast<int64_t>(0 - v->second) : static_cast<int64_t>(v->second);
   }
 
-  bool boolean(const YAML::Node& n, const std::string& entry) {
+  bool boolean(const YamlNode& n, const std::string& entry) {
     std::string t = scalar(n, entry);
     if (t == "true") return true;
     if (t == "false") return false;
@@ -193,7 +190,7 @@ class Parser {
   }
 
   // A number: decimal, nan, inf, -inf. `wide` parses as double, else as float.
-  double number(const YAML::Node& n, const std::string& entry, bool wide = true) {
+  double number(const YamlNode& n, const std::string& entry, bool wide = true) {
     std::string t = scalar(n, entry);
     std::string l = t;
     for (auto& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -215,14 +212,14 @@ class Parser {
     return d;
   }
 
-  ValueType value_type(const YAML::Node& n, const std::string& entry) {
+  ValueType value_type(const YamlNode& n, const std::string& entry) {
     std::string t = scalar(n, entry);
     auto vt = value_type_from_name(t);
     if (!vt) fail(n, entry, "unknown type '" + t + "'; expected u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool string array");
     return *vt;
   }
 
-  std::string read_text_file(const YAML::Node& n, const std::string& entry) {
+  std::string read_text_file(const YamlNode& n, const std::string& entry) {
     std::string rel = scalar(n, entry);
     fs::path p = fs::path(rel).is_absolute() ? fs::path(rel) : fs::path(base_) / rel;
     std::error_code ec;
@@ -236,7 +233,7 @@ class Parser {
   }
 
   // A string: plain text, {file: PATH} or {hex: "..."} for bytes that are not UTF-8.
-  std::string string_of(const YAML::Node& n, const std::string& entry) {
+  std::string string_of(const YamlNode& n, const std::string& entry) {
     if (n.IsMap()) {
       fields(n, entry, {"file", "hex"});
       if (n.size() != 1) fail(n, entry, "give one of file: or hex:");
@@ -250,7 +247,7 @@ class Parser {
   }
 
   // Float bits: a number, or {bits: N} for an exact pattern (a NaN payload, say).
-  uint64_t float_bits(const YAML::Node& n, const std::string& entry, ValueType t) {
+  uint64_t float_bits(const YamlNode& n, const std::string& entry, ValueType t) {
     uint32_t w = value_type_width(t);
     if (n.IsMap()) {
       fields(n, entry, {"bits"});
@@ -261,7 +258,7 @@ class Parser {
     return Value::of_f32(static_cast<float>(d)).bits;
   }
 
-  Value value(ValueType t, const YAML::Node& n, const YAML::Node& holder, const std::string& entry, int depth) {
+  Value value(ValueType t, const YamlNode& n, const YamlNode& holder, const std::string& entry, int depth) {
     if (!n) fail(holder, entry, "no value: given");
     switch (t) {
       case ValueType::string: return Value::of_string(string_of(n, entry));
@@ -278,7 +275,7 @@ class Parser {
         std::vector<Value> items;
         items.reserve(n.size());
         for (size_t i = 0; i < n.size(); ++i) {
-          const YAML::Node item = n[i];
+          const YamlNode& item = n[i];
           if (elem == ValueType::array) {
             std::string sub = entry + "[" + std::to_string(i) + "]";
             fields(item, sub, {"items", "value"});
@@ -300,7 +297,7 @@ class Parser {
     }
   }
 
-  void entry(const YAML::Node& e, const std::string& at, Sketch& s) {
+  void entry(const YamlNode& e, const std::string& at, Sketch& s) {
     if (e.IsMap() && e["include"]) return include(e, at, s);
     fields(e, at, {"key", "type", "items", "value", "file", "raw"});
     if (!e["key"]) fail(e, at, "an entry needs key:");
@@ -318,7 +315,7 @@ class Parser {
       kv.value = value(t, e["value"], e, entry_name, 0);
     }
     size_t i = s.model.metadata.size();
-    if (const YAML::Node raw = e["raw"]) {
+    if (const YamlNode& raw = e["raw"]; raw) {
       std::string index = "kv[" + std::to_string(i) + "]", path = index + " " + key;
       fields(raw, entry_name + " raw", {"key_length", "type", "string_length", "array_type", "array_count", "value"});
       auto add = [&](const char* f, const std::string& field, uint32_t w) {
@@ -339,7 +336,7 @@ class Parser {
   }
 
   // - include: other.gguf   (prefix: tokenizer.)  copies another file's entries in order.
-  void include(const YAML::Node& e, const std::string& at, Sketch& s) {
+  void include(const YamlNode& e, const std::string& at, Sketch& s) {
     fields(e, at, {"include", "prefix"});
     std::string rel = scalar(e["include"], at);
     fs::path p = fs::path(rel).is_absolute() ? fs::path(rel) : fs::path(base_) / rel;
@@ -355,7 +352,7 @@ class Parser {
       if (kv.key.compare(0, prefix.size(), prefix) == 0) s.model.metadata.push_back(std::move(kv));
   }
 
-  void tensor(const YAML::Node& n, const std::string& at, Sketch& s) {
+  void tensor(const YamlNode& n, const std::string& at, Sketch& s) {
     fields(n, at, {"name", "type", "dims", "values", "fill", "bytes", "from", "raw"});
     if (!n["name"]) fail(n, at, "a tensor needs name:");
     Tensor t;
@@ -377,7 +374,7 @@ class Parser {
 
     int given = !!n["values"] + !!n["fill"] + !!n["bytes"] + !!n["from"];
     if (given != 1) fail(n, entry, "give the data as one of values:, fill:, bytes: or from:");
-    if (const YAML::Node v = n["values"]) {
+    if (const YamlNode& v = n["values"]; v) {
       need_encodable(v, entry, *gt, big);
       if (!v.IsSequence() || v.size() != elements)
         fail(v, entry, "values: needs a list of " + std::to_string(elements) + " numbers, found " +
@@ -386,9 +383,9 @@ class Parser {
       values.reserve(v.size());
       for (const auto& x : v) values.push_back(number(x, entry));
       t.source = encoded_source(t.name, *gt, elements, [vs = std::move(values)](uint64_t i) { return vs[i]; }, big);
-    } else if (const YAML::Node f = n["fill"]) {
+    } else if (const YamlNode& f = n["fill"]; f) {
       t.source = fill(f, entry, *gt, elements, *nbytes, big);
-    } else if (const YAML::Node b = n["bytes"]) {
+    } else if (const YamlNode& b = n["bytes"]; b) {
       bool ok;
       auto bytes = parse_hex(scalar(b, entry), &ok);
       if (!ok) fail(b, entry, "bytes: expected pairs of hex digits");
@@ -396,7 +393,7 @@ class Parser {
         fail(b, entry, "bytes: " + std::to_string(bytes.size()) + " bytes given; a " + gt->name + " tensor of this shape has " + std::to_string(*nbytes));
       t.source = from_bytes(t.name, std::move(bytes));
     } else {
-      const YAML::Node fr = n["from"];
+      const YamlNode& fr = n["from"];
       fields(fr, entry, {"file", "offset"});
       if (!fr["file"]) fail(fr, entry, "from: needs file: (and offset:)");
       std::string rel = scalar(fr["file"], entry);
@@ -417,7 +414,7 @@ class Parser {
       t.source_offset = off;
     }
     size_t i = s.model.tensors.size();
-    if (const YAML::Node raw = n["raw"]) {
+    if (const YamlNode& raw = n["raw"]; raw) {
       std::string index = "tensor[" + std::to_string(i) + "]", path = index + " " + t.name;
       fields(raw, entry + " raw", {"name_length", "n_dims", "type", "offset"});
       auto add = [&](const char* f, const std::string& field, uint32_t w) {
@@ -431,13 +428,13 @@ class Parser {
     s.model.tensors.push_back(std::move(t));
   }
 
-  void need_encodable(const YAML::Node& n, const std::string& entry, const GgmlType& gt, bool big) {
+  void need_encodable(const YamlNode& n, const std::string& entry, const GgmlType& gt, bool big) {
     if (!can_encode(gt))
       fail(n, entry, std::string("values for ") + gt.name + " cannot be encoded here (f32 f16 bf16 f64 i8-i64 q8_0 q4_0 can); use bytes:, from: or fill: {random_bytes: ...}");
     if (big && gt.block > 1) fail(n, entry, std::string("quantized values in a big-endian file are not supported; use bytes:"));
   }
 
-  std::shared_ptr<const ByteSource> fill(const YAML::Node& f, const std::string& entry, const GgmlType& gt,
+  std::shared_ptr<const ByteSource> fill(const YamlNode& f, const std::string& entry, const GgmlType& gt,
                                          uint64_t elements, uint64_t nbytes, bool big) {
     if (f.IsScalar() && f.Scalar() == "zeros") return constant_source(entry, nbytes, 0);  // 0.0 in every type
     if (f.IsScalar() && f.Scalar() == "ones") {
@@ -446,25 +443,25 @@ class Parser {
     }
     fields(f, entry + " fill", {"ramp", "normal", "uniform", "random_bytes"});
     if (f.size() != 1) fail(f, entry, "fill: zeros, ones, or one of ramp:, normal:, uniform:, random_bytes:");
-    auto num = [&](const YAML::Node& m, const char* k, double dflt) { return m[k] ? number(m[k], entry) : dflt; };
-    auto seed = [&](const YAML::Node& m) { return m["seed"] ? unsigned_of(m["seed"], entry, 8) : 0; };
-    if (const YAML::Node r = f["random_bytes"]) {
+    auto num = [&](const YamlNode& m, const char* k, double dflt) { return m[k] ? number(m[k], entry) : dflt; };
+    auto seed = [&](const YamlNode& m) { return m["seed"] ? unsigned_of(m["seed"], entry, 8) : 0; };
+    if (const YamlNode& r = f["random_bytes"]; r) {
       fields(r, entry + " fill random_bytes", {"seed"});
       return random_bytes_source(entry, nbytes, seed(r));
     }
     need_encodable(f, entry, gt, big);
-    if (const YAML::Node r = f["ramp"]) {
+    if (const YamlNode& r = f["ramp"]; r) {
       fields(r, entry + " fill ramp", {"start", "step"});
       double start = num(r, "start", 0), step = num(r, "step", 1);
       return encoded_source(entry, gt, elements, [start, step](uint64_t i) { return start + step * static_cast<double>(i); }, big);
     }
-    if (const YAML::Node r = f["uniform"]) {
+    if (const YamlNode& r = f["uniform"]; r) {
       fields(r, entry + " fill uniform", {"seed", "min", "max"});
       double lo = num(r, "min", -1), hi = num(r, "max", 1);
       uint64_t sd = seed(r);
       return encoded_source(entry, gt, elements, [=](uint64_t i) { return lo + (hi - lo) * unit(sd, i); }, big);
     }
-    const YAML::Node r = f["normal"];
+    const YamlNode& r = f["normal"];
     fields(r, entry + " fill normal", {"seed", "mean", "std"});
     double mean = num(r, "mean", 0), sd_dev = num(r, "std", 1);
     uint64_t sd = seed(r);
@@ -478,7 +475,7 @@ class Parser {
   // A uniform number in [0, 1) from a seed and an index.
   static double unit(uint64_t seed, uint64_t i) { return static_cast<double>(mix64(seed ^ mix64(i)) >> 11) * 0x1.0p-53; }
 
-  void file_raw(const YAML::Node& raw, Sketch& s) {
+  void file_raw(const YamlNode& raw, Sketch& s) {
     fields(raw, "raw", {"magic", "version", "tensor_count", "kv_count", "padding_byte", "truncate_at", "patches"});
     if (raw["magic"]) {
       std::string m = string_of(raw["magic"], "raw magic");
@@ -490,7 +487,7 @@ class Parser {
     if (raw["kv_count"]) s.overrides.push_back({"head (kv count)", unsigned_of(raw["kv_count"], "raw kv_count", 8), 8});
     if (raw["padding_byte"]) s.padding_byte = static_cast<uint8_t>(unsigned_of(raw["padding_byte"], "raw padding_byte", 1));
     if (raw["truncate_at"]) s.truncate_at = unsigned_of(raw["truncate_at"], "raw truncate_at", 8);
-    if (const YAML::Node ps = raw["patches"]) {
+    if (const YamlNode& ps = raw["patches"]; ps) {
       if (!ps.IsSequence()) fail(ps, "raw patches", "expected a list of {at: N, hex: \"..\"}");
       for (const auto& p : ps) {
         fields(p, "raw patches", {"at", "hex"});
@@ -515,13 +512,7 @@ void put(std::vector<uint8_t>& out, uint64_t v, uint32_t width, bool big) {
 
 Sketch parse_sketch(const std::string& text, const std::string& name, const std::string& base_dir, const Defines& defines) {
   std::string filled = fill_defines(text, name, defines);
-  YAML::Node root;
-  try {
-    root = YAML::Load(filled);
-  } catch (const YAML::Exception& e) {
-    throw Error(Error::Kind::format, where(name, e.mark), std::nullopt, "yaml", e.msg);
-  }
-  return Parser(name, base_dir).run(root);
+  return Parser(name, base_dir).run(load_yaml(filled, name));
 }
 
 Sketch read_sketch(const std::string& path, const Defines& defines) {
