@@ -17,7 +17,7 @@
 #include "ggufkit/scan.h"
 #include "ggufkit/sketch.h"
 #include "ggufkit/writer.h"
-#include "ggufkit/json.h"
+#include "ggufkit/text.h"
 
 namespace po = boost::program_options;
 using namespace ggufkit;

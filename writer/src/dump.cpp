@@ -1,10 +1,9 @@
 // dump_sketch: a model as a sketch that write turns back into the same bytes.
-#include <charconv>
 #include <cmath>
 #include <filesystem>
 
 #include "ggufkit/error.h"
-#include "ggufkit/json.h"
+#include "ggufkit/text.h"
 #include "ggufkit/sketch.h"
 
 namespace ggufkit {
@@ -126,10 +125,6 @@ void json_text(const Doc& d, size_t indent, std::string& out) {
   out += is_map ? '}' : ']';
 }
 
-std::string integer_text(const Value& v) {
-  return is_signed(v.type) ? std::to_string(v.as_i64()) : std::to_string(v.bits);
-}
-
 // The shortest text that parses back to the same bits; canonical NaN as "nan";
 // any other NaN (a payload, a sign) as its exact bits.
 Doc float_doc(const Value& v) {
@@ -140,10 +135,7 @@ Doc float_doc(const Value& v) {
     if (v.bits == canonical) return Doc::str("nan");
     return new_map(true).add("bits", Doc::of(std::to_string(v.bits)));
   }
-  if (std::isinf(d)) return Doc::str(d > 0 ? "inf" : "-inf");
-  char buf[64];
-  auto r = f32 ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(d)) : std::to_chars(buf, buf + sizeof buf, d);
-  return Doc::of(std::string(buf, r.ptr));
+  return std::isinf(d) ? Doc::str(number_text(v)) : Doc::of(number_text(v));  // JSON has no bare inf
 }
 
 Doc string_doc(const std::string& s) {
@@ -160,7 +152,7 @@ Doc string_doc(const std::string& s) {
 Doc value_doc(const Value& v) {
   switch (v.type) {
     case ValueType::string: return string_doc(v.str);
-    case ValueType::boolean: return Doc::of(v.bits == 0 ? "false" : v.bits == 1 ? "true" : std::to_string(v.bits));
+    case ValueType::boolean: return Doc::of(number_text(v));
     case ValueType::f32: case ValueType::f64: return float_doc(v);
     case ValueType::array: {
       Doc seq = new_seq(v.items.empty());
@@ -176,7 +168,7 @@ Doc value_doc(const Value& v) {
       }
       return seq;
     }
-    default: return Doc::of(integer_text(v));
+    default: return Doc::of(number_text(v));
   }
 }
 

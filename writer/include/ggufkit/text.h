@@ -3,6 +3,8 @@
 #include <string>
 #include <string_view>
 
+#include "ggufkit/model.h"
+
 namespace ggufkit {
 
 // A double-quoted string literal that is both JSON and YAML: control characters, C1
@@ -11,5 +13,12 @@ namespace ggufkit {
 std::string json_string(std::string_view s);
 
 bool is_valid_utf8(std::string_view s);
+
+// A number as the shortest text that reads back to the same bits ("0.1", "-0", "nan").
+std::string number_text(const Value& v);
+
+// A value in one short line: numbers in full, strings quoted and cut to about `max`
+// bytes with their length, arrays as their first items and their count.
+std::string brief_value(const Value& v, size_t max = 60);
 
 }  // namespace ggufkit

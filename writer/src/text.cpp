@@ -1,5 +1,7 @@
-#include "ggufkit/json.h"
+#include "ggufkit/text.h"
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 
 namespace ggufkit {
@@ -71,6 +73,33 @@ std::string json_string(std::string_view s) {
   }
   out += '"';
   return out;
+}
+
+std::string number_text(const Value& v) {
+  if (v.type == ValueType::boolean) return v.bits == 0 ? "false" : v.bits == 1 ? "true" : std::to_string(v.bits);
+  if (!is_float(v.type)) return is_signed(v.type) ? std::to_string(v.as_i64()) : std::to_string(v.bits);
+  double d = v.as_f64();
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  char buf[64];
+  auto r = v.type == ValueType::f32 ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(d))
+                                    : std::to_chars(buf, buf + sizeof buf, d);
+  return std::string(buf, r.ptr);
+}
+
+std::string brief_value(const Value& v, size_t max) {
+  if (v.type == ValueType::string) {
+    if (v.str.size() <= max) return json_string(v.str);
+    size_t cut = max;
+    while (cut > 0 && (static_cast<unsigned char>(v.str[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+    return json_string(v.str.substr(0, cut)) + "... (" + std::to_string(v.str.size()) + " bytes)";
+  }
+  if (v.type != ValueType::array) return number_text(v);
+  std::string s = "[";
+  size_t shown = 0;
+  for (; shown < v.items.size() && s.size() < max; ++shown) s += (shown ? ", " : "") + brief_value(v.items[shown], max / 3);
+  if (shown < v.items.size()) s += ", ...";
+  return s + "] (" + std::to_string(v.items.size()) + " " + value_type_name(v.elem) + ")";
 }
 
 }  // namespace ggufkit
