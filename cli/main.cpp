@@ -1,6 +1,9 @@
 // ggufkit: parse options, call the library, print. Nothing here knows the format.
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <boost/iostreams/device/file_descriptor.hpp>
 #include <boost/iostreams/stream.hpp>
 #include <boost/program_options.hpp>
@@ -14,6 +17,8 @@
 #include <vector>
 
 #include "ggufkit/error.h"
+#include "ggufkit/patch.h"
+#include "ggufkit/rewrite.h"
 #include "ggufkit/scan.h"
 #include "ggufkit/sketch.h"
 #include "ggufkit/writer.h"
@@ -34,6 +39,8 @@ const char* kUsage =
     "  show FILE              summary: version, counts, alignment, data start, tensors by type\n"
     "  map FILE [--json]      every field of the file with its offset, size and name\n"
     "  rewrite FILE -o OUT    read FILE and write it again with ggufkit's writer\n"
+    "  edit FILE -o OUT       change metadata (--patch, --set, --chat-template-file, ...)\n"
+    "  realign FILE -a N -o OUT  re-lay the data at a new alignment\n"
     "  write SKETCH -o OUT    write the GGUF file a YAML sketch describes (-D NAME=VALUE fills [[NAME]])\n"
     "  dump FILE              print a sketch that 'write' turns back into the same bytes\n"
     "  example -o OUT         write the 408-byte walkthrough file (a demo and a fixture)\n"
@@ -185,32 +192,213 @@ int cmd_map(const std::vector<std::string>& args) {
   return 0;
 }
 
-// True when both paths name the same file (following links); false if `out` is absent.
-bool same_file(const std::string& a, const std::string& out) {
-  struct stat sa {}, sb {};
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(out.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
+std::atomic<bool> g_cancel{false};
+extern "C" void on_signal(int) { g_cancel = true; }
+
+// Signals that would kill a rewrite half-way instead stop it cleanly.
+void catch_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
 }
+
+std::string gb(uint64_t n) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(n) / 1e9);
+  return buf;
+}
+
+std::string change_text(const Change& c) {
+  switch (c.kind) {
+    case Change::set: return "set     " + c.key + ": " + brief_value(*c.before) + " -> " + brief_value(*c.after);
+    case Change::add:
+      return "add     " + c.key + " (" + value_type_name(c.after->type) + "): " + brief_value(*c.after);
+    case Change::remove: return "remove  " + c.key + " (was " + brief_value(*c.before) + ")";
+    case Change::rename: return "rename  " + c.key + " -> " + c.to;
+    case Change::alignment: return "align   " + brief_value(*c.before) + " -> " + brief_value(*c.after);
+  }
+  return "";
+}
+
+std::string change_json(const Change& c) {
+  static const char* kinds[] = {"set", "add", "remove", "rename", "alignment"};
+  std::string s = std::string("{\"change\": \"") + kinds[c.kind] + "\", \"key\": " + json_string(c.key);
+  if (c.kind == Change::rename) s += ", \"to\": " + json_string(c.to);
+  if (c.before) s += ", \"before\": " + json_string(brief_value(*c.before, 200));
+  if (c.after) s += ", \"after\": " + json_string(brief_value(*c.after, 200));
+  return s + "}";
+}
+
+struct RewriteJob {
+  std::string in, out;
+  bool in_place = false, dry_run = false, verify = true, json = false;
+  Patch patch;
+};
+
+// The one pipeline behind rewrite, edit and realign: scan, apply, plan, safe rewrite.
+int run_rewrite(const RewriteJob& job) {
+  if (!job.dry_run && job.in_place == !job.out.empty()) throw_usage("give exactly one of -o OUT and --in-place");
+  Scanned s = scan_file(job.in);
+  Model model = s.model;
+  std::vector<Change> changes = apply_patch(model, job.patch);
+  Layout before = s.layout;
+  if (job.dry_run) {
+    Layout after = plan(model);
+    if (job.json) {
+      std::cout << "{\"dry_run\": true, \"changes\": [";
+      for (size_t i = 0; i < changes.size(); ++i) std::cout << (i ? ", " : "") << change_json(changes[i]);
+      std::cout << "], \"data_offset\": {\"before\": " << before.data_offset << ", \"after\": " << after.data_offset
+                << "}, \"file_size\": {\"before\": " << s.source_size << ", \"after\": " << after.file_size << "}}\n";
+      return 0;
+    }
+    std::printf("%s: dry run, nothing written\n", job.in.c_str());
+    for (const Change& c : changes) std::printf("  %s\n", change_text(c).c_str());
+    if (changes.empty()) std::printf("  no changes: the output would be a byte-for-byte rewrite\n");
+    std::printf("data start  %llu -> %llu\nfile size   %llu -> %llu\n", static_cast<unsigned long long>(before.data_offset),
+                static_cast<unsigned long long>(after.data_offset), static_cast<unsigned long long>(s.source_size),
+                static_cast<unsigned long long>(after.file_size));
+    return 0;
+  }
+  catch_signals();
+  RewriteOptions opt;
+  opt.in_place = job.in_place;
+  opt.verify = job.verify;
+  opt.cancel = &g_cancel;
+  int shown = -1;
+  bool bar = ::isatty(2) && s.source_size > (64u << 20);
+  if (bar)
+    opt.progress = [&](uint64_t w, uint64_t total) {
+      int pct = total ? static_cast<int>(100 * w / total) : 100;
+      if (pct == shown) return;
+      shown = pct;
+      std::fprintf(stderr, "\rggufkit: writing %s of %s (%d%%)", gb(w).c_str(), gb(total).c_str(), pct);
+      if (pct == 100) std::fprintf(stderr, "\n");
+    };
+  RewriteResult r = safe_rewrite(model, job.in, job.out, opt);
+  if (bar && shown != 100) std::fprintf(stderr, "\n");
+  if (job.json) {
+    std::cout << "{\"file\": " << json_string(r.path) << ", \"changes\": [";
+    for (size_t i = 0; i < changes.size(); ++i) std::cout << (i ? ", " : "") << change_json(changes[i]);
+    std::cout << "], \"file_size\": " << r.layout.file_size << ", \"data_offset\": " << r.layout.data_offset
+              << ", \"tensors_verified\": " << r.tensors_verified << ", \"bytes_verified\": " << r.bytes_verified << "}\n";
+    return 0;
+  }
+  for (const Change& c : changes) std::printf("  %s\n", change_text(c).c_str());
+  std::printf("%s: %llu bytes, %zu tensors, %zu keys, data start %llu", r.path.c_str(),
+              static_cast<unsigned long long>(r.layout.file_size), model.tensors.size(), model.metadata.size(),
+              static_cast<unsigned long long>(r.layout.data_offset));
+  if (job.verify) std::printf("; %llu tensors verified", static_cast<unsigned long long>(r.tensors_verified));
+  std::printf("\n");
+  return 0;
+}
+
+void add_output_options(po::options_description& desc) {
+  desc.add_options()("output,o", po::value<std::string>(), "write the result here (never over FILE itself)")(
+      "in-place", po::bool_switch(), "replace FILE, by renaming the finished file over it")(
+      "dry-run", po::bool_switch(), "print what would change and write nothing")(
+      "no-verify", po::bool_switch(), "skip re-reading the written tensor data (the header is still checked)")(
+      "json", po::bool_switch(), "print the result as JSON");
+}
+
+RewriteJob job_of(const po::variables_map& vm) {
+  RewriteJob job;
+  job.in = vm["file"].as<std::string>();
+  if (vm.count("output")) job.out = vm["output"].as<std::string>();
+  job.in_place = vm["in-place"].as<bool>();
+  job.dry_run = vm["dry-run"].as<bool>();
+  job.verify = !vm["no-verify"].as<bool>();
+  job.json = vm["json"].as<bool>();
+  return job;
+}
+
+const char* kSafety =
+    "The result is written as a temporary file in the destination's folder, flushed,\n"
+    "re-read and checked (the header against the plan; every tensor's bytes by\n"
+    "checksum unless --no-verify), then renamed into place. Any failure or signal\n"
+    "leaves FILE and any existing OUT exactly as they were.";
 
 int cmd_rewrite(const std::vector<std::string>& args) {
   po::options_description desc("options");
-  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file to read")(
-      "output,o", po::value<std::string>()->required(), "where to write (never the input itself)");
+  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file to read");
+  add_output_options(desc);
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos,
-                  "usage: ggufkit rewrite FILE -o OUT\n\n"
-                  "Reads FILE, plans a fresh layout and writes it with ggufkit's writer, streaming\n"
-                  "the tensor data. A file ggufkit reads without complaint comes out byte for byte\n"
-                  "the same. OUT is written beside itself and renamed into place when complete.");
+                  std::string("usage: ggufkit rewrite FILE (-o OUT | --in-place)\n\n"
+                              "Reads FILE, plans a fresh layout and writes it with ggufkit's writer, streaming\n"
+                              "the tensor data. A file ggufkit reads without complaint comes out byte for byte\n"
+                              "the same.\n\n") + kSafety);
   if (!vm) return 0;
-  std::string in = (*vm)["file"].as<std::string>(), out = (*vm)["output"].as<std::string>();
-  if (same_file(in, out)) throw_usage("refusing to write over the input " + in + " (it is the same file as " + out + ")");
-  Scanned s = scan_file(in);
-  Layout L = write_file(s.model, out);
-  std::printf("%s: %llu bytes, %zu tensors, %zu keys\n", out.c_str(), static_cast<unsigned long long>(L.file_size),
-              s.model.tensors.size(), s.model.metadata.size());
-  return 0;
+  return run_rewrite(job_of(*vm));
+}
+
+int cmd_edit(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file to edit")(
+      "patch,p", po::value<std::string>(), "a patch file (YAML: set, remove, rename, alignment)")(
+      "set", po::value<std::vector<std::string>>()->composing(), "KEY=VALUE: set a key (keeps an existing key's type)")(
+      "remove", po::value<std::vector<std::string>>()->composing(), "KEY: remove a key")(
+      "rename", po::value<std::vector<std::string>>()->composing(), "OLD=NEW: rename a key")(
+      "chat-template-file", po::value<std::string>(), "set tokenizer.chat_template from a file")(
+      "eos-token-id", po::value<std::string>(), "set tokenizer.ggml.eos_token_id")(
+      "alignment", po::value<std::string>(), "re-lay the data at this alignment (a power of two)");
+  add_output_options(desc);
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  auto vm = parse(args, desc, pos,
+                  std::string("usage: ggufkit edit FILE [--patch PATCH.yaml] [--set KEY=VALUE]... (-o OUT | --in-place)\n\n"
+                              "Changes metadata without re-converting the model: an existing key keeps its\n"
+                              "position and type, a new key is appended with the type the key registry gives\n"
+                              "(schemas/keys.yaml) or the patch names. Token ids must stay below the vocabulary\n"
+                              "size. Every offset is recomputed and every tensor's bytes carried over unchanged.\n"
+                              "The patch format is in schemas/patch.md:\n\n"
+                              "  set: {general.name: Fixed, tokenizer.chat_template: {file: t.jinja}}\n"
+                              "  remove: [general.license.link]\n"
+                              "  rename: {old.key: new.key}\n"
+                              "  alignment: 64\n\n") + kSafety);
+  if (!vm) return 0;
+  RewriteJob job = job_of(*vm);
+  if (vm->count("patch")) job.patch = read_patch((*vm)["patch"].as<std::string>());
+  auto pair = [](const std::string& s, const char* opt) {
+    auto eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) throw_usage(std::string(opt) + " expects KEY=VALUE, found '" + s + "'");
+    return std::make_pair(s.substr(0, eq), s.substr(eq + 1));
+  };
+  if (vm->count("set"))
+    for (const auto& s : (*vm)["set"].as<std::vector<std::string>>()) {
+      auto [k, v] = pair(s, "--set");
+      job.patch.add_set(k, v);
+    }
+  if (vm->count("remove"))
+    for (const auto& k : (*vm)["remove"].as<std::vector<std::string>>()) job.patch.add_remove(k);
+  if (vm->count("rename"))
+    for (const auto& s : (*vm)["rename"].as<std::vector<std::string>>()) {
+      auto [k, v] = pair(s, "--rename");
+      job.patch.add_rename(k, v);
+    }
+  if (vm->count("chat-template-file")) job.patch.add_set_file("tokenizer.chat_template", (*vm)["chat-template-file"].as<std::string>());
+  if (vm->count("eos-token-id")) job.patch.add_set("tokenizer.ggml.eos_token_id", (*vm)["eos-token-id"].as<std::string>());
+  if (vm->count("alignment")) job.patch.set_alignment((*vm)["alignment"].as<std::string>());
+  return run_rewrite(job);
+}
+
+int cmd_realign(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file")(
+      "alignment,a", po::value<std::string>()->required(), "the new alignment: a power of two");
+  add_output_options(desc);
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  auto vm = parse(args, desc, pos,
+                  std::string("usage: ggufkit realign FILE --alignment N (-o OUT | --in-place)\n\n"
+                              "Sets general.alignment to N and re-lays the file: the data section and every\n"
+                              "tensor start on a multiple of N; every offset is recomputed and every tensor's\n"
+                              "bytes are carried over unchanged. Realigning back gives the original bytes.\n\n") +
+                      kSafety);
+  if (!vm) return 0;
+  RewriteJob job = job_of(*vm);
+  job.patch.set_alignment((*vm)["alignment"].as<std::string>());
+  return run_rewrite(job);
 }
 
 int cmd_write(const std::vector<std::string>& args) {
@@ -299,10 +487,13 @@ int main(int argc, char** argv) {
   }
   std::string cmd = args[0];
   args.erase(args.begin());
+  ::signal(SIGXFSZ, SIG_IGN);  // past a file size limit, write() fails with EFBIG and we clean up
   try {
     if (cmd == "show") return cmd_show(args);
     if (cmd == "map") return cmd_map(args);
     if (cmd == "rewrite") return cmd_rewrite(args);
+    if (cmd == "edit") return cmd_edit(args);
+    if (cmd == "realign") return cmd_realign(args);
     if (cmd == "write") return cmd_write(args);
     if (cmd == "dump") return cmd_dump(args);
     if (cmd == "example") return cmd_example(args);

@@ -83,7 +83,8 @@ TEST(Cli, RewriteRefusesToWriteOverItsOwnInput) {
   auto before = read_file_bytes(in);
   CliRun r = run_cli("rewrite " + in + " -o " + in);
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("refusing to write over the input"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("refusing to write over the input " + in + ": " + in + " is the same file; use --in-place"),
+            std::string::npos) << r.err;
   std::string link = temp_path("own-input-link.gguf");
   std::filesystem::remove(link);
   std::filesystem::create_symlink(in, link);
@@ -98,7 +99,7 @@ TEST(Cli, RewriteWritesAFreshIdenticalFileAndLeavesNoTemporaryFiles) {
   std::filesystem::create_directories(dir);
   CliRun r = run_cli("rewrite " + example_file() + " -o " + dir + "/out.gguf");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.out, dir + "/out.gguf: 408 bytes, 1 tensors, 5 keys\n");
+  EXPECT_EQ(r.out, dir + "/out.gguf: 408 bytes, 1 tensors, 5 keys, data start 384; 1 tensors verified\n");
   EXPECT_EQ(read_file_bytes(dir + "/out.gguf"), read_file_bytes(example_file()));
   int files = 0;
   for (auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();

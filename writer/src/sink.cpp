@@ -24,7 +24,9 @@ void Sink::zeros(uint64_t n) {
 }
 
 void Sink::transfer(const ByteSource& src, uint64_t offset, uint64_t n) {
-  if (const uint8_t* mem = src.data()) {
+  // A file is read with pread, not through its map: a file cut short under us then
+  // gives a read error instead of SIGBUS.
+  if (const uint8_t* mem = src.fd() < 0 ? src.data() : nullptr) {
     if (offset > src.size() || n > src.size() - offset) src.read_at(offset, nullptr, n);  // throws
     while (n > 0) {  // in pieces, so a map is paged in and out as it goes
       size_t k = static_cast<size_t>(std::min(n, kChunk));
@@ -60,21 +62,32 @@ void FdSink::put(const void* data, size_t n) {
   }
 }
 
+void FdSink::tick(uint64_t written) {
+  if (cancel && cancel->load()) {
+    errno = 0;
+    throw_io(name_, "interrupted by a signal");
+  }
+  if (progress) progress(written);
+}
+
 void FdSink::transfer(const ByteSource& src, uint64_t offset, uint64_t n) {
+  uint64_t done = 0;
   if (src.fd() >= 0 && offset <= src.size() && n <= src.size() - offset) {
     auto in = static_cast<loff_t>(offset);
-    uint64_t done = 0;
     while (done < n) {
-      ssize_t k = ::copy_file_range(src.fd(), &in, fd_, nullptr, static_cast<size_t>(std::min(n - done, kChunk * 64)), 0);
+      ssize_t k = ::copy_file_range(src.fd(), &in, fd_, nullptr, static_cast<size_t>(std::min(n - done, kChunk * 8)), 0);
       if (k < 0 && errno == EINTR) continue;
       if (k <= 0) break;  // not supported here, or a short file: fall back below
       done += static_cast<uint64_t>(k);
+      tick(pos() + done);
     }
-    if (done == n) return;
-    offset += done;
-    n -= done;
   }
-  Sink::transfer(src, offset, n);
+  while (done < n) {  // in pieces, so progress and cancel are seen
+    uint64_t k = std::min(n - done, kChunk * 8);
+    Sink::transfer(src, offset + done, k);
+    done += k;
+    tick(pos() + done);
+  }
 }
 
 }  // namespace ggufkit

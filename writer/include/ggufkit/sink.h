@@ -1,6 +1,8 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,16 +51,19 @@ class VectorSink final : public Sink {
 };
 
 // Writes to an open file descriptor; tensor data from a file is copied in the kernel
-// (copy_file_range) where it can be.
-class FdSink final : public Sink {
+// (copy_file_range) where it can be. Between pieces it reports progress and stops, with
+// an io Error, when `cancel` is set (a signal handler sets it).
+class FdSink : public Sink {
  public:
   FdSink(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
+  const std::atomic<bool>* cancel = nullptr;
+  std::function<void(uint64_t written)> progress;
 
  protected:
   void put(const void* data, size_t n) override;
   void transfer(const ByteSource& src, uint64_t offset, uint64_t n) override;
+  void tick(uint64_t written);  // progress, and the cancel check
 
- private:
   int fd_;
   std::string name_;
 };

@@ -1,0 +1,67 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ggufkit/model.h"
+#include "ggufkit/registry.h"
+#include "ggufkit/yaml_tree.h"
+
+namespace ggufkit {
+
+// A patch document (schemas/patch.md):
+//
+//   set:    {KEY: VALUE, KEY: {type: T, value: V}, KEY: {file: PATH}}
+//   remove: [KEY, ...]
+//   rename: {OLD: NEW}
+//   alignment: N
+//
+// Values stay as YAML until the patch meets a file, because an existing key's type is
+// known only then. Applied in this order: rename, remove, set, alignment.
+struct Patch {
+  struct Set {
+    std::string key;
+    YamlNode value;  // a scalar, a list, {file:}/{hex:}, or {type:, items:, value:|file:}
+  };
+  struct Named {
+    std::string key, to;  // `to` only for renames
+    YamlNode at;          // where it was written, for errors
+  };
+  std::string name = "command line";  // the patch file, for errors
+  std::string base_dir = ".";         // file: paths are relative to it
+  std::vector<Set> set;
+  std::vector<Named> remove, rename;
+  std::optional<uint64_t> alignment;
+  YamlNode alignment_at;
+
+  bool empty() const { return set.empty() && remove.empty() && rename.empty() && !alignment; }
+
+  // The command line's shortcuts build the same patch.
+  void add_set(const std::string& key, const std::string& text);  // VALUE as a YAML scalar
+  void add_set_file(const std::string& key, const std::string& path);
+  void add_remove(const std::string& key);
+  void add_rename(const std::string& from, const std::string& to);
+  void set_alignment(const std::string& text);
+};
+
+Patch parse_patch(const std::string& text, const std::string& name, const std::string& base_dir);
+Patch read_patch(const std::string& path);
+
+// What applying a patch did, one line per key.
+struct Change {
+  enum Kind { set, add, remove, rename, alignment } kind;
+  std::string key, to;
+  std::optional<Value> before, after;
+};
+
+// Applies the patch to the model, checked against the registry and the file: an existing
+// key keeps its position and type (the value must convert without loss), a new key is
+// appended with the registry's type or the patch's; token ids stay below the vocabulary
+// size, vocabulary arrays keep one length, templates are UTF-8 under the size cap.
+// Throws a format Error naming the patch, the line and the key; the model is then
+// unspecified (apply to a copy to keep the original).
+std::vector<Change> apply_patch(Model& model, const Patch& patch, const Registry& registry = Registry::builtin());
+
+}  // namespace ggufkit

@@ -1,0 +1,39 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "ggufkit/layout.h"
+#include "ggufkit/model.h"
+
+namespace ggufkit {
+
+struct RewriteOptions {
+  bool in_place = false;  // replace `source` itself (by rename, never by writing into it)
+  bool verify = true;     // re-read the written tensor data and compare checksums
+  const std::atomic<bool>* cancel = nullptr;  // set by a signal handler: stop, change nothing
+  std::function<void(uint64_t written, uint64_t total)> progress;
+};
+
+struct RewriteResult {
+  Layout layout;
+  std::string path;                // where the file now is
+  uint64_t tensors_verified = 0;   // tensors whose bytes were re-read and matched
+  uint64_t bytes_verified = 0;
+};
+
+// Writes the model to `dest` (or over `source` with in_place) so that nothing is ever
+// lost: the file is made in the destination's folder as an unnamed O_TMPFILE (a named
+// temporary where the file system lacks it), flushed, checked, and only then renamed into
+// place, and the folder flushed. The check re-reads the header with the strict reader and
+// compares it with the plan, and with verify compares an xxHash64 of every tensor's bytes
+// taken while copying with one of the written file. Writing over the source any other
+// way (the same inode by another name or a link) is refused. The source's file mode is
+// kept. On any failure the temporary file is gone, `source` and any existing `dest` are
+// untouched, and the Error says so.
+RewriteResult safe_rewrite(const Model& model, const std::string& source, const std::string& dest,
+                           const RewriteOptions& options = {});
+
+}  // namespace ggufkit

@@ -1,0 +1,266 @@
+#include "ggufkit/patch.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "ggufkit/error.h"
+#include "ggufkit/text.h"
+#include "ggufkit/yaml_values.h"
+
+namespace ggufkit {
+
+namespace {
+
+YamlNode scalar_node(const std::string& text) {
+  YamlNode n;
+  n.kind = YamlNode::scalar;
+  n.text = text;
+  return n;
+}
+
+}  // namespace
+
+void Patch::add_set(const std::string& key, const std::string& text) { set.push_back({key, scalar_node(text)}); }
+
+void Patch::add_set_file(const std::string& key, const std::string& path) {
+  YamlNode m;
+  m.kind = YamlNode::map;
+  m.items = {scalar_node("file"), scalar_node(path)};
+  set.push_back({key, std::move(m)});
+}
+
+void Patch::add_remove(const std::string& key) { remove.push_back({key, "", {}}); }
+void Patch::add_rename(const std::string& from, const std::string& to) { rename.push_back({from, to, {}}); }
+
+void Patch::set_alignment(const std::string& text) {
+  alignment_at = scalar_node(text);
+  alignment = YamlReader(name, base_dir).unsigned_of(alignment_at, "alignment", 4);
+}
+
+Patch parse_patch(const std::string& text, const std::string& name, const std::string& base_dir) {
+  YamlNode root = load_yaml(text, name);
+  YamlReader y(name, base_dir);
+  if (!root.IsMap()) y.fail(root, "patch", "expected a mapping with set:, remove:, rename: or alignment:");
+  y.fields(root, "patch", {"set", "remove", "rename", "alignment"});
+  Patch p;
+  p.name = name;
+  p.base_dir = base_dir;
+  if (const YamlNode& s = root["set"]; s) {
+    if (!s.IsMap()) y.fail(s, "set", "expected a mapping of KEY: VALUE");
+    y.fields(s, "set", {});  // any key, but each once
+    for (size_t i = 0; i + 1 < s.items.size(); i += 2) p.set.push_back({y.scalar(s.items[i], "set"), s.items[i + 1]});
+  }
+  if (const YamlNode& r = root["remove"]; r) {
+    if (!r.IsSequence()) y.fail(r, "remove", "expected a list of keys");
+    for (const YamlNode& k : r) p.remove.push_back({y.scalar(k, "remove"), "", k});
+  }
+  if (const YamlNode& r = root["rename"]; r) {
+    if (!r.IsMap()) y.fail(r, "rename", "expected a mapping of OLD: NEW");
+    y.fields(r, "rename", {});
+    for (size_t i = 0; i + 1 < r.items.size(); i += 2)
+      p.rename.push_back({y.scalar(r.items[i], "rename"), y.scalar(r.items[i + 1], "rename"), r.items[i]});
+  }
+  if (const YamlNode& a = root["alignment"]; a) {
+    p.alignment = y.unsigned_of(a, "alignment", 4);
+    p.alignment_at = a;
+  }
+  return p;
+}
+
+Patch read_patch(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw_io(path, "cannot open the patch");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string base = std::filesystem::path(path).parent_path().string();
+  return parse_patch(ss.str(), path, base.empty() ? "." : base);
+}
+
+namespace {
+
+class Applier : YamlReader {
+ public:
+  Applier(Model& m, const Patch& p, const Registry& r) : YamlReader(p.name, p.base_dir), m_(m), p_(p), r_(r) {}
+
+  std::vector<Change> run() {
+    for (const auto& rn : p_.rename) {
+      KV* kv = find(rn.key);
+      if (!kv) fail(rn.at, "rename " + rn.key, "there is no key " + rn.key + " to rename");
+      if (find(rn.to)) fail(rn.at, "rename " + rn.key, "cannot rename onto " + rn.to + ", which is already there");
+      if (rn.key == kAlignmentKey || rn.to == kAlignmentKey) fail(rn.at, "rename " + rn.key, "general.alignment is changed with alignment:, not rename");
+      kv->key = rn.to;
+      touched_.push_back(rn.to);
+      fresh_.insert(rn.to);
+      changes_.push_back({Change::rename, rn.key, rn.to, std::nullopt, std::nullopt});
+    }
+    for (const auto& rm : p_.remove) {
+      auto it = std::find_if(m_.metadata.begin(), m_.metadata.end(), [&](const KV& kv) { return kv.key == rm.key; });
+      if (it == m_.metadata.end()) fail(rm.at, "remove " + rm.key, "there is no key " + rm.key + " to remove");
+      if (rm.key == kAlignmentKey) fail(rm.at, "remove " + rm.key, "general.alignment is changed with alignment:, not remove");
+      changes_.push_back({Change::remove, rm.key, "", it->value, std::nullopt});
+      m_.metadata.erase(it);
+      touched_.push_back(rm.key);
+    }
+    for (const auto& s : p_.set) set(s);
+    if (p_.alignment) align(*p_.alignment);
+    check();
+    return changes_;
+  }
+
+ private:
+  KV* find(const std::string& key) {
+    for (KV& kv : m_.metadata)
+      if (kv.key == key) return &kv;
+    return nullptr;
+  }
+
+  std::string arch() {
+    KV* a = find("general.architecture");
+    return a && a->value.type == ValueType::string ? a->value.str : "";
+  }
+
+  void set(const Patch::Set& s) {
+    std::string entry = "set " + s.key;
+    const YamlNode& n = s.value;
+    if (s.key == kAlignmentKey) fail(n, entry, "set the alignment with alignment: N (it re-lays the data), not set:");
+    // {type: T, items: T, value: V | file: P} names the type; anything else is just a value.
+    std::optional<ValueType> type, items;
+    const YamlNode* value = &n;
+    YamlNode file_value;
+    if (n.IsMap() && n["type"]) {
+      fields(n, entry, {"type", "items", "value", "file"});
+      type = value_type(n["type"], entry);
+      if (n["items"]) items = value_type(n["items"], entry);
+      if (n["file"]) {
+        if (*type != ValueType::string) fail(n["file"], entry, "file: gives a string; the type here is " + std::string(value_type_name(*type)));
+        file_value.kind = YamlNode::map;
+        file_value.items = {n.items[0], n["file"]};
+        file_value.items[0].text = "file";
+        value = &file_value;
+      } else {
+        value = &n["value"];
+      }
+    }
+    KV* kv = find(s.key);
+    const KeySpec* spec = r_.find(s.key, arch());
+    if (kv) {
+      const Value& old = kv->value;
+      bool same = !type || (*type == old.type && (!items || *items == old.elem || old.type != ValueType::array));
+      if (!same)
+        fail(n, entry, std::string("would change the type from ") + type_text(old.type, old.elem) + " to " +
+                           type_text(*type, items.value_or(ValueType::u8)) + "; remove the key and set it again to do that");
+      Value v = convert(old.type, old.elem, *value, n, entry);
+      changes_.push_back({Change::set, s.key, "", old, v});
+      kv->value = std::move(v);
+    } else {
+      if (!type && !spec)
+        fail(n, entry, s.key + " is not in the file nor in the key registry; give its type: {type: f32, value: ...}");
+      if (type && spec && (*type != spec->type || (spec->type == ValueType::array && items && *items != spec->items)))
+        fail(n, entry, "the key registry has " + s.key + " as " + type_text(spec->type, spec->items) + ", not " +
+                           type_text(*type, items.value_or(ValueType::u8)));
+      ValueType t = type.value_or(spec ? spec->type : ValueType::u8);
+      ValueType e = items.value_or(spec ? spec->items : ValueType::u8);
+      if (t == ValueType::array && !items && !spec) fail(n, entry, "an array needs items: (its element type)");
+      Value v = convert(t, e, *value, n, entry);
+      changes_.push_back({Change::add, s.key, "", std::nullopt, v});
+      fresh_.insert(s.key);
+      m_.metadata.push_back({s.key, std::move(v)});
+    }
+    touched_.push_back(s.key);
+    where_[s.key] = &n;
+  }
+
+  Value convert(ValueType t, ValueType elem, const YamlNode& value, const YamlNode& at, const std::string& entry) {
+    if (!value) fail(at, entry, "no value given");
+    if (t != ValueType::array) return YamlReader::value(t, value, value, entry);
+    YamlNode holder;  // the element type comes from the key, not from the patch
+    holder.kind = YamlNode::map;
+    holder.items.resize(2);
+    holder.items[0].kind = holder.items[1].kind = YamlNode::scalar;
+    holder.items[0].text = "items";
+    holder.items[1].text = value_type_name(elem);
+    return YamlReader::value(t, value, holder, entry);
+  }
+
+  static std::string type_text(ValueType t, ValueType items) {
+    return t == ValueType::array ? std::string("array of ") + value_type_name(items) : value_type_name(t);
+  }
+
+  void align(uint64_t a) {
+    const YamlNode& at = p_.alignment_at;
+    if (!is_power_of_two(a)) fail(at, "alignment", "alignment " + std::to_string(a) + " is not a power of two");
+    KV* kv = find(kAlignmentKey);
+    if (kv && kv->value.type != ValueType::u32)
+      fail(at, "alignment", std::string("the file's general.alignment is a ") + value_type_name(kv->value.type) + ", not a u32");
+    uint32_t before = kv ? static_cast<uint32_t>(kv->value.bits) : kDefaultAlignment;
+    if (kv) kv->value = Value::of_u32(static_cast<uint32_t>(a));
+    else if (a != kDefaultAlignment) m_.metadata.push_back({kAlignmentKey, Value::of_u32(static_cast<uint32_t>(a))});
+    changes_.push_back({Change::alignment, kAlignmentKey, "", Value::of_u32(before), Value::of_u32(static_cast<uint32_t>(a))});
+  }
+
+  // The registry's checks on every key the patch touched, against the patched model.
+  void check() {
+    std::string a = arch();
+    const KV* tokens = find("tokenizer.ggml.tokens");
+    for (const std::string& key : touched_) {
+      const KV* kv = find(key);
+      const KeySpec* spec = r_.find(key, a);
+      if (!kv || !spec) continue;
+      const YamlNode& at = where_.count(key) ? *where_[key] : p_.alignment_at;
+      std::string entry = "set " + key;
+      bool wrong_type = kv->value.type != spec->type || (spec->type == ValueType::array && kv->value.elem != spec->items);
+      if (fresh_.count(key) && wrong_type) {  // an existing key keeps its type, whatever the registry says
+        if (where_.count(key))  // a renamed key that lands on a registered name must have its type too
+          fail(at, entry, "the key registry has " + key + " as " + type_text(spec->type, spec->items));
+        fail(at, "rename " + key, "the key registry has " + key + " as " + type_text(spec->type, spec->items) +
+                                      ", the renamed value is " + type_text(kv->value.type, kv->value.elem));
+      }
+      if (spec->check == "token_id" && tokens && kv->value.as_u64() >= tokens->value.items.size())
+        fail(at, entry, "token id " + std::to_string(kv->value.as_u64()) + " is not below the vocabulary size " +
+                            std::to_string(tokens->value.items.size()));
+      if (spec->check == "template") {
+        if (!is_valid_utf8(kv->value.str)) fail(at, entry, "the chat template is not valid UTF-8");
+        if (kv->value.str.size() > r_.template_bytes())
+          fail(at, entry, "the chat template is " + std::to_string(kv->value.str.size()) + " bytes, over the cap of " +
+                              std::to_string(r_.template_bytes()));
+      }
+      if (spec->check == "vocab") vocab_touched_ = true;
+    }
+    if (!vocab_touched_) return;
+    std::string first;
+    size_t n = 0;
+    for (const char* k : {"tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"}) {
+      const KV* kv = find(k);
+      if (!kv) continue;
+      if (first.empty()) {
+        first = k;
+        n = kv->value.items.size();
+      } else if (kv->value.items.size() != n) {
+        const YamlNode& at = where_.count(k) ? *where_[k] : YamlNode();
+        fail(at, "set " + std::string(k), std::string(k) + " has " + std::to_string(kv->value.items.size()) +
+                                              " items and " + first + " has " + std::to_string(n) + "; they must match");
+      }
+    }
+  }
+
+  Model& m_;
+  const Patch& p_;
+  const Registry& r_;
+  std::vector<Change> changes_;
+  std::vector<std::string> touched_;
+  std::map<std::string, const YamlNode*> where_;
+  std::set<std::string> fresh_;  // keys the patch added or renamed to
+  bool vocab_touched_ = false;
+};
+
+}  // namespace
+
+std::vector<Change> apply_patch(Model& model, const Patch& patch, const Registry& registry) {
+  return Applier(model, patch, registry).run();
+}
+
+}  // namespace ggufkit
