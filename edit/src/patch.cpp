@@ -51,7 +51,7 @@ Patch parse_patch(const std::string& text, const std::string& name, const std::s
   p.base_dir = base_dir;
   if (const YamlNode& s = root["set"]; s) {
     if (!s.IsMap()) y.fail(s, "set", "expected a mapping of KEY: VALUE");
-    y.fields(s, "set", {});  // any key, but each once
+    y.keys_once(s, "set");
     for (size_t i = 0; i + 1 < s.items.size(); i += 2) p.set.push_back({y.scalar(s.items[i], "set"), s.items[i + 1]});
   }
   if (const YamlNode& r = root["remove"]; r) {
@@ -60,7 +60,7 @@ Patch parse_patch(const std::string& text, const std::string& name, const std::s
   }
   if (const YamlNode& r = root["rename"]; r) {
     if (!r.IsMap()) y.fail(r, "rename", "expected a mapping of OLD: NEW");
-    y.fields(r, "rename", {});
+    y.keys_once(r, "rename");
     for (size_t i = 0; i + 1 < r.items.size(); i += 2)
       p.rename.push_back({y.scalar(r.items[i], "rename"), y.scalar(r.items[i + 1], "rename"), r.items[i]});
   }
@@ -198,7 +198,7 @@ class Applier : YamlReader {
       fail(at, "alignment", std::string("the file's general.alignment is a ") + value_type_name(kv->value.type) + ", not a u32");
     uint32_t before = kv ? static_cast<uint32_t>(kv->value.bits) : kDefaultAlignment;
     if (kv) kv->value = Value::of_u32(static_cast<uint32_t>(a));
-    else if (a != kDefaultAlignment) m_.metadata.push_back({kAlignmentKey, Value::of_u32(static_cast<uint32_t>(a))});
+    else m_.metadata.push_back({kAlignmentKey, Value::of_u32(static_cast<uint32_t>(a))});  // declared from now on
     changes_.push_back({Change::alignment, kAlignmentKey, "", Value::of_u32(before), Value::of_u32(static_cast<uint32_t>(a))});
   }
 

@@ -66,21 +66,27 @@ void YamlReader::fail(const YamlNode& n, const std::string& entry, const std::st
 }
 
 // Refuses fields not in `allowed`, and any field given twice.
-void YamlReader::fields(const YamlNode& map, const std::string& entry, std::initializer_list<const char*> allowed) {
+void YamlReader::keys_once(const YamlNode& map, const std::string& entry) {
   if (!map.IsMap()) fail(map, entry, "expected a mapping");
   std::set<std::string> seen;
   for (size_t i = 0; i < map.items.size(); i += 2) {
     const YamlNode& key = map.items[i];
     if (!key.IsScalar()) fail(key, entry, "a field name must be a plain word");
-    const std::string& k = key.Scalar();
-    if (!seen.insert(k).second) fail(key, entry, "'" + k + "' is given twice");
+    if (!seen.insert(key.Scalar()).second) fail(key, entry, "'" + key.Scalar() + "' is given twice");
+  }
+}
+
+void YamlReader::fields(const YamlNode& map, const std::string& entry, std::initializer_list<const char*> allowed) {
+  keys_once(map, entry);
+  for (size_t i = 0; i < map.items.size(); i += 2) {
+    const std::string& k = map.items[i].Scalar();
     bool ok = false;
     std::string list;
     for (const char* a : allowed) {
       ok = ok || k == a;
       list += std::string(list.empty() ? "" : ", ") + a;
     }
-    if (!ok) fail(key, entry, "unknown field '" + k + "'; expected one of: " + list);
+    if (!ok) fail(map.items[i], entry, "unknown field '" + k + "'; expected one of: " + list);
   }
 }
 

@@ -20,6 +20,8 @@ class YamlReader {
   [[noreturn]] void fail(const YamlNode& n, const std::string& entry, const std::string& msg) const;
   // Refuses fields not in `allowed`, and any field given twice.
   void fields(const YamlNode& map, const std::string& entry, std::initializer_list<const char*> allowed);
+  // A mapping whose keys are free (patch keys) but each given once.
+  void keys_once(const YamlNode& map, const std::string& entry);
   std::string scalar(const YamlNode& n, const std::string& entry);
   uint64_t unsigned_of(const YamlNode& n, const std::string& entry, uint32_t width);  // width in bytes
   int64_t signed_of(const YamlNode& n, const std::string& entry, uint32_t width);

@@ -1,0 +1,468 @@
+// Edits: each patch operation changes exactly what it names, tensor bytes come through
+// unchanged, offsets are recomputed, and refusals and faults leave the source as it was.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "ggufkit/error.h"
+#include "ggufkit/patch.h"
+#include "ggufkit/rewrite.h"
+#include "ggufkit/scan.h"
+#include "ggufkit/sketch.h"
+#include "helpers.h"
+
+using namespace ggufkit;
+using namespace testing_helpers;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kExamples = std::string(GGUFKIT_SOURCE) + "/examples";
+
+// The tiny llama (21 tensors in f32, f16, q8_0; a 32000-token vocabulary), written once.
+const std::string& tiny_llama() {
+  static std::string path = [] {
+    std::string p = temp_path("edit-tiny-llama.gguf");
+    write_sketch(read_sketch(kExamples + "/tiny-llama.yaml", {{"VOCAB", corpus("vocab/ggml-vocab-llama-spm.gguf")}}), p);
+    return p;
+  }();
+  return path;
+}
+
+std::vector<uint8_t> tensor_bytes(const Tensor& t) {
+  std::vector<uint8_t> b(t.nbytes());
+  t.source->read_at(t.source_offset, b.data(), b.size());
+  return b;
+}
+
+// Applies a patch given as YAML, rewrites to `out`, and reads the result back strictly.
+Scanned edit_to(const std::string& in, const std::string& patch_yaml, const std::string& out) {
+  Scanned s = scan_file(in);
+  Model m = s.model;
+  apply_patch(m, parse_patch(patch_yaml, "p.yaml", temp_dir()));
+  RewriteResult r = safe_rewrite(m, in, out);
+  EXPECT_EQ(r.tensors_verified, m.tensors.size());
+  Scanned back = scan_file(out);
+  EXPECT_EQ(back.layout, r.layout);
+  check_layout(back.layout);
+  return back;
+}
+
+Error patch_error(const std::string& in, const std::string& patch_yaml) {
+  Scanned s = scan_file(in);
+  try {
+    apply_patch(s.model, parse_patch(patch_yaml, "p.yaml", temp_dir()));
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted: " << patch_yaml;
+  return Error(Error::Kind::format, "", std::nullopt, "", "");
+}
+
+void expect_same_tensor_bytes(const Model& a, const Model& b) {
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    EXPECT_EQ(a.tensors[i].name, b.tensors[i].name);
+    EXPECT_TRUE(tensor_bytes(a.tensors[i]) == tensor_bytes(b.tensors[i])) << a.tensors[i].name;
+  }
+}
+
+std::vector<std::string> files_in(const std::string& dir) {
+  std::vector<std::string> out;
+  for (auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST(EditOps, EachOperationChangesExactlyWhatItNamesOnEveryCorpusFile) {
+  for (const char* f : {"vocab/ggml-vocab-llama-spm.gguf", "vocab/ggml-vocab-gpt-2.gguf", "vocab/ggml-vocab-phi-3.gguf",
+                        "vocab/ggml-vocab-bert-bge.gguf", "vocab/ggml-vocab-falcon.gguf",
+                        "vocab/ggml-vocab-baichuan.gguf", "history/ggml-vocab-falcon.v2.gguf"}) {
+    SCOPED_TRACE(f);
+    std::string in = corpus(f), out = temp_path("corpus-edit.gguf");
+    Model before = scan_file(in).model;
+    size_t vocab = before.find("tokenizer.ggml.tokens")->items.size();
+    // set an existing key: same place, same type, new value
+    Scanned a = edit_to(in, "set: {general.architecture: renamed-arch}", out);
+    Model want = before;
+    want.find("general.architecture")->str = "renamed-arch";
+    EXPECT_EQ(a.model.metadata, want.metadata);
+    // add a registered key (typed by the registry), and one the patch types
+    Scanned b = edit_to(in, "set: {tokenizer.ggml.eos_token_id: " + std::to_string(vocab - 1) +
+                                ", my.key: {type: f32, value: 0.5}}", out);
+    want = before;
+    if (Value* eos = want.find("tokenizer.ggml.eos_token_id")) *eos = Value::of_u32(static_cast<uint32_t>(vocab - 1));
+    else want.metadata.push_back({"tokenizer.ggml.eos_token_id", Value::of_u32(static_cast<uint32_t>(vocab - 1))});
+    want.metadata.push_back({"my.key", Value::of_f32(0.5f)});
+    EXPECT_EQ(b.model.metadata, want.metadata);
+    // remove and rename
+    Scanned c = edit_to(in, "remove: [tokenizer.ggml.model]\nrename: {general.architecture: general.arch2}", out);
+    want = before;
+    for (auto& kv : want.metadata)
+      if (kv.key == "general.architecture") kv.key = "general.arch2";
+    want.metadata.erase(std::find_if(want.metadata.begin(), want.metadata.end(),
+                                     [](const KV& kv) { return kv.key == "tokenizer.ggml.model"; }));
+    EXPECT_EQ(c.model.metadata, want.metadata);
+    // and an empty patch is a byte-for-byte rewrite
+    edit_to(in, "{}", out);
+    EXPECT_EQ(read_file_bytes(out), read_file_bytes(in));
+  }
+}
+
+TEST(EditOps, AChatTemplateGrownAndShrunkMovesTheDataAndKeepsEveryTensorByte) {
+  Scanned orig = scan_file(tiny_llama());
+  std::string big(orig.model.find("tokenizer.chat_template")->str);
+  while (big.size() < orig.model.find("tokenizer.chat_template")->str.size() + 10240) big += "{# padding #}";
+  write_file_bytes(temp_path("big.jinja"), std::vector<uint8_t>(big.begin(), big.end()));
+  for (const std::string& patch : {std::string("set: {tokenizer.chat_template: {file: big.jinja}}"),
+                                   std::string("set: {tokenizer.chat_template: \"{{ x }}\"}")}) {
+    SCOPED_TRACE(patch);
+    std::string out = temp_path("template-edit.gguf");
+    Scanned e = edit_to(tiny_llama(), patch, out);
+    const std::string& t = e.model.find("tokenizer.chat_template")->str;
+    EXPECT_EQ(t, patch.find("big") != std::string::npos ? big : "{{ x }}");
+    int64_t grew = static_cast<int64_t>(t.size()) - static_cast<int64_t>(orig.model.find("tokenizer.chat_template")->str.size());
+    EXPECT_EQ(static_cast<int64_t>(e.layout.header_size) - static_cast<int64_t>(orig.layout.header_size), grew);
+    EXPECT_EQ(e.layout.data_offset % 32, 0u);
+    EXPECT_EQ(e.layout.data_offset, (e.layout.header_size + 31) / 32 * 32);
+    EXPECT_EQ(e.layout.tensor_offsets, orig.layout.tensor_offsets);  // relative offsets do not move
+    expect_same_tensor_bytes(orig.model, e.model);
+    Model want = orig.model;
+    want.find("tokenizer.chat_template")->str = t;
+    EXPECT_EQ(e.model.metadata, want.metadata);
+  }
+}
+
+TEST(EditOps, AnEosChangeIsOneValueAndNothingElse) {
+  std::string out = temp_path("eos-edit.gguf");
+  CliRun r = run_cli("edit " + tiny_llama() + " --eos-token-id 7 -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("set     tokenizer.ggml.eos_token_id: 2 -> 7"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("21 tensors verified"), std::string::npos) << r.out;
+  auto a = read_file_bytes(tiny_llama()), b = read_file_bytes(out);
+  ASSERT_EQ(a.size(), b.size());
+  Scanned s = scan_file(out);
+  const LabeledSpan* eos = nullptr;
+  for (const auto& sp : s.layout.spans)
+    if (sp.kind == SpanKind::kv_value && sp.path.find("eos_token_id") != std::string::npos) eos = &sp;
+  ASSERT_TRUE(eos);
+  size_t differ = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) {
+      ++differ;
+      EXPECT_TRUE(i >= eos->span.offset && i < eos->span.end()) << i;
+    }
+  EXPECT_EQ(differ, 1u);  // 2 -> 7: one byte of a little-endian u32
+}
+
+TEST(EditOps, RealignTo16And64And4096AndBackTo32GivesTheOriginalBytes) {
+  auto original = read_file_bytes(tiny_llama());
+  Scanned orig = scan_file(tiny_llama());
+  std::string prev = tiny_llama();
+  for (uint32_t a : {16u, 64u, 4096u, 32u}) {
+    SCOPED_TRACE(a);
+    std::string out = temp_path("realign-" + std::to_string(a) + ".gguf");
+    CliRun r = run_cli("realign " + prev + " --alignment " + std::to_string(a) + " -o " + out);
+    ASSERT_EQ(r.code, 0) << r.err;
+    Scanned s = scan_file(out);
+    EXPECT_EQ(s.layout.alignment, a);
+    EXPECT_EQ(s.model.find("general.alignment")->bits, a);
+    EXPECT_EQ(s.layout.data_offset % a, 0u);
+    for (size_t i = 0; i < s.model.tensors.size(); ++i) {
+      EXPECT_EQ(s.layout.tensor_offsets[i] % a, 0u);
+      EXPECT_EQ(s.model.tensors[i].source_offset % a, 0u);
+    }
+    expect_same_tensor_bytes(orig.model, s.model);
+    prev = out;
+  }
+  // tiny-llama declares no alignment; back at 32 the only difference is the key realign added.
+  Scanned back = scan_file(prev);
+  Model want = orig.model;
+  want.metadata.push_back({"general.alignment", Value::of_u32(32)});
+  EXPECT_EQ(back.model.metadata, want.metadata);
+  // A file that declares its alignment comes back byte for byte.
+  std::string declared = temp_path("declared-32.gguf");
+  ASSERT_EQ(run_cli("realign " + tiny_llama() + " -a 32 -o " + declared).code, 0);
+  auto declared_bytes = read_file_bytes(declared);
+  prev = declared;
+  for (uint32_t a : {16u, 64u, 4096u, 32u}) {
+    std::string out = temp_path("declared-" + std::to_string(a) + ".gguf");
+    ASSERT_EQ(run_cli("realign " + prev + " -a " + std::to_string(a) + " -o " + out).code, 0);
+    prev = out;
+  }
+  EXPECT_TRUE(read_file_bytes(prev) == declared_bytes);
+  EXPECT_EQ(read_file_bytes(tiny_llama()), original);
+}
+
+TEST(EditRefusals, EachIsRefusedWithItsReasonAndTheLine) {
+  Error e = patch_error(tiny_llama(), "set:\n  tokenizer.ggml.eos_token_id: 32000\n");
+  EXPECT_EQ(e.file, "p.yaml:2:32");
+  EXPECT_EQ(e.field, "set tokenizer.ggml.eos_token_id");
+  EXPECT_EQ(e.message, "token id 32000 is not below the vocabulary size 32000");
+  e = patch_error(tiny_llama(), "alignment: 48\n");
+  EXPECT_EQ(e.message, "alignment 48 is not a power of two");
+  EXPECT_EQ(e.file, "p.yaml:1:12");
+  e = patch_error(tiny_llama(), "set: {llama.block_count: {type: string, value: two}}\n");
+  EXPECT_EQ(e.message, "would change the type from u32 to string; remove the key and set it again to do that");
+  e = patch_error(tiny_llama(), "set: {llama.block_count: 1.5}\n");
+  EXPECT_EQ(e.message, "expected an integer, found '1.5'");
+  e = patch_error(tiny_llama(), "set: {llama.block_count: 4294967296}\n");
+  EXPECT_EQ(e.message, "value 4294967296 is out of range for u32 (0 to 4294967295)");
+  e = patch_error(tiny_llama(), "rename: {general.name: general.architecture}\n");
+  EXPECT_EQ(e.message, "cannot rename onto general.architecture, which is already there");
+  e = patch_error(tiny_llama(), "set: {general.name: x}\nremvoe: [a]\n");
+  EXPECT_EQ(e.file, "p.yaml:2:1");
+  EXPECT_EQ(e.message, "unknown field 'remvoe'; expected one of: set, remove, rename, alignment");
+  e = patch_error(tiny_llama(), "remove: [general.license.link]\n");
+  EXPECT_EQ(e.message, "there is no key general.license.link to remove");
+  e = patch_error(tiny_llama(), "set: {general.alignment: 64}\n");
+  EXPECT_NE(e.message.find("set the alignment with alignment: N"), std::string::npos);
+  e = patch_error(tiny_llama(), "set: {my.unknown.key: 3}\n");
+  EXPECT_EQ(e.message, "my.unknown.key is not in the file nor in the key registry; give its type: {type: f32, value: ...}");
+  e = patch_error(tiny_llama(), "set: {llama.context_length: {type: u64, value: 4096}}\n");
+  EXPECT_EQ(e.message, "would change the type from u32 to u64; remove the key and set it again to do that");
+  e = patch_error(tiny_llama(), "remove: [llama.context_length]\nset: {llama.context_length: {type: u64, value: 1}}\n");
+  EXPECT_EQ(e.message, "the key registry has llama.context_length as u32, not u64");
+  e = patch_error(tiny_llama(), "set: {tokenizer.ggml.scores: [1.0, 2.0]}\n");
+  EXPECT_EQ(e.message, "tokenizer.ggml.scores has 2 items and tokenizer.ggml.tokens has 32000; they must match");
+  e = patch_error(tiny_llama(), "set: {tokenizer.chat_template: {hex: \"ff fe\"}}\n");
+  EXPECT_EQ(e.message, "the chat template is not valid UTF-8");
+  e = patch_error(tiny_llama(), "set: {tokenizer.chat_template.tool_use: {hex: \"c3\"}}\n");
+  EXPECT_EQ(e.message, "the chat template is not valid UTF-8");
+
+  // Output = input, through the program: refused, exit 2, the file untouched.
+  auto before = read_file_bytes(tiny_llama());
+  CliRun r = run_cli("edit " + tiny_llama() + " --eos-token-id 3 -o " + tiny_llama());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("is the same file; use --in-place"), std::string::npos) << r.err;
+  CliRun bad = run_cli("edit " + tiny_llama() + " --eos-token-id 99999 -o " + temp_path("never.gguf"));
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("command line: set tokenizer.ggml.eos_token_id: token id 99999 is not below the vocabulary size 32000"),
+            std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(temp_path("never.gguf")));
+  EXPECT_EQ(read_file_bytes(tiny_llama()), before);
+}
+
+TEST(EditInPlace, ReplacesTheFileByRenameKeepingItsModeAndFollowingALink) {
+  std::string dir = temp_path("inplace");
+  fs::create_directories(dir);
+  std::string f = dir + "/model.gguf", link = dir + "/link.gguf";
+  fs::copy_file(tiny_llama(), f, fs::copy_options::overwrite_existing);
+  ::chmod(f.c_str(), 0640);
+  fs::remove(link);
+  fs::create_symlink("model.gguf", link);
+  struct stat before {};
+  ::stat(f.c_str(), &before);
+  CliRun r = run_cli("edit " + link + " --set general.name=inplace --in-place");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(link));  // the link still points at the file, which was replaced
+  struct stat after {};
+  ::stat(f.c_str(), &after);
+  EXPECT_NE(after.st_ino, before.st_ino);
+  EXPECT_EQ(after.st_mode & 07777, 0640u);
+  EXPECT_EQ(scan_file(f).model.find("general.name")->str, "inplace");
+  EXPECT_EQ(files_in(dir), (std::vector<std::string>{"link.gguf", "model.gguf"}));
+  CliRun dry = run_cli("edit " + f + " --set general.name=again --dry-run");
+  ASSERT_EQ(dry.code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("set     general.name: \"inplace\" -> \"again\""), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("dry run, nothing written"), std::string::npos);
+  EXPECT_EQ(scan_file(f).model.find("general.name")->str, "inplace");
+}
+
+namespace {
+// A source that fails part-way, as a disk read error would.
+class FailingSource final : public ByteSource {
+ public:
+  FailingSource(std::shared_ptr<const ByteSource> inner, uint64_t fail_at) : inner_(std::move(inner)), fail_at_(fail_at) {}
+  const std::string& name() const override { return inner_->name(); }
+  uint64_t size() const override { return inner_->size(); }
+  void read_at(uint64_t offset, void* dst, size_t n) const override {
+    if (offset + n > fail_at_) {
+      errno = EIO;
+      throw_io(name(), "read failed at byte " + std::to_string(offset));
+    }
+    inner_->read_at(offset, dst, n);
+  }
+
+ private:
+  std::shared_ptr<const ByteSource> inner_;
+  uint64_t fail_at_;
+};
+}  // namespace
+
+TEST(EditFaults, AReadErrorPartWayLeavesNothingBehind) {
+  std::string dir = temp_path("fault-read");
+  fs::create_directories(dir);
+  std::string src = dir + "/model.gguf", out = dir + "/out.gguf";
+  fs::copy_file(tiny_llama(), src, fs::copy_options::overwrite_existing);
+  write_file_bytes(out, {1, 2, 3});  // an existing destination must survive too
+  auto before = read_file_bytes(src);
+  Scanned s = scan_file(src);
+  auto failing = std::make_shared<FailingSource>(s.model.tensors[0].source, s.source_size / 2);
+  for (bool verify : {true, false}) {
+    Model m = s.model;
+    for (auto& t : m.tensors) t.source = failing;
+    try {
+      RewriteOptions o;
+      o.verify = verify;
+      safe_rewrite(m, src, out, o);
+      FAIL() << "the rewrite succeeded";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind, Error::Kind::io);
+      EXPECT_NE(e.message.find("Input/output error; nothing was changed (" + src + " is as it was)"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(read_file_bytes(src), before);
+    EXPECT_EQ(read_file_bytes(out), (std::vector<uint8_t>{1, 2, 3}));
+    EXPECT_EQ(files_in(dir), (std::vector<std::string>{"model.gguf", "out.gguf"}));
+  }
+}
+
+TEST(EditFaults, AFullFileSystemLeavesNothingBehind) {
+  std::string dir = temp_path("fault-full");
+  fs::create_directories(dir);
+  std::string src = dir + "/model.gguf";
+  fs::copy_file(tiny_llama(), src, fs::copy_options::overwrite_existing);
+  auto before = read_file_bytes(src);
+  // ulimit -f in 512-byte blocks (dash): 1 MB may be written, the model is 5 MB.
+  for (const char* flags : {"", " --no-verify", " --in-place"}) {
+    SCOPED_TRACE(flags);
+    std::string target = std::string(flags) == " --in-place" ? "" : " -o " + dir + "/out.gguf";
+    CliRun r = run_cli("edit " + src + " --eos-token-id 5" + flags + target, "ulimit -f 2048; ");
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_NE(r.err.find("File too large; nothing was changed (" + src + " is as it was)"), std::string::npos) << r.err;
+    EXPECT_EQ(read_file_bytes(src), before);
+    EXPECT_EQ(files_in(dir), (std::vector<std::string>{"model.gguf"}));
+  }
+}
+
+namespace {
+// A 300 MB model, so that a rewrite takes long enough to be killed part-way.
+const std::string& large_model() {
+  static std::string path = [] {
+    std::string p = temp_path("large.gguf");
+    write_sketch(parse_sketch(R"(
+metadata:
+  - {key: general.architecture, type: string, value: large}
+  - {key: general.name, type: string, value: large}
+tensors:
+  - {name: a, type: q8_0, dims: [4096, 4096], fill: {random_bytes: {seed: 1}}}
+  - {name: b, type: q4_K, dims: [4096, 8192], fill: {random_bytes: {seed: 2}}}
+  - {name: c, type: f16, dims: [4096, 32768], fill: {random_bytes: {seed: 3}}}
+)", "large", temp_dir()), p);
+    return p;
+  }();
+  return path;
+}
+
+pid_t spawn(const std::vector<std::string>& args) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    std::string bin = GGUFKIT_BIN;
+    argv.push_back(bin.data());
+    for (auto& a : const_cast<std::vector<std::string>&>(args)) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int devnull = ::open("/dev/null", O_WRONLY);
+    ::dup2(devnull, 1);
+    ::dup2(devnull, 2);
+    ::execv(bin.c_str(), argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+}  // namespace
+
+TEST(EditFaults, KillDashNineAtSeveralPointsLeavesNothingBehind) {
+  std::string dir = temp_path("fault-kill");
+  fs::create_directories(dir);
+  std::string src = dir + "/model.gguf", out = dir + "/out.gguf";
+  fs::copy_file(large_model(), src, fs::copy_options::overwrite_existing);
+  auto size = fs::file_size(src);
+  ASSERT_GT(size, 300'000'000u);
+  Scanned s0 = scan_file(src);
+  std::vector<uint8_t> head0 = read_file_bytes(src);
+  int killed_mid = 0;
+  for (int ms : {5, 30, 80, 200, 400}) {
+    SCOPED_TRACE(ms);
+    for (const char* mode : {"-o", "--in-place"}) {
+      std::vector<std::string> args = {"edit", src, "--set", "general.name=killed"};
+      if (std::string(mode) == "-o") args.insert(args.end(), {"-o", out});
+      else args.push_back("--in-place");
+      pid_t pid = spawn(args);
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      int status = 0;
+      bool finished = ::waitpid(pid, &status, WNOHANG) == pid;
+      if (!finished) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+        killed_mid += WIFSIGNALED(status);
+      }
+      // Whatever point it died at: the source is whole and either old or (in place, finished) new,
+      // and no temporary file is left.
+      auto files = files_in(dir);
+      for (const auto& f : files) EXPECT_TRUE(f == "model.gguf" || f == "out.gguf") << f;
+      Scanned now = scan_file(src);
+      EXPECT_EQ(now.source_size, size);
+      if (fs::exists(out)) {
+        EXPECT_EQ(scan_file(out).model.find("general.name")->str, "killed");
+        fs::remove(out);
+      }
+      if (now.model.find("general.name")->str != "large") {  // the in-place edit had finished: put it back
+        fs::copy_file(large_model(), src, fs::copy_options::overwrite_existing);
+      }
+    }
+  }
+  EXPECT_GT(killed_mid, 3);  // most points fell inside the rewrite
+  EXPECT_TRUE(read_file_bytes(src) == head0);
+}
+
+TEST(EditFaults, SigintStopsTheRewriteAndSaysNothingWasChanged) {
+  std::string dir = temp_path("fault-int");
+  fs::create_directories(dir);
+  std::string src = dir + "/model.gguf", out = dir + "/out.gguf";
+  fs::copy_file(large_model(), src, fs::copy_options::overwrite_existing);
+  std::string err = temp_path("sigint.err");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 2);
+    ::execl(GGUFKIT_BIN, GGUFKIT_BIN, "edit", src.c_str(), "--set", "general.name=int", "-o", out.c_str(), nullptr);
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  auto e = read_file_bytes(err);
+  std::string msg(e.begin(), e.end());
+  EXPECT_NE(msg.find("interrupted by a signal; nothing was changed (" + src + " is as it was)"), std::string::npos) << msg;
+  EXPECT_EQ(files_in(dir), (std::vector<std::string>{"model.gguf"}));
+  EXPECT_TRUE(read_file_bytes(src) == read_file_bytes(large_model()));
+}
+
+TEST(Examples, PatchTemplateFixesATemplateAndAnEosIdThroughTheLibrary) {
+  std::string tmpl = temp_path("example.jinja"), out = temp_path("patched.gguf");
+  write_file_bytes(tmpl, {'{', '{', ' ', 'x', ' ', '}', '}'});
+  std::string cmd = std::string(GGUFKIT_EXAMPLES_BIN) + "/patch_template " + tiny_llama() + " " + tmpl + " 9 " + out +
+                    " > " + out + ".txt";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  auto printed = read_file_bytes(out + ".txt");
+  std::string p(printed.begin(), printed.end());
+  EXPECT_NE(p.find("changed tokenizer.chat_template\nchanged tokenizer.ggml.eos_token_id\n"), std::string::npos) << p;
+  EXPECT_NE(p.find("21 tensors verified"), std::string::npos) << p;
+  Scanned s = scan_file(out);
+  EXPECT_EQ(s.model.find("tokenizer.chat_template")->str, "{{ x }}");
+  EXPECT_EQ(s.model.find("tokenizer.ggml.eos_token_id")->bits, 9u);
+}
