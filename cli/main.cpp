@@ -239,7 +239,7 @@ struct RewriteJob {
 int run_rewrite(const RewriteJob& job) {
   if (!job.dry_run && job.in_place == !job.out.empty()) throw_usage("give exactly one of -o OUT and --in-place");
   Scanned s = scan_file(job.in);
-  Model model = s.model;
+  Model& model = s.model;  // patched in place: a large vocabulary is not copied
   std::vector<Change> changes = apply_patch(model, job.patch);
   Layout before = s.layout;
   if (job.dry_run) {
