@@ -4,9 +4,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <boost/iostreams/device/file_descriptor.hpp>
-#include <boost/iostreams/stream.hpp>
-#include <boost/program_options.hpp>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -23,10 +20,10 @@
 #include "ggufkit/sketch.h"
 #include "ggufkit/writer.h"
 #include "ggufkit/text.h"
+#include "common.h"
 
-namespace po = boost::program_options;
 using namespace ggufkit;
-using ggufkit::json_string;
+using namespace ggufkit::cli;
 
 namespace {
 
@@ -35,9 +32,21 @@ const char* kUsage =
     "\n"
     "Read, check and rewrite GGUF files (the model format of llama.cpp).\n"
     "\n"
-    "commands:\n"
-    "  show FILE              summary: version, counts, alignment, data start, tensors by type\n"
-    "  map FILE [--json]      every field of the file with its offset, size and name\n"
+    "reading (each with --json):\n"
+    "  show FILE              the summary: counts, alignment, architecture, hyperparameters,\n"
+    "                         vocabulary, quant mix and bits per weight\n"
+    "  meta FILE              every metadata entry: index, key, type, value (--full)\n"
+    "  tensors FILE           every tensor: name, dims, type, offset, bytes\n"
+    "  stack FILE             the repeated blocks: tensor names, shapes, types, bytes\n"
+    "  layer FILE N           block N tensor by tensor, and which blocks match it\n"
+    "  account FILE           the header in pieces and the tensor bytes against the file size\n"
+    "  tensor FILE NAME       a tensor's values: count, min, max, mean, NaN and inf (--head N)\n"
+    "  diff A B               metadata, tensor records and tensor bytes that differ\n"
+    "  hash FILE              a checksum per tensor and of all tensor data (--algo sha256)\n"
+    "  validate FILE          everything wrong with the file, with codes and offsets (--strict)\n"
+    "  map FILE               every field of the file with its offset, size and name\n"
+    "\n"
+    "writing:\n"
     "  rewrite FILE -o OUT    read FILE and write it again with ggufkit's writer\n"
     "  edit FILE -o OUT       change metadata (--patch, --set, --chat-template-file, ...)\n"
     "  realign FILE -a N -o OUT  re-lay the data at a new alignment\n"
@@ -49,108 +58,6 @@ const char* kUsage =
     "Run 'ggufkit COMMAND --help' for a command's options.\n"
     "\n"
     "exit status: 0 success, 1 bad input file, 2 usage error, 3 I/O error\n";
-
-// Options common to the parse step; returns nullopt when --help was answered.
-std::optional<po::variables_map> parse(const std::vector<std::string>& args, po::options_description& desc,
-                                       const po::positional_options_description& pos, const std::string& help) {
-  desc.add_options()("help,h", "show this help");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    std::cout << help << "\n" << desc << "\n";
-    return std::nullopt;
-  }
-  po::notify(vm);
-  return vm;
-}
-
-Scanned load(const std::string& path) {
-  if (path != "-") return scan_file(path);
-  namespace io = boost::iostreams;
-  io::stream<io::file_descriptor_source> in(io::file_descriptor_source(0, io::never_close_handle));
-  return scan_stream(in, "<stdin>");
-}
-
-std::string string_value(const Model& m, const char* key) {
-  const Value* v = m.find(key);
-  return v && v->type == ValueType::string ? v->str : "";
-}
-
-// The shape every reading command shares: one FILE and --json.
-struct ReadArgs {
-  std::string file;
-  bool json = false;
-};
-std::optional<ReadArgs> read_args(const std::vector<std::string>& args, const std::string& help,
-                                  const char* json_help) {
-  po::options_description desc("options");
-  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-' for stdin)")(
-      "json", po::bool_switch(), json_help);
-  po::positional_options_description pos;
-  pos.add("file", 1);
-  auto vm = parse(args, desc, pos, help);
-  if (!vm) return std::nullopt;
-  return ReadArgs{(*vm)["file"].as<std::string>(), (*vm)["json"].as<bool>()};
-}
-
-struct TypeTotal {
-  uint64_t tensors = 0, bytes = 0;
-};
-
-int cmd_show(const std::vector<std::string>& args) {
-  auto a = read_args(args,
-                     "usage: ggufkit show FILE [--json]\n\n"
-                     "Reads the header (never the tensor data) and prints the version, counts,\n"
-                     "alignment, data start, architecture and name, and tensors and bytes by type.",
-                     "print JSON instead of text");
-  if (!a) return 0;
-  const std::string& path = a->file;
-  Scanned s = load(path);
-  const Model& m = s.model;
-  std::map<std::string, TypeTotal> by_type;
-  uint64_t total = 0;
-  for (const Tensor& t : m.tensors) {
-    auto& row = by_type[ggml_type(t.type)->name];
-    row.tensors++;
-    row.bytes += t.nbytes();
-    total += t.nbytes();
-  }
-  const char* order = m.order == ByteOrder::little ? "little" : "big";
-  if (a->json) {
-    std::cout << "{\"file\": " << json_string(path) << ", \"version\": " << m.version << ", \"byte_order\": \""
-              << order << "\", \"tensor_count\": " << m.tensors.size() << ", \"kv_count\": " << m.metadata.size()
-              << ", \"alignment\": " << s.layout.alignment << ", \"data_offset\": " << s.layout.data_offset
-              << ", \"file_size\": " << s.source_size
-              << ", \"architecture\": " << json_string(string_value(m, "general.architecture"))
-              << ", \"name\": " << json_string(string_value(m, "general.name")) << ", \"tensor_bytes\": " << total
-              << ", \"types\": [";
-    bool first = true;
-    for (const auto& [name, row] : by_type) {
-      std::cout << (first ? "" : ", ") << "{\"type\": " << json_string(name) << ", \"tensors\": " << row.tensors
-                << ", \"bytes\": " << row.bytes << "}";
-      first = false;
-    }
-    std::cout << "]}\n";
-    return 0;
-  }
-  std::printf("file          %s\n", path.c_str());
-  std::printf("version       %u (%s-endian)\n", m.version, order);
-  std::printf("tensors       %zu\n", m.tensors.size());
-  std::printf("metadata      %zu keys\n", m.metadata.size());
-  std::printf("alignment     %u\n", s.layout.alignment);
-  std::printf("data start    %llu\n", static_cast<unsigned long long>(s.layout.data_offset));
-  std::printf("file size     %llu\n", static_cast<unsigned long long>(s.source_size));
-  std::printf("architecture  %s\n", string_value(m, "general.architecture").c_str());
-  std::printf("name          %s\n", string_value(m, "general.name").c_str());
-  if (!m.tensors.empty()) {
-    std::printf("\n%-10s %8s %16s\n", "type", "tensors", "bytes");
-    for (const auto& [name, row] : by_type)
-      std::printf("%-10s %8llu %16llu\n", name.c_str(), static_cast<unsigned long long>(row.tensors),
-                  static_cast<unsigned long long>(row.bytes));
-    std::printf("%-10s %8zu %16llu\n", "total", m.tensors.size(), static_cast<unsigned long long>(total));
-  }
-  return 0;
-}
 
 // The span map: text with a closing total, or the documented JSON.
 void print_map(const Layout& L, uint64_t file_size, bool json) {
@@ -490,6 +397,15 @@ int main(int argc, char** argv) {
   ::signal(SIGXFSZ, SIG_IGN);  // past a file size limit, write() fails with EFBIG and we clean up
   try {
     if (cmd == "show") return cmd_show(args);
+    if (cmd == "meta") return cmd_meta(args);
+    if (cmd == "tensors") return cmd_tensors(args);
+    if (cmd == "stack") return cmd_stack(args);
+    if (cmd == "layer") return cmd_layer(args);
+    if (cmd == "account") return cmd_account(args);
+    if (cmd == "tensor") return cmd_tensor(args);
+    if (cmd == "diff") return cmd_diff(args);
+    if (cmd == "hash") return cmd_hash(args);
+    if (cmd == "validate") return cmd_validate(args);
     if (cmd == "map") return cmd_map(args);
     if (cmd == "rewrite") return cmd_rewrite(args);
     if (cmd == "edit") return cmd_edit(args);

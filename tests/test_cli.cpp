@@ -27,7 +27,7 @@ TEST(Cli, ShowPrintsTheSummaryOfTheExample) {
   for (const char* line : {"version       3 (little-endian)\n", "tensors       1\n", "metadata      5 keys\n",
                            "alignment     64\n", "data start    384\n", "file size     408\n",
                            "architecture  counts\n", "name          Counts walkthrough file\n",
-                           "f32               1               24\n"})
+                           "f32               1              6               24  100.0%\n", "bits per weight 32.000\n"})
     EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
 }
 

@@ -12,6 +12,7 @@
 #include "ggufkit/numeric.h"
 #include "ggufkit/scan.h"
 #include "ggufkit/sketch.h"
+#include "ggufkit/text.h"
 #include "helpers.h"
 
 using namespace ggufkit;
@@ -39,13 +40,7 @@ Error sketch_error(const std::string& yaml, const Defines& d = {}) {
 uint64_t bits_of(const Model& m, const char* key) { return m.find(key)->bits; }
 
 std::string hex(const std::vector<uint8_t>& b) {
-  std::string s;
-  char buf[3];
-  for (uint8_t c : b) {
-    std::snprintf(buf, sizeof buf, "%02x", c);
-    s += buf;
-  }
-  return s;
+  return hex_text(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()));
 }
 
 // The fixed vector the reference bytes below were computed for (by an independent

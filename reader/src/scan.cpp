@@ -255,7 +255,7 @@ class Scanner {
                                              ", which ends at offset " + std::to_string(prev_end));
       auto end = checked_add(off, nbytes_[i]);
       auto abs_end = end ? checked_add(L.data_offset, *end) : std::nullopt;
-      if (!abs_end || (size && *abs_end > *size))
+      if (!abs_end || (size && opt_.data_in_file && *abs_end > *size))
         c_.fail(offset_at[i], {"offset"},
                 "the tensor's " + std::to_string(nbytes_[i]) + " bytes at data offset " + std::to_string(off) +
                     " (file offset " + (abs_end ? std::to_string(L.data_offset + off) : "past 2^64") +

@@ -140,13 +140,7 @@ Doc float_doc(const Value& v) {
 
 Doc string_doc(const std::string& s) {
   if (is_valid_utf8(s)) return Doc::str(s);
-  static const char* hex = "0123456789abcdef";
-  std::string h;
-  for (unsigned char c : s) {
-    h += hex[c >> 4];
-    h += hex[c & 15];
-  }
-  return new_map(true).add("hex", Doc::str(h));
+  return new_map(true).add("hex", Doc::str(hex_text(s)));
 }
 
 Doc value_doc(const Value& v) {
@@ -185,14 +179,7 @@ Doc tensor_doc(const Tensor& t, bool inline_data) {
   if (inline_data) {
     std::vector<uint8_t> bytes(n);
     t.source->read_at(t.source_offset, bytes.data(), n);
-    static const char* hex = "0123456789abcdef";
-    std::string h;
-    h.reserve(2 * n);
-    for (uint8_t c : bytes) {
-      h += hex[c >> 4];
-      h += hex[c & 15];
-    }
-    d.add("bytes", Doc::str(h));
+    d.add("bytes", Doc::str(hex_text(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()))));
   } else {
     Doc from = new_map(true);
     from.add("file", Doc::str(std::filesystem::absolute(t.source->name()).string()));

@@ -331,9 +331,6 @@ Edits sketch_edits(const Sketch& s, const Layout& layout, const FieldMarks& mark
     if (p.at > layout.file_size || p.bytes.size() > layout.file_size - p.at)
       throw Error(Error::Kind::format, "", p.at, "raw", "a patch of " + std::to_string(p.bytes.size()) +
                                                            " bytes runs past the end of the " + std::to_string(layout.file_size) + "-byte file");
-  if (s.truncate_at && *s.truncate_at > layout.file_size)
-    throw Error(Error::Kind::format, "", *s.truncate_at, "raw truncate_at",
-                "is past the end of the " + std::to_string(layout.file_size) + "-byte file");
   e.truncate_at = s.truncate_at;
   return e;
 }

@@ -75,6 +75,17 @@ std::string json_string(std::string_view s) {
   return out;
 }
 
+std::string hex_text(std::string_view bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string h;
+  h.reserve(2 * bytes.size());
+  for (unsigned char c : bytes) {
+    h += digits[c >> 4];
+    h += digits[c & 15];
+  }
+  return h;
+}
+
 std::string number_text(const Value& v) {
   if (v.type == ValueType::boolean) return v.bits == 0 ? "false" : v.bits == 1 ? "true" : std::to_string(v.bits);
   if (!is_float(v.type)) return is_signed(v.type) ? std::to_string(v.as_i64()) : std::to_string(v.bits);

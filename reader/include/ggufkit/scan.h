@@ -14,6 +14,8 @@ namespace ggufkit {
 struct ScanOptions {
   uint64_t max_string = 64ull << 20;  // longest key or string value accepted
   uint32_t max_depth = 8;             // deepest nesting of arrays accepted
+  bool data_in_file = true;           // refuse tensor data past the end of the file
+                                      // (validate turns it off to report a cut file)
 };
 
 struct Scanned {

@@ -32,7 +32,7 @@ struct Sketch {
   std::vector<Override> overrides;
   std::optional<std::string> magic;      // four bytes in place of "GGUF"
   std::optional<uint8_t> padding_byte;   // every padding byte
-  std::optional<uint64_t> truncate_at;   // the file ends here
+  std::optional<uint64_t> truncate_at;   // the file ends here (cut, or extended with zeros)
   std::vector<BytePatch> patches;        // anything else, at absolute offsets
 };
 

@@ -14,6 +14,9 @@ std::string json_string(std::string_view s);
 
 bool is_valid_utf8(std::string_view s);
 
+// Bytes as lowercase hex digits, two a byte.
+std::string hex_text(std::string_view bytes);
+
 // A number as the shortest text that reads back to the same bits ("0.1", "-0", "nan").
 std::string number_text(const Value& v);
 

@@ -1,0 +1,66 @@
+#include "common.h"
+
+#include <boost/iostreams/device/file_descriptor.hpp>
+#include <boost/iostreams/stream.hpp>
+#include <iostream>
+
+#include "ggufkit/text.h"
+
+namespace ggufkit::cli {
+
+std::optional<po::variables_map> parse(const std::vector<std::string>& args, po::options_description& desc,
+                                       const po::positional_options_description& pos, const std::string& help) {
+  desc.add_options()("help,h", "show this help");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+  if (vm.count("help")) {
+    std::cout << help << "\n" << desc << "\n";
+    return std::nullopt;
+  }
+  po::notify(vm);
+  return vm;
+}
+
+Scanned load(const std::string& path) {
+  if (path != "-") return scan_file(path);
+  namespace io = boost::iostreams;
+  io::stream<io::file_descriptor_source> in(io::file_descriptor_source(0, io::never_close_handle));
+  return scan_stream(in, "<stdin>");
+}
+
+std::string string_value(const Model& m, const char* key) {
+  const Value* v = m.find(key);
+  return v && v->type == ValueType::string ? v->str : "";
+}
+
+std::optional<ReadArgs> read_args(const std::vector<std::string>& args, const std::string& help,
+                                  const char* json_help) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-' for stdin)")(
+      "json", po::bool_switch(), json_help);
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  auto vm = parse(args, desc, pos, help);
+  if (!vm) return std::nullopt;
+  return ReadArgs{(*vm)["file"].as<std::string>(), (*vm)["json"].as<bool>()};
+}
+
+std::string value_json(const Value& v) {
+  switch (v.type) {
+    case ValueType::string: {
+      if (is_valid_utf8(v.str)) return json_string(v.str);
+      return "{\"hex\": \"" + hex_text(v.str) + "\"}";
+    }
+    case ValueType::array: {
+      std::string s = "[";
+      for (size_t i = 0; i < v.items.size(); ++i) s += (i ? ", " : "") + value_json(v.items[i]);
+      return s + "]";
+    }
+    default: {
+      std::string t = number_text(v);
+      return t == "nan" || t == "inf" || t == "-inf" ? "\"" + t + "\"" : t;
+    }
+  }
+}
+
+}  // namespace ggufkit::cli

@@ -1,0 +1,46 @@
+#pragma once
+// What every command shares: option parsing with --help, loading a file, JSON values.
+#include <boost/program_options.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ggufkit/scan.h"
+
+namespace ggufkit::cli {
+
+namespace po = boost::program_options;
+
+// Parses a command's options; prints the help and returns nullopt for --help.
+std::optional<po::variables_map> parse(const std::vector<std::string>& args, po::options_description& desc,
+                                       const po::positional_options_description& pos, const std::string& help);
+
+// A file, or "-" for a header read from standard input.
+Scanned load(const std::string& path);
+
+std::string string_value(const Model& m, const char* key);
+
+// The shape every reading command shares: one FILE and --json.
+struct ReadArgs {
+  std::string file;
+  bool json = false;
+};
+std::optional<ReadArgs> read_args(const std::vector<std::string>& args, const std::string& help, const char* json_help);
+
+// A value as JSON, in full: numbers as numbers (nan and inf as strings), strings that
+// are not UTF-8 as {"hex": ...}, arrays as lists.
+std::string value_json(const Value& v);
+
+// The reading commands (cli/inspect.cpp).
+int cmd_show(const std::vector<std::string>& args);
+int cmd_meta(const std::vector<std::string>& args);
+int cmd_tensors(const std::vector<std::string>& args);
+int cmd_stack(const std::vector<std::string>& args);
+int cmd_layer(const std::vector<std::string>& args);
+int cmd_account(const std::vector<std::string>& args);
+int cmd_tensor(const std::vector<std::string>& args);
+int cmd_diff(const std::vector<std::string>& args);
+int cmd_hash(const std::vector<std::string>& args);
+int cmd_validate(const std::vector<std::string>& args);
+
+}  // namespace ggufkit::cli

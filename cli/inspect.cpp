@@ -1,0 +1,522 @@
+// The reading commands: each computes with the library and prints text or JSON.
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "common.h"
+#include "ggufkit/error.h"
+#include "ggufkit/inspect.h"
+#include "ggufkit/text.h"
+
+namespace ggufkit::cli {
+
+namespace {
+
+std::string pct(uint64_t part, uint64_t whole) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%.1f%%", whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
+  return b;
+}
+
+std::string fixed(double x, int digits) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.*f", digits, x);
+  return b;
+}
+
+std::string dims_json(const std::vector<uint64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+std::string types_text(const std::map<std::string, uint64_t>& types) {
+  std::string s;
+  for (const auto& [t, n] : types) s += (s.empty() ? "" : " ") + t + " x" + std::to_string(n);
+  return s;
+}
+
+// A column of text padded to width.
+std::string col(const std::string& s, size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); }
+
+// FILE plus a second positional argument (layer N, tensor NAME).
+struct TwoArgs {
+  std::string file, second;
+  bool json = false;
+  po::variables_map vm;
+};
+std::optional<TwoArgs> two_args(const std::vector<std::string>& args, const char* second, const char* second_help,
+                                const std::string& help, po::options_description& extra) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file")(
+      second, po::value<std::string>()->required(), second_help)("json", po::bool_switch(), "print JSON");
+  desc.add(extra);
+  po::positional_options_description pos;
+  pos.add("file", 1).add(second, 1);
+  auto vm = parse(args, desc, pos, help);
+  if (!vm) return std::nullopt;
+  return TwoArgs{(*vm)["file"].as<std::string>(), (*vm)[second].as<std::string>(), (*vm)["json"].as<bool>(), *vm};
+}
+
+}  // namespace
+
+int cmd_show(const std::vector<std::string>& args) {
+  auto a = read_args(args,
+                     "usage: ggufkit show FILE [--json]\n\n"
+                     "Reads the header (never the tensor data) and prints what a user asks before\n"
+                     "loading a model: version, counts, alignment, data start; architecture, name and\n"
+                     "file type; the hyperparameters under the architecture's prefix; the vocabulary,\n"
+                     "tokenizer, special token ids and chat template; the quant mix and bits per weight.",
+                     "print JSON instead of text");
+  if (!a) return 0;
+  Scanned s = load(a->file);
+  const Model& m = s.model;
+  auto mix = quant_mix(m);
+  uint64_t bytes = 0, weights = 0;
+  for (const auto& r : mix) bytes += r.bytes, weights += r.weights;
+  const Value* ft = m.find("general.file_type");
+  std::string ftype = ft && ft->is_integer() ? file_type_name(ft->as_u64()) : "";
+  const Value* tmpl = m.find("tokenizer.chat_template");
+  double bpw = weights ? 8.0 * static_cast<double>(bytes) / static_cast<double>(weights) : 0;
+  const char* order = m.order == ByteOrder::little ? "little" : "big";
+  if (a->json) {
+    std::cout << "{\"file\": " << json_string(a->file) << ", \"version\": " << m.version << ", \"byte_order\": \"" << order
+              << "\", \"tensor_count\": " << m.tensors.size() << ", \"kv_count\": " << m.metadata.size()
+              << ", \"alignment\": " << s.layout.alignment << ", \"data_offset\": " << s.layout.data_offset
+              << ", \"file_size\": " << s.source_size << ", \"architecture\": " << json_string(architecture(m))
+              << ", \"name\": " << json_string(string_value(m, "general.name"))
+              << ", \"file_type\": " << (ft && ft->is_integer() ? std::to_string(ft->as_u64()) : "null")
+              << ", \"file_type_name\": " << json_string(ftype) << ", \"hyperparameters\": {";
+    bool first = true;
+    for (const auto& h : hyperparameters(m))
+      if (h.value) {
+        std::cout << (first ? "" : ", ") << json_string(h.key) << ": " << value_json(*h.value);
+        first = false;
+      }
+    std::cout << "}, \"vocabulary_size\": " << vocabulary_size(m)
+              << ", \"tokenizer\": " << json_string(string_value(m, "tokenizer.ggml.model")) << ", \"special_tokens\": {";
+    first = true;
+    for (const auto& [k, id] : special_tokens(m)) {
+      std::cout << (first ? "" : ", ") << json_string(k) << ": " << id;
+      first = false;
+    }
+    std::cout << "}, \"chat_template\": " << (tmpl ? "true" : "false") << ", \"tensor_bytes\": " << bytes
+              << ", \"weights\": " << weights << ", \"bits_per_weight\": " << fixed(bpw, 4) << ", \"types\": [";
+    for (size_t i = 0; i < mix.size(); ++i)
+      std::cout << (i ? ", " : "") << "{\"type\": " << json_string(mix[i].type) << ", \"tensors\": " << mix[i].tensors
+                << ", \"weights\": " << mix[i].weights << ", \"bytes\": " << mix[i].bytes
+                << ", \"share\": " << fixed(bytes ? static_cast<double>(mix[i].bytes) / static_cast<double>(bytes) : 0, 4) << "}";
+    std::cout << "]}\n";
+    return 0;
+  }
+  std::printf("file          %s\n", a->file.c_str());
+  std::printf("version       %u (%s-endian)\n", m.version, order);
+  std::printf("tensors       %zu\n", m.tensors.size());
+  std::printf("metadata      %zu keys\n", m.metadata.size());
+  std::printf("alignment     %u\n", s.layout.alignment);
+  std::printf("data start    %llu\n", static_cast<unsigned long long>(s.layout.data_offset));
+  std::printf("file size     %llu\n", static_cast<unsigned long long>(s.source_size));
+  std::printf("architecture  %s\n", architecture(m).c_str());
+  std::printf("name          %s\n", string_value(m, "general.name").c_str());
+  if (ft) std::printf("file type     %s%s\n", brief_value(*ft).c_str(), ftype.empty() ? "" : (" (" + ftype + ")").c_str());
+  bool any = false;
+  for (const auto& h : hyperparameters(m))
+    if (h.value) {
+      if (!any) std::printf("\nhyperparameters (%s.*)\n", architecture(m).c_str());
+      any = true;
+      std::printf("  %-14s %s\n", h.label.c_str(), brief_value(*h.value).c_str());
+    }
+  if (m.find("tokenizer.ggml.tokens") || m.find("tokenizer.ggml.model")) {
+    std::printf("\nvocabulary    %llu tokens (%s)\n", static_cast<unsigned long long>(vocabulary_size(m)),
+                string_value(m, "tokenizer.ggml.model").c_str());
+    std::string ids;
+    for (const auto& [k, id] : special_tokens(m)) ids += (ids.empty() ? "" : ", ") + k + " " + std::to_string(id);
+    if (!ids.empty()) std::printf("special ids   %s\n", ids.c_str());
+    std::printf("chat template %s\n", tmpl ? ("yes, " + std::to_string(tmpl->str.size()) + " bytes").c_str() : "no");
+  }
+  if (!mix.empty()) {
+    std::printf("\n%-10s %8s %14s %16s %7s\n", "type", "tensors", "weights", "bytes", "share");
+    for (const auto& r : mix)
+      std::printf("%-10s %8llu %14llu %16llu %7s\n", r.type.c_str(), static_cast<unsigned long long>(r.tensors),
+                  static_cast<unsigned long long>(r.weights), static_cast<unsigned long long>(r.bytes),
+                  pct(r.bytes, bytes).c_str());
+    std::printf("%-10s %8zu %14llu %16llu\n", "total", m.tensors.size(), static_cast<unsigned long long>(weights),
+                static_cast<unsigned long long>(bytes));
+    std::printf("bits per weight %s\n", fixed(bpw, 3).c_str());
+  }
+  return 0;
+}
+
+int cmd_meta(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-' for stdin)")(
+      "json", po::bool_switch(), "print {\"version\", \"metadata\": [{\"key\", \"type\", \"items\", \"value\"}]}, always in full")(
+      "full", po::bool_switch(), "print long strings and arrays in full");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  auto vm = parse(args, desc, pos,
+                  "usage: ggufkit meta FILE [--full] [--json]\n\n"
+                  "Every metadata entry in file order: index, key, type and value. Long strings\n"
+                  "and arrays are shortened with their sizes unless --full.");
+  if (!vm) return 0;
+  Scanned s = load((*vm)["file"].as<std::string>());
+  const Model& m = s.model;
+  if ((*vm)["json"].as<bool>()) {
+    std::cout << "{\"version\": " << m.version << ", \"metadata\": [";
+    for (size_t i = 0; i < m.metadata.size(); ++i) {
+      const KV& kv = m.metadata[i];
+      std::cout << (i ? ",\n  " : "\n  ") << "{\"key\": " << json_string(kv.key) << ", \"type\": \""
+                << value_type_name(kv.value.type) << "\"";
+      if (kv.value.type == ValueType::array) std::cout << ", \"items\": \"" << value_type_name(kv.value.elem) << "\"";
+      std::cout << ", \"value\": " << value_json(kv.value) << "}";
+    }
+    std::cout << "\n]}\n";
+    return 0;
+  }
+  bool full = (*vm)["full"].as<bool>();
+  for (size_t i = 0; i < m.metadata.size(); ++i) {
+    const KV& kv = m.metadata[i];
+    std::string type = kv.value.type == ValueType::array ? std::string("array[") + value_type_name(kv.value.elem) + "]"
+                                                         : value_type_name(kv.value.type);
+    std::string value = full ? (kv.value.type == ValueType::array ? value_json(kv.value) : brief_value(kv.value, SIZE_MAX))
+                             : brief_value(kv.value);
+    std::printf("%4zu  %s %s %s\n", i, col(kv.key, 40).c_str(), col(type, 14).c_str(), value.c_str());
+  }
+  return 0;
+}
+
+int cmd_tensors(const std::vector<std::string>& args) {
+  auto a = read_args(args,
+                     "usage: ggufkit tensors FILE [--json]\n\n"
+                     "Every tensor in file order: name, dims (innermost first), type, offset from the\n"
+                     "data start, and bytes.",
+                     "print {\"data_offset\", \"tensors\": [{\"name\", \"dims\", \"type\", \"offset\", \"bytes\"}]}");
+  if (!a) return 0;
+  Scanned s = load(a->file);
+  const Model& m = s.model;
+  if (a->json) {
+    std::cout << "{\"data_offset\": " << s.layout.data_offset << ", \"tensors\": [";
+    for (size_t i = 0; i < m.tensors.size(); ++i) {
+      const Tensor& t = m.tensors[i];
+      std::cout << (i ? ",\n  " : "\n  ") << "{\"name\": " << json_string(t.name) << ", \"dims\": " << dims_json(t.dims)
+                << ", \"type\": \"" << ggml_type(t.type)->name << "\", \"offset\": " << s.layout.tensor_offsets[i]
+                << ", \"bytes\": " << t.nbytes() << "}";
+    }
+    std::cout << "\n]}\n";
+    return 0;
+  }
+  std::printf("%s %s %s %14s %14s\n", col("name", 40).c_str(), col("dims", 22).c_str(), col("type", 8).c_str(), "offset", "bytes");
+  for (size_t i = 0; i < m.tensors.size(); ++i) {
+    const Tensor& t = m.tensors[i];
+    std::printf("%s %s %s %14llu %14llu\n", col(t.name, 40).c_str(), col(shape_text(t.dims), 22).c_str(),
+                col(ggml_type(t.type)->name, 8).c_str(), static_cast<unsigned long long>(s.layout.tensor_offsets[i]),
+                static_cast<unsigned long long>(t.nbytes()));
+  }
+  std::printf("%zu tensors; offsets count from the data start at %llu\n", m.tensors.size(),
+              static_cast<unsigned long long>(s.layout.data_offset));
+  return 0;
+}
+
+int cmd_stack(const std::vector<std::string>& args) {
+  auto a = read_args(args,
+                     "usage: ggufkit stack FILE [--json]\n\n"
+                     "The repeated block stack: tensors named blk.N.* with the block number taken out,\n"
+                     "counted, with their shapes, the types in use and their bytes; then the tensor\n"
+                     "bytes in front of, inside and behind the stack, and the smallest and largest block.",
+                     "print JSON");
+  if (!a) return 0;
+  Scanned s = load(a->file);
+  Stack st = stack_of(s.model);
+  if (a->json) {
+    std::cout << "{\"blocks\": " << st.blocks << ", \"rows\": [";
+    for (size_t i = 0; i < st.rows.size(); ++i) {
+      const auto& r = st.rows[i];
+      std::cout << (i ? ",\n  " : "\n  ") << "{\"name\": " << json_string(r.name) << ", \"count\": " << r.count << ", \"shapes\": [";
+      for (size_t k = 0; k < r.shapes.size(); ++k) std::cout << (k ? ", " : "") << json_string(r.shapes[k]);
+      std::cout << "], \"types\": {";
+      bool first = true;
+      for (const auto& [t, n] : r.types) {
+        std::cout << (first ? "" : ", ") << json_string(t) << ": " << n;
+        first = false;
+      }
+      std::cout << "}, \"bytes\": " << r.bytes << "}";
+    }
+    std::cout << "\n], \"front\": " << st.front << ", \"inside\": " << st.inside << ", \"behind\": " << st.behind;
+    if (st.smallest) std::cout << ", \"smallest\": {\"block\": " << st.smallest->first << ", \"bytes\": " << st.smallest->second << "}";
+    if (st.largest) std::cout << ", \"largest\": {\"block\": " << st.largest->first << ", \"bytes\": " << st.largest->second << "}";
+    std::cout << "}\n";
+    return 0;
+  }
+  std::printf("%s %6s  %s %s %14s\n", col("tensor", 32).c_str(), "count", col("shapes", 22).c_str(), col("types", 24).c_str(), "bytes");
+  for (const auto& r : st.rows) {
+    std::string shapes;
+    for (const auto& sh : r.shapes) shapes += (shapes.empty() ? "" : " ") + sh;
+    std::printf("%s %6llu  %s %s %14llu\n", col(r.name, 32).c_str(), static_cast<unsigned long long>(r.count),
+                col(shapes, 22).c_str(), col(types_text(r.types), 24).c_str(), static_cast<unsigned long long>(r.bytes));
+  }
+  std::printf("\n%llu blocks; tensor bytes in front %llu, inside %llu, behind %llu\n", static_cast<unsigned long long>(st.blocks),
+              static_cast<unsigned long long>(st.front), static_cast<unsigned long long>(st.inside),
+              static_cast<unsigned long long>(st.behind));
+  if (st.smallest)
+    std::printf("smallest block %llu (%llu bytes), largest block %llu (%llu bytes)\n",
+                static_cast<unsigned long long>(st.smallest->first), static_cast<unsigned long long>(st.smallest->second),
+                static_cast<unsigned long long>(st.largest->first), static_cast<unsigned long long>(st.largest->second));
+  return 0;
+}
+
+int cmd_layer(const std::vector<std::string>& args) {
+  po::options_description none;
+  auto a = two_args(args, "block", "the block number N (tensors named blk.N.*)",
+                    "usage: ggufkit layer FILE N [--json]\n\n"
+                    "Block N tensor by tensor (name, dims, type, bytes), and how many other blocks\n"
+                    "have the same tensor names, shapes and types.",
+                    none);
+  if (!a) return 0;
+  uint64_t n = 0;
+  try {
+    n = std::stoull(a->second);
+  } catch (...) {
+    throw_usage("N must be a block number, found '" + a->second + "'");
+  }
+  Scanned s = load(a->file);
+  // A block's signature: its tensors' names (block number taken out), shapes and types.
+  std::map<uint64_t, std::vector<std::string>> sig;
+  std::vector<const Tensor*> mine;
+  for (const Tensor& t : s.model.tensors)
+    if (auto b = block_of(t.name)) {
+      sig[b->first].push_back(b->second + " " + shape_text(t.dims) + " " + ggml_type(t.type)->name);
+      if (b->first == n) mine.push_back(&t);
+    }
+  if (mine.empty()) {
+    throw Error(Error::Kind::usage, a->file, std::nullopt, "layer", "there is no block " + std::to_string(n) + " (the file has " +
+                                                                        std::to_string(sig.size()) + " blocks)");
+  }
+  std::vector<uint64_t> same;
+  for (const auto& [b, v] : sig)
+    if (b != n && v == sig[n]) same.push_back(b);
+  uint64_t total = 0;
+  for (const Tensor* t : mine) total += t->nbytes();
+  if (a->json) {
+    std::cout << "{\"block\": " << n << ", \"bytes\": " << total << ", \"tensors\": [";
+    for (size_t i = 0; i < mine.size(); ++i)
+      std::cout << (i ? ", " : "") << "{\"name\": " << json_string(mine[i]->name) << ", \"dims\": " << dims_json(mine[i]->dims)
+                << ", \"type\": \"" << ggml_type(mine[i]->type)->name << "\", \"bytes\": " << mine[i]->nbytes() << "}";
+    std::cout << "], \"same_as\": [";
+    for (size_t i = 0; i < same.size(); ++i) std::cout << (i ? ", " : "") << same[i];
+    std::cout << "]}\n";
+    return 0;
+  }
+  for (const Tensor* t : mine)
+    std::printf("%s %s %s %14llu\n", col(t->name, 40).c_str(), col(shape_text(t->dims), 22).c_str(),
+                col(ggml_type(t->type)->name, 8).c_str(), static_cast<unsigned long long>(t->nbytes()));
+  std::printf("block %llu: %zu tensors, %llu bytes; %zu other blocks have the same names, shapes and types\n",
+              static_cast<unsigned long long>(n), mine.size(), static_cast<unsigned long long>(total), same.size());
+  return 0;
+}
+
+int cmd_account(const std::vector<std::string>& args) {
+  auto a = read_args(args,
+                     "usage: ggufkit account FILE [--json]\n\n"
+                     "Where the bytes go: the header in its pieces (head, metadata, info records,\n"
+                     "padding), tensors by type, and header + tensors against the file size with what\n"
+                     "is left over; and how many tensors start right where the one before ended.",
+                     "print JSON");
+  if (!a) return 0;
+  Scanned s = load(a->file);
+  Account ac = account_of(s);
+  auto mix = quant_mix(s.model);
+  uint64_t header = ac.head + ac.metadata + ac.infos + ac.padding;
+  if (a->json) {
+    std::cout << "{\"head\": " << ac.head << ", \"metadata\": " << ac.metadata << ", \"infos\": " << ac.infos
+              << ", \"padding\": " << ac.padding << ", \"header\": " << header << ", \"tensor_bytes\": " << ac.tensor_bytes
+              << ", \"tensor_padding\": " << ac.tensor_padding << ", \"file_size\": " << ac.file_size
+              << ", \"left_over\": " << ac.left_over << ", \"tensors\": " << s.model.tensors.size()
+              << ", \"contiguous\": " << ac.contiguous << ", \"types\": [";
+    for (size_t i = 0; i < mix.size(); ++i)
+      std::cout << (i ? ", " : "") << "{\"type\": " << json_string(mix[i].type) << ", \"tensors\": " << mix[i].tensors
+                << ", \"weights\": " << mix[i].weights << ", \"bytes\": " << mix[i].bytes << "}";
+    std::cout << "]}\n";
+    return 0;
+  }
+  auto line = [](const char* label, uint64_t n) { std::printf("  %-18s %16llu\n", label, static_cast<unsigned long long>(n)); };
+  std::printf("header\n");
+  line("head", ac.head);
+  line("metadata", ac.metadata);
+  line("info records", ac.infos);
+  line("padding", ac.padding);
+  line("header total", header);
+  std::printf("tensors\n");
+  for (const auto& r : mix)
+    std::printf("  %-10s %5llu tensors %14llu weights %16llu\n", r.type.c_str(), static_cast<unsigned long long>(r.tensors),
+                static_cast<unsigned long long>(r.weights), static_cast<unsigned long long>(r.bytes));
+  line("tensor bytes", ac.tensor_bytes);
+  line("tensor padding", ac.tensor_padding);
+  std::printf("file\n");
+  line("header + tensors", header + ac.tensor_bytes + ac.tensor_padding);
+  line("file size", ac.file_size);
+  std::printf("  %-18s %16lld%s\n", "left over", static_cast<long long>(ac.left_over),
+              ac.left_over < 0 ? "  (the file is cut short)" : ac.left_over > 0 ? "  (bytes after the last tensor)" : "");
+  std::printf("%llu of %zu tensors start right where the one before ended (padded)\n",
+              static_cast<unsigned long long>(ac.contiguous), s.model.tensors.size());
+  return 0;
+}
+
+int cmd_tensor(const std::vector<std::string>& args) {
+  po::options_description extra;
+  extra.add_options()("head", po::value<size_t>()->default_value(8), "how many leading values to print");
+  auto a = two_args(args, "name", "the tensor's name",
+                    "usage: ggufkit tensor FILE NAME [--head N] [--json]\n\n"
+                    "Decodes a tensor's values (f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K\n"
+                    "q5_K q6_K) as it reads them, and prints the count, min, max and mean of the finite\n"
+                    "values, how many are NaN or infinite, and the first N values.",
+                    extra);
+  if (!a) return 0;
+  Scanned s = scan_file(a->file);
+  const Tensor* t = nullptr;
+  for (const Tensor& x : s.model.tensors)
+    if (x.name == a->second) t = &x;
+  if (!t) throw Error(Error::Kind::usage, a->file, std::nullopt, "tensor", "there is no tensor named '" + a->second + "'");
+  TensorStats st = tensor_stats(*t, a->vm["head"].as<size_t>());
+  auto num = [](double x) { return number_text(Value::of_f64(x)); };
+  auto fnum = [](float x) {
+    std::string t = number_text(Value::of_f32(x));
+    return t == "nan" || t == "inf" || t == "-inf" ? "\"" + t + "\"" : t;
+  };
+  if (a->json) {
+    std::cout << "{\"name\": " << json_string(t->name) << ", \"type\": \"" << ggml_type(t->type)->name << "\", \"count\": "
+              << st.count << ", \"min\": " << num(st.min) << ", \"max\": " << num(st.max) << ", \"mean\": " << num(st.mean)
+              << ", \"nan\": " << st.nan << ", \"inf\": " << st.inf << ", \"head\": [";
+    for (size_t i = 0; i < st.head.size(); ++i) std::cout << (i ? ", " : "") << fnum(st.head[i]);
+    std::cout << "]}\n";
+    return 0;
+  }
+  std::printf("%s  %s %s\n", t->name.c_str(), ggml_type(t->type)->name, shape_text(t->dims).c_str());
+  std::printf("count %llu  min %s  max %s  mean %s  nan %llu  inf %llu\n", static_cast<unsigned long long>(st.count),
+              num(st.min).c_str(), num(st.max).c_str(), num(st.mean).c_str(), static_cast<unsigned long long>(st.nan),
+              static_cast<unsigned long long>(st.inf));
+  std::string head;
+  for (float x : st.head) head += (head.empty() ? "" : " ") + number_text(Value::of_f32(x));
+  std::printf("head  %s\n", head.c_str());
+  return 0;
+}
+
+int cmd_diff(const std::vector<std::string>& args) {
+  po::options_description none;
+  auto a = two_args(args, "other", "the second GGUF file",
+                    "usage: ggufkit diff A B [--json]\n\n"
+                    "Metadata added, removed and changed (with both values), tensor records changed,\n"
+                    "and tensors whose bytes differ (by xxHash64). Exit status 0 whether or not they\n"
+                    "differ; the output says.",
+                    none);
+  if (!a) return 0;
+  Scanned x = scan_file(a->file), y = scan_file(a->second);
+  std::vector<std::string> lines, json;
+  auto both = [&](const char* what, const std::string& key, const std::string& b, const std::string& c) {
+    lines.push_back(std::string(what) + " " + key + (b.empty() ? "" : ": " + b) + (c.empty() ? "" : " -> " + c));
+    json.push_back("{\"change\": \"" + std::string(what) + "\", \"key\": " + json_string(key) +
+                   (b.empty() ? "" : ", \"a\": " + json_string(b)) + (c.empty() ? "" : ", \"b\": " + json_string(c)) + "}");
+  };
+  for (const KV& kv : x.model.metadata) {
+    const Value* other = y.model.find(kv.key);
+    if (!other) both("removed", kv.key, brief_value(kv.value), "");
+    else if (!(*other == kv.value)) both("changed", kv.key, brief_value(kv.value), brief_value(*other));
+  }
+  for (const KV& kv : y.model.metadata)
+    if (!x.model.find(kv.key)) both("added", kv.key, "", brief_value(kv.value));
+  std::map<std::string, const Tensor*> ty;
+  for (const Tensor& t : y.model.tensors) ty[t.name] = &t;
+  std::set<std::string> in_x;
+  for (const Tensor& t : x.model.tensors) {
+    in_x.insert(t.name);
+    auto it = ty.find(t.name);
+    if (it == ty.end()) {
+      both("tensor_removed", t.name, shape_text(t.dims) + " " + ggml_type(t.type)->name, "");
+      continue;
+    }
+    const Tensor& u = *it->second;
+    std::string ra = shape_text(t.dims) + " " + ggml_type(t.type)->name, rb = shape_text(u.dims) + " " + ggml_type(u.type)->name;
+    if (ra != rb) both("tensor_changed", t.name, ra, rb);
+    else if (hash_tensor(t, HashAlgo::xxh64) != hash_tensor(u, HashAlgo::xxh64)) both("tensor_bytes", t.name, "", "");
+  }
+  for (const Tensor& t : y.model.tensors)
+    if (!in_x.count(t.name)) both("tensor_added", t.name, "", shape_text(t.dims) + " " + ggml_type(t.type)->name);
+  if (a->json) {
+    std::cout << "{\"same\": " << (json.empty() ? "true" : "false") << ", \"differences\": [";
+    for (size_t i = 0; i < json.size(); ++i) std::cout << (i ? ",\n  " : "\n  ") << json[i];
+    std::cout << "]}\n";
+    return 0;
+  }
+  for (const auto& l : lines) std::printf("%s\n", l.c_str());
+  std::printf(lines.empty() ? "no differences in metadata, tensor records or tensor bytes\n" : "%zu differences\n", lines.size());
+  return 0;
+}
+
+int cmd_hash(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file")(
+      "algo", po::value<std::string>()->default_value("xxh64"), "xxh64 or sha256")("json", po::bool_switch(), "print JSON");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  auto vm = parse(args, desc, pos,
+                  "usage: ggufkit hash FILE [--algo xxh64|sha256] [--json]\n\n"
+                  "A checksum of every tensor's bytes and one over all tensor data in file order.\n"
+                  "Only tensor bytes count, so a metadata edit keeps every hash.");
+  if (!vm) return 0;
+  std::string algo = (*vm)["algo"].as<std::string>();
+  if (algo != "xxh64" && algo != "sha256") throw_usage("--algo must be xxh64 or sha256, found '" + algo + "'");
+  HashAlgo h = algo == "xxh64" ? HashAlgo::xxh64 : HashAlgo::sha256;
+  Scanned s = scan_file((*vm)["file"].as<std::string>());
+  std::string all = hash_all(s.model, h);
+  if ((*vm)["json"].as<bool>()) {
+    std::cout << "{\"algo\": \"" << algo << "\", \"all\": \"" << all << "\", \"tensors\": [";
+    for (size_t i = 0; i < s.model.tensors.size(); ++i)
+      std::cout << (i ? ",\n  " : "\n  ") << "{\"name\": " << json_string(s.model.tensors[i].name) << ", \""
+                << algo << "\": \"" << hash_tensor(s.model.tensors[i], h) << "\"}";
+    std::cout << "\n]}\n";
+    return 0;
+  }
+  for (const Tensor& t : s.model.tensors) std::printf("%s  %s\n", hash_tensor(t, h).c_str(), t.name.c_str());
+  std::printf("%s  (all %zu tensors, %s)\n", all.c_str(), s.model.tensors.size(), algo.c_str());
+  return 0;
+}
+
+int cmd_validate(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file")(
+      "strict", po::bool_switch(), "exit 1 on warnings too")("json", po::bool_switch(), "print JSON");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  auto vm = parse(args, desc, pos,
+                  "usage: ggufkit validate FILE [--strict] [--json]\n\n"
+                  "Every reader error, and what a reader lets through that breaks later: tensor data\n"
+                  "past the end of the file (a cut download), bytes after the last tensor, non-zero\n"
+                  "padding, offsets llama.cpp refuses, missing architecture, hyperparameters or\n"
+                  "quantization version, special token ids outside the vocabulary, vocabulary arrays\n"
+                  "of different lengths, invalid UTF-8, nested arrays. Each finding has a code, a\n"
+                  "severity, an offset where there is one, and a message. Exit 1 when there are\n"
+                  "errors (with --strict, warnings too).");
+  if (!vm) return 0;
+  std::string file = (*vm)["file"].as<std::string>();
+  std::vector<Finding> fs = validate_file(file);
+  size_t errors = 0, warnings = 0;
+  for (const auto& f : fs) errors += f.severity == "error", warnings += f.severity == "warning";
+  if ((*vm)["json"].as<bool>()) {
+    std::cout << "{\"file\": " << json_string(file) << ", \"errors\": " << errors << ", \"warnings\": " << warnings
+              << ", \"findings\": [";
+    for (size_t i = 0; i < fs.size(); ++i)
+      std::cout << (i ? ",\n  " : "\n  ") << "{\"code\": \"" << fs[i].code << "\", \"severity\": \"" << fs[i].severity
+                << "\", \"offset\": " << (fs[i].offset ? std::to_string(*fs[i].offset) : "null")
+                << ", \"message\": " << json_string(fs[i].message) << "}";
+    std::cout << "\n]}\n";
+  } else {
+    for (const auto& f : fs)
+      std::printf("%s %s%s: %s\n", f.severity.c_str(), f.code.c_str(),
+                  f.offset ? (" at byte " + std::to_string(*f.offset)).c_str() : "", f.message.c_str());
+    std::printf("%s: %zu errors, %zu warnings\n", file.c_str(), errors, warnings);
+  }
+  return errors || ((*vm)["strict"].as<bool>() && warnings) ? 1 : 0;
+}
+
+}  // namespace ggufkit::cli

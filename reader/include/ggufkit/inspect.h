@@ -1,0 +1,93 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ggufkit/model.h"
+#include "ggufkit/scan.h"
+
+namespace ggufkit {
+
+// general.file_type's label as llama.cpp names it ("MOSTLY_Q4_K_M"), or "" if unknown.
+std::string file_type_name(uint64_t file_type);
+
+// general.architecture, or "" when absent or not a string.
+std::string architecture(const Model& m);
+
+// Tensors, weights and bytes of one ggml type.
+struct TypeMix {
+  std::string type;
+  uint64_t tensors = 0, weights = 0, bytes = 0;
+};
+// By bytes, largest first.
+std::vector<TypeMix> quant_mix(const Model& m);
+
+// The hyperparameters llama.cpp reads under the architecture's prefix, in a fixed order:
+// label and the key's value where present.
+struct Hyperparameter {
+  std::string label, key;
+  const Value* value = nullptr;
+};
+std::vector<Hyperparameter> hyperparameters(const Model& m);
+
+// Special token ids present in the file: label ("eos") and id.
+std::vector<std::pair<std::string, uint64_t>> special_tokens(const Model& m);
+uint64_t vocabulary_size(const Model& m);  // items of tokenizer.ggml.tokens, or 0
+
+// The repeated block stack: tensors named blk.N.REST grouped by REST.
+struct StackRow {
+  std::string name;                   // "blk.#.attn_q.weight"
+  uint64_t count = 0, bytes = 0;
+  std::vector<std::string> shapes;    // distinct, "4096x4096"
+  std::map<std::string, uint64_t> types;
+};
+struct Stack {
+  std::vector<StackRow> rows;
+  uint64_t blocks = 0;  // distinct block numbers
+  uint64_t front = 0, inside = 0, behind = 0;  // tensor bytes before, in and after the blocks
+  std::optional<std::pair<uint64_t, uint64_t>> smallest, largest;  // (block, bytes)
+};
+Stack stack_of(const Model& m);
+// The block number of a tensor named blk.N.REST, and REST.
+std::optional<std::pair<uint64_t, std::string>> block_of(const std::string& name);
+std::string shape_text(const std::vector<uint64_t>& dims);  // "4096x4096"
+
+// The header in its pieces and the tensor data against the file size.
+struct Account {
+  uint64_t head = 0, metadata = 0, infos = 0, padding = 0;  // header pieces
+  uint64_t tensor_bytes = 0, tensor_padding = 0;
+  uint64_t file_size = 0;
+  int64_t left_over = 0;   // file size - everything above (bytes after the end, or missing)
+  uint64_t contiguous = 0; // tensors starting exactly where the one before ended, padded
+};
+Account account_of(const Scanned& s);
+
+// Streaming statistics of a tensor's decoded values.
+struct TensorStats {
+  uint64_t count = 0, nan = 0, inf = 0;
+  double min = 0, max = 0, mean = 0;  // over the finite values
+  std::vector<float> head;
+};
+// Throws a format Error for a type it cannot decode.
+TensorStats tensor_stats(const Tensor& t, size_t head = 8);
+
+// Checksums of tensor data (never of the header, so a metadata edit keeps them).
+enum class HashAlgo { xxh64, sha256 };
+std::string hash_tensor(const Tensor& t, HashAlgo algo);
+std::string hash_all(const Model& m, HashAlgo algo);  // all tensor bytes, in file order
+
+std::string sha256_hex(const uint8_t* data, size_t n);  // for tests: one buffer
+
+// What validate finds: reader errors and the problems a reader lets through.
+struct Finding {
+  std::string code;      // "truncated", "nonzero_padding", "token_id", ...
+  std::string severity;  // "error", "warning", "info"
+  std::optional<uint64_t> offset;
+  std::string message;
+};
+std::vector<Finding> validate_file(const std::string& path);
+
+}  // namespace ggufkit

@@ -1,0 +1,332 @@
+#include "ggufkit/inspect.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <set>
+
+#include "ggufkit/error.h"
+#include "ggufkit/numeric.h"
+
+namespace ggufkit {
+
+namespace {
+
+constexpr uint64_t kPiece = 1 << 20;
+
+// Reads a tensor's bytes in pieces of whole blocks, never whole.
+template <typename Fn>
+void for_each_piece(const Tensor& t, Fn fn) {
+  if (!t.source) throw Error(Error::Kind::format, "", std::nullopt, "tensor " + t.name, "the tensor has no data source");
+  const GgmlType* gt = ggml_type(t.type);
+  uint64_t n = t.nbytes(), step = gt ? std::max<uint64_t>(gt->size, kPiece / gt->size * gt->size) : kPiece;
+  std::vector<uint8_t> buf(static_cast<size_t>(std::min(n, step)));
+  for (uint64_t done = 0; done < n;) {
+    size_t k = static_cast<size_t>(std::min(n - done, step));
+    t.source->read_at(t.source_offset + done, buf.data(), k);
+    fn(buf.data(), k);
+    done += k;
+  }
+}
+
+// FIPS 180-4 SHA-256, streaming.
+class Sha256 {
+ public:
+  void update(const uint8_t* p, size_t n) {
+    total_ += n;
+    while (n > 0) {
+      size_t k = std::min(n, 64 - used_);
+      std::memcpy(buf_ + used_, p, k);
+      used_ += k;
+      p += k;
+      n -= k;
+      if (used_ == 64) {
+        block(buf_);
+        used_ = 0;
+      }
+    }
+  }
+  std::string hex() {
+    uint64_t bits = total_ * 8;
+    uint8_t pad = 0x80;
+    update(&pad, 1);
+    uint8_t zero = 0;
+    while (used_ != 56) update(&zero, 1);
+    uint8_t len[8];
+    for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
+    update(len, 8);
+    std::string out;
+    char b[9];
+    for (uint32_t w : h_) {
+      std::snprintf(b, sizeof b, "%08x", w);
+      out += b;
+    }
+    return out;
+  }
+
+ private:
+  static uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+  void block(const uint8_t* p) {
+    static const uint32_t k[64] = {
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+    uint32_t w[64];
+    for (int i = 0; i < 16; ++i)
+      w[i] = static_cast<uint32_t>(p[4 * i]) << 24 | p[4 * i + 1] << 16 | p[4 * i + 2] << 8 | p[4 * i + 3];
+    for (int i = 16; i < 64; ++i) {
+      uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+      uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
+    for (int i = 0; i < 64; ++i) {
+      uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
+      uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+      h = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+    }
+    uint32_t add[8] = {a, b, c, d, e, f, g, h};
+    for (int i = 0; i < 8; ++i) h_[i] += add[i];
+  }
+
+  uint32_t h_[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  uint8_t buf_[64];
+  size_t used_ = 0;
+  uint64_t total_ = 0;
+};
+
+// One hashing interface over both algorithms.
+class Hasher {
+ public:
+  explicit Hasher(HashAlgo a) : algo_(a), xxh_(XXH64_createState()) { XXH64_reset(xxh_, 0); }
+  ~Hasher() { XXH64_freeState(xxh_); }
+  Hasher(const Hasher&) = delete;
+  Hasher& operator=(const Hasher&) = delete;
+  void update(const uint8_t* p, size_t n) {
+    if (algo_ == HashAlgo::xxh64) XXH64_update(xxh_, p, n);
+    else sha_.update(p, n);
+  }
+  std::string hex() {
+    if (algo_ == HashAlgo::sha256) return sha_.hex();
+    char b[17];
+    std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(XXH64_digest(xxh_)));
+    return b;
+  }
+
+ private:
+  HashAlgo algo_;
+  XXH64_state_t* xxh_;
+  Sha256 sha_;
+};
+
+}  // namespace
+
+std::string file_type_name(uint64_t t) {
+  static const std::map<uint64_t, const char*> names = {
+      {0, "ALL_F32"}, {1, "MOSTLY_F16"}, {2, "MOSTLY_Q4_0"}, {3, "MOSTLY_Q4_1"}, {4, "MOSTLY_Q4_1_SOME_F16"},
+      {7, "MOSTLY_Q8_0"}, {8, "MOSTLY_Q5_0"}, {9, "MOSTLY_Q5_1"}, {10, "MOSTLY_Q2_K"}, {11, "MOSTLY_Q3_K_S"},
+      {12, "MOSTLY_Q3_K_M"}, {13, "MOSTLY_Q3_K_L"}, {14, "MOSTLY_Q4_K_S"}, {15, "MOSTLY_Q4_K_M"},
+      {16, "MOSTLY_Q5_K_S"}, {17, "MOSTLY_Q5_K_M"}, {18, "MOSTLY_Q6_K"}, {19, "MOSTLY_IQ2_XXS"},
+      {20, "MOSTLY_IQ2_XS"}, {21, "MOSTLY_Q2_K_S"}, {22, "MOSTLY_IQ3_XS"}, {23, "MOSTLY_IQ3_XXS"},
+      {24, "MOSTLY_IQ1_S"}, {25, "MOSTLY_IQ4_NL"}, {26, "MOSTLY_IQ3_S"}, {27, "MOSTLY_IQ3_M"},
+      {28, "MOSTLY_IQ2_S"}, {29, "MOSTLY_IQ2_M"}, {30, "MOSTLY_IQ4_XS"}, {31, "MOSTLY_IQ1_M"},
+      {32, "MOSTLY_BF16"}, {36, "MOSTLY_TQ1_0"}, {37, "MOSTLY_TQ2_0"}, {38, "MOSTLY_MXFP4_MOE"}};
+  auto it = names.find(t);
+  return it == names.end() ? "" : it->second;
+}
+
+std::string architecture(const Model& m) {
+  const Value* v = m.find("general.architecture");
+  return v && v->type == ValueType::string ? v->str : "";
+}
+
+std::vector<TypeMix> quant_mix(const Model& m) {
+  std::map<uint32_t, TypeMix> by;
+  for (const Tensor& t : m.tensors) {
+    TypeMix& row = by[t.type];
+    row.type = ggml_type(t.type)->name;
+    row.tensors++;
+    row.weights += t.elements();
+    row.bytes += t.nbytes();
+  }
+  std::vector<TypeMix> out;
+  for (auto& [id, row] : by) out.push_back(row);
+  std::stable_sort(out.begin(), out.end(), [](const TypeMix& a, const TypeMix& b) { return a.bytes > b.bytes; });
+  return out;
+}
+
+std::vector<Hyperparameter> hyperparameters(const Model& m) {
+  static const std::pair<const char*, const char*> keys[] = {
+      {"block count", "block_count"},          {"context length", "context_length"},
+      {"embedding", "embedding_length"},       {"feed-forward", "feed_forward_length"},
+      {"heads", "attention.head_count"},       {"KV heads", "attention.head_count_kv"},
+      {"head size", "attention.key_length"},   {"rope base", "rope.freq_base"},
+      {"rms epsilon", "attention.layer_norm_rms_epsilon"}, {"norm epsilon", "attention.layer_norm_epsilon"},
+      {"experts", "expert_count"},             {"experts used", "expert_used_count"}};
+  std::string arch = architecture(m);
+  std::vector<Hyperparameter> out;
+  for (auto [label, key] : keys) {
+    std::string full = arch + "." + key;
+    out.push_back({label, full, arch.empty() ? nullptr : m.find(full)});
+  }
+  return out;
+}
+
+uint64_t vocabulary_size(const Model& m) {
+  const Value* t = m.find("tokenizer.ggml.tokens");
+  return t && t->type == ValueType::array ? t->items.size() : 0;
+}
+
+std::vector<std::pair<std::string, uint64_t>> special_tokens(const Model& m) {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  const std::string prefix = "tokenizer.ggml.", suffix = "_token_id";
+  for (const KV& kv : m.metadata) {
+    if (kv.key.size() <= prefix.size() + suffix.size() || kv.key.compare(0, prefix.size(), prefix) != 0 ||
+        kv.key.compare(kv.key.size() - suffix.size(), suffix.size(), suffix) != 0 || !kv.value.is_integer())
+      continue;
+    out.emplace_back(kv.key.substr(prefix.size(), kv.key.size() - prefix.size() - suffix.size()), kv.value.as_u64());
+  }
+  return out;
+}
+
+std::optional<std::pair<uint64_t, std::string>> block_of(const std::string& name) {
+  if (name.compare(0, 4, "blk.") != 0) return std::nullopt;
+  size_t dot = name.find('.', 4);
+  if (dot == std::string::npos || dot == 4) return std::nullopt;
+  uint64_t n = 0;
+  for (size_t i = 4; i < dot; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(name[i])) || n > 1'000'000'000) return std::nullopt;
+    n = n * 10 + static_cast<uint64_t>(name[i] - '0');
+  }
+  return std::make_pair(n, name.substr(dot + 1));
+}
+
+std::string shape_text(const std::vector<uint64_t>& dims) {
+  std::string s;
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "x" : "") + std::to_string(dims[i]);
+  return s.empty() ? "scalar" : s;
+}
+
+Stack stack_of(const Model& m) {
+  Stack st;
+  std::map<std::string, size_t> row_of;
+  std::map<uint64_t, uint64_t> block_bytes;
+  bool seen_block = false;
+  for (const Tensor& t : m.tensors) {
+    uint64_t bytes = t.nbytes();
+    auto b = block_of(t.name);
+    if (!b) {
+      (seen_block ? st.behind : st.front) += bytes;
+      continue;
+    }
+    if (seen_block && st.behind) {  // a non-block tensor between blocks belongs to the stack
+      st.inside += st.behind;
+      st.behind = 0;
+    }
+    seen_block = true;
+    st.inside += bytes;
+    block_bytes[b->first] += bytes;
+    std::string name = "blk.#." + b->second;
+    auto [it, fresh] = row_of.emplace(name, st.rows.size());
+    if (fresh) st.rows.push_back({name, 0, 0, {}, {}});
+    StackRow& row = st.rows[it->second];
+    row.count++;
+    row.bytes += bytes;
+    row.types[ggml_type(t.type)->name]++;
+    std::string shape = shape_text(t.dims);
+    if (std::find(row.shapes.begin(), row.shapes.end(), shape) == row.shapes.end()) row.shapes.push_back(shape);
+  }
+  st.blocks = block_bytes.size();
+  for (auto [blk, bytes] : block_bytes) {
+    if (!st.smallest || bytes < st.smallest->second) st.smallest = std::make_pair(blk, bytes);
+    if (!st.largest || bytes > st.largest->second) st.largest = std::make_pair(blk, bytes);
+  }
+  return st;
+}
+
+Account account_of(const Scanned& s) {
+  Account a;
+  const Layout& L = s.layout;
+  for (const LabeledSpan& sp : L.spans) {
+    switch (sp.kind) {
+      case SpanKind::magic: case SpanKind::version: case SpanKind::tensor_count: case SpanKind::kv_count:
+        a.head += sp.span.size;
+        break;
+      case SpanKind::kv_key: case SpanKind::kv_type: case SpanKind::kv_value: a.metadata += sp.span.size; break;
+      case SpanKind::tensor_info: a.infos += sp.span.size; break;
+      case SpanKind::padding: a.padding += sp.span.size; break;
+      case SpanKind::tensor_data: a.tensor_bytes += sp.span.size; break;
+      case SpanKind::tensor_padding: a.tensor_padding += sp.span.size; break;
+    }
+  }
+  a.file_size = s.source_size;
+  uint64_t total = a.head + a.metadata + a.infos + a.padding + a.tensor_bytes + a.tensor_padding;
+  a.left_over = static_cast<int64_t>(a.file_size) - static_cast<int64_t>(total);
+  uint64_t expected = 0;  // where a tensor starts if it follows the one before, padded
+  for (size_t i = 0; i < s.model.tensors.size(); ++i) {
+    a.contiguous += L.tensor_offsets[i] == expected;
+    expected = align_up(L.tensor_offsets[i] + s.model.tensors[i].nbytes(), L.alignment).value_or(0);
+  }
+  return a;
+}
+
+TensorStats tensor_stats(const Tensor& t, size_t head) {
+  const GgmlType* gt = ggml_type(t.type);
+  if (!gt || !can_decode(*gt))
+    throw Error(Error::Kind::format, "", std::nullopt, "tensor " + t.name,
+                std::string("decoding ") + (gt ? gt->name : "this type") + " is not supported");
+  TensorStats st;
+  double sum = 0;
+  uint64_t finite = 0;
+  st.min = std::numeric_limits<double>::infinity();
+  st.max = -st.min;
+  for_each_piece(t, [&](const uint8_t* p, size_t n) {
+    std::vector<float> v = *decode(*gt, p, n / gt->size * gt->block);
+    for (float x : v) {
+      if (st.head.size() < head) st.head.push_back(x);
+      if (std::isnan(x)) {
+        st.nan++;
+      } else if (std::isinf(x)) {
+        st.inf++;
+      } else {
+        st.min = std::min<double>(st.min, x);
+        st.max = std::max<double>(st.max, x);
+        sum += x;
+        finite++;
+      }
+    }
+    st.count += v.size();
+  });
+  if (finite == 0) st.min = st.max = 0;
+  st.mean = finite ? sum / static_cast<double>(finite) : 0;
+  return st;
+}
+
+std::string hash_tensor(const Tensor& t, HashAlgo algo) {
+  Hasher h(algo);
+  for_each_piece(t, [&](const uint8_t* p, size_t n) { h.update(p, n); });
+  return h.hex();
+}
+
+std::string hash_all(const Model& m, HashAlgo algo) {
+  Hasher h(algo);
+  for (const Tensor& t : m.tensors) for_each_piece(t, [&](const uint8_t* p, size_t n) { h.update(p, n); });
+  return h.hex();
+}
+
+std::string sha256_hex(const uint8_t* data, size_t n) {
+  Sha256 s;
+  s.update(data, n);
+  return s.hex();
+}
+
+}  // namespace ggufkit

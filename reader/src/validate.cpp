@@ -1,0 +1,191 @@
+// validate_file: the strict reader's verdict, then what a reader lets through but a
+// user or llama.cpp would trip on later.
+#include <algorithm>
+#include <map>
+
+#include "ggufkit/error.h"
+#include "ggufkit/inspect.h"
+
+namespace ggufkit {
+
+namespace {
+
+// Hyperparameters llama.cpp needs for the architectures it runs most.
+const std::map<std::string, std::vector<std::string>>& required_hparams() {
+  static const std::vector<std::string> common = {"block_count", "context_length", "embedding_length",
+                                                  "feed_forward_length", "attention.head_count"};
+  static const std::map<std::string, std::vector<std::string>> m = {
+      {"llama", common},  {"qwen2", common},   {"qwen3", common},     {"qwen2moe", common}, {"qwen3moe", common},
+      {"gemma", common},  {"gemma2", common},  {"gemma3", common},    {"phi3", common},     {"falcon", common},
+      {"gpt2", common},   {"bert", common},    {"starcoder2", common}, {"baichuan", common}, {"mistral3", common},
+      {"deepseek2", common}, {"command-r", common}, {"olmo2", common}, {"stablelm", common}, {"internlm2", common}};
+  return m;
+}
+
+bool is_utf8(const std::string& s) {
+  size_t i = 0;
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  while (i < s.size()) {
+    unsigned char c = b(i);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1f) : n == 3 ? (c & 0x0f) : (c & 0x07);
+    for (size_t k = 1; k < n; ++k) {
+      if ((b(i + k) & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (b(i + k) & 0x3f);
+    }
+    static const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < least[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += n;
+  }
+  return true;
+}
+
+class Validator {
+ public:
+  Validator(const Scanned& s, const ByteSource& src) : s_(s), src_(src) {
+    for (const LabeledSpan& sp : s.layout.spans)
+      if (sp.kind == SpanKind::kv_value || sp.kind == SpanKind::kv_key) at_.emplace(sp.path + "/" + span_kind_name(sp.kind), sp.span.offset);
+  }
+
+  std::vector<Finding> run() {
+    data();
+    metadata();
+    return std::move(out_);
+  }
+
+ private:
+  void add(const char* code, const char* severity, std::optional<uint64_t> offset, std::string msg) {
+    out_.push_back({code, severity, offset, std::move(msg)});
+  }
+
+  std::optional<uint64_t> value_at(size_t i, const char* kind = "kv_value") const {
+    auto it = at_.find("kv[" + std::to_string(i) + "] " + s_.model.metadata[i].key + "/" + kind);
+    return it == at_.end() ? std::nullopt : std::optional<uint64_t>(it->second);
+  }
+
+  void data() {
+    const Model& m = s_.model;
+    const Layout& L = s_.layout;
+    uint64_t size = s_.source_size;
+    size_t cut = 0;
+    for (size_t i = 0; i < m.tensors.size(); ++i) {
+      const Tensor& t = m.tensors[i];
+      uint64_t end = t.source_offset + t.nbytes();
+      if (end <= size) continue;
+      if (cut++ == 0)
+        add("truncated", "error", t.source_offset,
+            "tensor[" + std::to_string(i) + "] " + t.name + ": its data runs to byte " + std::to_string(end) +
+                ", past the end of the file at " + std::to_string(size) + "; the file is cut short (" +
+                std::to_string(L.file_size - size) + " bytes missing, a download that stopped?)");
+    }
+    if (cut > 1) add("truncated", "error", std::nullopt, std::to_string(cut) + " tensors in all lie past the end of the file");
+    if (size > L.file_size)
+      add("trailing_bytes", "warning", L.file_size,
+          std::to_string(size - L.file_size) + " bytes after the end of the last tensor; readers ignore them");
+    for (const LabeledSpan& sp : L.spans) {  // padding should be zeros
+      if (sp.kind != SpanKind::padding && sp.kind != SpanKind::tensor_padding) continue;
+      if (sp.span.offset >= size) continue;
+      uint64_t n = std::min(sp.span.size, size - sp.span.offset);
+      std::vector<uint8_t> b(static_cast<size_t>(n));
+      src_.read_at(sp.span.offset, b.data(), b.size());
+      auto nz = std::find_if(b.begin(), b.end(), [](uint8_t x) { return x != 0; });
+      if (nz != b.end()) {
+        uint64_t at = sp.span.offset + static_cast<uint64_t>(nz - b.begin());
+        add("nonzero_padding", "warning", at, "padding byte " + std::to_string(*nz) + " where 0 is written" +
+                                                  (sp.path.empty() ? "" : " (after " + sp.path + ")"));
+        break;
+      }
+    }
+    // llama.cpp wants each tensor right after the one before, padded; anything else it refuses.
+    uint64_t expected = 0;
+    for (size_t i = 0; i < m.tensors.size(); ++i) {
+      if (L.tensor_offsets[i] != expected) {
+        add("offset_gap", "error", L.data_offset + L.tensor_offsets[i],
+            "tensor[" + std::to_string(i) + "] " + m.tensors[i].name + " starts at data offset " +
+                std::to_string(L.tensor_offsets[i]) + "; llama.cpp expects " + std::to_string(expected) +
+                " (right after the tensor before it, padded)");
+        break;
+      }
+      expected = align_up(expected + m.tensors[i].nbytes(), L.alignment).value_or(0);
+    }
+    if (!m.tensors.empty() && !m.find(kAlignmentKey)) {
+      uint64_t actual = 1ull << 20;  // the largest power of two every data start divides
+      for (const Tensor& t : m.tensors)
+        while (actual > 1 && t.source_offset % actual != 0) actual >>= 1;
+      if (actual > L.alignment)
+        add("alignment", "info", std::nullopt,
+            "no general.alignment, so readers use 32; the data happens to be aligned to " + std::to_string(actual));
+    }
+  }
+
+  void metadata() {
+    const Model& m = s_.model;
+    std::string arch = architecture(m);
+    if (arch.empty()) add("missing_architecture", "error", std::nullopt, "no general.architecture (a string): llama.cpp cannot load the file");
+    bool quantized = std::any_of(m.tensors.begin(), m.tensors.end(), [](const Tensor& t) { return ggml_type(t.type)->block > 1; });
+    if (quantized && !m.find("general.quantization_version"))
+      add("missing_quantization_version", "warning", std::nullopt, "quantized tensors but no general.quantization_version");
+    auto req = required_hparams().find(arch);
+    if (req != required_hparams().end())
+      for (const std::string& k : req->second)
+        if (!m.find(arch + "." + k)) add("missing_hparam", "error", std::nullopt, arch + "." + k + " is missing; llama.cpp needs it for " + arch);
+
+    uint64_t vocab = vocabulary_size(m);
+    std::string first;
+    uint64_t first_n = 0;
+    for (size_t i = 0; i < m.metadata.size(); ++i) {
+      const KV& kv = m.metadata[i];
+      const Value& v = kv.value;
+      if (!is_utf8(kv.key)) add("invalid_utf8", "warning", value_at(i, "kv_key"), "key kv[" + std::to_string(i) + "] is not valid UTF-8");
+      if (v.type == ValueType::string && !is_utf8(v.str))
+        add("invalid_utf8", "warning", value_at(i), kv.key + ": the string is not valid UTF-8");
+      if (v.type == ValueType::array && v.elem == ValueType::array)
+        add("nested_array", "error", value_at(i), kv.key + ": an array of arrays; the format allows it, llama.cpp refuses it");
+      if (v.type == ValueType::array && v.elem == ValueType::string) {
+        size_t bad = std::count_if(v.items.begin(), v.items.end(), [](const Value& x) { return !is_utf8(x.str); });
+        if (bad) add("invalid_utf8", "warning", value_at(i), kv.key + ": " + std::to_string(bad) + " of " + std::to_string(v.items.size()) + " strings are not valid UTF-8");
+      }
+      if (vocab && kv.key.rfind("tokenizer.ggml.", 0) == 0 && kv.key.size() > 9 &&
+          kv.key.compare(kv.key.size() - 9, 9, "_token_id") == 0 && v.is_integer() && v.as_u64() >= vocab)
+        add("token_id", "error", value_at(i), kv.key + " = " + std::to_string(v.as_u64()) + " is not below the vocabulary size " + std::to_string(vocab));
+      if (kv.key == "tokenizer.ggml.tokens" || kv.key == "tokenizer.ggml.scores" || kv.key == "tokenizer.ggml.token_type") {
+        uint64_t n = v.type == ValueType::array ? v.items.size() : 0;
+        if (first.empty()) {
+          first = kv.key;
+          first_n = n;
+        } else if (n != first_n) {
+          add("vocab_length", "error", value_at(i), kv.key + " has " + std::to_string(n) + " items, " + first + " has " + std::to_string(first_n));
+        }
+      }
+    }
+  }
+
+  const Scanned& s_;
+  const ByteSource& src_;
+  std::map<std::string, uint64_t> at_;
+  std::vector<Finding> out_;
+};
+
+}  // namespace
+
+std::vector<Finding> validate_file(const std::string& path) {
+  auto src = open_file(path);
+  try {
+    scan(src);  // the strict verdict first
+  } catch (const Error& e) {
+    ScanOptions lenient;
+    lenient.data_in_file = false;
+    try {
+      Scanned s = scan(src, lenient);  // only the data bounds failed: say how
+      return Validator(s, *src).run();
+    } catch (const Error&) {
+      return {{"read", "error", e.offset, e.field + ": " + e.message}};
+    }
+  }
+  ScanOptions lenient;
+  lenient.data_in_file = false;
+  return Validator(scan(src, lenient), *src).run();
+}
+
+}  // namespace ggufkit

@@ -1,0 +1,418 @@
+// Inspect and validate: each command's numbers on fixtures whose numbers are known by
+// construction, meta against dump on the corpus, decoding by hand, and validate's findings.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "ggufkit/error.h"
+#include "ggufkit/inspect.h"
+#include "ggufkit/numeric.h"
+#include "ggufkit/scan.h"
+#include "ggufkit/sketch.h"
+#include "helpers.h"
+
+using namespace ggufkit;
+using namespace testing_helpers;
+
+namespace {
+
+const std::string kExamples = std::string(GGUFKIT_SOURCE) + "/examples";
+
+std::string write_yaml(const std::string& name, const std::string& yaml) {
+  std::string path = temp_path(name);
+  write_sketch(parse_sketch(yaml, name, temp_dir()), path);
+  return path;
+}
+
+const std::string& walkthrough() {
+  static std::string p = [] {
+    std::string path = temp_path("inspect-408.gguf");
+    write_sketch(read_sketch(kExamples + "/sketch-408.yaml"), path);
+    return path;
+  }();
+  return p;
+}
+
+// Three blocks of two tensors (block 1's ffn in q8_0, the others f16), an embedding in
+// front and an output behind: every number below is worked out from these shapes.
+const std::string& stacked() {
+  static std::string p = write_yaml("inspect-stack.gguf", R"(
+metadata:
+  - {key: general.architecture, type: string, value: llama}
+  - {key: general.alignment, type: u32, value: 32}
+tensors:
+  - {name: token_embd.weight, type: f32, dims: [64, 10], fill: zeros}
+  - {name: blk.0.attn_q.weight, type: f16, dims: [64, 64], fill: ones}
+  - {name: blk.0.ffn_up.weight, type: f16, dims: [64, 128], fill: ones}
+  - {name: blk.1.attn_q.weight, type: f16, dims: [64, 64], fill: ones}
+  - {name: blk.1.ffn_up.weight, type: q8_0, dims: [64, 128], fill: ones}
+  - {name: blk.2.attn_q.weight, type: f16, dims: [64, 64], fill: ones}
+  - {name: blk.2.ffn_up.weight, type: f16, dims: [64, 128], fill: ones}
+  - {name: output.weight, type: f32, dims: [64, 10], fill: zeros}
+)");
+  return p;
+}
+
+YAML::Node json_of(const std::string& args) {
+  CliRun r = run_cli(args);
+  EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
+  return YAML::Load(r.out);
+}
+
+}  // namespace
+
+TEST(Inspect, AccountOfTheWalkthroughFollowsItsRule) {
+  YAML::Node j = json_of("account --json " + walkthrough());
+  EXPECT_EQ(j["head"].as<int>(), 24);
+  EXPECT_EQ(j["metadata"].as<int>(), 46 + 55 + 33 + 34 + 76);
+  EXPECT_EQ(j["infos"].as<int>(), 59);
+  EXPECT_EQ(j["padding"].as<int>(), 57);
+  EXPECT_EQ(j["header"].as<int>(), 384);
+  EXPECT_EQ(j["tensor_bytes"].as<int>(), 24);
+  EXPECT_EQ(j["tensor_padding"].as<int>(), 0);
+  EXPECT_EQ(j["file_size"].as<int>(), 408);
+  EXPECT_EQ(j["left_over"].as<int>(), 0);  // header + padding + tensor bytes = file size
+  EXPECT_EQ(j["contiguous"].as<int>(), 1);
+  CliRun text = run_cli("account " + walkthrough());
+  EXPECT_NE(text.out.find("  left over                         0\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("1 of 1 tensors start right where the one before ended (padded)"), std::string::npos);
+}
+
+TEST(Inspect, AccountOfTheStackSumsToTheFileSize) {
+  Account a = account_of(scan_file(stacked()));
+  // f32 64x10 = 2560 twice; f16 64x64 = 8192 x3; f16 64x128 = 16384 x2; q8_0 64x128 = 2*4*34*... = 128 rows * 68
+  EXPECT_EQ(a.tensor_bytes, 2560u * 2 + 8192 * 3 + 16384 * 2 + 128 * 68);
+  EXPECT_EQ(a.tensor_padding, 0u);  // every size here is a multiple of 32
+  EXPECT_EQ(static_cast<int64_t>(a.head + a.metadata + a.infos + a.padding + a.tensor_bytes + a.tensor_padding), static_cast<int64_t>(a.file_size));
+  EXPECT_EQ(a.left_over, 0);
+  EXPECT_EQ(a.contiguous, 8u);
+}
+
+TEST(Inspect, StackAndLayerCountTheBlocks) {
+  YAML::Node j = json_of("stack --json " + stacked());
+  EXPECT_EQ(j["blocks"].as<int>(), 3);
+  ASSERT_EQ(j["rows"].size(), 2u);
+  EXPECT_EQ(j["rows"][0]["name"].as<std::string>(), "blk.#.attn_q.weight");
+  EXPECT_EQ(j["rows"][0]["count"].as<int>(), 3);
+  EXPECT_EQ(j["rows"][0]["shapes"][0].as<std::string>(), "64x64");
+  EXPECT_EQ(j["rows"][0]["types"]["f16"].as<int>(), 3);
+  EXPECT_EQ(j["rows"][0]["bytes"].as<int>(), 3 * 8192);
+  EXPECT_EQ(j["rows"][1]["types"]["f16"].as<int>(), 2);
+  EXPECT_EQ(j["rows"][1]["types"]["q8_0"].as<int>(), 1);
+  EXPECT_EQ(j["rows"][1]["bytes"].as<int>(), 2 * 16384 + 128 * 68);
+  EXPECT_EQ(j["front"].as<int>(), 2560);
+  EXPECT_EQ(j["behind"].as<int>(), 2560);
+  EXPECT_EQ(j["inside"].as<int>(), 3 * 8192 + 2 * 16384 + 128 * 68);
+  EXPECT_EQ(j["smallest"]["block"].as<int>(), 1);
+  EXPECT_EQ(j["smallest"]["bytes"].as<int>(), 8192 + 128 * 68);
+  EXPECT_EQ(j["largest"]["bytes"].as<int>(), 8192 + 16384);
+  CliRun text = run_cli("stack " + stacked());
+  EXPECT_NE(text.out.find("f16 x2 q8_0 x1"), std::string::npos) << text.out;
+
+  YAML::Node l0 = json_of("layer --json " + stacked() + " 0");
+  EXPECT_EQ(l0["bytes"].as<int>(), 8192 + 16384);
+  ASSERT_EQ(l0["tensors"].size(), 2u);
+  EXPECT_EQ(l0["tensors"][1]["name"].as<std::string>(), "blk.0.ffn_up.weight");
+  ASSERT_EQ(l0["same_as"].size(), 1u);  // block 2; block 1 has a q8_0 ffn
+  EXPECT_EQ(l0["same_as"][0].as<int>(), 2);
+  YAML::Node l1 = json_of("layer --json " + stacked() + " 1");
+  EXPECT_EQ(l1["same_as"].size(), 0u);
+  CliRun missing = run_cli("layer " + stacked() + " 7");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("there is no block 7 (the file has 3 blocks)"), std::string::npos) << missing.err;
+}
+
+TEST(Inspect, ShowGivesTheSummaryOfTheTinyLlama) {
+  std::string path = temp_path("inspect-tiny.gguf");
+  write_sketch(read_sketch(kExamples + "/tiny-llama.yaml", {{"VOCAB", corpus("vocab/ggml-vocab-llama-spm.gguf")}}), path);
+  YAML::Node j = json_of("show --json " + path);
+  EXPECT_EQ(j["architecture"].as<std::string>(), "llama");
+  EXPECT_EQ(j["file_type"].as<int>(), 7);
+  EXPECT_EQ(j["file_type_name"].as<std::string>(), "MOSTLY_Q8_0");
+  EXPECT_EQ(j["hyperparameters"]["llama.block_count"].as<int>(), 2);
+  EXPECT_EQ(j["hyperparameters"]["llama.attention.head_count_kv"].as<int>(), 2);
+  EXPECT_EQ(j["hyperparameters"]["llama.rope.freq_base"].as<double>(), 10000.0);
+  EXPECT_EQ(j["vocabulary_size"].as<int>(), 32000);
+  EXPECT_EQ(j["tokenizer"].as<std::string>(), "llama");
+  EXPECT_EQ(j["special_tokens"]["eos"].as<int>(), 2);
+  EXPECT_EQ(j["special_tokens"]["bos"].as<int>(), 1);
+  EXPECT_TRUE(j["chat_template"].as<bool>());
+  // weights: 2 x 64x32000 (q8_0) + 5 x 64 (f32) + 2 x (64x64x2 + 64x32x2) (f16) + 2 x 3 x 64x128 (q8_0)
+  uint64_t q8w = 2 * 64 * 32000 + 6 * 64 * 128, f16w = 2 * (64 * 64 * 2 + 64 * 32 * 2), f32w = 5 * 64;
+  uint64_t bytes = q8w / 32 * 34 + f16w * 2 + f32w * 4;
+  EXPECT_EQ(j["weights"].as<uint64_t>(), q8w + f16w + f32w);
+  EXPECT_EQ(j["tensor_bytes"].as<uint64_t>(), bytes);
+  EXPECT_NEAR(j["bits_per_weight"].as<double>(), 8.0 * bytes / (q8w + f16w + f32w), 1e-4);
+  EXPECT_EQ(j["types"][0]["type"].as<std::string>(), "q8_0");
+  EXPECT_EQ(j["types"][0]["bytes"].as<uint64_t>(), q8w / 32 * 34);
+  CliRun text = run_cli("show " + path);
+  EXPECT_NE(text.out.find("file type     7 (MOSTLY_Q8_0)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("special ids   bos 1, eos 2, unknown 0"), std::string::npos) << text.out;
+}
+
+TEST(Inspect, TensorsListsRecordsWithOffsetsFromTheDataStart) {
+  YAML::Node j = json_of("tensors --json " + stacked());
+  EXPECT_EQ(j["data_offset"].as<uint64_t>(), scan_file(stacked()).layout.data_offset);
+  ASSERT_EQ(j["tensors"].size(), 8u);
+  EXPECT_EQ(j["tensors"][1]["name"].as<std::string>(), "blk.0.attn_q.weight");
+  EXPECT_EQ(j["tensors"][1]["offset"].as<int>(), 2560);
+  EXPECT_EQ(j["tensors"][1]["bytes"].as<int>(), 8192);
+  EXPECT_EQ(j["tensors"][1]["dims"][1].as<int>(), 64);
+  EXPECT_EQ(j["tensors"][4]["type"].as<std::string>(), "q8_0");
+  EXPECT_EQ(j["tensors"][4]["offset"].as<int>(), 2560 + 8192 + 16384 + 8192);
+}
+
+namespace {
+// meta --json against dump: the same keys, types and value texts.
+void same_value(const YAML::Node& meta, const YAML::Node& dump, const std::string& where) {
+  if (dump.IsMap() && dump["items"]) return same_value(meta, dump["value"], where);  // a nested array element
+  ASSERT_EQ(meta.Type(), dump.Type()) << where;
+  if (meta.IsSequence()) {
+    ASSERT_EQ(meta.size(), dump.size()) << where;
+    for (size_t i = 0; i < meta.size(); ++i) same_value(meta[i], dump[i], where + "[" + std::to_string(i) + "]");
+  } else if (meta.IsMap()) {
+    EXPECT_EQ(meta["hex"].as<std::string>(), dump["hex"].as<std::string>()) << where;
+  } else {
+    EXPECT_EQ(meta.Scalar(), dump.Scalar()) << where;
+  }
+}
+}  // namespace
+
+TEST(Inspect, MetaJsonGivesEveryKeyTypeAndValueOfTheCorpusExactly) {
+  for (const char* f : {"vocab/ggml-vocab-llama-spm.gguf", "vocab/ggml-vocab-gpt-2.gguf", "vocab/ggml-vocab-phi-3.gguf",
+                        "vocab/ggml-vocab-bert-bge.gguf", "vocab/ggml-vocab-falcon.gguf",
+                        "vocab/ggml-vocab-baichuan.gguf", "history/ggml-vocab-falcon.v2.gguf"}) {
+    SCOPED_TRACE(f);
+    YAML::Node meta = json_of("meta --json " + corpus(f));
+    YAML::Node dump = YAML::Load(dump_sketch(scan_file(corpus(f)).model));
+    ASSERT_EQ(meta["metadata"].size(), dump["metadata"].size());
+    EXPECT_EQ(meta["version"].as<int>(), dump["version"].as<int>());
+    for (size_t i = 0; i < meta["metadata"].size(); ++i) {
+      const YAML::Node m = meta["metadata"][i], d = dump["metadata"][i];
+      std::string key = m["key"].as<std::string>();
+      EXPECT_EQ(key, d["key"].as<std::string>());
+      EXPECT_EQ(m["type"].as<std::string>(), d["type"].as<std::string>()) << key;
+      if (d["items"]) {
+        EXPECT_EQ(m["items"].as<std::string>(), d["items"].as<std::string>()) << key;
+      }
+      same_value(m["value"], d["value"], key);
+    }
+  }
+  CliRun text = run_cli("meta " + corpus("vocab/ggml-vocab-gpt-2.gguf"));
+  EXPECT_NE(text.out.find("(50257 string)"), std::string::npos) << text.out.substr(0, 3000);
+}
+
+TEST(Inspect, TensorDecodesEveryEncodableTypeWithinItsRounding) {
+  std::string path = write_yaml("inspect-decode.gguf", R"(
+tensors:
+  - {name: f32, type: f32, dims: [64], fill: {ramp: {start: -1, step: 0.03125}}}
+  - {name: f16, type: f16, dims: [64], fill: {ramp: {start: -1, step: 0.03125}}}
+  - {name: bf16, type: bf16, dims: [64], fill: {ramp: {start: -1, step: 0.03125}}}
+  - {name: q8_0, type: q8_0, dims: [64], fill: {ramp: {start: -1, step: 0.03125}}}
+  - {name: q4_0, type: q4_0, dims: [64], fill: {ramp: {start: -1, step: 0.03125}}}
+  - {name: f64, type: f64, dims: [4], values: [1.5, -2.25, nan, inf]}
+)");
+  const double tol[] = {0, 0, 0, 1.0 / 127 / 2 + 1e-6, 1.0 / 8 + 1e-6};  // exact for ramps of 1/32; q8_0 and q4_0 steps
+  const char* names[] = {"f32", "f16", "bf16", "q8_0", "q4_0"};
+  for (int k = 0; k < 5; ++k) {
+    SCOPED_TRACE(names[k]);
+    YAML::Node j = json_of(std::string("tensor --json ") + path + " " + names[k] + " --head 64");
+    EXPECT_EQ(j["count"].as<int>(), 64);
+    ASSERT_EQ(j["head"].size(), 64u);
+    for (int i = 0; i < 64; ++i) EXPECT_NEAR(j["head"][i].as<double>(), -1 + i * 0.03125, tol[k]) << i;
+    EXPECT_NEAR(j["min"].as<double>(), -1, tol[k]);
+    EXPECT_NEAR(j["max"].as<double>(), -1 + 63 * 0.03125, tol[k]);
+    EXPECT_NEAR(j["mean"].as<double>(), -1 + 31.5 * 0.03125, tol[k] + 1e-6);
+  }
+  CliRun f64 = run_cli("tensor " + path + " f64");
+  EXPECT_EQ(f64.code, 1);  // f64 tensors are written, not decoded
+  EXPECT_NE(f64.err.find("decoding f64 is not supported"), std::string::npos) << f64.err;
+}
+
+TEST(Inspect, Q4KAndQ6KBlocksDecodeToTheNumbersWorkedOutByHand) {
+  // q4_K: d = 1.0, dmin = 0.5; sub-blocks 0-3 scale 2 min 1, sub-blocks 4-7 scale 3 min 1;
+  // every quant byte 0x21 (low nibble 1, high nibble 2). Each 64 values: 32 from the low
+  // nibbles (scale of sub-block 2k), 32 from the high (sub-block 2k+1).
+  std::string q4k = "003c 0038 02020202 01010101 13131313" + std::string(256, '0');
+  for (size_t i = 0; i < 128; ++i) q4k.replace(q4k.size() - 256 + 2 * i, 2, "21");
+  // q6_K: ql all 0x5A, qh all 0x9C, scales 1..16, d = 0.5. q1 = 10-32, q2 = 58-32,
+  // q3 = 21-32, q4 = 37-32; element l of a 128 group uses scale is + 0/2/4/6 (is = l/16).
+  std::string q6k;
+  for (int i = 0; i < 128; ++i) q6k += "5a";
+  for (int i = 0; i < 64; ++i) q6k += "9c";
+  for (int i = 1; i <= 16; ++i) {
+    char b[3];
+    std::snprintf(b, sizeof b, "%02x", i);
+    q6k += b;
+  }
+  q6k += "0038";
+  std::string path = write_yaml("inspect-kquants.gguf", "tensors:\n  - {name: q4k, type: q4_K, dims: [256], bytes: \"" + q4k +
+                                                         "\"}\n  - {name: q6k, type: q6_K, dims: [256], bytes: \"" + q6k + "\"}\n");
+  Scanned s = scan_file(path);
+  std::vector<float> a = tensor_values(s.model.tensors[0]);
+  ASSERT_EQ(a.size(), 256u);
+  const float q4_expect[8] = {1.5f, 3.5f, 1.5f, 3.5f, 2.5f, 5.5f, 2.5f, 5.5f};  // 2*1-0.5, 2*2-0.5, 3*1-0.5, 3*2-0.5
+  for (int i = 0; i < 256; ++i) ASSERT_EQ(a[i], q4_expect[i / 32]) << i;
+  std::vector<float> b = tensor_values(s.model.tensors[1]);
+  ASSERT_EQ(b.size(), 256u);
+  const std::pair<int, float> q6_expect[] = {
+      {0, -11},   {16, -22},  {32, 39},    {48, 52},   {64, -27.5}, {80, -33},   {96, 17.5},  {112, 20},
+      {128, -99}, {144, -110}, {160, 143}, {176, 156}, {192, -71.5}, {208, -77}, {224, 37.5}, {240, 40}};
+  for (auto [i, v] : q6_expect) {
+    EXPECT_EQ(b[i], v) << i;
+    EXPECT_EQ(b[i + 15], v) << i + 15;  // the same all through its 16
+  }
+  YAML::Node j = json_of("tensor --json " + path + " q6k --head 3");
+  EXPECT_EQ(j["min"].as<double>(), -110);
+  EXPECT_EQ(j["max"].as<double>(), 156);
+  EXPECT_EQ(j["head"].size(), 3u);
+}
+
+TEST(Validate, NamesEachBrokenExampleWithItsCodeAndOffset) {
+  for (auto& e : std::filesystem::directory_iterator(kExamples + "/broken")) {
+    std::string name = e.path().stem().string();
+    SCOPED_TRACE(name);
+    Sketch s = read_sketch(e.path().string());
+    std::string path = temp_path("validate-" + name + ".gguf");
+    write_sketch(s, path);
+    auto fs = validate_file(path);
+    ASSERT_FALSE(fs.empty());
+    if (name == "nonzero-padding") {
+      EXPECT_EQ(fs[0].code, "nonzero_padding");
+      EXPECT_EQ(fs[0].severity, "warning");
+      EXPECT_EQ(fs[0].offset, scan_file(path).layout.header_size);  // the first padding byte
+      continue;
+    }
+    const Finding& f = fs[0];
+    bool truncated = name == "truncated-data" || name == "offset-past-end";
+    EXPECT_EQ(f.code, truncated ? "truncated" : "read") << f.message;
+    EXPECT_EQ(f.severity, "error");
+    EXPECT_TRUE(f.offset.has_value());
+    if (!truncated) {  // the reader's own offset
+      try {
+        scan_file(path);
+      } catch (const Error& err) {
+        EXPECT_EQ(f.offset, err.offset);
+        EXPECT_EQ(f.message, err.field + ": " + err.message);
+      }
+    }
+  }
+}
+
+TEST(Validate, FindsAFileCut200BytesIntoItsTensorData) {
+  std::string full = stacked();
+  auto bytes = read_file_bytes(full);
+  Scanned s = scan_file(full);
+  uint64_t cut_at = s.layout.data_offset + 200;
+  bytes.resize(cut_at);
+  std::string path = temp_path("cut-200.gguf");
+  write_file_bytes(path, bytes);
+  auto fs = validate_file(path);
+  ASSERT_GE(fs.size(), 2u);
+  EXPECT_EQ(fs[0].code, "truncated");
+  EXPECT_EQ(fs[0].offset, s.layout.data_offset);  // token_embd.weight, 2560 bytes from the data start
+  EXPECT_NE(fs[0].message.find("past the end of the file at " + std::to_string(cut_at)), std::string::npos) << fs[0].message;
+  EXPECT_NE(fs[0].message.find(std::to_string(s.layout.file_size - cut_at) + " bytes missing"), std::string::npos);
+  EXPECT_EQ(fs[1].message, "8 tensors in all lie past the end of the file");
+  CliRun r = run_cli("validate " + path);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("error truncated at byte " + std::to_string(s.layout.data_offset)), std::string::npos) << r.out;
+}
+
+TEST(Validate, FindsWhatReadersLetThrough) {
+  struct Case { std::string yaml, code, severity; };
+  const std::string tokens = "  - {key: tokenizer.ggml.tokens, type: array, items: string, value: [a, b, c]}\n";
+  const std::vector<Case> cases = {
+      {"metadata:\n  - {key: general.name, type: string, value: x}\n", "missing_architecture", "error"},
+      {"metadata:\n  - {key: general.architecture, type: string, value: llama}\n", "missing_hparam", "error"},
+      {"metadata:\n  - {key: general.architecture, type: string, value: x}\n" + tokens +
+           "  - {key: tokenizer.ggml.eos_token_id, type: u32, value: 3}\n", "token_id", "error"},
+      {"metadata:\n  - {key: general.architecture, type: string, value: x}\n" + tokens +
+           "  - {key: tokenizer.ggml.scores, type: array, items: f32, value: [1, 2]}\n", "vocab_length", "error"},
+      {"metadata:\n  - {key: general.architecture, type: string, value: x}\n"
+       "  - {key: n, type: array, items: array, value: [{items: u8, value: [1]}]}\n", "nested_array", "error"},
+      {"metadata:\n  - {key: general.architecture, type: string, value: {hex: \"ff\"}}\n", "invalid_utf8", "warning"},
+      {"metadata:\n  - {key: general.architecture, type: string, value: x}\ntensors:\n"
+       "  - {name: q, type: q8_0, dims: [32], fill: zeros}\n", "missing_quantization_version", "warning"},
+      {"metadata:\n  - {key: general.architecture, type: string, value: x}\ntensors:\n"
+       "  - {name: a, type: f32, dims: [8], fill: zeros}\nraw: {truncate_at: 1000}\n", "trailing_bytes", "warning"},
+      {"metadata:\n  - {key: general.architecture, type: string, value: x}\n  - {key: general.alignment, type: u32, value: 32}\n"
+       "tensors:\n  - {name: a, type: f32, dims: [8], fill: zeros}\n  - {name: b, type: f32, dims: [4], fill: zeros, raw: {offset: 64}}\n"
+       "raw: {truncate_at: 256}\n", "offset_gap", "error"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.code);
+    std::string path = write_yaml("validate-" + c.code + ".gguf", c.yaml);
+    auto fs = validate_file(path);
+    auto it = std::find_if(fs.begin(), fs.end(), [&](const Finding& f) { return f.code == c.code; });
+    ASSERT_NE(it, fs.end());
+    EXPECT_EQ(it->severity, c.severity);
+    CliRun r = run_cli("validate --json " + path);
+    EXPECT_EQ(r.code, c.severity == "error" ? 1 : 0) << r.out;
+    CliRun strict = run_cli("validate --strict " + path);
+    EXPECT_EQ(strict.code, 1) << strict.out;
+  }
+  // Offsets point at the field: the token id's value.
+  std::string path = temp_path("validate-token_id.gguf");
+  auto fs = validate_file(path);
+  Scanned s = scan_file(path);
+  EXPECT_EQ(fs[0].offset, s.layout.find(SpanKind::kv_value, "kv[2] tokenizer.ggml.eos_token_id")->span.offset);
+  EXPECT_EQ(fs[0].message, "tokenizer.ggml.eos_token_id = 3 is not below the vocabulary size 3");
+}
+
+TEST(Validate, PassesTheCorpusWithNoErrors) {
+  for (const char* f : {"vocab/ggml-vocab-llama-spm.gguf", "vocab/ggml-vocab-gpt-2.gguf", "vocab/ggml-vocab-phi-3.gguf",
+                        "vocab/ggml-vocab-bert-bge.gguf", "vocab/ggml-vocab-falcon.gguf",
+                        "vocab/ggml-vocab-baichuan.gguf", "history/ggml-vocab-falcon.v2.gguf"}) {
+    SCOPED_TRACE(f);
+    for (const auto& finding : validate_file(corpus(f))) EXPECT_NE(finding.severity, "error") << finding.message;
+    CliRun r = run_cli("validate " + corpus(f));
+    EXPECT_EQ(r.code, 0) << r.out;
+  }
+  auto v1 = validate_file(corpus("history/ggml-vocab-llama.v1.gguf"));
+  ASSERT_EQ(v1.size(), 1u);
+  EXPECT_EQ(v1[0].code, "read");
+  EXPECT_EQ(v1[0].offset, 4u);
+}
+
+TEST(DiffHash, AChatTemplateEditIsOneKeyAndEveryHashIsKept) {
+  std::string tiny = temp_path("diff-tiny.gguf"), edited = temp_path("diff-edited.gguf");
+  write_sketch(read_sketch(kExamples + "/tiny-llama.yaml", {{"VOCAB", corpus("vocab/ggml-vocab-llama-spm.gguf")}}), tiny);
+  ASSERT_EQ(run_cli("edit " + tiny + " --set tokenizer.chat_template=hello -o " + edited).code, 0);
+  YAML::Node d = json_of("diff --json " + tiny + " " + edited);
+  EXPECT_FALSE(d["same"].as<bool>());
+  ASSERT_EQ(d["differences"].size(), 1u);
+  EXPECT_EQ(d["differences"][0]["change"].as<std::string>(), "changed");
+  EXPECT_EQ(d["differences"][0]["key"].as<std::string>(), "tokenizer.chat_template");
+  EXPECT_EQ(d["differences"][0]["b"].as<std::string>(), "\"hello\"");
+  YAML::Node h1 = json_of("hash --json " + tiny), h2 = json_of("hash --json " + edited);
+  EXPECT_EQ(h1["all"].as<std::string>(), h2["all"].as<std::string>());
+  ASSERT_EQ(h1["tensors"].size(), 21u);
+  for (size_t i = 0; i < 21; ++i) EXPECT_EQ(h1["tensors"][i]["xxh64"].as<std::string>(), h2["tensors"][i]["xxh64"].as<std::string>());
+  YAML::Node s1 = json_of("hash --json --algo sha256 " + tiny), s2 = json_of("hash --json --algo sha256 " + edited);
+  EXPECT_EQ(s1["all"].as<std::string>(), s2["all"].as<std::string>());
+  EXPECT_EQ(s1["all"].as<std::string>().size(), 64u);
+  // A changed tensor byte shows as exactly that tensor.
+  std::string poked = temp_path("diff-poked.gguf");
+  auto bytes = read_file_bytes(tiny);
+  Scanned s = scan_file(tiny);
+  bytes[s.model.tensors[3].source_offset] ^= 1;
+  write_file_bytes(poked, bytes);
+  YAML::Node p = json_of("diff --json " + tiny + " " + poked);
+  ASSERT_EQ(p["differences"].size(), 1u);
+  EXPECT_EQ(p["differences"][0]["change"].as<std::string>(), "tensor_bytes");
+  EXPECT_EQ(p["differences"][0]["key"].as<std::string>(), s.model.tensors[3].name);
+  YAML::Node same = json_of("diff --json " + tiny + " " + tiny);
+  EXPECT_TRUE(same["same"].as<bool>());
+}
+
+TEST(DiffHash, Sha256IsTheStandardOne) {
+  EXPECT_EQ(sha256_hex(reinterpret_cast<const uint8_t*>("abc"), 3),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex(nullptr, 0), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  std::string m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  EXPECT_EQ(sha256_hex(reinterpret_cast<const uint8_t*>(m.data()), m.size()),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
