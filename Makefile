@@ -2,15 +2,20 @@
 # Both install what is missing, configure, build, and run.
 
 BUILD ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 60
+CORPUS ?= ../shared/corpus
 # -Werror in CI (CI=true), plain warnings by hand.
 WERROR := $(if $(filter true,$(CI)),ON,OFF)
 DEBS := cmake g++ make libboost-program-options-dev libboost-iostreams-dev libyaml-cpp-dev libgtest-dev libxxhash-dev
+FUZZ_DEBS := clang libclang-rt-14-dev
 
-.PHONY: deps build demo test clean
+.PHONY: deps build demo test test-release test-asan asan fuzz clean
 
 deps:
-	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(DEBS) $(EXTRA_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
@@ -28,8 +33,38 @@ demo: build
 	@echo "== ggufkit show =="
 	$(BUILD)/ggufkit show $(BUILD)/demo.gguf
 
-test: build
+# Every test, in the release build and again under AddressSanitizer and UBSan.
+test: test-release test-asan
+
+test-release: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DGGUFKIT_SANITIZE=ON -DGGUFKIT_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+test-asan: asan
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
+# libFuzzer targets, each run for FUZZ_SECONDS from seeds the examples make; the corpus
+# files are read from $(CORPUS) in place.
+fuzz: build
+	@$(MAKE) --no-print-directory deps EXTRA_DEBS="$(FUZZ_DEBS)"
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DGGUFKIT_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	mkdir -p $(FUZZ_BUILD)/seeds/binary $(FUZZ_BUILD)/seeds/sketch $(FUZZ_BUILD)/seeds/patch
+	for f in examples/sketch-408.yaml examples/broken/*.yaml; do \
+	  $(BUILD)/ggufkit write $$f -o $(FUZZ_BUILD)/seeds/binary/$$(basename $$f .yaml).gguf; done
+	cp examples/*.yaml examples/broken/*.yaml $(FUZZ_BUILD)/seeds/sketch/
+	cp examples/patches/*.yaml $(FUZZ_BUILD)/seeds/patch/
+	for t in reader roundtrip sketch patch; do \
+	  case $$t in reader|roundtrip) seeds="$(FUZZ_BUILD)/seeds/binary $(CORPUS)/vocab";; *) seeds=$(FUZZ_BUILD)/seeds/$$t;; esac; \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
+	  $(FUZZ_BUILD)/fuzz_$$t $(FUZZ_BUILD)/corpus/$$t $$seeds -max_total_time=$(FUZZ_SECONDS) \
+	    -rss_limit_mb=2048 -timeout=10 -max_len=65536 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/crash-$$t- \
+	    || exit 1; \
+	done
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -15,8 +15,8 @@ namespace {
 struct Doc {
   enum Kind { atom, map, seq } kind = atom;
   std::string text;  // atom: printed as is (a number, a quoted string, a name)
-  std::vector<std::pair<std::string, Doc>> fields;
-  std::vector<Doc> items;
+  std::vector<std::string> keys;  // map: the keys of items, in order
+  std::vector<Doc> items;         // map: the values; seq: the items
   bool flow = false;  // print on one line
   bool word = false;  // atom: a bare word in YAML (u32, little), quoted in JSON
 
@@ -24,7 +24,8 @@ struct Doc {
   static Doc str(std::string_view s) { return of(json_string(s)); }
   static Doc name(std::string t) { return Doc{atom, std::move(t), {}, {}, false, true}; }
   Doc& add(std::string k, Doc v) {
-    fields.emplace_back(std::move(k), std::move(v));
+    keys.push_back(std::move(k));
+    items.push_back(std::move(v));
     return *this;
   }
 };
@@ -44,17 +45,17 @@ void flow_text(const Doc& d, std::string& out) {
     out += ']';
   } else {
     out += '{';
-    for (size_t i = 0; i < d.fields.size(); ++i) {
+    for (size_t i = 0; i < d.keys.size(); ++i) {
       if (i) out += ", ";
-      out += d.fields[i].first + ": ";
-      flow_text(d.fields[i].second, out);
+      out += d.keys[i] + ": ";
+      flow_text(d.items[i], out);
     }
     out += '}';
   }
 }
 
 bool one_line(const Doc& d) {
-  return d.kind == Doc::atom || d.flow || (d.kind == Doc::seq ? d.items.empty() : d.fields.empty());
+  return d.kind == Doc::atom || d.flow || d.items.empty();
 }
 
 void yaml_map(const Doc& d, size_t indent, bool first_inline, std::string& out);
@@ -73,9 +74,10 @@ void yaml_seq(const Doc& d, size_t indent, std::string& out) {
 }
 
 void yaml_map(const Doc& d, size_t indent, bool first_inline, std::string& out) {
-  for (size_t i = 0; i < d.fields.size(); ++i) {
+  for (size_t i = 0; i < d.keys.size(); ++i) {
     if (!(i == 0 && first_inline)) out.append(indent, ' ');
-    const auto& [k, v] = d.fields[i];
+    const std::string& k = d.keys[i];
+    const Doc& v = d.items[i];
     out += k + ":";
     if (one_line(v)) {
       out += ' ';
@@ -104,7 +106,7 @@ void json_text(const Doc& d, size_t indent, std::string& out) {
     return;
   }
   bool is_map = d.kind == Doc::map;
-  size_t n = is_map ? d.fields.size() : d.items.size();
+  size_t n = d.items.size();
   bool inline_it = d.flow || n == 0;
   out += is_map ? '{' : '[';
   for (size_t i = 0; i < n; ++i) {
@@ -115,8 +117,8 @@ void json_text(const Doc& d, size_t indent, std::string& out) {
       out += '\n';
       out.append(indent + 2, ' ');
     }
-    if (is_map) out += json_string(d.fields[i].first) + ": ";
-    json_text(is_map ? d.fields[i].second : d.items[i], indent + 2, out);
+    if (is_map) out += json_string(d.keys[i]) + ": ";
+    json_text(d.items[i], indent + 2, out);
   }
   if (!inline_it && n) {
     out += '\n';

@@ -3,11 +3,10 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "ggufkit/error.h"
+#include "ggufkit/source.h"
 
 namespace ggufkit {
 
@@ -159,15 +158,17 @@ std::string YamlReader::resolve(const std::string& path) const {
 }
 
 std::string YamlReader::read_text_file(const YamlNode& n, const std::string& entry) {
-  fs::path p = resolve(scalar(n, entry));
-  std::error_code ec;
-  auto size = fs::file_size(p, ec);
-  if (ec) fail(n, entry, "cannot read " + p.string() + ": " + ec.message());
-  if (size > kMaxFileString) fail(n, entry, p.string() + " is " + std::to_string(size) + " bytes, over the 64 MiB cap for a string");
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  std::string p = resolve(scalar(n, entry));
+  std::shared_ptr<const ByteSource> src;
+  try {
+    src = open_file(p);  // a regular file only: never a device or a pipe that has no end
+  } catch (const Error& e) {
+    fail(n, entry, e.what());
+  }
+  if (src->size() > kMaxFileString) fail(n, entry, p + " is " + std::to_string(src->size()) + " bytes, over the 64 MiB cap for a string");
+  std::string text(src->size(), '\0');
+  src->read_at(0, text.data(), text.size());
+  return text;
 }
 
 // A string: plain text, {file: PATH} or {hex: "..."} for bytes that are not UTF-8.
@@ -176,9 +177,7 @@ std::string YamlReader::string_of(const YamlNode& n, const std::string& entry) {
     fields(n, entry, {"file", "hex"});
     if (n.size() != 1) fail(n, entry, "give one of file: or hex:");
     if (n["file"]) return read_text_file(n["file"], entry);
-    bool ok;
-    auto bytes = parse_hex(scalar(n["hex"], entry), &ok);
-    if (!ok) fail(n["hex"], entry, "hex: expected pairs of hex digits");
+    auto bytes = hex_of(n["hex"], entry);
     return std::string(bytes.begin(), bytes.end());
   }
   return scalar(n, entry);
