@@ -466,3 +466,16 @@ TEST(Examples, PatchTemplateFixesATemplateAndAnEosIdThroughTheLibrary) {
   EXPECT_EQ(s.model.find("tokenizer.chat_template")->str, "{{ x }}");
   EXPECT_EQ(s.model.find("tokenizer.ggml.eos_token_id")->bits, 9u);
 }
+
+TEST(EditRefusals, HostilePatchesAreRefusedWithTheirPosition) {
+  Error e = patch_error(tiny_llama(), "set:\n  general.name: a\n  general.name: b\n");
+  EXPECT_EQ(e.file, "p.yaml:3:3");
+  EXPECT_EQ(e.message, "'general.name' is given twice");
+  e = patch_error(tiny_llama(), "set: &s {general.name: a}\nrename: *s\n");
+  EXPECT_EQ(e.file, "p.yaml:1:6");
+  EXPECT_EQ(e.message, "anchors (&name) are not allowed");
+  e = patch_error(tiny_llama(), "set: {general.name: " + std::string(80, '[') + "x" + std::string(80, ']') + "}\n");
+  EXPECT_EQ(e.message, "nested deeper than 64");
+  e = patch_error(tiny_llama(), "- just\n- a list\n");
+  EXPECT_EQ(e.message, "expected a mapping with set:, remove:, rename: or alignment:");
+}

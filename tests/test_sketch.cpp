@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "ggufkit/encode.h"
 #include "ggufkit/error.h"
@@ -353,4 +354,35 @@ TEST(HostileYaml, AnchorsAliasesAndDeepNestingAreRefusedWithTheirPosition) {
   EXPECT_EQ(e.message, "nested deeper than 64");
   e = sketch_error("a: 1\n---\nb: 2\n");
   EXPECT_EQ(e.message, "expected one document, found more");
+}
+
+TEST(HostileYaml, A100MBScalarIsRefusedByTheDocumentsSizeBeforeItIsRead) {
+  std::string path = temp_path("huge-scalar.yaml");
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << "metadata:\n  - {key: x, type: string, value: \"";
+    std::string mb(1 << 20, 'a');
+    for (int i = 0; i < 100; ++i) f << mb;
+    f << "\"}\n";
+  }
+  try {
+    read_sketch(path);
+    FAIL() << "a 100 MB document was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.file, path);  // no line: refused by its size, before parsing
+    EXPECT_EQ(e.message, "the document is 104857648 bytes, over the cap of 67108864");
+  }
+  std::filesystem::remove(path);
+  // Inside the document cap, one scalar over its own cap of 32 MiB.
+  Error e = sketch_error("metadata:\n  - {key: x, type: string, value: \"" + std::string(33 << 20, 'b') + "\"}\n");
+  EXPECT_EQ(e.file, "s.yaml:2:35");
+  EXPECT_EQ(e.message, "a value of 34603008 bytes is over the cap of 33554432");
+}
+
+TEST(HostileYaml, DuplicateKeysAreRefusedWithTheirPosition) {
+  Error e = sketch_error("version: 3\nversion: 3\n");
+  EXPECT_EQ(e.file, "s.yaml:2:1");
+  EXPECT_EQ(e.message, "'version' is given twice");
+  e = sketch_error("tensors:\n  - {name: a, type: f32, dims: [1], fill: zeros, raw: {offset: 0, offset: 32}}\n");
+  EXPECT_EQ(e.message, "'offset' is given twice");
 }

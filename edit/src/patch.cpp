@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "ggufkit/error.h"
 #include "ggufkit/text.h"
@@ -72,12 +70,8 @@ Patch parse_patch(const std::string& text, const std::string& name, const std::s
 }
 
 Patch read_patch(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw_io(path, "cannot open the patch");
-  std::stringstream ss;
-  ss << f.rdbuf();
   std::string base = std::filesystem::path(path).parent_path().string();
-  return parse_patch(ss.str(), path, base.empty() ? "." : base);
+  return parse_patch(read_document(path), path, base.empty() ? "." : base);
 }
 
 namespace {

@@ -6,9 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "ggufkit/encode.h"
 #include "ggufkit/error.h"
@@ -303,12 +301,8 @@ Sketch parse_sketch(const std::string& text, const std::string& name, const std:
 }
 
 Sketch read_sketch(const std::string& path, const Defines& defines) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw_io(path, "cannot open the sketch");
-  std::stringstream ss;
-  ss << f.rdbuf();
   std::string base = fs::path(path).parent_path().string();
-  return parse_sketch(ss.str(), path, base.empty() ? "." : base, defines);
+  return parse_sketch(read_document(path), path, base.empty() ? "." : base, defines);
 }
 
 Edits sketch_edits(const Sketch& s, const Layout& layout, const FieldMarks& marks) {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "ggufkit/error.h"
+#include "ggufkit/source.h"
 
 namespace ggufkit {
 
@@ -90,10 +91,24 @@ std::string yaml_where(const std::string& name, int line, int column) {
   return name + ":" + std::to_string(line + 1) + ":" + std::to_string(column + 1);
 }
 
-YamlNode load_yaml(const std::string& text, const std::string& name, const YamlLimits& limits) {
-  if (text.size() > limits.max_bytes)
+namespace {
+void check_size(uint64_t size, const std::string& name, const YamlLimits& limits) {
+  if (size > limits.max_bytes)
     throw Error(Error::Kind::format, name, std::nullopt, "yaml",
-                "the document is " + std::to_string(text.size()) + " bytes, over the cap of " + std::to_string(limits.max_bytes));
+                "the document is " + std::to_string(size) + " bytes, over the cap of " + std::to_string(limits.max_bytes));
+}
+}  // namespace
+
+std::string read_document(const std::string& path, const YamlLimits& limits) {
+  auto src = open_file(path);
+  check_size(src->size(), path, limits);
+  std::string text(src->size(), '\0');
+  src->read_at(0, text.data(), text.size());
+  return text;
+}
+
+YamlNode load_yaml(const std::string& text, const std::string& name, const YamlLimits& limits) {
+  check_size(text.size(), name, limits);
   std::istringstream in(text);
   Builder b(name, limits);
   try {

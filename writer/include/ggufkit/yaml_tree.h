@@ -11,10 +11,10 @@ namespace ggufkit {
 // size, depth, node or scalar caps. The tree is small: a node is a kind, a position and
 // its text or children.
 struct YamlLimits {
-  uint64_t max_bytes = 256ull << 20;   // the whole document
+  uint64_t max_bytes = 64ull << 20;    // the whole document
   uint32_t max_depth = 64;             // nested lists and mappings
   uint64_t max_nodes = 16ull << 20;    // scalars, lists and mappings
-  uint64_t max_scalar = 64ull << 20;   // one scalar's bytes
+  uint64_t max_scalar = 32ull << 20;   // one scalar's bytes
 };
 
 class YamlNode {
@@ -43,6 +43,9 @@ class YamlNode {
 
 // Parses one document; errors are format Errors naming `name`, the line and the column.
 YamlNode load_yaml(const std::string& text, const std::string& name, const YamlLimits& limits = {});
+
+// A document's text from a regular file, refused by its size before it is read.
+std::string read_document(const std::string& path, const YamlLimits& limits = {});
 
 // "name:line:col" (1-based), or the name alone for a node without a position.
 std::string yaml_where(const std::string& name, int line, int column);
