@@ -53,7 +53,7 @@ std::string value_json(const Value& v) {
     }
     case ValueType::array: {
       std::string s = "[";
-      for (size_t i = 0; i < v.items.size(); ++i) s += (i ? ", " : "") + value_json(v.items[i]);
+      for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + value_json(v.at(i));
       return s + "]";
     }
     default: {

@@ -45,7 +45,7 @@ TEST(Corpus, EveryFileReadsWithItsKnownCounts) {
     ASSERT_TRUE(tokens);
     EXPECT_EQ(tokens->elem, ValueType::string);
     if (f.tokens) {
-      EXPECT_EQ(tokens->items.size(), f.tokens);
+      EXPECT_EQ(tokens->size(), f.tokens);
     }
     EXPECT_EQ(s.model.find("tokenizer.chat_template") != nullptr, f.chat_template);
     // No tensors and no padding: the file ends where the header ends.

@@ -90,7 +90,7 @@ TEST(EditOps, EachOperationChangesExactlyWhatItNamesOnEveryCorpusFile) {
     SCOPED_TRACE(f);
     std::string in = corpus(f), out = temp_path("corpus-edit.gguf");
     Model before = scan_file(in).model;
-    size_t vocab = before.find("tokenizer.ggml.tokens")->items.size();
+    size_t vocab = before.find("tokenizer.ggml.tokens")->size();
     // set an existing key: same place, same type, new value
     Scanned a = edit_to(in, "set: {general.architecture: renamed-arch}", out);
     Model want = before;

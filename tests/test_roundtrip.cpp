@@ -104,12 +104,12 @@ TEST(RoundTrip, AQwenSizedVocabularyOf150000TokensAndMergesReads) {
   EXPECT_EQ(s.model.metadata.size(), 7u);
   const Value* t = s.model.find("tokenizer.ggml.tokens");
   ASSERT_TRUE(t);
-  EXPECT_EQ(t->items.size(), 150000u);
-  EXPECT_EQ(t->items[149999].str, "tok149999");
-  EXPECT_EQ(s.model.find("tokenizer.ggml.merges")->items.size(), 150000u);
-  EXPECT_EQ(s.model.find("tokenizer.ggml.merges")->items[1000].str, "m1000 x23");
-  EXPECT_EQ(s.model.find("tokenizer.ggml.scores")->items[7].as_f64(), -7.0);
-  EXPECT_EQ(s.model.find("tokenizer.ggml.token_type")->items.size(), 150000u);
+  EXPECT_EQ(t->size(), 150000u);
+  EXPECT_EQ(t->strs[149999], "tok149999");
+  EXPECT_EQ(s.model.find("tokenizer.ggml.merges")->size(), 150000u);
+  EXPECT_EQ(s.model.find("tokenizer.ggml.merges")->strs[1000], "m1000 x23");
+  EXPECT_EQ(s.model.find("tokenizer.ggml.scores")->at(7).as_f64(), -7.0);
+  EXPECT_EQ(s.model.find("tokenizer.ggml.token_type")->size(), 150000u);
   EXPECT_EQ(s.model.find("tokenizer.ggml.eos_token_id")->as_u64(), 149999u);
   EXPECT_EQ(s.layout.file_size, bytes.size());
   EXPECT_GT(bytes.size(), 150000u * (8 + 4 + 8 + 4 + 4 + 4));

@@ -116,16 +116,16 @@ metadata:
   EXPECT_EQ(m.find("string.empty")->str, "");
   const Value* a = m.find("array.i16");
   EXPECT_EQ(a->elem, ValueType::i16);
-  ASSERT_EQ(a->items.size(), 3u);
-  EXPECT_EQ(a->items[0].as_i64(), -1);
-  EXPECT_EQ(a->items[2].as_i64(), 32767);
+  ASSERT_EQ(a->size(), 3u);
+  EXPECT_EQ(a->at(0).as_i64(), -1);
+  EXPECT_EQ(a->at(2).as_i64(), 32767);
   EXPECT_EQ(m.find("array.empty")->elem, ValueType::f64);
-  EXPECT_TRUE(m.find("array.empty")->items.empty());
+  EXPECT_TRUE(m.find("array.empty")->size() == 0);
   const Value* n = m.find("array.nested");
-  ASSERT_EQ(n->items.size(), 2u);
+  ASSERT_EQ(n->size(), 2u);
   EXPECT_EQ(n->items[0].elem, ValueType::u8);
-  EXPECT_EQ(n->items[0].items[1].bits, 2u);
-  EXPECT_EQ(n->items[1].items[0].str, "x");
+  EXPECT_EQ(n->items[0].nums[1], 2u);
+  EXPECT_EQ(n->items[1].strs[0], "x");
 
   // And the dump of that file writes the same bytes again, through YAML and JSON.
   std::string path = temp_path("values.gguf");
@@ -192,7 +192,7 @@ TEST(SketchDefines, PlaceholdersAreFilledAndAMissingOneIsNamed) {
   Scanned s = read_sketch_text(yaml, {{"NAME", "tiny"}, {"N", "7"}, {"X", "{items: u8, value: [3]}"}});
   EXPECT_EQ(s.model.find("general.name")->str, "tiny");
   EXPECT_EQ(s.model.find("n")->bits, 7u);
-  EXPECT_EQ(s.model.find("l")->items[0].items[0].bits, 3u);
+  EXPECT_EQ(s.model.find("l")->items[0].nums[0], 3u);
 }
 
 TEST(SketchExamples, TheWalkthroughSketchIsThe408ByteFile) {

@@ -268,7 +268,7 @@ TEST(TinyLlama, TheExampleHasTheShapeLlamaCppLoads) {
   EXPECT_EQ(r.model.find("llama.block_count")->bits, 2u);
   EXPECT_EQ(r.model.find("llama.embedding_length")->bits, 64u);
   EXPECT_EQ(r.model.find("llama.attention.head_count_kv")->bits, 2u);
-  EXPECT_EQ(r.model.find("tokenizer.ggml.tokens")->items.size(), 32000u);
+  EXPECT_EQ(r.model.find("tokenizer.ggml.tokens")->size(), 32000u);
   EXPECT_EQ(r.model.find("tokenizer.ggml.model")->str, "llama");
   EXPECT_NE(r.model.find("tokenizer.chat_template")->str.find("add_generation_prompt"), std::string::npos);
   ASSERT_EQ(r.model.tensors.size(), 21u);

@@ -82,8 +82,8 @@ TEST(Walkthrough, ASketchWrittenAndReadIsTheSameNumbers) {
   std::vector<float> values(6);
   t.source->read_at(t.source_offset, values.data(), 24);
   EXPECT_EQ(values, (std::vector<float>{0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f}));
-  EXPECT_EQ(s.model.find("counts.tokens")->items.size(), 3u);
-  EXPECT_EQ(s.model.find("counts.tokens")->items[2].str, "delta");
+  EXPECT_EQ(s.model.find("counts.tokens")->size(), 3u);
+  EXPECT_EQ(s.model.find("counts.tokens")->strs[2], "delta");
 }
 
 TEST(Walkthrough, ATensorReadWhereTheInfoRecordsEndedIsNotTheTensor) {

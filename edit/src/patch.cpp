@@ -213,9 +213,9 @@ class Applier : YamlReader {
         fail(at, "rename " + key, "the key registry has " + key + " as " + type_text(spec->type, spec->items) +
                                       ", the renamed value is " + type_text(kv->value.type, kv->value.elem));
       }
-      if (spec->check == "token_id" && tokens && kv->value.as_u64() >= tokens->value.items.size())
+      if (spec->check == "token_id" && tokens && kv->value.as_u64() >= tokens->value.size())
         fail(at, entry, "token id " + std::to_string(kv->value.as_u64()) + " is not below the vocabulary size " +
-                            std::to_string(tokens->value.items.size()));
+                            std::to_string(tokens->value.size()));
       if (spec->check == "template") {
         if (!is_valid_utf8(kv->value.str)) fail(at, entry, "the chat template is not valid UTF-8");
         if (kv->value.str.size() > r_.template_bytes())
@@ -232,10 +232,10 @@ class Applier : YamlReader {
       if (!kv) continue;
       if (first.empty()) {
         first = k;
-        n = kv->value.items.size();
-      } else if (kv->value.items.size() != n) {
+        n = kv->value.size();
+      } else if (kv->value.size() != n) {
         const YamlNode& at = where_.count(k) ? *where_[k] : YamlNode();
-        fail(at, "set " + std::string(k), std::string(k) + " has " + std::to_string(kv->value.items.size()) +
+        fail(at, "set " + std::string(k), std::string(k) + " has " + std::to_string(kv->value.size()) +
                                               " items and " + first + " has " + std::to_string(n) + "; they must match");
       }
     }

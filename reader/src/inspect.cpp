@@ -183,7 +183,7 @@ std::vector<Hyperparameter> hyperparameters(const Model& m) {
 
 uint64_t vocabulary_size(const Model& m) {
   const Value* t = m.find("tokenizer.ggml.tokens");
-  return t && t->type == ValueType::array ? t->items.size() : 0;
+  return t ? t->size() : 0;
 }
 
 std::vector<std::pair<std::string, uint64_t>> special_tokens(const Model& m) {

@@ -38,15 +38,34 @@ Value Value::array(ValueType elem, std::vector<Value> items) {
   Value v;
   v.type = ValueType::array;
   v.elem = elem;
-  v.items = std::move(items);
+  for (Value& item : items) {
+    if (item.type != elem)
+      throw Error(Error::Kind::format, "", std::nullopt, "array",
+                  std::string("an item of type ") + value_type_name(item.type) + " in an array of " + value_type_name(elem));
+    if (elem == ValueType::string) v.strs.push_back(std::move(item.str));
+    else if (elem == ValueType::array) v.items.push_back(std::move(item));
+    else v.nums.push_back(item.bits);
+  }
   return v;
 }
 
-Value Value::strings(const std::vector<std::string>& items) {
-  std::vector<Value> vs;
-  vs.reserve(items.size());
-  for (const auto& s : items) vs.push_back(of_string(s));
-  return array(ValueType::string, std::move(vs));
+Value Value::strings(std::vector<std::string> items) {
+  Value v;
+  v.type = ValueType::array;
+  v.elem = ValueType::string;
+  v.strs = std::move(items);
+  return v;
+}
+
+size_t Value::size() const {
+  if (type != ValueType::array) return 0;
+  return elem == ValueType::string ? strs.size() : elem == ValueType::array ? items.size() : nums.size();
+}
+
+Value Value::at(size_t i) const {
+  if (elem == ValueType::string) return of_string(strs.at(i));
+  if (elem == ValueType::array) return items.at(i);
+  return scalar(elem, nums.at(i));
 }
 
 bool Value::is_integer() const {
@@ -83,10 +102,6 @@ double Value::as_f64() const {
     return d;
   }
   return is_signed(type) ? static_cast<double>(as_i64()) : static_cast<double>(bits);
-}
-
-bool Value::operator==(const Value& o) const {
-  return type == o.type && bits == o.bits && str == o.str && elem == o.elem && items == o.items;
 }
 
 uint64_t Tensor::elements() const {

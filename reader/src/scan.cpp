@@ -360,19 +360,33 @@ class Scanner {
                   "an array of " + std::to_string(n) + " " + value_type_name(v.elem) + " needs at least " +
                       (checked_mul(n, each) ? std::to_string(n * each) : std::string("2^64 or more")) +
                       " bytes, but the file has " + std::to_string(*left) + " bytes left");
-        v.items.reserve(static_cast<size_t>(std::min<uint64_t>(n, left ? n : 1 << 16)));
-        for (uint64_t i = 0; i < n; ++i) v.items.push_back(value(v.elem, depth + 1, static_cast<int64_t>(i)));
+        // n is bounded by the bytes left when the size is known; a stream grows as it reads.
+        size_t reserve = static_cast<size_t>(std::min<uint64_t>(n, left ? n : 1 << 16));
+        if (v.elem == ValueType::string) {
+          v.strs.reserve(reserve);
+          for (uint64_t i = 0; i < n; ++i)
+            v.strs.push_back(c_.string({"item length", static_cast<int64_t>(i)}, opt_.max_string));
+        } else if (v.elem == ValueType::array) {
+          v.items.reserve(reserve);
+          for (uint64_t i = 0; i < n; ++i) v.items.push_back(value(v.elem, depth + 1, static_cast<int64_t>(i)));
+        } else {
+          v.nums.reserve(reserve);
+          for (uint64_t i = 0; i < n; ++i) v.nums.push_back(fixed(v.elem, {"item", static_cast<int64_t>(i)}));
+        }
         return v;
       }
-      default: {
-        uint32_t w = value_type_width(type);
-        Where where{index < 0 ? "value" : "item", index};
-        if (w == 1) v.bits = c_.num<uint8_t>(where);
-        else if (w == 2) v.bits = c_.num<uint16_t>(where);
-        else if (w == 4) v.bits = c_.num<uint32_t>(where);
-        else v.bits = c_.num<uint64_t>(where);
+      default:
+        v.bits = fixed(type, {index < 0 ? "value" : "item", index});
         return v;
-      }
+    }
+  }
+
+  uint64_t fixed(ValueType type, Where where) {
+    switch (value_type_width(type)) {
+      case 1: return c_.num<uint8_t>(where);
+      case 2: return c_.num<uint16_t>(where);
+      case 4: return c_.num<uint32_t>(where);
+      default: return c_.num<uint64_t>(where);
     }
   }
 

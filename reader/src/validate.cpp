@@ -143,14 +143,14 @@ class Validator {
       if (v.type == ValueType::array && v.elem == ValueType::array)
         add("nested_array", "error", value_at(i), kv.key + ": an array of arrays; the format allows it, llama.cpp refuses it");
       if (v.type == ValueType::array && v.elem == ValueType::string) {
-        size_t bad = std::count_if(v.items.begin(), v.items.end(), [](const Value& x) { return !is_utf8(x.str); });
-        if (bad) add("invalid_utf8", "warning", value_at(i), kv.key + ": " + std::to_string(bad) + " of " + std::to_string(v.items.size()) + " strings are not valid UTF-8");
+        size_t bad = std::count_if(v.strs.begin(), v.strs.end(), [](const std::string& x) { return !is_utf8(x); });
+        if (bad) add("invalid_utf8", "warning", value_at(i), kv.key + ": " + std::to_string(bad) + " of " + std::to_string(v.size()) + " strings are not valid UTF-8");
       }
       if (vocab && kv.key.rfind("tokenizer.ggml.", 0) == 0 && kv.key.size() > 9 &&
           kv.key.compare(kv.key.size() - 9, 9, "_token_id") == 0 && v.is_integer() && v.as_u64() >= vocab)
         add("token_id", "error", value_at(i), kv.key + " = " + std::to_string(v.as_u64()) + " is not below the vocabulary size " + std::to_string(vocab));
       if (kv.key == "tokenizer.ggml.tokens" || kv.key == "tokenizer.ggml.scores" || kv.key == "tokenizer.ggml.token_type") {
-        uint64_t n = v.type == ValueType::array ? v.items.size() : 0;
+        uint64_t n = v.size();
         if (first.empty()) {
           first = kv.key;
           first_n = n;

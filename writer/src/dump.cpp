@@ -151,8 +151,9 @@ Doc value_doc(const Value& v) {
     case ValueType::boolean: return Doc::of(number_text(v));
     case ValueType::f32: case ValueType::f64: return float_doc(v);
     case ValueType::array: {
-      Doc seq = new_seq(v.items.empty());
-      for (const Value& item : v.items) {
+      Doc seq = new_seq(v.size() == 0);
+      for (size_t i = 0; i < v.size(); ++i) {
+        const Value item = v.at(i);
         if (v.elem == ValueType::array) {
           Doc m = new_map();
           m.add("items", Doc::name(value_type_name(item.elem)));

@@ -108,9 +108,9 @@ std::string brief_value(const Value& v, size_t max) {
   if (v.type != ValueType::array) return number_text(v);
   std::string s = "[";
   size_t shown = 0;
-  for (; shown < v.items.size() && s.size() < max; ++shown) s += (shown ? ", " : "") + brief_value(v.items[shown], max / 3);
-  if (shown < v.items.size()) s += ", ...";
-  return s + "] (" + std::to_string(v.items.size()) + " " + value_type_name(v.elem) + ")";
+  for (; shown < v.size() && s.size() < max; ++shown) s += (shown ? ", " : "") + brief_value(v.at(shown), max / 3);
+  if (shown < v.size()) s += ", ...";
+  return s + "] (" + std::to_string(v.size()) + " " + value_type_name(v.elem) + ")";
 }
 
 }  // namespace ggufkit

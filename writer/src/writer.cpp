@@ -169,14 +169,30 @@ class Walker {
 
   // An array's count and items (after its element type).
   void items(const Value& v, const std::string& path) {
-    u64(v.items.size());
-    for (const Value& item : v.items) {
-      if (item.type != v.elem)
-        throw Error(Error::Kind::format, "", std::nullopt, path,
-                    std::string("an item of type ") + value_type_name(item.type) + " in an array of " +
-                        value_type_name(v.elem));
-      value(item, path);
+    u64(v.size());
+    if (v.elem == ValueType::string) {
+      for (const std::string& s : v.strs) str(s);
+    } else if (v.elem == ValueType::array) {
+      for (const Value& item : v.items) {
+        if (item.type != ValueType::array)
+          throw Error(Error::Kind::format, "", std::nullopt, path, std::string("an item of type ") +
+                                                                      value_type_name(item.type) + " in an array of arrays");
+        value(item, path);
+      }
+    } else {
+      for (uint64_t bits : v.nums) fixed(v.elem, bits, path);
     }
+  }
+
+  void fixed(ValueType t, uint64_t bits, const std::string& path) {
+    switch (value_type_width(t)) {
+      case 1: put(static_cast<uint8_t>(bits)); return;
+      case 2: put(static_cast<uint16_t>(bits)); return;
+      case 4: put(static_cast<uint32_t>(bits)); return;
+      case 8: put(static_cast<uint64_t>(bits)); return;
+    }
+    throw Error(Error::Kind::format, "", std::nullopt, path,
+                "value type " + std::to_string(static_cast<uint32_t>(t)) + " is not a GGUF type");
   }
 
   void value(const Value& v, const std::string& path) {
@@ -187,14 +203,7 @@ class Walker {
         items(v, path);
         return;
       default:
-        switch (value_type_width(v.type)) {
-          case 1: put(static_cast<uint8_t>(v.bits)); return;
-          case 2: put(static_cast<uint16_t>(v.bits)); return;
-          case 4: put(static_cast<uint32_t>(v.bits)); return;
-          case 8: put(static_cast<uint64_t>(v.bits)); return;
-        }
-        throw Error(Error::Kind::format, "", std::nullopt, path,
-                    "value type " + std::to_string(static_cast<uint32_t>(v.type)) + " is not a GGUF type");
+        fixed(v.type, v.bits, path);
     }
   }
 

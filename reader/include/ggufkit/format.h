@@ -21,7 +21,7 @@
 
 namespace ggufkit {
 
-enum class ValueType : uint32_t {
+enum class ValueType : uint8_t {
   u8 = 0, i8 = 1, u16 = 2, i16 = 3, u32 = 4, i32 = 5, f32 = 6, boolean = 7,
   string = 8, array = 9, u64 = 10, i64 = 11, f64 = 12,
 };

@@ -13,12 +13,16 @@ namespace ggufkit {
 
 // A metadata value exactly as it stands on disk: fixed-width values keep their bits
 // (float bit patterns, the bool byte), strings their bytes, arrays their element type.
+// An array keeps its elements compactly, by element type: a 150,000-token vocabulary is
+// a vector of strings, its scores a vector of bits, not 150,000 Values.
 struct Value {
   ValueType type = ValueType::u8;
-  uint64_t bits = 0;              // fixed-width values: the value's bits, zero-extended
-  std::string str;                // type string
-  ValueType elem = ValueType::u8; // type array: the element type
-  std::vector<Value> items;       // type array: the elements
+  ValueType elem = ValueType::u8;  // type array: the element type
+  uint64_t bits = 0;               // fixed-width values: the value's bits, zero-extended
+  std::string str;                 // type string
+  std::vector<uint64_t> nums;      // array of fixed-width elements: their bits
+  std::vector<std::string> strs;   // array of strings
+  std::vector<Value> items;        // array of arrays
 
   static Value scalar(ValueType t, uint64_t bits);
   static Value of_u32(uint32_t v) { return scalar(ValueType::u32, v); }
@@ -28,14 +32,18 @@ struct Value {
   static Value of_f64(double v);
   static Value of_bool(bool v) { return scalar(ValueType::boolean, v ? 1 : 0); }
   static Value of_string(std::string s);
+  // An array from element Values, each of type `elem` (a format Error otherwise).
   static Value array(ValueType elem, std::vector<Value> items);
-  static Value strings(const std::vector<std::string>& items);
+  static Value strings(std::vector<std::string> items);
+
+  size_t size() const;             // an array's element count
+  Value at(size_t i) const;        // an array's element i, as a Value
 
   bool is_integer() const;          // u8 ... i64 (not bool)
   uint64_t as_u64() const;          // integers and bool; signed ones sign-extended
   int64_t as_i64() const;           // integers, sign-extended where signed
   double as_f64() const;            // any number
-  bool operator==(const Value& o) const;  // bitwise: NaN equals the same NaN
+  bool operator==(const Value& o) const = default;  // bitwise: NaN equals the same NaN
 };
 
 struct KV {
