@@ -11,8 +11,12 @@ CORPUS ?= ../shared/corpus
 WERROR := $(if $(filter true,$(CI)),ON,OFF)
 DEBS := cmake g++ make libboost-program-options-dev libboost-iostreams-dev libyaml-cpp-dev libgtest-dev libxxhash-dev
 FUZZ_DEBS := clang libclang-rt-14-dev
+# The interop tests' npm packages, pinned, installed outside the source tree.
+NPM_DIR ?= $(HOME)/.cache/ggufkit-interop
+NPM_PKGS := node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1 @huggingface/gguf@0.4.6
+NPM_STAMP := $(NPM_DIR)/.installed-nlc3.21.1-hf0.4.6
 
-.PHONY: deps build demo test test-release test-asan asan fuzz clean
+.PHONY: deps interop-deps build demo test test-release test-asan asan fuzz bench clean
 
 deps:
 	@missing=""; for p in $(DEBS) $(EXTRA_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -21,8 +25,20 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
+# Node.js from Debian if the machine has none, then the pinned packages (about 90 MB, no
+# compiling: node-llama-cpp carries a prebuilt llama.cpp). A failure here does not stop
+# the build: the interop tests then fail and say what is missing.
+interop-deps:
+	@command -v node >/dev/null || { echo "installing nodejs npm"; apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; } || echo "interop: could not install Node.js"
+	@if [ ! -f $(NPM_STAMP) ]; then \
+	  mkdir -p $(NPM_DIR) && cd $(NPM_DIR) && \
+	  (npm i -E --omit=optional --ignore-scripts --no-audit --no-fund $(NPM_PKGS) && touch $(NPM_STAMP)) \
+	  || echo "interop: npm install failed; the interop tests will fail"; \
+	fi
+
 build: deps
-	cmake -S . -B $(BUILD) -DGGUFKIT_WERROR=$(WERROR) >/dev/null
+	cmake -S . -B $(BUILD) -DGGUFKIT_WERROR=$(WERROR) -DGGUFKIT_INTEROP_DIR=$(NPM_DIR) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
@@ -36,7 +52,7 @@ demo: build
 # Every test, in the release build and again under AddressSanitizer and UBSan.
 test: test-release test-asan
 
-test-release: build
+test-release: build interop-deps
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 asan: deps
@@ -45,7 +61,7 @@ asan: deps
 
 test-asan: asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS)
+	  ctest --output-on-failure -j $(JOBS) -LE interop
 
 # libFuzzer targets, each run for FUZZ_SECONDS from seeds the examples make; the corpus
 # files are read from $(CORPUS) in place.
