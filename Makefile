@@ -61,7 +61,7 @@ asan: deps
 
 test-asan: asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS) -LE interop
+	  ctest --output-on-failure -j $(JOBS) -LE "interop|install"
 
 # libFuzzer targets, each run for FUZZ_SECONDS from seeds the examples make; the corpus
 # files are read from $(CORPUS) in place.
