@@ -6,6 +6,7 @@ ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
+BENCH_RUNS ?= 5
 CORPUS ?= ../shared/corpus
 # -Werror in CI (CI=true), plain warnings by hand.
 WERROR := $(if $(filter true,$(CI)),ON,OFF)
@@ -81,6 +82,12 @@ fuzz: build
 	    -rss_limit_mb=2048 -timeout=10 -max_len=65536 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/crash-$$t- \
 	    || exit 1; \
 	done
+
+# Benchmarks against the targets of the interop issue; figures go to bench/RESULTS.md.
+bench: build interop-deps
+	@$(MAKE) --no-print-directory deps EXTRA_DEBS="libbenchmark-dev"
+	cmake -S . -B $(BUILD) >/dev/null && cmake --build $(BUILD) -j $(JOBS) --target bench_parse
+	bench/run.sh $(BUILD) $(NPM_DIR) $(BENCH_RUNS)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Turns bench/run.sh's measurements into bench/RESULTS.md (printed to stdout).
+set -euo pipefail
+results=$1 gbench=$2 model=$3 runs=$4 nlc_ms=$5 hf_ms=$6
+get() { awk -F'\t' -v n="$1" -v c="$2" '$1 == n { print $c }' "$results"; }
+ratio() { awk -v a="$(get "$1" 2)" -v b="$(get "$2" 2)" 'BEGIN { printf "%.2f", a / b }'; }
+ms() { awk -v s="$(get "$1" 2)" 'BEGIN { printf "%.0f", s * 1000 }'; }
+mib() { awk -v k="$(get "$1" 5)" 'BEGIN { printf "%.1f", k / 1024 }'; }
+header_mb=$(grep -o 'header_MB=[0-9.]*' "$gbench" | head -1 | cut -d= -f2)
+cat <<MD
+# Benchmarks
+
+Reproduce with \`make bench\` (bench/run.sh). Each command ran $runs times on the same
+file in one session; the table gives the median, the spread (min to max) and the largest
+peak RSS (\`/usr/bin/time\`). The page cache was warm (the 4.7 GB file fits in memory), so
+rewrites measure the copy and the writes, not a cold disk.
+
+## Machine
+
+- $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(free -g | awk '/Mem:/ { print $2 }') GiB of memory
+- Linux $(uname -r), file system $(df -T "$(dirname "$model")" | awk 'NR == 2 { print $2 }')
+- $(date -u +%Y-%m-%d)
+
+## The file
+
+\`bench/qwen7b-sketch.sh\` written by \`ggufkit write\`: a Qwen2.5-7B-Instruct Q4_K_M-shaped
+model (qwen2, 28 blocks, embedding 3584, 152,064 tokens, 151,387 merges, a 2.5 KB chat
+template, 339 tensors in q4_K, q6_K and f32 with the real shapes, random bytes):
+$(stat -c %s "$model") bytes, a header of ${header_mb} MB.
+
+## Figures
+
+| command | median s | spread s | peak RSS KiB |
+|---|---:|---:|---:|
+$(awk -F'\t' '{ printf "| %s | %s | %s to %s | %s |\n", $1, $2, $3, $4, $5 }' "$results")
+
+Header parse from memory (Google Benchmark, \`bench/bench_parse.cpp\`, no process start-up):
+
+\`\`\`
+$(grep -E "^(BM_|Benchmark|-)" "$gbench")
+\`\`\`
+
+In-process parse time of the peers (their own clocks, without node's start-up):
+node-llama-cpp \`readGgufFileInfo\` ${nlc_ms} ms, @huggingface/gguf \`gguf()\` ${hf_ms} ms.
+
+## Against the targets
+
+| target | bar | measured |
+|---|---|---|
+| header parse of the 4.7 GB file (\`ggufkit show\`, whole process) | under 20 ms | $(ms "ggufkit show") ms |
+| its peak memory beyond the header's own size | under 32 MiB | $(mib "ggufkit show") MiB in all, ${header_mb} MB of it the header |
+| chat-template edit, \`--no-verify\`, against \`cp\` | at most 1.10x | $(ratio "edit template --no-verify" "cp")x (against cp + sync: $(ratio "edit template --no-verify" "cp + sync")x) |
+| chat-template edit, verified, against \`cp\` | at most 1.6x | $(ratio "edit template (verified)" "cp")x (against cp + sync: $(ratio "edit template (verified)" "cp + sync")x) |
+| realign to 64, \`--no-verify\` / verified, against \`cp\` | 1.10x / 1.6x | $(ratio "realign 64 --no-verify" "cp")x / $(ratio "realign 64 (verified)" "cp")x |
+| peak RSS of edit and realign | under 64 MiB | $(mib "edit template (verified)") MiB / $(mib "realign 64 (verified)") MiB |
+
+ggufkit flushes the file to disk (fsync) before it renames it into place; plain \`cp\`
+does not, so \`cp + sync\` is the like-for-like floor.
+MD

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# ggufkit's benchmarks, side by side in one run, written to bench/RESULTS.md.
+#
+#   make bench            (or: bench/run.sh BUILD_DIR NPM_DIR [RUNS])
+#
+# Writes a Qwen2.5-7B-Instruct Q4_K_M-shaped fixture (4.7 GB of random bytes, the real
+# shapes and a 152,064-token vocabulary) into $BENCH_DIR unless it is there, then times
+# each command RUNS times: the median, the spread (min to max) and the peak RSS.
+set -euo pipefail
+build=${1:-build} npm=${2:-$HOME/.cache/ggufkit-interop} runs=${3:-5}
+here=$(cd "$(dirname "$0")" && pwd)
+dir=${BENCH_DIR:-/tmp/ggufkit-bench}
+bin=$build/ggufkit
+mkdir -p "$dir"
+model=$dir/qwen7b-q4km.gguf
+if [ ! -f "$model" ]; then
+  "$here/qwen7b-sketch.sh" > "$dir/qwen7b.yaml"
+  "$bin" write "$dir/qwen7b.yaml" -o "$model"
+fi
+printf '{%% for m in messages %%}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{%% endfor %%}' > "$dir/template.jinja"
+cp "$here/peers.mjs" "$npm/ggufkit-peers.mjs"
+
+results=$dir/results.tsv
+: > "$results"
+# measure NAME COMMAND...: RUNS runs; records median, min, max seconds and the largest peak RSS.
+measure() {
+  local name=$1; shift
+  local times=() rss=0
+  for ((i = 0; i < runs; i++)); do
+    rm -f "$dir/out.gguf" "$dir/cp.gguf"
+    sync
+    local t
+    t=$( { /usr/bin/time -f "%e %M" "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+    times+=("${t% *}")
+    (( ${t#* } > rss )) && rss=${t#* }
+  done
+  local sorted
+  sorted=$(printf '%s\n' "${times[@]}" | sort -g)
+  local med min max
+  med=$(sed -n "$(( (runs + 1) / 2 ))p" <<<"$sorted"); min=$(head -1 <<<"$sorted"); max=$(tail -1 <<<"$sorted")
+  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$med" "$min" "$max" "$rss" >> "$results"
+  printf '%-34s median %6ss  (%s to %s)  peak RSS %6s KB\n' "$name" "$med" "$min" "$max" "$rss"
+}
+# In-process times of the node peers (their own clocks, without node's start-up).
+peer() {
+  local ms=()
+  for ((i = 0; i < runs; i++)); do ms+=("$(cd "$npm" && node ggufkit-peers.mjs "$1" "$model" | sed 's/.*"ms":\([0-9.]*\).*/\1/')"); done
+  printf '%s\n' "${ms[@]}" | sort -g | sed -n "$(( (runs + 1) / 2 ))p"
+}
+
+echo "== header parse of $model"
+measure "ggufkit show" "$bin" show "$model"
+measure "node-llama-cpp readGgufFileInfo" sh -c "cd '$npm' && node ggufkit-peers.mjs nlc '$model'"
+measure "@huggingface/gguf gguf()" sh -c "cd '$npm' && node ggufkit-peers.mjs hf '$model'"
+nlc_ms=$(peer nlc) hf_ms=$(peer hf)
+echo "in-process parse: node-llama-cpp ${nlc_ms} ms, @huggingface/gguf ${hf_ms} ms"
+"$build/bench/bench_parse" "$model" --benchmark_format=console | tee "$dir/bench_parse.txt"
+
+echo "== rewrites of $model"
+measure "cat > /dev/null (read floor)" sh -c "cat '$model' > /dev/null"
+measure "cp" cp "$model" "$dir/cp.gguf"
+measure "cp + sync" sh -c "cp '$model' '$dir/cp.gguf' && sync '$dir/cp.gguf'"
+measure "edit template --no-verify" "$bin" edit "$model" --chat-template-file "$dir/template.jinja" -o "$dir/out.gguf" --no-verify
+measure "edit template (verified)" "$bin" edit "$model" --chat-template-file "$dir/template.jinja" -o "$dir/out.gguf"
+measure "realign 64 --no-verify" "$bin" realign "$model" -a 64 -o "$dir/out.gguf" --no-verify
+measure "realign 64 (verified)" "$bin" realign "$model" -a 64 -o "$dir/out.gguf"
+measure "rewrite --no-verify" "$bin" rewrite "$model" -o "$dir/out.gguf" --no-verify
+measure "rewrite (verified)" "$bin" rewrite "$model" -o "$dir/out.gguf"
+rm -f "$dir/out.gguf" "$dir/cp.gguf"
+
+"$here/report.sh" "$results" "$dir/bench_parse.txt" "$model" "$runs" "$nlc_ms" "$hf_ms" > "$here/RESULTS.md"
+echo "wrote $here/RESULTS.md"
