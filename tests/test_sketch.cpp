@@ -56,40 +56,9 @@ std::vector<double> fixed_vector() {
 }  // namespace
 
 TEST(SketchValues, EveryValueTypeAndItsExtremesReadBackExactly) {
-  Scanned s = read_sketch_text(R"(
-metadata:
-  - {key: u8, type: u8, value: 255}
-  - {key: i8, type: i8, value: -128}
-  - {key: u16, type: u16, value: 65535}
-  - {key: i16, type: i16, value: -32768}
-  - {key: u32, type: u32, value: 4294967295}
-  - {key: i32, type: i32, value: -2147483648}
-  - {key: u64, type: u64, value: 18446744073709551615}
-  - {key: i64, type: i64, value: -9223372036854775808}
-  - {key: i64.max, type: i64, value: 0x7fffffffffffffff}
-  - {key: f32.negzero, type: f32, value: -0.0}
-  - {key: f32.nan, type: f32, value: nan}
-  - {key: f32.payload, type: f32, value: {bits: 0x7fc00001}}
-  - {key: f32.tiny, type: f32, value: 1.4e-45}
-  - {key: f32.inf, type: f32, value: inf}
-  - {key: f64.max, type: f64, value: 1.7976931348623157e308}
-  - {key: f64.neginf, type: f64, value: -inf}
-  - {key: f64.third, type: f64, value: 0.3333333333333333}
-  - {key: bool.true, type: bool, value: true}
-  - {key: bool.false, type: bool, value: false}
-  - {key: bool.two, type: bool, value: 2}
-  - {key: string.text, type: string, value: "h\u00e9llo\n\t\"q\" \u0000 end"}
-  - {key: string.bytes, type: string, value: {hex: "ff00fe"}}
-  - {key: string.empty, type: string, value: ""}
-  - {key: array.i16, type: array, items: i16, value: [-1, 0, 32767]}
-  - {key: array.empty, type: array, items: f64, value: []}
-  - key: array.nested
-    type: array
-    items: array
-    value: [{items: u8, value: [1, 2]}, {items: string, value: [x]}]
-)");
+  Scanned s = scan(from_bytes("every-type", sketch_bytes(read_sketch(kExamples + "/every-type.yaml"))));
   const Model& m = s.model;
-  ASSERT_EQ(m.metadata.size(), 26u);
+  ASSERT_EQ(m.metadata.size(), 27u);
   EXPECT_EQ(m.find("u8")->type, ValueType::u8);
   EXPECT_EQ(bits_of(m, "u8"), 255u);
   EXPECT_EQ(m.find("i8")->as_i64(), -128);

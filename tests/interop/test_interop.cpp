@@ -89,6 +89,9 @@ void same_value(const std::string& type, const YAML::Node& ours, const YAML::Nod
     }
   } else if (type == "bool") {
     EXPECT_EQ(ours.Scalar() != "false", theirs.Scalar() == "true") << where;  // a raw byte 2 reads as true there
+  } else if (type == "string" && ours.IsMap()) {
+    // Bytes that are not UTF-8: ours are {"hex": ...}, exact; TextDecoder there replaces them.
+    EXPECT_TRUE(theirs.IsScalar()) << where;
   } else if (type == "string" && ours.Scalar().rfind("\xEF\xBB\xBF", 0) == 0) {
     // @huggingface/gguf decodes with TextDecoder, which drops a leading U+FEFF (the BOM):
     // the llama-spm and phi-3 vocabularies have a token that is a lone U+FEFF. Ours keeps its bytes.
@@ -180,33 +183,7 @@ TEST(HuggingFace, ReadsEveryFileTheTestsWriteAndTheCorpusAsGgufkitDoes) {
       tiny_llama(),
       write_fixture("interop-padding", kExamples + "/broken/nonzero-padding.yaml"),
   };
-  std::string values = temp_path("interop-values.yaml");
-  std::string v = R"(
-metadata:
-  - {key: general.architecture, type: string, value: values}
-  - {key: u8, type: u8, value: 255}
-  - {key: i8, type: i8, value: -128}
-  - {key: u16, type: u16, value: 65535}
-  - {key: i16, type: i16, value: -32768}
-  - {key: u32, type: u32, value: 4294967295}
-  - {key: i32, type: i32, value: -2147483648}
-  - {key: u64, type: u64, value: 18446744073709551615}
-  - {key: i64, type: i64, value: -9223372036854775808}
-  - {key: f32, type: f32, value: 0.1}
-  - {key: f32.negzero, type: f32, value: -0.0}
-  - {key: f32.nan, type: f32, value: nan}
-  - {key: f64, type: f64, value: 1.7976931348623157e308}
-  - {key: bool, type: bool, value: true}
-  - {key: bool.two, type: bool, value: 2}
-  - {key: text, type: string, value: "ünïcödé \u2603 and\nlines"}
-  - {key: list, type: array, items: i16, value: [-1, 0, 1]}
-  - {key: floats, type: array, items: f64, value: [0.5, -inf]}
-tensors:
-  - {name: w, type: q4_K, dims: [256, 2], fill: {random_bytes: {seed: 3}}}
-  - {name: b, type: bf16, dims: [7], fill: {ramp: {start: 0, step: 1}}}
-)";
-  write_file_bytes(values, std::vector<uint8_t>(v.begin(), v.end()));
-  files.push_back(write_fixture("interop-values", values));
+  files.push_back(write_fixture("interop-every-type", kExamples + "/every-type.yaml"));
   for (uint32_t a : {64u, 4096u}) {
     std::string out = temp_path("interop-hf-realign-" + std::to_string(a) + ".gguf");
     ASSERT_EQ(run_cli("realign " + tiny_llama() + " -a " + std::to_string(a) + " -o " + out).code, 0);
