@@ -1,6 +1,5 @@
 #include "ggufkit/rewrite.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -9,19 +8,16 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <random>
 #include <vector>
 
 #include "ggufkit/error.h"
+#include "ggufkit/output.h"
 #include "ggufkit/scan.h"
 #include "ggufkit/writer.h"
 
 namespace ggufkit {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr size_t kPiece = 1 << 20;
 
@@ -81,6 +77,13 @@ uint64_t hash_range(int fd, uint64_t offset, uint64_t n, const std::string& name
   return h;
 }
 
+void cancelled(const RewriteOptions& opt, const std::string& target) {
+  if (opt.cancel && opt.cancel->load()) {
+    errno = 0;
+    throw_io(target, "interrupted by a signal");
+  }
+}
+
 bool same_tensors(const Model& a, const Model& b) {
   if (a.tensors.size() != b.tensors.size()) return false;
   for (size_t i = 0; i < a.tensors.size(); ++i)
@@ -88,24 +91,6 @@ bool same_tensors(const Model& a, const Model& b) {
         a.tensors[i].type != b.tensors[i].type)
       return false;
   return true;
-}
-
-// The temporary file and its cleanup: an O_TMPFILE has no name until it is linked, so
-// even kill -9 leaves nothing; a named one is removed on every failure path we control.
-struct TempFile {
-  int fd = -1;
-  std::string named;  // set while a name exists that must be removed on failure
-  ~TempFile() {
-    if (fd >= 0) ::close(fd);
-    if (!named.empty()) ::unlink(named.c_str());
-  }
-};
-
-std::string unique_name(const fs::path& dir, const std::string& base) {
-  std::random_device rd;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%08x", rd());
-  return (dir / ("." + base + ".ggufkit-" + std::to_string(::getpid()) + "-" + buf)).string();
 }
 
 }  // namespace
@@ -127,56 +112,42 @@ RewriteResult safe_rewrite(const Model& model, const std::string& source, const 
       throw_usage("refusing to write over the input " + source + ": " + dest +
                   " is the same file; use --in-place to replace it safely");
   }
-  fs::path dir = fs::path(target).parent_path();
-  if (dir.empty()) dir = ".";
-  std::string base = fs::path(target).filename().string();
   mode_t mode = have_source ? (src_st.st_mode & 07777) : 0644;
   const std::string note = "; nothing was changed" + (have_source ? " (" + source + " is as it was)" : std::string());
 
   RewriteResult result;
   result.path = target;
-  TempFile tmp;
   try {
     result.layout = plan(model);
-    tmp.fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
-    if (tmp.fd < 0) {  // no O_TMPFILE here: a hidden named file, removed on failure
-      std::string name = unique_name(dir, base);
-      tmp.fd = ::open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-      if (tmp.fd < 0) throw_io(target, "cannot create a temporary file in " + dir.string());
-      tmp.named = name;
-    }
+    PendingFile out(target, mode);
     uint64_t total = result.layout.file_size;
     auto progress = [&](uint64_t w) {
       if (opt.progress) opt.progress(w, total);
     };
     std::vector<Hashed> hashes;
     if (opt.verify) {
-      HashingSink sink(tmp.fd, target);
+      HashingSink sink(out.fd(), target);
       sink.cancel = opt.cancel;
       sink.progress = progress;
       emit(model, result.layout, sink);
       hashes = std::move(sink.hashes);
     } else {
-      FdSink sink(tmp.fd, target);
+      FdSink sink(out.fd(), target);
       sink.cancel = opt.cancel;
       sink.progress = progress;
       emit(model, result.layout, sink);
     }
-    if (::fsync(tmp.fd) != 0) throw_io(target, "fsync failed");
 
     // The header, re-read by the strict reader, must be what was planned.
-    Scanned back = scan(open_file("/proc/self/fd/" + std::to_string(tmp.fd)));
+    Scanned back = scan(open_file(out.proc_path()));
     if (back.layout != result.layout || back.model.metadata != model.metadata || !same_tensors(back.model, model) ||
         back.source_size != result.layout.file_size) {
       errno = 0;
       throw_io(target, "verification failed: the written header does not read back as planned");
     }
     for (const Hashed& h : hashes) {
-      if (opt.cancel && opt.cancel->load()) {
-        errno = 0;
-        throw_io(target, "interrupted by a signal");
-      }
-      if (hash_range(tmp.fd, h.offset, h.size, target) != h.hash) {
+      cancelled(opt, target);
+      if (hash_range(out.fd(), h.offset, h.size, target) != h.hash) {
         errno = 0;
         throw_io(target, "verification failed: the tensor data at byte " + std::to_string(h.offset) +
                              " does not match what was read");
@@ -184,27 +155,10 @@ RewriteResult safe_rewrite(const Model& model, const std::string& source, const 
       result.tensors_verified++;
       result.bytes_verified += h.size;
     }
-    if (::fchmod(tmp.fd, mode) != 0) throw_io(target, "cannot set the file mode");
-    if (tmp.named.empty()) {
-      std::string name = unique_name(dir, base);
-      std::string proc = "/proc/self/fd/" + std::to_string(tmp.fd);
-      if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) != 0)
-        throw_io(target, "cannot give the finished file a name in " + dir.string());
-      tmp.named = name;
-    }
-    if (opt.cancel && opt.cancel->load()) {
-      errno = 0;
-      throw_io(target, "interrupted by a signal");
-    }
-    if (::rename(tmp.named.c_str(), target.c_str()) != 0) throw_io(target, "cannot rename the finished file into place");
-    tmp.named.clear();  // committed: it is the destination now
+    cancelled(opt, target);
+    out.commit();
   } catch (const Error& e) {
     throw Error(e.kind, e.file.empty() ? target : e.file, e.offset, e.field, e.message + note);
-  }
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {  // the rename itself is durable once the folder is
-    ::fsync(dfd);
-    ::close(dfd);
   }
   return result;
 }

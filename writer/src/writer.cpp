@@ -1,14 +1,11 @@
 #include "ggufkit/writer.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
 #include "ggufkit/error.h"
+#include "ggufkit/output.h"
 
 namespace ggufkit {
 
@@ -260,26 +257,11 @@ Layout write_file(const Model& model, const std::string& path) {
 
 void write_file(const Model& model, const Layout& layout, const std::string& path,
                 const std::function<void(int fd)>& finish) {
-  std::string tmp = path + ".ggufkit-XXXXXX";
-  int fd = ::mkstemp(tmp.data());
-  if (fd < 0) throw_io(path, "cannot create a temporary file beside it");
-  try {
-    FdSink sink(fd, path);
-    emit(model, layout, sink);
-    if (finish) finish(fd);
-    if (::fsync(fd) != 0) throw_io(path, "fsync failed");
-    ::fchmod(fd, 0644);  // mkstemp made it 0600; a model file is for others to read
-    if (::close(fd) != 0) {
-      fd = -1;
-      throw_io(path, "close failed");
-    }
-    fd = -1;
-    if (::rename(tmp.c_str(), path.c_str()) != 0) throw_io(path, "cannot rename the finished file into place");
-  } catch (...) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
+  PendingFile out(path, 0644);
+  FdSink sink(out.fd(), path);
+  emit(model, layout, sink);
+  if (finish) finish(out.fd());
+  out.commit();
 }
 
 Model walkthrough_model() {

@@ -32,8 +32,8 @@ void emit(const Model& model, const Layout& layout, Sink& sink);
 // plan + emit into memory.
 std::vector<uint8_t> to_bytes(const Model& model);
 
-// plan + emit into a temporary file beside `path`, flushed, then renamed over `path`.
-// On any failure the temporary file is removed and `path` is left as it was.
+// plan + emit into a PendingFile (output.h) that becomes `path` when complete. On any
+// failure `path` is left as it was and nothing else is left behind.
 Layout write_file(const Model& model, const std::string& path);
 // The same with a layout already planned; `finish` may edit the written file through
 // its descriptor before it is flushed and renamed.
