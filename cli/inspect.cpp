@@ -95,7 +95,7 @@ int cmd_show(const std::vector<std::string>& args) {
         std::cout << (first ? "" : ", ") << json_string(h.key) << ": " << value_json(*h.value);
         first = false;
       }
-    std::cout << "}, \"vocabulary_size\": " << vocabulary_size(m)
+    std::cout << "}, \"head_size\": " << head_size(m) << ", \"vocabulary_size\": " << vocabulary_size(m)
               << ", \"tokenizer\": " << json_string(string_value(m, "tokenizer.ggml.model")) << ", \"special_tokens\": {";
     first = true;
     for (const auto& [k, id] : special_tokens(m)) {
@@ -128,6 +128,7 @@ int cmd_show(const std::vector<std::string>& args) {
       any = true;
       std::printf("  %-14s %s\n", h.label.c_str(), brief_value(*h.value).c_str());
     }
+  if (any && head_size(m)) std::printf("  %-14s %llu\n", "head size", static_cast<unsigned long long>(head_size(m)));
   if (m.find("tokenizer.ggml.tokens") || m.find("tokenizer.ggml.model")) {
     std::printf("\nvocabulary    %llu tokens (%s)\n", static_cast<unsigned long long>(vocabulary_size(m)),
                 string_value(m, "tokenizer.ggml.model").c_str());

@@ -134,6 +134,7 @@ TEST(Inspect, ShowGivesTheSummaryOfTheTinyLlama) {
   EXPECT_EQ(j["hyperparameters"]["llama.block_count"].as<int>(), 2);
   EXPECT_EQ(j["hyperparameters"]["llama.attention.head_count_kv"].as<int>(), 2);
   EXPECT_EQ(j["hyperparameters"]["llama.rope.freq_base"].as<double>(), 10000.0);
+  EXPECT_EQ(j["head_size"].as<int>(), 16);  // 64 wide / 4 heads
   EXPECT_EQ(j["vocabulary_size"].as<int>(), 32000);
   EXPECT_EQ(j["tokenizer"].as<std::string>(), "llama");
   EXPECT_EQ(j["special_tokens"]["eos"].as<int>(), 2);

@@ -169,7 +169,7 @@ std::vector<Hyperparameter> hyperparameters(const Model& m) {
       {"block count", "block_count"},          {"context length", "context_length"},
       {"embedding", "embedding_length"},       {"feed-forward", "feed_forward_length"},
       {"heads", "attention.head_count"},       {"KV heads", "attention.head_count_kv"},
-      {"head size", "attention.key_length"},   {"rope base", "rope.freq_base"},
+      {"rope base", "rope.freq_base"},
       {"rms epsilon", "attention.layer_norm_rms_epsilon"}, {"norm epsilon", "attention.layer_norm_epsilon"},
       {"experts", "expert_count"},             {"experts used", "expert_used_count"}};
   std::string arch = architecture(m);
@@ -179,6 +179,17 @@ std::vector<Hyperparameter> hyperparameters(const Model& m) {
     out.push_back({label, full, arch.empty() ? nullptr : m.find(full)});
   }
   return out;
+}
+
+uint64_t head_size(const Model& m) {
+  std::string arch = architecture(m);
+  auto get = [&](const char* k) {
+    const Value* v = m.find(arch + "." + k);
+    return v && v->is_integer() ? v->as_u64() : 0;
+  };
+  if (uint64_t k = get("attention.key_length")) return k;
+  uint64_t embd = get("embedding_length"), heads = get("attention.head_count");
+  return heads ? embd / heads : 0;
 }
 
 uint64_t vocabulary_size(const Model& m) {

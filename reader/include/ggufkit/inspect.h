@@ -32,6 +32,8 @@ struct Hyperparameter {
   const Value* value = nullptr;
 };
 std::vector<Hyperparameter> hyperparameters(const Model& m);
+// The attention head size: {arch}.attention.key_length, or embedding / heads; 0 if unknown.
+uint64_t head_size(const Model& m);
 
 // Special token ids present in the file: label ("eos") and id.
 std::vector<std::pair<std::string, uint64_t>> special_tokens(const Model& m);
