@@ -43,6 +43,20 @@ TEST_P(Malformed, TheProgramExits1WithTheMessageUnderMemoryAndTimeLimits) {
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
+TEST_P(Malformed, ValidateReportsItWithin64MiBOfAddressSpace) {
+  const Case& c = GetParam();
+  std::string path = temp_path(std::string("validate-") + c.name + ".gguf");
+  write_file_bytes(path, c.build());
+#ifdef GGUFKIT_SANITIZED
+  CliRun r = run_cli("validate --json " + path, "timeout 60 ");
+#else
+  CliRun r = run_cli("validate --json " + path, "ulimit -v 65536; timeout 10 ");  // 64 MiB of address space
+#endif
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.out.find("\"severity\": \"error\", \"offset\": "), std::string::npos) << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
 INSTANTIATE_TEST_SUITE_P(AllStages, Malformed, ::testing::ValuesIn(malformed_cases()),
                          [](const auto& info) { return std::string(info.param.name); });
 
