@@ -53,6 +53,7 @@ node-llama-cpp \`readGgufFileInfo\` ${nlc_ms} ms, @huggingface/gguf \`gguf()\` $
 | chat-template edit, verified, against \`cp\` | at most 1.6x | $(ratio "edit template (verified)" "cp")x (against cp + sync: $(ratio "edit template (verified)" "cp + sync")x) |
 | realign to 64, \`--no-verify\` / verified, against \`cp\` | 1.10x / 1.6x | $(ratio "realign 64 --no-verify" "cp")x / $(ratio "realign 64 (verified)" "cp")x |
 | peak RSS of edit and realign | under 64 MiB | $(mib "edit template (verified)") MiB / $(mib "realign 64 (verified)") MiB |
+| writing the file from its sketch, against \`dd\` + fsync of as many bytes (the sketch issue) | about the disk's time, flat memory | $(ratio "ggufkit write (the sketch)" "dd of as many bytes + fsync")x, peak RSS $(mib "ggufkit write (the sketch)") MiB |
 
 ggufkit flushes the file to disk (fsync) before it renames it into place; plain \`cp\`
 does not, so \`cp + sync\` is the like-for-like floor.

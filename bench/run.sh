@@ -56,6 +56,11 @@ nlc_ms=$(peer nlc) hf_ms=$(peer hf)
 echo "in-process parse: node-llama-cpp ${nlc_ms} ms, @huggingface/gguf ${hf_ms} ms"
 "$build/bench/bench_parse" "$model" --benchmark_format=console | tee "$dir/bench_parse.txt"
 
+echo "== writing the 4.7 GB file from its sketch, against the disk"
+size_mb=$(( $(stat -c %s "$model") / 1048576 ))
+measure "ggufkit write (the sketch)" "$bin" write "$dir/qwen7b.yaml" -o "$dir/out.gguf"
+measure "dd of as many bytes + fsync" dd if=/dev/zero of="$dir/out.gguf" bs=1M count=$size_mb conv=fsync status=none
+
 echo "== rewrites of $model"
 measure "cat > /dev/null (read floor)" sh -c "cat '$model' > /dev/null"
 measure "cp" cp "$model" "$dir/cp.gguf"
