@@ -13,10 +13,8 @@ dir=${BENCH_DIR:-/tmp/ggufkit-bench}
 bin=$build/ggufkit
 mkdir -p "$dir"
 model=$dir/qwen7b-q4km.gguf
-if [ ! -f "$model" ]; then
-  "$here/qwen7b-sketch.sh" > "$dir/qwen7b.yaml"
-  "$bin" write "$dir/qwen7b.yaml" -o "$model"
-fi
+[ -f "$dir/qwen7b.yaml" ] || "$here/qwen7b-sketch.sh" > "$dir/qwen7b.yaml"
+[ -f "$model" ] || "$bin" write "$dir/qwen7b.yaml" -o "$model"
 printf '{%% for m in messages %%}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{%% endfor %%}' > "$dir/template.jinja"
 cp "$here/peers.mjs" "$npm/ggufkit-peers.mjs"
 
