@@ -355,3 +355,82 @@ TEST(HostileYaml, DuplicateKeysAreRefusedWithTheirPosition) {
   e = sketch_error("tensors:\n  - {name: a, type: f32, dims: [1], fill: zeros, raw: {offset: 0, offset: 32}}\n");
   EXPECT_EQ(e.message, "'offset' is given twice");
 }
+
+namespace {
+// One value type: the YAML values written and the bits (or text) each must read back as.
+struct TypeCase {
+  const char* type;
+  std::vector<std::pair<std::string, uint64_t>> values;  // YAML text, expected bits
+};
+void PrintTo(const TypeCase& c, std::ostream* os) { *os << c.type; }
+
+const std::vector<TypeCase>& type_cases() {
+  static const std::vector<TypeCase> all = {
+      {"u8", {{"0", 0}, {"255", 255}, {"0x7f", 127}}},
+      {"i8", {{"-128", 0x80}, {"127", 127}, {"-1", 0xff}}},
+      {"u16", {{"65535", 65535}, {"0", 0}}},
+      {"i16", {{"-32768", 0x8000}, {"32767", 0x7fff}}},
+      {"u32", {{"4294967295", 0xffffffffu}, {"1", 1}}},
+      {"i32", {{"-2147483648", 0x80000000u}, {"2147483647", 0x7fffffffu}}},
+      {"u64", {{"18446744073709551615", UINT64_MAX}, {"0", 0}}},
+      {"i64", {{"-9223372036854775808", 1ull << 63}, {"9223372036854775807", INT64_MAX}}},
+      {"f32", {{"-0.0", 0x80000000u}, {"nan", 0x7fc00000u}, {"{bits: 0x7f800001}", 0x7f800001u}, {"inf", 0x7f800000u},
+               {"3.4028234663852886e38", 0x7f7fffffu}, {"1.4e-45", 1}}},
+      {"f64", {{"-0.0", 1ull << 63}, {"-inf", 0xfff0000000000000ull}, {"5e-324", 1}, {"{bits: 0x7ff0000000000001}", 0x7ff0000000000001ull}}},
+      {"bool", {{"true", 1}, {"false", 0}, {"2", 2}, {"255", 255}}},
+  };
+  return all;
+}
+}  // namespace
+
+class EachValueType : public ::testing::TestWithParam<TypeCase> {};
+
+TEST_P(EachValueType, WrittenBySketchReadsBackExactly) {
+  const TypeCase& c = GetParam();
+  std::string yaml = "metadata:\n";
+  for (size_t i = 0; i < c.values.size(); ++i)
+    yaml += "  - {key: v" + std::to_string(i) + ", type: " + c.type + ", value: " + c.values[i].first + "}\n";
+  yaml += std::string("  - {key: list, type: array, items: ") + c.type + ", value: [";
+  for (size_t i = 0; i < c.values.size(); ++i) yaml += (i ? ", " : "") + c.values[i].first;
+  yaml += "]}\n";
+  Scanned s = read_sketch_text(yaml);
+  ASSERT_EQ(s.model.metadata.size(), c.values.size() + 1);
+  for (size_t i = 0; i < c.values.size(); ++i) {
+    const Value& v = s.model.metadata[i].value;
+    EXPECT_STREQ(value_type_name(v.type), c.type);
+    EXPECT_EQ(v.bits, c.values[i].second) << c.values[i].first;
+    EXPECT_EQ(s.model.metadata.back().value.nums.at(i), c.values[i].second) << c.values[i].first << " in an array";
+  }
+  // And the dump of it is the same sketch again, to the byte.
+  auto bytes = to_bytes(s.model);
+  EXPECT_EQ(sketch_bytes(parse_sketch(dump_sketch(s.model), "dump", temp_dir())), bytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, EachValueType, ::testing::ValuesIn(type_cases()),
+                         [](const auto& info) { return std::string(info.param.type); });
+
+TEST(EachValueType, StringsAndNestedArraysReadBackExactly) {
+  Scanned s = read_sketch_text(R"(
+metadata:
+  - {key: plain, type: string, value: "tabs\tand \"quotes\" and \u2603"}
+  - {key: nul, type: string, value: "a\u0000b"}
+  - {key: bytes, type: string, value: {hex: "c0ff"}}
+  - {key: empty, type: string, value: ""}
+  - {key: strings, type: array, items: string, value: ["", "x", {hex: "80"}]}
+  - {key: nested, type: array, items: array, value: [{items: array, value: [{items: i8, value: [-1]}]}, {items: string, value: []}]}
+)");
+  const Model& m = s.model;
+  EXPECT_EQ(m.find("plain")->str, "tabs\tand \"quotes\" and \xe2\x98\x83");
+  EXPECT_EQ(m.find("nul")->str, std::string("a\0b", 3));
+  EXPECT_EQ(m.find("bytes")->str, "\xc0\xff");
+  EXPECT_EQ(m.find("empty")->str, "");
+  EXPECT_EQ(m.find("strings")->strs, (std::vector<std::string>{"", "x", "\x80"}));
+  const Value* n = m.find("nested");
+  ASSERT_EQ(n->items.size(), 2u);
+  EXPECT_EQ(n->items[0].elem, ValueType::array);
+  EXPECT_EQ(n->items[0].items[0].elem, ValueType::i8);
+  EXPECT_EQ(n->items[0].items[0].nums, (std::vector<uint64_t>{0xff}));
+  EXPECT_EQ(n->items[1].elem, ValueType::string);
+  EXPECT_EQ(n->items[1].size(), 0u);
+  EXPECT_EQ(sketch_bytes(parse_sketch(dump_sketch(m), "dump", temp_dir())), to_bytes(m));
+}
