@@ -34,6 +34,12 @@ $(stat -c %s "$model") bytes, a header of ${header_mb} MB.
 |---|---:|---:|---:|
 $(awk -F'\t' '{ printf "| %s | %s | %s to %s | %s |\n", $1, $2, $3, $4, $5 }' "$results")
 
+The commands, as run (paths relative to the bench folder, \`\$BENCH_DIR\`):
+
+\`\`\`
+$(awk -F'\t' '{ printf "%-34s %s\n", $1, $6 }' "$results")
+\`\`\`
+
 Header parse from memory (Google Benchmark, \`bench/bench_parse.cpp\`, no process start-up):
 
 \`\`\`

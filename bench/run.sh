@@ -36,7 +36,7 @@ measure() {
   sorted=$(printf '%s\n' "${times[@]}" | sort -g)
   local med min max
   med=$(sed -n "$(( (runs + 1) / 2 ))p" <<<"$sorted"); min=$(head -1 <<<"$sorted"); max=$(tail -1 <<<"$sorted")
-  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$med" "$min" "$max" "$rss" >> "$results"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$med" "$min" "$max" "$rss" "${*//$dir\//}" >> "$results"
   printf '%-34s median %6ss  (%s to %s)  peak RSS %6s KB\n' "$name" "$med" "$min" "$max" "$rss"
 }
 # In-process times of the node peers (their own clocks, without node's start-up).
