@@ -434,3 +434,45 @@ metadata:
   EXPECT_EQ(n->items[1].size(), 0u);
   EXPECT_EQ(sketch_bytes(parse_sketch(dump_sketch(m), "dump", temp_dir())), to_bytes(m));
 }
+
+// Found by fuzz_sketch: a ramp past the range of an integer tensor type converted a
+// double too large for int64 (undefined behaviour, caught by UBSan). Fills now saturate
+// at the type's range and values: lists are read as exact integers.
+TEST(SketchFills, IntegerTypesSaturateAndValuesMustFitTheirType) {
+  Scanned s = read_sketch_text(R"(
+tensors:
+  - {name: a, type: i32, dims: [2], fill: {ramp: {start: 0, step: 555555555555555555555555555555555555555555555555555555555555555555555555555555555555551}}}
+  - {name: b, type: i8, dims: [4], fill: {ramp: {start: -200, step: 100}}}
+  - {name: c, type: i16, dims: [3], fill: {uniform: {seed: 1, min: nan, max: nan}}}
+  - {name: d, type: i64, dims: [2], values: [-9223372036854775808, 9223372036854775807]}
+  - {name: e, type: f16, dims: [2], values: [1e300, -1e300]}
+  - {name: f, type: q8_0, dims: [32], fill: {ramp: {start: 1e300, step: 1e300}}}
+)");
+  auto bytes_of = [&](size_t i) {
+    const Tensor& t = s.model.tensors[i];
+    std::vector<uint8_t> b(t.nbytes());
+    t.source->read_at(t.source_offset, b.data(), b.size());
+    return b;
+  };
+  auto a = bytes_of(0);
+  int32_t a1;
+  std::memcpy(&a1, a.data() + 4, 4);
+  EXPECT_EQ(a1, INT32_MAX);
+  auto b = bytes_of(1);
+  EXPECT_EQ(std::vector<int8_t>(b.begin(), b.end()), (std::vector<int8_t>{-128, -100, 0, 100}));
+  EXPECT_EQ(bytes_of(2), std::vector<uint8_t>(6, 0));  // NaN becomes 0
+  auto d = bytes_of(3);
+  int64_t d0, d1;
+  std::memcpy(&d0, d.data(), 8);
+  std::memcpy(&d1, d.data() + 8, 8);
+  EXPECT_EQ(d0, INT64_MIN);  // exact, not through a double
+  EXPECT_EQ(d1, INT64_MAX);
+  EXPECT_EQ(bytes_of(4), (std::vector<uint8_t>{0x00, 0x7c, 0x00, 0xfc}));  // +inf, -inf
+  EXPECT_EQ(bytes_of(5).size(), 34u);
+
+  Error e = sketch_error("tensors:\n  - {name: x, type: i16, dims: [2], values: [1, 40000]}\n");
+  EXPECT_EQ(e.field, "tensors[0] x");
+  EXPECT_EQ(e.message, "value 40000 is out of range for i16 (-32768 to 32767)");
+  e = sketch_error("tensors:\n  - {name: x, type: i8, dims: [1], values: [1.5]}\n");
+  EXPECT_EQ(e.message, "expected an integer, found '1.5'");
+}

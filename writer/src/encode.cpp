@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "ggufkit/error.h"
@@ -15,6 +16,24 @@ namespace {
 
 void put_le(uint8_t* out, uint64_t v, int width, bool big) {
   for (int i = 0; i < width; ++i) out[big ? width - 1 - i : i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+// A double as a float without undefined behaviour: past the float range is infinity.
+float to_float(double d) {
+  if (d > std::numeric_limits<float>::max()) return std::numeric_limits<float>::infinity();
+  if (d < -std::numeric_limits<float>::max()) return -std::numeric_limits<float>::infinity();
+  return static_cast<float>(d);
+}
+
+// A double as an integer of `width` bytes: truncated toward 0, saturated at the type's
+// range, NaN as 0 (a fill can run past any range; a conversion must never be undefined).
+uint64_t to_int(double d, int width) {
+  const double lim = std::ldexp(1.0, 8 * width - 1);  // 2^(bits-1), exact in a double
+  if (std::isnan(d)) return 0;
+  int64_t v = d >= lim ? static_cast<int64_t>((static_cast<uint64_t>(1) << (8 * width - 1)) - 1)
+              : d < -lim ? -static_cast<int64_t>(static_cast<uint64_t>(1) << (8 * width - 2)) * 2
+                         : static_cast<int64_t>(d);
+  return static_cast<uint64_t>(v);
 }
 
 void check_range(const ByteSource& s, uint64_t offset, size_t n) {
@@ -40,7 +59,10 @@ void quantize_q8_0(const float* x, uint8_t* out) {
   const float d = amax / 127.0f;
   const float id = d ? 1.0f / d : 0.0f;
   put_le(out, f32_to_f16(d), 2, false);
-  for (int j = 0; j < 32; ++j) out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::roundf(x[j] * id)));
+  for (int j = 0; j < 32; ++j) {
+    float q = std::roundf(x[j] * id);  // within +-127 for finite input; NaN only from infinities
+    out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::isnan(q) ? 0.0f : std::clamp(q, -127.0f, 127.0f)));
+  }
 }
 
 void quantize_q4_0(const float* x, uint8_t* out) {
@@ -54,9 +76,15 @@ void quantize_q4_0(const float* x, uint8_t* out) {
   const float d = max / -8.0f;
   const float id = d ? 1.0f / d : 0.0f;
   put_le(out, f32_to_f16(d), 2, false);
+  // x * id + 8.5 lies in [0.5, 16.5] for finite input; the clamp only keeps infinities
+  // and NaN from an undefined conversion.
+  auto nibble = [](float t) {
+    t = std::isnan(t) ? 8.0f : std::clamp(t, 0.0f, 16.5f);
+    return static_cast<uint8_t>(std::min<int>(15, static_cast<int8_t>(t)));
+  };
   for (int j = 0; j < 16; ++j) {
-    const uint8_t lo = static_cast<uint8_t>(std::min<int>(15, static_cast<int8_t>(x[j] * id + 8.5f)));
-    const uint8_t hi = static_cast<uint8_t>(std::min<int>(15, static_cast<int8_t>(x[16 + j] * id + 8.5f)));
+    const uint8_t lo = nibble(x[j] * id + 8.5f);
+    const uint8_t hi = nibble(x[16 + j] * id + 8.5f);
     out[2 + j] = static_cast<uint8_t>(lo | (hi << 4));
   }
 }
@@ -66,7 +94,7 @@ void encode(const GgmlType& type, const double* v, uint64_t n, uint8_t* out, boo
   if (name == "q8_0" || name == "q4_0") {
     float block[32];
     for (uint64_t b = 0; b < n / 32; ++b) {
-      for (int j = 0; j < 32; ++j) block[j] = static_cast<float>(v[b * 32 + j]);
+      for (int j = 0; j < 32; ++j) block[j] = to_float(v[b * 32 + j]);
       if (name == "q8_0") quantize_q8_0(block, out + b * 34);
       else quantize_q4_0(block, out + b * 18);
     }
@@ -76,18 +104,18 @@ void encode(const GgmlType& type, const double* v, uint64_t n, uint8_t* out, boo
   for (uint64_t i = 0; i < n; ++i, out += w) {
     uint64_t bits;
     if (name == "f32") {
-      float f = static_cast<float>(v[i]);
+      float f = to_float(v[i]);
       uint32_t u;
       std::memcpy(&u, &f, 4);
       bits = u;
     } else if (name == "f64") {
       std::memcpy(&bits, &v[i], 8);
     } else if (name == "f16") {
-      bits = f32_to_f16(static_cast<float>(v[i]));
+      bits = f32_to_f16(to_float(v[i]));
     } else if (name == "bf16") {
-      bits = f32_to_bf16(static_cast<float>(v[i]));
+      bits = f32_to_bf16(to_float(v[i]));
     } else {  // i8 ... i64
-      bits = static_cast<uint64_t>(static_cast<int64_t>(v[i]));
+      bits = to_int(v[i], w);
     }
     put_le(out, bits, w, big);
   }

@@ -169,10 +169,7 @@ class Parser : public YamlReader {
       if (!v.IsSequence() || v.size() != elements)
         fail(v, entry, "values: needs a list of " + std::to_string(elements) + " numbers, found " +
                            (v.IsSequence() ? std::to_string(v.size()) : std::string("no list")));
-      std::vector<double> values;
-      values.reserve(v.size());
-      for (const auto& x : v) values.push_back(number(x, entry));
-      t.source = encoded_source(t.name, *gt, elements, [vs = std::move(values)](uint64_t i) { return vs[i]; }, big);
+      t.source = values_source(v, entry, *gt, elements, *nbytes, big);
     } else if (const YamlNode& f = n["fill"]; f) {
       t.source = fill(f, entry, *gt, elements, *nbytes, big);
     } else if (const YamlNode& b = n["bytes"]; b) {
@@ -214,6 +211,25 @@ class Parser : public YamlReader {
       add("offset", path + " (offset)", 8);
     }
     s.model.tensors.push_back(std::move(t));
+  }
+
+  // The bytes of a values: list. Integer types are read as exact integers, checked
+  // against their range; the others as numbers, encoded (or quantized) as ggml does.
+  std::shared_ptr<const ByteSource> values_source(const YamlNode& v, const std::string& entry, const GgmlType& gt,
+                                                  uint64_t elements, uint64_t nbytes, bool big) {
+    std::vector<uint8_t> bytes(nbytes);
+    if (gt.block == 1 && gt.name[0] == 'i') {  // i8 i16 i32 i64
+      for (uint64_t i = 0; i < elements; ++i) {
+        auto x = static_cast<uint64_t>(signed_of(v[i], entry, gt.size));
+        for (uint32_t b = 0; b < gt.size; ++b) bytes[i * gt.size + (big ? gt.size - 1 - b : b)] = static_cast<uint8_t>(x >> (8 * b));
+      }
+    } else {
+      std::vector<double> values;
+      values.reserve(elements);
+      for (const auto& x : v) values.push_back(number(x, entry));
+      encode(gt, values.data(), elements, bytes.data(), big);
+    }
+    return from_bytes(entry, std::move(bytes));
   }
 
   void need_encodable(const YamlNode& n, const std::string& entry, const GgmlType& gt, bool big) {
