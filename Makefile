@@ -73,7 +73,7 @@ fuzz: build
 	mkdir -p $(FUZZ_BUILD)/seeds/binary $(FUZZ_BUILD)/seeds/sketch $(FUZZ_BUILD)/seeds/patch
 	for f in examples/sketch-408.yaml examples/broken/*.yaml; do \
 	  $(BUILD)/ggufkit write $$f -o $(FUZZ_BUILD)/seeds/binary/$$(basename $$f .yaml).gguf; done
-	cp examples/*.yaml examples/broken/*.yaml $(FUZZ_BUILD)/seeds/sketch/
+	cp examples/*.yaml examples/broken/*.yaml tests/fuzz/regressions/sketch-*.yaml $(FUZZ_BUILD)/seeds/sketch/
 	cp examples/patches/*.yaml $(FUZZ_BUILD)/seeds/patch/
 	for t in reader roundtrip sketch patch; do \
 	  case $$t in reader|roundtrip) seeds="$(FUZZ_BUILD)/seeds/binary $(CORPUS)/vocab";; *) seeds=$(FUZZ_BUILD)/seeds/$$t;; esac; \
