@@ -28,7 +28,8 @@ measure() {
     rm -f "$dir/out.gguf" "$dir/cp.gguf"
     sync
     local t
-    t=$( { /usr/bin/time -f "%e %M" "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+    /usr/bin/time -o "$dir/time.txt" -f "%e %M" "$@" >/dev/null 2>&1
+    t=$(tail -1 "$dir/time.txt")
     times+=("${t% *}")
     (( ${t#* } > rss )) && rss=${t#* }
   done
