@@ -75,7 +75,12 @@ class Cursor {
   template <typename T>
   T num(Where w) {
     T v;
-    read(&v, sizeof v, w);
+    if (static_cast<size_t>(end_ - p_) >= sizeof v) {  // the common case: a fixed-size copy, inlined
+      std::memcpy(&v, p_, sizeof v);
+      p_ += sizeof v;
+    } else {
+      read(&v, sizeof v, w);
+    }
     if (swap) v = byteswap(v);
     return v;
   }
@@ -89,7 +94,10 @@ class Cursor {
                       left_text());
     check_left(at, w, len, "a string of " + std::to_string(len) + " bytes");
     std::string s;
-    if (size_) {
+    if (static_cast<uint64_t>(end_ - p_) >= len) {  // all in the window: one copy
+      s.assign(reinterpret_cast<const char*>(p_), static_cast<size_t>(len));
+      p_ += len;
+    } else if (size_) {
       s.resize(len);
       read(s.data(), len, w);
     } else {  // unknown size: grow only as bytes arrive
