@@ -81,6 +81,15 @@ std::vector<std::string> files_in(const std::string& dir) {
   return out;
 }
 
+// A folder of its own holding a copy of `model` as model.gguf: (folder, model path).
+std::pair<std::string, std::string> fault_dir(const std::string& name, const std::string& model) {
+  std::string dir = temp_path(name);
+  fs::create_directories(dir);
+  std::string src = dir + "/model.gguf";
+  fs::copy_file(model, src, fs::copy_options::overwrite_existing);
+  return {dir, src};
+}
+
 }  // namespace
 
 TEST(EditOps, EachOperationChangesExactlyWhatItNamesOnEveryCorpusFile) {
@@ -300,10 +309,8 @@ class FailingSource final : public ByteSource {
 }  // namespace
 
 TEST(EditFaults, AReadErrorPartWayLeavesNothingBehind) {
-  std::string dir = temp_path("fault-read");
-  fs::create_directories(dir);
-  std::string src = dir + "/model.gguf", out = dir + "/out.gguf";
-  fs::copy_file(tiny_llama(), src, fs::copy_options::overwrite_existing);
+  auto [dir, src] = fault_dir("fault-read", tiny_llama());
+  std::string out = dir + "/out.gguf";
   write_file_bytes(out, {1, 2, 3});  // an existing destination must survive too
   auto before = read_file_bytes(src);
   Scanned s = scan_file(src);
@@ -328,10 +335,7 @@ TEST(EditFaults, AReadErrorPartWayLeavesNothingBehind) {
 }
 
 TEST(EditFaults, AFullFileSystemLeavesNothingBehind) {
-  std::string dir = temp_path("fault-full");
-  fs::create_directories(dir);
-  std::string src = dir + "/model.gguf";
-  fs::copy_file(tiny_llama(), src, fs::copy_options::overwrite_existing);
+  auto [dir, src] = fault_dir("fault-full", tiny_llama());
   auto before = read_file_bytes(src);
   // ulimit -f in 512-byte blocks (dash): 1 MB may be written, the model is 5 MB.
   for (const char* flags : {"", " --no-verify", " --in-place"}) {
@@ -383,10 +387,8 @@ pid_t spawn(const std::vector<std::string>& args) {
 }  // namespace
 
 TEST(EditFaults, KillDashNineAtSeveralPointsLeavesNothingBehind) {
-  std::string dir = temp_path("fault-kill");
-  fs::create_directories(dir);
-  std::string src = dir + "/model.gguf", out = dir + "/out.gguf";
-  fs::copy_file(large_model(), src, fs::copy_options::overwrite_existing);
+  auto [dir, src] = fault_dir("fault-kill", large_model());
+  std::string out = dir + "/out.gguf";
   auto size = fs::file_size(src);
   ASSERT_GT(size, 300'000'000u);
   Scanned s0 = scan_file(src);
@@ -427,10 +429,8 @@ TEST(EditFaults, KillDashNineAtSeveralPointsLeavesNothingBehind) {
 }
 
 TEST(EditFaults, SigintStopsTheRewriteAndSaysNothingWasChanged) {
-  std::string dir = temp_path("fault-int");
-  fs::create_directories(dir);
-  std::string src = dir + "/model.gguf", out = dir + "/out.gguf";
-  fs::copy_file(large_model(), src, fs::copy_options::overwrite_existing);
+  auto [dir, src] = fault_dir("fault-int", large_model());
+  std::string out = dir + "/out.gguf";
   std::string err = temp_path("sigint.err");
   pid_t pid = ::fork();
   if (pid == 0) {
