@@ -41,6 +41,15 @@ std::string types_text(const std::map<std::string, uint64_t>& types) {
 // A column of text padded to width.
 std::string col(const std::string& s, size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); }
 
+// A tensor's name, dims and type: as text columns, or as the opening of its JSON object.
+std::string tensor_columns(const Tensor& t) {
+  return col(t.name, 40) + " " + col(shape_text(t.dims), 22) + " " + col(ggml_type(t.type)->name, 8) + " ";
+}
+std::string tensor_json(const Tensor& t) {
+  return "{\"name\": " + json_string(t.name) + ", \"dims\": " + dims_json(t.dims) + ", \"type\": \"" +
+         ggml_type(t.type)->name + "\"";
+}
+
 // FILE plus a second positional argument (layer N, tensor NAME).
 struct TwoArgs {
   std::string file, second;
@@ -201,8 +210,7 @@ int cmd_tensors(const std::vector<std::string>& args) {
     std::cout << "{\"data_offset\": " << s.layout.data_offset << ", \"tensors\": [";
     for (size_t i = 0; i < m.tensors.size(); ++i) {
       const Tensor& t = m.tensors[i];
-      std::cout << (i ? ",\n  " : "\n  ") << "{\"name\": " << json_string(t.name) << ", \"dims\": " << dims_json(t.dims)
-                << ", \"type\": \"" << ggml_type(t.type)->name << "\", \"offset\": " << s.layout.tensor_offsets[i]
+      std::cout << (i ? ",\n  " : "\n  ") << tensor_json(t) << ", \"offset\": " << s.layout.tensor_offsets[i]
                 << ", \"bytes\": " << t.nbytes() << "}";
     }
     std::cout << "\n]}\n";
@@ -211,8 +219,7 @@ int cmd_tensors(const std::vector<std::string>& args) {
   std::printf("%s %s %s %14s %14s\n", col("name", 40).c_str(), col("dims", 22).c_str(), col("type", 8).c_str(), "offset", "bytes");
   for (size_t i = 0; i < m.tensors.size(); ++i) {
     const Tensor& t = m.tensors[i];
-    std::printf("%s %s %s %14llu %14llu\n", col(t.name, 40).c_str(), col(shape_text(t.dims), 22).c_str(),
-                col(ggml_type(t.type)->name, 8).c_str(), static_cast<unsigned long long>(s.layout.tensor_offsets[i]),
+    std::printf("%s%14llu %14llu\n", tensor_columns(t).c_str(), static_cast<unsigned long long>(s.layout.tensor_offsets[i]),
                 static_cast<unsigned long long>(t.nbytes()));
   }
   std::printf("%zu tensors; offsets count from the data start at %llu\n", m.tensors.size(),
@@ -302,16 +309,14 @@ int cmd_layer(const std::vector<std::string>& args) {
   if (a->json) {
     std::cout << "{\"block\": " << n << ", \"bytes\": " << total << ", \"tensors\": [";
     for (size_t i = 0; i < mine.size(); ++i)
-      std::cout << (i ? ", " : "") << "{\"name\": " << json_string(mine[i]->name) << ", \"dims\": " << dims_json(mine[i]->dims)
-                << ", \"type\": \"" << ggml_type(mine[i]->type)->name << "\", \"bytes\": " << mine[i]->nbytes() << "}";
+      std::cout << (i ? ", " : "") << tensor_json(*mine[i]) << ", \"bytes\": " << mine[i]->nbytes() << "}";
     std::cout << "], \"same_as\": [";
     for (size_t i = 0; i < same.size(); ++i) std::cout << (i ? ", " : "") << same[i];
     std::cout << "]}\n";
     return 0;
   }
   for (const Tensor* t : mine)
-    std::printf("%s %s %s %14llu\n", col(t->name, 40).c_str(), col(shape_text(t->dims), 22).c_str(),
-                col(ggml_type(t->type)->name, 8).c_str(), static_cast<unsigned long long>(t->nbytes()));
+    std::printf("%s%14llu\n", tensor_columns(*t).c_str(), static_cast<unsigned long long>(t->nbytes()));
   std::printf("block %llu: %zu tensors, %llu bytes; %zu other blocks have the same names, shapes and types\n",
               static_cast<unsigned long long>(n), mine.size(), static_cast<unsigned long long>(total), same.size());
   return 0;
