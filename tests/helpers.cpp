@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <random>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include "ggufkit/sketch.h"
 
 namespace testing_helpers {
 
@@ -19,6 +22,7 @@ using namespace ggufkit;
 namespace {
 std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot read " + path);
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
@@ -58,14 +62,40 @@ std::vector<uint8_t> read_file_bytes(const std::string& path) {
 
 std::string corpus(const std::string& name) { return std::string(GGUFKIT_CORPUS) + "/" + name; }
 
-CliRun run_cli(const std::string& args, const std::string& prefix) {
+CliRun run_cli(const std::string& args, const std::string& prefix, const std::string& bin) {
   static int n = 0;
   std::string out = temp_path("cli-" + std::to_string(++n) + ".out");
   std::string err = out + ".err";
-  std::string cmd = prefix + std::string(GGUFKIT_BIN) + " " + args + " >" + out + " 2>" + err;
+  std::string cmd = "export LC_ALL=C; " + prefix + bin + " " + args + " >" + out + " 2>" + err;
   int status = std::system(cmd.c_str());
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return {code, slurp(out), slurp(err)};
+}
+
+const std::string& tiny_llama() {
+  static std::string path = [] {
+    std::string p = temp_path("tiny-llama.gguf");
+    write_sketch(read_sketch(std::string(GGUFKIT_SOURCE) + "/examples/tiny-llama.yaml",
+                             {{"VOCAB", corpus("vocab/ggml-vocab-llama-spm.gguf")}}),
+                 p);
+    return p;
+  }();
+  return path;
+}
+
+std::vector<std::string> files_in(const std::string& dir) {
+  std::vector<std::string> out;
+  for (auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::pair<std::string, std::string> fault_dir(const std::string& name, const std::string& model) {
+  std::string dir = temp_path(name);
+  fs::create_directories(dir);
+  std::string src = dir + "/model.gguf";
+  fs::copy_file(model, src, fs::copy_options::overwrite_existing);
+  return {dir, src};
 }
 
 std::vector<uint8_t> f32_bytes(const std::vector<float>& values) {

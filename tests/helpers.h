@@ -33,6 +33,7 @@ struct Bytes {
 std::string temp_dir();
 std::string temp_path(const std::string& name);
 void write_file_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
+// Throws for a file that cannot be read, so two missing files never compare equal.
 std::vector<uint8_t> read_file_bytes(const std::string& path);
 std::string corpus(const std::string& name);  // ../shared/corpus/NAME
 
@@ -40,9 +41,18 @@ struct CliRun {
   int code;
   std::string out, err;
 };
-// Runs the built ggufkit program with the given arguments (shell words), after the
-// shell words in `prefix` (e.g. "ulimit -v 262144;").
-CliRun run_cli(const std::string& args, const std::string& prefix = "");
+// Runs the built ggufkit program (or `bin`) with the given arguments (shell words), after
+// the shell words in `prefix` (e.g. "ulimit -v 262144;"), under LC_ALL=C so that system
+// messages read the same on every machine. A program killed by signal S gives 128 + S.
+CliRun run_cli(const std::string& args, const std::string& prefix = "", const std::string& bin = GGUFKIT_BIN);
+
+// The tiny llama of examples/tiny-llama.yaml (21 tensors in f32, f16 and q8_0, the
+// llama-spm vocabulary of 32000 tokens), written once per test process.
+const std::string& tiny_llama();
+// The names in a folder, sorted.
+std::vector<std::string> files_in(const std::string& dir);
+// A folder of its own holding a copy of `model` as model.gguf: (folder, model path).
+std::pair<std::string, std::string> fault_dir(const std::string& name, const std::string& model);
 
 // Little-endian f32 bytes of the values, for tensor sources.
 std::vector<uint8_t> f32_bytes(const std::vector<float>& values);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ggufkit/error.h"
+#include "ggufkit/fault.h"
 #include "ggufkit/output.h"
 #include "ggufkit/scan.h"
 #include "ggufkit/writer.h"
@@ -43,6 +44,7 @@ class HashingSink final : public FdSink {
         size_t k = static_cast<size_t>(std::min<uint64_t>(n - done, kPiece));
         src.read_at(offset + done, buf.data(), k);
         XXH64_update(st, buf.data(), k);
+        fault_point("copied", {-1, buf.data(), k});
         put(buf.data(), k);
         done += k;
         if (done % (8 * kPiece) == 0 || done == n) tick(pos() + done);
@@ -75,6 +77,22 @@ uint64_t hash_range(int fd, uint64_t offset, uint64_t n, const std::string& name
   uint64_t h = XXH64_digest(st);
   XXH64_freeState(st);
   return h;
+}
+
+// The first byte of the written file, from `at`, that differs from the tensor's source:
+// a checksum mismatch is reported with the byte a person can look at.
+uint64_t first_difference(int fd, uint64_t at, const Tensor& t, const std::string& name) {
+  std::vector<uint8_t> a(kPiece), b(kPiece);
+  for (uint64_t done = 0, n = t.nbytes(); done < n;) {
+    size_t k = static_cast<size_t>(std::min<uint64_t>(n - done, kPiece));
+    t.source->read_at(t.source_offset + done, a.data(), k);
+    if (::pread(fd, b.data(), k, static_cast<off_t>(at + done)) != static_cast<ssize_t>(k))
+      throw_io(name, "cannot re-read the written file at byte " + std::to_string(at + done));
+    for (size_t i = 0; i < k; ++i)
+      if (a[i] != b[i]) return at + done + i;
+    done += k;
+  }
+  return at;  // the source changed under us: the range as a whole
 }
 
 void cancelled(const RewriteOptions& opt, const std::string& target) {
@@ -138,6 +156,9 @@ RewriteResult safe_rewrite(const Model& model, const std::string& source, const 
       emit(model, result.layout, sink);
     }
 
+    fault_point("written", {out.fd(), nullptr, 0});
+    out.flush();
+
     // The header, re-read by the strict reader, must be what was planned.
     Scanned back = scan(open_file(out.proc_path()));
     if (back.layout != result.layout || back.model.metadata != model.metadata || !same_tensors(back.model, model) ||
@@ -145,16 +166,21 @@ RewriteResult safe_rewrite(const Model& model, const std::string& source, const 
       errno = 0;
       throw_io(target, "verification failed: the written header does not read back as planned");
     }
-    for (const Hashed& h : hashes) {
+    for (size_t i = 0; i < hashes.size(); ++i) {
+      const Hashed& h = hashes[i];
       cancelled(opt, target);
       if (hash_range(out.fd(), h.offset, h.size, target) != h.hash) {
+        const Tensor& t = model.tensors[i];  // emit copies tensor data in model order
+        uint64_t at = first_difference(out.fd(), h.offset, t, target);
         errno = 0;
-        throw_io(target, "verification failed: the tensor data at byte " + std::to_string(h.offset) +
-                             " does not match what was read");
+        throw Error(Error::Kind::io, target, at, "tensor[" + std::to_string(i) + "] " + t.name + " (data)",
+                    "verification failed: byte " + std::to_string(at - h.offset) + " of the tensor's data (byte " +
+                        std::to_string(at) + " of the file) is not what was read from the source");
       }
       result.tensors_verified++;
       result.bytes_verified += h.size;
     }
+    fault_point("verified");
     cancelled(opt, target);
     out.commit();
   } catch (const Error& e) {

@@ -4,6 +4,7 @@
 // gives the same verdict as ggufkit on every fixture, valid or broken, but for the listed
 // differences, each with its reason.
 #include <dlfcn.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -40,13 +41,20 @@ YAML::Node js(const std::string& cmd, const std::string& file) {
         ADD_FAILURE() << pkg << " is not installed in " << kNpm << ": the npm install failed or was not run (make interop-deps)";
         return false;
       }
-    fs::copy_file(std::string(GGUFKIT_SOURCE) + "/tests/interop/interop.mjs", kNpm + "/ggufkit-interop.mjs",
-                  fs::copy_options::overwrite_existing);
     return true;
   }();
   if (!ready) throw std::runtime_error("interop tools missing");
+  // The script must sit beside node_modules for its imports to resolve. Each test process
+  // (ctest runs them side by side, and other checkouts may too) gets a copy of its own,
+  // removed when the process ends, so no node ever loads a half-copied script.
+  struct Script {
+    std::string path = kNpm + "/.ggufkit-interop-" + std::to_string(::getpid()) + ".mjs";
+    Script() { fs::copy_file(std::string(GGUFKIT_SOURCE) + "/tests/interop/interop.mjs", path, fs::copy_options::overwrite_existing); }
+    ~Script() { std::error_code ec; fs::remove(path, ec); }
+  };
+  static Script script;
   std::string out = temp_path("js.out"), err = temp_path("js.err");
-  std::string c = "cd " + kNpm + " && node ggufkit-interop.mjs " + cmd + " " + file + " >" + out + " 2>" + err;
+  std::string c = "cd " + kNpm + " && LC_ALL=C node " + script.path + " " + cmd + " " + file + " >" + out + " 2>" + err;
   int code = std::system(c.c_str());
   auto o = read_file_bytes(out), e = read_file_bytes(err);
   if (code != 0) throw std::runtime_error("node " + cmd + " " + file + " failed: " + std::string(e.begin(), e.end()));
@@ -65,11 +73,6 @@ std::string write_fixture(const std::string& name, const std::string& sketch, co
   return out;
 }
 
-const std::string& tiny_llama() {
-  static std::string p = write_fixture("tiny-llama", kExamples + "/tiny-llama.yaml",
-                                       {{"VOCAB", corpus("vocab/ggml-vocab-llama-spm.gguf")}});
-  return p;
-}
 
 const char* kTypeNames[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64"};
 

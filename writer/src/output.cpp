@@ -1,34 +1,69 @@
 #include "ggufkit/output.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <random>
 
 #include "ggufkit/error.h"
+#include "ggufkit/fault.h"
 
 namespace ggufkit {
 
 namespace {
 namespace fs = std::filesystem;
 
-std::string hidden_name(const std::string& dir, const std::string& base) {
+constexpr char kTempPrefix[] = ".ggufkit-";
+
+// Short and independent of the target's name, so any name the file system takes works.
+std::string hidden_name(const std::string& dir) {
   std::random_device rd;
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%08x", rd());
-  return (fs::path(dir) / ("." + base + ".ggufkit-" + std::to_string(::getpid()) + "-" + buf)).string();
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%s%d-%08x.tmp", kTempPrefix, static_cast<int>(::getpid()), rd());
+  return (fs::path(dir) / buf).string();
 }
+
+// The PID in ".ggufkit-PID-XXXXXXXX.tmp", or 0 for any other name.
+pid_t temp_owner(const char* name) {
+  unsigned pid = 0, rnd = 0;
+  int end = 0;
+  if (std::sscanf(name, ".ggufkit-%u-%8x.tmp%n", &pid, &rnd, &end) != 2 || name[end] != '\0') return 0;
+  char canon[48];
+  std::snprintf(canon, sizeof canon, "%s%u-%08x.tmp", kTempPrefix, pid, rnd);
+  return std::strcmp(canon, name) == 0 ? static_cast<pid_t>(pid) : 0;
+}
+
 }  // namespace
+
+int remove_stale_temporaries(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return 0;
+  int removed = 0;
+  while (dirent* e = ::readdir(d)) {
+    pid_t pid = temp_owner(e->d_name);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    if (::unlinkat(::dirfd(d), e->d_name, 0) == 0) ++removed;
+  }
+  ::closedir(d);
+  return removed;
+}
 
 PendingFile::PendingFile(std::string target, mode_t mode) : target_(std::move(target)), mode_(mode) {
   dir_ = fs::path(target_).parent_path().string();
   if (dir_.empty()) dir_ = ".";
-  fd_ = ::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, mode_);
+  remove_stale_temporaries(dir_);
+  int injected = fault_point("tmpfile");
+  fd_ = injected ? -1 : ::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, mode_);
   if (fd_ < 0) {  // no O_TMPFILE here: a hidden named file, removed on failure
-    named_ = hidden_name(dir_, fs::path(target_).filename().string());
+    named_ = hidden_name(dir_);
     fd_ = ::open(named_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode_);
     if (fd_ < 0) {
       named_.clear();
@@ -44,19 +79,40 @@ PendingFile::~PendingFile() {
 
 std::string PendingFile::proc_path() const { return "/proc/self/fd/" + std::to_string(fd_); }
 
-void PendingFile::commit() {
-  if (::fsync(fd_) != 0) throw_io(target_, "fsync failed");
-  if (::fchmod(fd_, mode_) != 0) throw_io(target_, "cannot set the file mode");
-  if (named_.empty()) {  // an O_TMPFILE gets a name only now, and only to be renamed
-    std::string name = hidden_name(dir_, fs::path(target_).filename().string());
-    if (::linkat(AT_FDCWD, proc_path().c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) != 0)
-      throw_io(target_, "cannot give the finished file a name in " + dir_);
-    named_ = name;
+void PendingFile::flush() {
+  int injected = fault_point("fsync");
+  if (injected || ::fsync(fd_) != 0) {
+    if (injected) errno = injected;
+    throw_io(target_, "fsync failed");
   }
-  if (::rename(named_.c_str(), target_.c_str()) != 0) throw_io(target_, "cannot rename the finished file into place");
-  named_.clear();  // it is the target now
+  if (::fchmod(fd_, mode_) != 0) throw_io(target_, "cannot set the file mode");
+  flushed_ = true;
+  fault_point("flushed", {fd_, nullptr, 0});
+}
+
+void PendingFile::commit() {
+  if (!flushed_) flush();
+  if (named_.empty()) {  // an O_TMPFILE gets a name only now
+    // A new target: link it straight to its name, atomically, and the job is done.
+    if (::linkat(AT_FDCWD, proc_path().c_str(), AT_FDCWD, target_.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+      fault_point("renamed");
+    } else {
+      if (errno != EEXIST) throw_io(target_, "cannot give the finished file a name in " + dir_);
+      std::string name = hidden_name(dir_);
+      if (::linkat(AT_FDCWD, proc_path().c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) != 0)
+        throw_io(target_, "cannot give the finished file a name in " + dir_);
+      named_ = name;
+      fault_point("linked");
+    }
+  }
+  if (!named_.empty()) {
+    fault_point("before-rename");
+    if (::rename(named_.c_str(), target_.c_str()) != 0) throw_io(target_, "cannot rename the finished file into place");
+    named_.clear();  // it is the target now
+    fault_point("renamed");
+  }
   int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {  // the rename itself is durable once the folder is
+  if (dfd >= 0) {  // the new name itself is durable once the folder is
     ::fsync(dfd);
     ::close(dfd);
   }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "ggufkit/error.h"
+#include "ggufkit/fault.h"
 
 namespace ggufkit {
 
@@ -54,7 +55,8 @@ void VectorSink::put(const void* data, size_t n) {
 void FdSink::put(const void* data, size_t n) {
   const auto* p = static_cast<const uint8_t*>(data);
   while (n > 0) {
-    ssize_t w = ::write(fd_, p, n);
+    int injected = fault_point("write");
+    ssize_t w = injected ? (errno = injected, -1) : ::write(fd_, p, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) throw_io(name_, "write failed at byte " + std::to_string(pos()));
     p += w;
@@ -75,6 +77,10 @@ void FdSink::transfer(const ByteSource& src, uint64_t offset, uint64_t n) {
   if (src.fd() >= 0 && offset <= src.size() && n <= src.size() - offset) {
     auto in = static_cast<loff_t>(offset);
     while (done < n) {
+      if (int injected = fault_point("write")) {
+        errno = injected;
+        throw_io(name_, "write failed at byte " + std::to_string(pos() + done));
+      }
       ssize_t k = ::copy_file_range(src.fd(), &in, fd_, nullptr, static_cast<size_t>(std::min(n - done, kChunk * 8)), 0);
       if (k < 0 && errno == EINTR) continue;
       if (k <= 0) break;  // not supported here, or a short file: fall back below

@@ -1,0 +1,32 @@
+#pragma once
+// Named fault points: the places in the safe write path where a crash, a signal or a
+// failing system call matters. Production code calls fault_point() at each; it does
+// nothing unless a hook was installed, which only the test build of the program
+// (ggufkit_faulty) and the tests do. The points, in the order a write passes them:
+//   tmpfile        before the unnamed temporary file is opened (fail: take the named fallback)
+//   write          before each write() of the output (fail: that write fails with the errno)
+//   copied         after a piece of tensor data was read and hashed, before it is written
+//   written        every byte of the output is written
+//   fsync          before the output is flushed (fail: fsync fails with the errno)
+//   flushed        the output is flushed and has its mode
+//   verified       the header and every tensor re-read and matched
+//   linked         the finished file has a temporary name in the destination's folder
+//   before-rename  just before the rename over the destination
+//   renamed        the destination is the new file; the folder is not yet flushed
+#include <cstddef>
+
+namespace ggufkit {
+
+// What a point can hand to a hook: the output's descriptor, or a buffer about to be written.
+struct FaultSite {
+  int fd = -1;
+  void* buf = nullptr;
+  size_t size = 0;
+};
+
+// Returns 0 to go on, or an errno the step at this point is to fail with.
+using FaultHook = int (*)(const char* point, const FaultSite& site);
+void set_fault_hook(FaultHook hook);
+int fault_point(const char* point, const FaultSite& site = {});
+
+}  // namespace ggufkit

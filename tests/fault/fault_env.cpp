@@ -1,0 +1,75 @@
+// Linked only into ggufkit_faulty, the test build of the program: GGUFKIT_FAULT=POINT:ACTION
+// (several separated by commas) makes the program act at a named fault point
+// (ggufkit/fault.h). Each time the point is reached it prints "ggufkit: fault point POINT reached" on standard error first, so a
+// test can tell that the point was reached before what it did there. Actions:
+//   kill      die by SIGKILL, as kill -9 would do
+//   int       send itself SIGINT, as a user's Ctrl-C would
+//   flip:N    flip every bit of byte N of the output file (at a point with a descriptor) or
+//             of the buffer (at a point with one); once
+//   fail:E    make the step at this point fail with errno E; once
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ggufkit/fault.h"
+
+namespace {
+
+struct Spec {
+  std::string point, action;
+  bool spent = false;
+};
+
+std::vector<Spec> read_specs() {
+  std::vector<Spec> out;
+  const char* env = std::getenv("GGUFKIT_FAULT");
+  std::string s = env ? env : "";
+  for (size_t at = 0; at < s.size();) {
+    size_t comma = s.find(',', at);
+    std::string one = s.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    size_t colon = one.find(':');
+    out.push_back({one.substr(0, colon), colon == std::string::npos ? "" : one.substr(colon + 1)});
+    at = comma == std::string::npos ? s.size() : comma + 1;
+  }
+  return out;
+}
+
+int act(Spec& spec, const ggufkit::FaultSite& site) {
+  std::string line = "ggufkit: fault point " + spec.point + " reached\n";
+  if (::write(2, line.data(), line.size()) < 0) std::abort();
+  const std::string& a = spec.action;
+  if (a == "kill") ::raise(SIGKILL);
+  if (a == "int") ::raise(SIGINT);
+  if (spec.spent) return 0;
+  if (a.rfind("flip:", 0) == 0) {
+    spec.spent = true;
+    size_t at = std::strtoull(a.c_str() + 5, nullptr, 10);
+    if (site.buf && site.size > 0) {
+      static_cast<unsigned char*>(site.buf)[at % site.size] ^= 0xFF;
+    } else if (site.fd >= 0) {
+      unsigned char b = 0;
+      if (::pread(site.fd, &b, 1, static_cast<off_t>(at)) != 1) std::abort();
+      b ^= 0xFF;
+      if (::pwrite(site.fd, &b, 1, static_cast<off_t>(at)) != 1) std::abort();
+    }
+  } else if (a.rfind("fail:", 0) == 0) {
+    spec.spent = true;
+    return std::atoi(a.c_str() + 5);
+  }
+  return 0;
+}
+
+int on_fault(const char* point, const ggufkit::FaultSite& site) {
+  static std::vector<Spec> specs = read_specs();
+  for (Spec& s : specs)
+    if (s.point == point) return act(s, site);
+  return 0;
+}
+
+const bool installed = (ggufkit::set_fault_hook(on_fault), true);
+
+}  // namespace
