@@ -2,6 +2,7 @@
 // from the folder where the pinned npm packages are installed.
 //
 //   node interop.mjs hf-read FILE        @huggingface/gguf's view of a file, as JSON
+//   node interop.mjs hf-verdict FILE     whether it reads the file: {"ok": true} or {"ok": false, "error": "..."}
 //   node interop.mjs hf-build OUT        write a header with serializeGgufMetadata; print its metadata
 //   node interop.mjs llama-run FILE      load with llama.cpp (node-llama-cpp), generate 8 tokens greedily
 import { writeFile } from "node:fs/promises";
@@ -40,6 +41,14 @@ if (cmd === "hf-read") {
     metadata: metadataList(r.typedMetadata),
     tensors: r.tensorInfos.map((t) => ({ name: t.name, shape: t.shape.map(String), dtype: t.dtype, offset: t.offset.toString() })),
   }));
+} else if (cmd === "hf-verdict") {
+  const { gguf } = await import("@huggingface/gguf");
+  try {
+    const r = await gguf(file, { allowLocalFile: true, typedMetadata: true });
+    console.log(JSON.stringify({ ok: true, tensors: r.tensorInfos.length }));
+  } catch (e) {
+    console.log(JSON.stringify({ ok: false, error: String(e?.message ?? e) }));
+  }
 } else if (cmd === "hf-build") {
   const { serializeGgufMetadata, GGUFValueType: T } = await import("@huggingface/gguf");
   const entries = {
@@ -91,6 +100,6 @@ if (cmd === "hf-read") {
   await context.dispose();
   await model.dispose();
 } else {
-  console.error("usage: interop.mjs hf-read FILE | hf-build OUT | llama-run FILE");
+  console.error("usage: interop.mjs hf-read FILE | hf-verdict FILE | hf-build OUT | llama-run FILE");
   process.exit(2);
 }
