@@ -8,12 +8,14 @@
 
 namespace testing_helpers {
 
-// Builds GGUF bytes by hand, field by field, little-endian, for files the writer would
-// never make.
+// Builds GGUF bytes by hand, field by field, little-endian (or big-endian with big set),
+// for files the writer would never make and as an independent check of those it makes.
 struct Bytes {
   std::vector<uint8_t> b;
+  bool big = false;
   Bytes& raw(const std::string& s) { b.insert(b.end(), s.begin(), s.end()); return *this; }
   Bytes& u8(uint8_t v) { b.push_back(v); return *this; }
+  Bytes& u16(uint16_t v) { return le(v, 2); }
   Bytes& u32(uint32_t v) { return le(v, 4); }
   Bytes& u64(uint64_t v) { return le(v, 8); }
   Bytes& str(const std::string& s) { u64(s.size()); return raw(s); }
@@ -23,8 +25,8 @@ struct Bytes {
   size_t size() const { return b.size(); }
 
  private:
-  Bytes& le(uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  Bytes& le(uint64_t v, int n) {  // n bytes of v in the chosen byte order
+    for (int i = 0; i < n; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * (big ? n - 1 - i : i))));
     return *this;
   }
 };

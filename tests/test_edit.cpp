@@ -144,7 +144,7 @@ TEST(EditOps, AnEosChangeIsOneValueAndNothingElse) {
   EXPECT_EQ(differ, 1u);  // 2 -> 7: one byte of a little-endian u32
 }
 
-TEST(EditOps, RealignTo16And64And4096AndBackTo32GivesTheOriginalBytes) {
+TEST(EditOps, RealignsKeepEveryTensorByteAndADeclaredAlignmentComesBackByteForByte) {
   auto original = read_file_bytes(tiny_llama());
   Scanned orig = scan_file(tiny_llama());
   std::string prev = tiny_llama();

@@ -83,6 +83,54 @@ TEST(RoundTrip, BigEndianFilesAreReadByTheVersionWord) {
   EXPECT_EQ(to_bytes(s.model), b.b);
 }
 
+// Every kind of field, big-endian, encoded by hand here and not by the writer: a string,
+// u16, u64, f64, bool, an array's count and items (u32 and string), and a tensor record.
+TEST(RoundTrip, EveryBigEndianFieldKindReadsFromHandEncodedBytes) {
+  Bytes b;
+  b.big = true;
+  b.head(3, 1, 6);
+  b.str("general.architecture").u32(8).str("be");                         // string
+  b.str("k.u16").u32(2).u16(0xA1B2);                                       // u16
+  b.str("k.u64").u32(10).u64(0x0102030405060708ull);                       // u64
+  b.str("k.f64").u32(12).u64(0xBFF8000000000000ull);                       // f64 -1.5
+  b.str("k.bool").u32(7).u8(1);                                            // bool
+  b.str("k.arr").u32(9).u32(4).u64(3).u32(1).u32(2).u32(0xA0B0C0D0);       // array of u32
+  uint64_t info = b.size();
+  b.str("t").u32(2).u64(4).u64(2).u32(0).u64(0);                           // tensor: dims [4, 2], f32, offset 0
+  b.pad_to(32);
+  uint64_t data = b.size();
+  for (uint32_t bits : {0x3F800000u, 0x40000000u, 0x40400000u, 0x40800000u, 0x40A00000u, 0x40C00000u, 0x40E00000u,
+                        0x41000000u})
+    b.u32(bits);                                                           // 1.0 ... 8.0
+  Scanned s = scan(from_bytes("be", b.b));
+  const Model& m = s.model;
+  EXPECT_EQ(m.order, ByteOrder::big);
+  EXPECT_EQ(m.find("general.architecture")->str, "be");
+  EXPECT_EQ(m.find("k.u16")->bits, 0xA1B2u);
+  EXPECT_EQ(m.find("k.u64")->bits, 0x0102030405060708ull);
+  EXPECT_EQ(m.find("k.f64")->as_f64(), -1.5);
+  EXPECT_EQ(m.find("k.bool")->bits, 1u);
+  const Value* arr = m.find("k.arr");
+  ASSERT_TRUE(arr);
+  EXPECT_EQ(arr->elem, ValueType::u32);
+  EXPECT_EQ(arr->nums, (std::vector<uint64_t>{1, 2, 0xA0B0C0D0}));
+  ASSERT_EQ(m.tensors.size(), 1u);
+  EXPECT_EQ(m.tensors[0].name, "t");
+  EXPECT_EQ(m.tensors[0].dims, (std::vector<uint64_t>{4, 2}));
+  EXPECT_EQ(m.tensors[0].type, 0u);
+  EXPECT_EQ(s.layout.data_offset, data);
+  EXPECT_EQ(s.layout.header_size, info + 8 + 1 + 4 + 16 + 4 + 8);
+  EXPECT_EQ(m.tensors[0].source_offset, data);
+  // The writer gives back the hand-made bytes exactly, and a string array too.
+  EXPECT_EQ(to_bytes(m), b.b);
+  Bytes s2;
+  s2.big = true;
+  s2.head(3, 0, 1).str("k.strs").u32(9).u32(8).u64(2).str("ab").str("");
+  Scanned strs = scan(from_bytes("be-strings", s2.b));
+  EXPECT_EQ(strs.model.find("k.strs")->strs, (std::vector<std::string>{"ab", ""}));
+  EXPECT_EQ(to_bytes(strs.model), s2.b);
+}
+
 TEST(RoundTrip, AQwenSizedVocabularyOf150000TokensAndMergesReads) {
   Model m;
   m.metadata.push_back({"general.architecture", Value::of_string("qwen2")});

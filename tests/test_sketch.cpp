@@ -468,7 +468,14 @@ tensors:
   EXPECT_EQ(d0, INT64_MIN);  // exact, not through a double
   EXPECT_EQ(d1, INT64_MAX);
   EXPECT_EQ(bytes_of(4), (std::vector<uint8_t>{0x00, 0x7c, 0x00, 0xfc}));  // +inf, -inf
-  EXPECT_EQ(bytes_of(5).size(), 34u);
+  // q8_0 of values past f32's range: each is +inf, so the scale is +inf (f16 0x7c00) and
+  // every quant is 0 (inf times the inverse scale 0 is NaN, which saturates to 0), where
+  // a plain cast of NaN to int8 would be undefined.
+  auto f = bytes_of(5);
+  ASSERT_EQ(f.size(), 34u);
+  EXPECT_EQ(f[0], 0x00);
+  EXPECT_EQ(f[1], 0x7c);
+  EXPECT_EQ(std::vector<uint8_t>(f.begin() + 2, f.end()), std::vector<uint8_t>(32, 0));
 
   Error e = sketch_error("tensors:\n  - {name: x, type: i16, dims: [2], values: [1, 40000]}\n");
   EXPECT_EQ(e.field, "tensors[0] x");

@@ -13,10 +13,13 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <random>
 
+#include "ggufkit/encode.h"
 #include "ggufkit/error.h"
 #include "ggufkit/scan.h"
 #include "ggufkit/sketch.h"
+#include "ggufkit/text.h"
 #include "../helpers.h"
 #include "../malformed_cases.h"
 #include "llama_api.h"
@@ -389,6 +392,7 @@ struct Ggml {
   const char* (*arr_str)(const void*, int64_t, size_t) = nullptr;
   const void* (*val_data)(const void*, int64_t) = nullptr;
   const char* (*val_str)(const void*, int64_t) = nullptr;
+  size_t (*quantize_chunk)(uint32_t, const float*, void*, int64_t, int64_t, int64_t, const float*) = nullptr;
   uint32_t (*tensor_type)(const void*, int64_t) = nullptr;
   size_t (*tensor_size)(const void*, int64_t) = nullptr;
   // The ggml context gguf_init_from_file fills with the tensors' shapes (no data).
@@ -418,6 +422,7 @@ const Ggml& ggml() {
     sym(x.arr_str, "gguf_get_arr_str");
     sym(x.val_data, "gguf_get_val_data");
     sym(x.val_str, "gguf_get_val_str");
+    sym(x.quantize_chunk, "ggml_quantize_chunk");
     sym(x.tensor_type, "gguf_get_tensor_type");
     sym(x.tensor_size, "gguf_get_tensor_size");
     sym(x.get_tensor, "ggml_get_tensor");
@@ -598,4 +603,44 @@ TEST(GgmlParser, GivesTheSameVerdictsValuesShapesAndOffsetsButForTheListedDiffer
   EXPECT_EQ(both_refuse, 67);
   EXPECT_EQ(listed, 5);
   std::printf("ggml differential: %d both accept, %d both refuse, %d listed differences\n", both_accept, both_refuse, listed);
+}
+
+// ggufkit's q8_0 and q4_0 encoders (sketch fills) against ggml's own quantizer,
+// ggml_quantize_chunk, on many random blocks and on blocks built to hit rounding ties.
+TEST(GgmlParser, TheQ8AndQ4EncodersWriteWhatGgmlsQuantizerWrites) {
+  const Ggml& g = ggml();
+  ASSERT_TRUE(g.lib && g.quantize_chunk);
+  std::mt19937_64 rng(7);
+  std::vector<float> x;
+  for (int b = 0; b < 4000; ++b) {  // random blocks at scales from 1e-6 to 1e6
+    std::normal_distribution<float> n(0.0f, std::pow(10.0f, static_cast<float>(b % 13) - 6.0f));
+    for (int i = 0; i < 32; ++i) x.push_back(n(rng));
+  }
+  for (int b = 0; b < 64; ++b) {  // ties: the largest magnitude makes the scale exactly 1
+    float top = b % 2 ? 127.0f : -8.0f;
+    x.push_back(top);
+    for (int i = 1; i < 32; ++i) x.push_back(static_cast<float>(static_cast<int>(rng() % 31) - 15) / 2.0f + (b % 4 < 2 ? 0 : 0.25f));
+  }
+  for (int i = 0; i < 32; ++i) x.push_back(0.0f);  // an all-zero block: scale 0
+  for (int i = 0; i < 32; ++i) x.push_back(i % 2 ? 1e-40f : -3e-41f);  // subnormals
+  for (int i = 0; i < 32; ++i) x.push_back(i == 5 ? 3e38f : 1.0f);  // near the top of f32
+  const int64_t blocks = static_cast<int64_t>(x.size() / 32);
+  for (const char* name : {"q8_0", "q4_0"}) {
+    SCOPED_TRACE(name);
+    const GgmlType& t = *ggml_type_by_name(name);
+    std::vector<uint8_t> theirs(static_cast<size_t>(blocks) * t.size), ours(theirs.size());
+    ASSERT_EQ(g.quantize_chunk(t.id, x.data(), theirs.data(), 0, 1, blocks * 32, nullptr), theirs.size());
+    for (int64_t b = 0; b < blocks; ++b) {
+      if (t.id == ggml_type_by_name("q8_0")->id) quantize_q8_0(x.data() + b * 32, ours.data() + b * t.size);
+      else quantize_q4_0(x.data() + b * 32, ours.data() + b * t.size);
+    }
+    int64_t differ = 0;
+    for (int64_t b = 0; b < blocks; ++b)
+      if (std::memcmp(ours.data() + b * t.size, theirs.data() + b * t.size, t.size) != 0) {
+        ++differ;
+        ADD_FAILURE() << "block " << b << ": ours " << hex_text(std::string_view(reinterpret_cast<const char*>(ours.data() + b * t.size), t.size))
+                      << ", ggml's " << hex_text(std::string_view(reinterpret_cast<const char*>(theirs.data() + b * t.size), t.size));
+      }
+    EXPECT_EQ(differ, 0) << "of " << blocks << " blocks";
+  }
 }

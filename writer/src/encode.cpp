@@ -60,8 +60,11 @@ void quantize_q8_0(const float* x, uint8_t* out) {
   const float id = d ? 1.0f / d : 0.0f;
   put_le(out, f32_to_f16(d), 2, false);
   for (int j = 0; j < 32; ++j) {
-    float q = std::roundf(x[j] * id);  // within +-127 for finite input; NaN only from infinities
-    out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::isnan(q) ? 0.0f : std::clamp(q, -127.0f, 127.0f)));
+    // Within +-127 whenever x * id is finite. It is not for infinite input, or when 1 / d
+    // overflows (subnormal input): ggml then converts inf or NaN to int8, undefined in C,
+    // which gives 0 on the machines llama.cpp runs on; so does this, without the UB.
+    float q = std::roundf(x[j] * id);
+    out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::isfinite(q) ? std::clamp(q, -127.0f, 127.0f) : 0.0f));
   }
 }
 
@@ -76,10 +79,9 @@ void quantize_q4_0(const float* x, uint8_t* out) {
   const float d = max / -8.0f;
   const float id = d ? 1.0f / d : 0.0f;
   put_le(out, f32_to_f16(d), 2, false);
-  // x * id + 8.5 lies in [0.5, 16.5] for finite input; the clamp only keeps infinities
-  // and NaN from an undefined conversion.
+  // x * id + 8.5 lies in [0.5, 16.5] when finite; inf and NaN give 0, as in q8_0 above.
   auto nibble = [](float t) {
-    t = std::isnan(t) ? 8.0f : std::clamp(t, 0.0f, 16.5f);
+    t = std::isfinite(t) ? std::clamp(t, 0.0f, 16.5f) : 0.0f;
     return static_cast<uint8_t>(std::min<int>(15, static_cast<int8_t>(t)));
   };
   for (int j = 0; j < 16; ++j) {
