@@ -90,8 +90,9 @@ int cmd_map(const std::vector<std::string>& args) {
                      "usage: ggufkit map FILE [--json]\n\n"
                      "Prints every field of the file in order: offset, size, kind and name. Kinds:\n"
                      "magic version tensor_count kv_count kv_key kv_type kv_value tensor_info\n"
-                     "padding tensor_data tensor_padding. The spans cover the file with no gaps;\n"
-                     "the text form ends with their total, which equals the file size.",
+                     "padding tensor_data tensor_padding gap trailing (gap: bytes between a\n"
+                     "tensor's padding and the next tensor; trailing: bytes after the end). The\n"
+                     "spans cover every byte of the file; the text form ends with their total.",
                      "print {\"file_size\", \"alignment\", \"data_offset\", \"spans\": [...]}");
   if (!a) return 0;
   Scanned s = load(a->file);
@@ -122,7 +123,9 @@ std::string change_text(const Change& c) {
       return "add     " + c.key + " (" + value_type_name(c.after->type) + "): " + brief_value(*c.after);
     case Change::remove: return "remove  " + c.key + " (was " + brief_value(*c.before) + ")";
     case Change::rename: return "rename  " + c.key + " -> " + c.to;
-    case Change::alignment: return "align   " + brief_value(*c.before) + " -> " + brief_value(*c.after);
+    case Change::alignment:
+      return "align   " + brief_value(*c.before) + " -> " +
+             (c.after ? brief_value(*c.after) : "default (32: general.alignment removed)");
   }
   return "";
 }
@@ -149,6 +152,14 @@ int run_rewrite(const RewriteJob& job) {
   Model& model = s.model;  // patched in place: a large vocabulary is not copied
   std::vector<Change> changes = apply_patch(model, job.patch);
   Layout before = s.layout;
+  // What the source had beyond its fields goes only where the data is re-laid: say so.
+  uint64_t dropped = 0;
+  if (!keeps_tail(model, plan(model)))
+    for (const LabeledSpan& sp : before.spans)
+      if (sp.kind == SpanKind::gap || sp.kind == SpanKind::trailing) dropped += sp.span.size;
+  std::string dropped_note = dropped ? "note: the data is re-laid; the source's " + std::to_string(dropped) +
+                                           " bytes of gaps and bytes after the end are not carried over\n"
+                                     : "";
   if (job.dry_run) {
     Layout after = plan(model);
     if (job.json) {
@@ -160,6 +171,7 @@ int run_rewrite(const RewriteJob& job) {
     }
     std::printf("%s: dry run, nothing written\n", job.in.c_str());
     for (const Change& c : changes) std::printf("  %s\n", change_text(c).c_str());
+    std::printf("%s", dropped_note.c_str());
     if (changes.empty()) std::printf("  no changes: the output would be a byte-for-byte rewrite\n");
     std::printf("data start  %llu -> %llu\nfile size   %llu -> %llu\n", static_cast<unsigned long long>(before.data_offset),
                 static_cast<unsigned long long>(after.data_offset), static_cast<unsigned long long>(s.source_size),
@@ -191,6 +203,7 @@ int run_rewrite(const RewriteJob& job) {
     return 0;
   }
   for (const Change& c : changes) std::printf("  %s\n", change_text(c).c_str());
+  std::printf("%s", dropped_note.c_str());
   std::printf("%s: %llu bytes, %zu tensors, %zu keys, data start %llu", r.path.c_str(),
               static_cast<unsigned long long>(r.layout.file_size), model.tensors.size(), model.metadata.size(),
               static_cast<unsigned long long>(r.layout.data_offset));
@@ -248,7 +261,7 @@ int cmd_edit(const std::vector<std::string>& args) {
       "rename", po::value<std::vector<std::string>>()->composing(), "OLD=NEW: rename a key")(
       "chat-template-file", po::value<std::string>(), "set tokenizer.chat_template from a file")(
       "eos-token-id", po::value<std::string>(), "set tokenizer.ggml.eos_token_id")(
-      "alignment", po::value<std::string>(), "re-lay the data at this alignment (a power of two)");
+      "alignment", po::value<std::string>(), "re-lay the data at this alignment (a power of two, or 'default')");
   add_output_options(desc);
   po::positional_options_description pos;
   pos.add("file", 1);
@@ -292,7 +305,7 @@ int cmd_edit(const std::vector<std::string>& args) {
 int cmd_realign(const std::vector<std::string>& args) {
   po::options_description desc("options");
   desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file")(
-      "alignment,a", po::value<std::string>()->required(), "the new alignment: a power of two");
+      "alignment,a", po::value<std::string>()->required(), "the new alignment: a power of two, or 'default' (32, no key)");
   add_output_options(desc);
   po::positional_options_description pos;
   pos.add("file", 1);
@@ -300,7 +313,9 @@ int cmd_realign(const std::vector<std::string>& args) {
                   std::string("usage: ggufkit realign FILE --alignment N (-o OUT | --in-place)\n\n"
                               "Sets general.alignment to N and re-lays the file: the data section and every\n"
                               "tensor start on a multiple of N; every offset is recomputed and every tensor's\n"
-                              "bytes are carried over unchanged. Realigning back gives the original bytes.\n\n") +
+                              "bytes are carried over unchanged. '-a default' removes the key, which means 32\n"
+                              "to every reader. Realigning back gives the original bytes: to the original N,\n"
+                              "or with -a default for a file that declared none.\n\n") +
                       kSafety);
   if (!vm) return 0;
   RewriteJob job = job_of(*vm);

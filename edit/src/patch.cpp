@@ -34,9 +34,20 @@ void Patch::add_set_file(const std::string& key, const std::string& path) {
 void Patch::add_remove(const std::string& key) { remove.push_back({key, "", {}}); }
 void Patch::add_rename(const std::string& from, const std::string& to) { rename.push_back({from, to, {}}); }
 
+namespace {
+// N, or "default" (0): the alignment readers use when the file declares none.
+uint64_t alignment_of(YamlReader& y, const YamlNode& n) {
+  if (n.IsScalar() && n.Scalar() == "default") return 0;
+  uint64_t a = y.unsigned_of(n, "alignment", 4);
+  if (a == 0) y.fail(n, "alignment", "alignment 0 is not a power of two (say 'default' for the default, 32)");
+  return a;
+}
+}  // namespace
+
 void Patch::set_alignment(const std::string& text) {
   alignment_at = scalar_node(text);
-  alignment = YamlReader(name, base_dir).unsigned_of(alignment_at, "alignment", 4);
+  YamlReader y(name, base_dir);
+  alignment = alignment_of(y, alignment_at);
 }
 
 Patch parse_patch(const std::string& text, const std::string& name, const std::string& base_dir) {
@@ -63,7 +74,7 @@ Patch parse_patch(const std::string& text, const std::string& name, const std::s
       p.rename.push_back({y.scalar(r.items[i], "rename"), y.scalar(r.items[i + 1], "rename"), r.items[i]});
   }
   if (const YamlNode& a = root["alignment"]; a) {
-    p.alignment = y.unsigned_of(a, "alignment", 4);
+    p.alignment = alignment_of(y, a);
     p.alignment_at = a;
   }
   return p;
@@ -81,6 +92,7 @@ class Applier : YamlReader {
   Applier(Model& m, const Patch& p, const Registry& r) : YamlReader(p.name, p.base_dir), m_(m), p_(p), r_(r) {}
 
   std::vector<Change> run() {
+    uint32_t alignment_before = m_.alignment();
     for (const auto& rn : p_.rename) {
       KV* kv = find(rn.key);
       if (!kv) fail(rn.at, "rename " + rn.key, "there is no key " + rn.key + " to rename");
@@ -94,14 +106,18 @@ class Applier : YamlReader {
     for (const auto& rm : p_.remove) {
       auto it = std::find_if(m_.metadata.begin(), m_.metadata.end(), [&](const KV& kv) { return kv.key == rm.key; });
       if (it == m_.metadata.end()) fail(rm.at, "remove " + rm.key, "there is no key " + rm.key + " to remove");
-      if (rm.key == kAlignmentKey) fail(rm.at, "remove " + rm.key, "general.alignment is changed with alignment:, not remove");
-      changes_.push_back({Change::remove, rm.key, "", it->value, std::nullopt});
+      if (rm.key == kAlignmentKey && p_.alignment)
+        fail(rm.at, "remove " + rm.key, "the patch also sets the alignment; say alignment: default to remove the key");
+      changes_.push_back({rm.key == kAlignmentKey ? Change::alignment : Change::remove, rm.key, "", it->value, std::nullopt});
       m_.metadata.erase(it);
       touched_.push_back(rm.key);
     }
     for (const auto& s : p_.set) set(s);
     if (p_.alignment) align(*p_.alignment);
     check();
+    // A new alignment re-lays the data section: gaps the source had are closed.
+    if (m_.alignment() != alignment_before)
+      for (Tensor& t : m_.tensors) t.offset.reset();
     return changes_;
   }
 
@@ -186,11 +202,18 @@ class Applier : YamlReader {
 
   void align(uint64_t a) {
     const YamlNode& at = p_.alignment_at;
-    if (!is_power_of_two(a)) fail(at, "alignment", "alignment " + std::to_string(a) + " is not a power of two");
+    if (a != 0 && !is_power_of_two(a)) fail(at, "alignment", "alignment " + std::to_string(a) + " is not a power of two");
     KV* kv = find(kAlignmentKey);
     if (kv && kv->value.type != ValueType::u32)
       fail(at, "alignment", std::string("the file's general.alignment is a ") + value_type_name(kv->value.type) + ", not a u32");
     uint32_t before = kv ? static_cast<uint32_t>(kv->value.bits) : kDefaultAlignment;
+    if (a == 0) {  // the default: no key at all
+      if (kv) {
+        changes_.push_back({Change::alignment, kAlignmentKey, "", kv->value, std::nullopt});
+        m_.metadata.erase(m_.metadata.begin() + (kv - m_.metadata.data()));
+      }
+      return;
+    }
     if (kv) kv->value = Value::of_u32(static_cast<uint32_t>(a));
     else m_.metadata.push_back({kAlignmentKey, Value::of_u32(static_cast<uint32_t>(a))});  // declared from now on
     changes_.push_back({Change::alignment, kAlignmentKey, "", Value::of_u32(before), Value::of_u32(static_cast<uint32_t>(a))});

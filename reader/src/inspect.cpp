@@ -277,6 +277,7 @@ Account account_of(const Scanned& s) {
       case SpanKind::padding: a.padding += sp.span.size; break;
       case SpanKind::tensor_data: a.tensor_bytes += sp.span.size; break;
       case SpanKind::tensor_padding: a.tensor_padding += sp.span.size; break;
+      case SpanKind::gap: case SpanKind::trailing: break;  // left over: counted below
     }
   }
   a.file_size = s.source_size;

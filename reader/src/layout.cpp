@@ -1,5 +1,7 @@
 #include "ggufkit/layout.h"
 
+#include <algorithm>
+
 #include "ggufkit/error.h"
 #include "ggufkit/format.h"
 
@@ -18,6 +20,8 @@ const char* span_kind_name(SpanKind k) {
     case SpanKind::padding: return "padding";
     case SpanKind::tensor_data: return "tensor_data";
     case SpanKind::tensor_padding: return "tensor_padding";
+    case SpanKind::gap: return "gap";
+    case SpanKind::trailing: return "trailing";
   }
   return "?";
 }
@@ -26,6 +30,13 @@ const LabeledSpan* Layout::find(SpanKind kind, const std::string& path) const {
   for (const auto& s : spans)
     if (s.kind == kind && s.path == path) return &s;
   return nullptr;
+}
+
+void add_filler(Layout& L, uint64_t from, uint64_t to, SpanKind pad, SpanKind rest, const std::string& path) {
+  if (to <= from) return;  // zero-length spans are not listed
+  uint64_t padded = std::min(to, align_up(from, L.alignment).value_or(to));
+  if (padded > from) L.spans.push_back({pad, {from, padded - from}, path});
+  if (to > padded) L.spans.push_back({rest, {padded, to - padded}, path});
 }
 
 void check_layout(const Layout& l, const std::string& file) {

@@ -268,6 +268,8 @@ class Scanner {
                 "the tensor's " + std::to_string(nbytes_[i]) + " bytes at data offset " + std::to_string(off) +
                     " (file offset " + (abs_end ? std::to_string(L.data_offset + off) : "past 2^64") +
                     ") run past the end of the file at " + (size ? std::to_string(*size) : "?"));
+      uint64_t packed = i == 0 ? 0 : align_up(prev_end, L.alignment).value_or(0);
+      if (off != packed) t.offset = off;  // a gap before it: kept by a rewrite
       prev_end = *end;
       if (source) {
         t.source = source;
@@ -276,6 +278,7 @@ class Scanner {
     }
     c_.context.clear();
     tail(m, L, size);
+    if (source && size) m.tail = SourceTail{source, L.header_size, L.data_offset, *size, L.alignment};
     out.source_size = size.value_or(L.file_size);
     return out;
   }
@@ -411,30 +414,29 @@ class Scanner {
     return static_cast<uint32_t>(v.bits);
   }
 
-  // Padding and data spans, and whether the file ends padded to the alignment.
+  // Padding, data, gap and trailing spans up to the end of the file (of a stream: to the
+  // padded end of the data), and whether the file ends padded to the alignment.
   void tail(Model& m, Layout& L, const std::optional<uint64_t>& size) {
-    auto pad_span = [&](SpanKind k, uint64_t from, uint64_t to, const std::string& path) {
-      if (to > from) L.spans.push_back({k, {from, to - from}, path});
-    };
     uint64_t end = L.header_size;
+    std::string path;
     if (!m.tensors.empty()) {
-      pad_span(SpanKind::padding, L.header_size, L.data_offset, "");
+      add_filler(L, L.header_size, L.data_offset, SpanKind::padding, SpanKind::padding, "");
       for (size_t i = 0; i < m.tensors.size(); ++i) {
-        std::string path = "tensor[" + std::to_string(i) + "] " + m.tensors[i].name;
         uint64_t start = L.data_offset + L.tensor_offsets[i];
-        if (i > 0) pad_span(SpanKind::tensor_padding, end, start, L.spans.back().path);
+        if (i > 0) add_filler(L, end, start, SpanKind::tensor_padding, SpanKind::gap, path);
+        path = "tensor[" + std::to_string(i) + "] " + m.tensors[i].name;
         L.spans.push_back({SpanKind::tensor_data, {start, nbytes_[i]}, path});
         end = start + nbytes_[i];
       }
     }
     auto aligned_end = align_up(end, L.alignment);
     if (!aligned_end) c_.fail(end, {"padding"}, "the padded end of the data overflows 64 bits");
-    uint64_t padded = *aligned_end;
-    m.pad_end = !size || *size >= padded;
-    if (m.pad_end && padded > end)
-      pad_span(m.tensors.empty() ? SpanKind::padding : SpanKind::tensor_padding, end, padded,
-               m.tensors.empty() ? "" : L.spans.back().path);
-    L.file_size = m.pad_end ? padded : end;
+    m.pad_end = !size || *size >= *aligned_end;
+    // The whole file; for a stream, the padded end of the data; for a file cut inside its
+    // data (read only to be checked), where the data ends.
+    L.file_size = !size ? *aligned_end : std::max(*size, end);
+    add_filler(L, end, L.file_size, m.tensors.empty() ? SpanKind::padding : SpanKind::tensor_padding,
+               SpanKind::trailing, path);
   }
 
   struct AlignmentAt {

@@ -80,9 +80,11 @@ class Validator {
                 std::to_string(L.file_size - size) + " bytes missing, a download that stopped?)");
     }
     if (cut > 1) add("truncated", "error", std::nullopt, std::to_string(cut) + " tensors in all lie past the end of the file");
-    if (size > L.file_size)
-      add("trailing_bytes", "warning", L.file_size,
-          std::to_string(size - L.file_size) + " bytes after the end of the last tensor; readers ignore them");
+    for (const LabeledSpan& sp : L.spans)
+      if (sp.kind == SpanKind::trailing)
+        add("trailing_bytes", "warning", sp.span.offset,
+            std::to_string(sp.span.size) + " bytes after the end of the " + (m.tensors.empty() ? "header" : "last tensor") +
+                "; readers ignore them, and a rewrite keeps them");
     for (const LabeledSpan& sp : L.spans) {  // padding should be zeros
       if (sp.kind != SpanKind::padding && sp.kind != SpanKind::tensor_padding) continue;
       if (sp.span.offset >= size) continue;

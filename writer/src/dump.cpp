@@ -5,6 +5,7 @@
 #include "ggufkit/error.h"
 #include "ggufkit/text.h"
 #include "ggufkit/sketch.h"
+#include "ggufkit/writer.h"
 
 namespace ggufkit {
 
@@ -177,6 +178,7 @@ Doc tensor_doc(const Tensor& t, bool inline_data) {
   Doc dims = new_seq(true);
   for (uint64_t x : t.dims) dims.items.push_back(Doc::of(std::to_string(x)));
   d.add("dims", std::move(dims));
+  if (t.offset) d.add("offset", Doc::of(std::to_string(*t.offset)));
   if (!t.source) throw Error(Error::Kind::usage, "", std::nullopt, "tensor " + t.name, "its data cannot be read back (a stream?)");
   uint64_t n = t.nbytes();
   if (inline_data) {
@@ -190,6 +192,41 @@ Doc tensor_doc(const Tensor& t, bool inline_data) {
     d.add("from", std::move(from));
   }
   return d;
+}
+
+// The bytes of the source that no field describes and a writer would not make by itself:
+// raw overrides that give them back (truncate_at for bytes after the end, patches for
+// non-zero padding, gap and trailing bytes).
+Doc tail_doc(const Model& m) {
+  Doc raw = new_map();
+  Layout L = plan(m);
+  if (!keeps_tail(m, L)) return raw;
+  Model bare = m;
+  bare.tail.reset();
+  if (uint64_t plain = plan(bare).file_size; plain != L.file_size) raw.add("truncate_at", Doc::of(std::to_string(L.file_size)));
+  Doc patches = new_seq();
+  for (const LabeledSpan& sp : L.spans) {
+    if (sp.kind != SpanKind::padding && sp.kind != SpanKind::tensor_padding && sp.kind != SpanKind::gap &&
+        sp.kind != SpanKind::trailing)
+      continue;
+    std::vector<uint8_t> b(static_cast<size_t>(sp.span.size));
+    m.tail->source->read_at(sp.span.offset, b.data(), b.size());  // the same offsets: the header is the source's
+    for (size_t i = 0; i < b.size();) {
+      if (b[i] == 0) {
+        ++i;
+        continue;
+      }
+      size_t j = i;
+      while (j < b.size() && b[j] != 0) ++j;
+      Doc p = new_map(true);
+      p.add("at", Doc::of(std::to_string(sp.span.offset + i)));
+      p.add("hex", Doc::str(hex_text(std::string_view(reinterpret_cast<const char*>(b.data() + i), j - i))));
+      patches.items.push_back(std::move(p));
+      i = j;
+    }
+  }
+  if (!patches.items.empty()) raw.add("patches", std::move(patches));
+  return raw;
 }
 
 }  // namespace
@@ -212,6 +249,7 @@ std::string dump_sketch(const Model& m, const DumpOptions& o) {
   Doc ts = new_seq(m.tensors.empty());
   for (const Tensor& t : m.tensors) ts.items.push_back(tensor_doc(t, o.inline_data));
   root.add("tensors", std::move(ts));
+  if (Doc raw = tail_doc(m); !raw.keys.empty()) root.add("raw", std::move(raw));
   std::string out;
   if (o.json) {
     json_text(root, 0, out);

@@ -143,7 +143,7 @@ class Parser : public YamlReader {
   }
 
   void tensor(const YamlNode& n, const std::string& at, Sketch& s) {
-    fields(n, at, {"name", "type", "dims", "values", "fill", "bytes", "from", "raw"});
+    fields(n, at, {"name", "type", "dims", "offset", "values", "fill", "bytes", "from", "raw"});
     if (!n["name"]) fail(n, at, "a tensor needs name:");
     Tensor t;
     t.name = string_of(n["name"], at);
@@ -156,6 +156,7 @@ class Parser : public YamlReader {
     if (!n["dims"] || !n["dims"].IsSequence()) fail(n, entry, "a tensor needs dims: [ne0, ne1, ...], innermost first");
     if (n["dims"].size() > kMaxDims) fail(n["dims"], entry, std::to_string(n["dims"].size()) + " dims; ggml allows 4 (raw: {n_dims: N} writes a broken count)");
     for (const auto& d : n["dims"]) t.dims.push_back(unsigned_of(d, entry, 8));
+    if (n["offset"]) t.offset = unsigned_of(n["offset"], entry, 8);  // a gap before it; plan checks it
     std::string why;
     auto nbytes = tensor_nbytes(*gt, t.dims, &why);
     if (!nbytes) fail(n["dims"], entry, why);
@@ -337,10 +338,12 @@ Edits sketch_edits(const Sketch& s, const Layout& layout, const FieldMarks& mark
     e.patches.push_back(std::move(p));
   }
   e.patches.insert(e.patches.end(), s.patches.begin(), s.patches.end());
+  // The file is cut or extended first, so a patch may land in bytes truncate_at added.
+  uint64_t size = s.truncate_at.value_or(layout.file_size);
   for (const auto& p : e.patches)
-    if (p.at > layout.file_size || p.bytes.size() > layout.file_size - p.at)
+    if (p.at > size || p.bytes.size() > size - p.at)
       throw Error(Error::Kind::format, "", p.at, "raw", "a patch of " + std::to_string(p.bytes.size()) +
-                                                           " bytes runs past the end of the " + std::to_string(layout.file_size) + "-byte file");
+                                                           " bytes runs past the end of the " + std::to_string(size) + "-byte file");
   e.truncate_at = s.truncate_at;
   return e;
 }
@@ -351,8 +354,8 @@ std::vector<uint8_t> sketch_bytes(const Sketch& s) {
   VectorSink sink;
   emit(s.model, L, sink);
   Edits e = sketch_edits(s, L, marks);
-  for (const auto& p : e.patches) std::copy(p.bytes.begin(), p.bytes.end(), sink.bytes.begin() + static_cast<long>(p.at));
   if (e.truncate_at) sink.bytes.resize(*e.truncate_at);
+  for (const auto& p : e.patches) std::copy(p.bytes.begin(), p.bytes.end(), sink.bytes.begin() + static_cast<long>(p.at));
   return std::move(sink.bytes);
 }
 
@@ -361,10 +364,10 @@ Layout write_sketch(const Sketch& s, const std::string& path) {
   Layout L = plan(s.model, marks);
   Edits e = sketch_edits(s, L, marks);
   write_file(s.model, L, path, [&](int fd) {
+    if (e.truncate_at && ::ftruncate(fd, static_cast<off_t>(*e.truncate_at)) != 0) throw_io(path, "cannot truncate");
     for (const auto& p : e.patches)
       if (::pwrite(fd, p.bytes.data(), p.bytes.size(), static_cast<off_t>(p.at)) != static_cast<ssize_t>(p.bytes.size()))
         throw_io(path, "cannot write a raw override at byte " + std::to_string(p.at));
-    if (e.truncate_at && ::ftruncate(fd, static_cast<off_t>(*e.truncate_at)) != 0) throw_io(path, "cannot truncate");
   });
   return L;
 }

@@ -83,12 +83,24 @@ class Walker {
       record_->header_size = header_size;
       record_->data_offset = data_offset;
     }
-    if (!m_.tensors.empty() || m_.pad_end) pad(SpanKind::padding, data_offset, "");
+    // The source's bytes after its header come back while the data lies as it did; with a
+    // header of another size, the data section (not the header's padding) still does.
+    const SourceTail* tail = keeps_tail(m_, L_) ? &*m_.tail : nullptr;
+    if (tail && m_.tensors.empty() && header_size != tail->header_size) tail = nullptr;
+    auto from_tail = [&](uint64_t at) { return at - data_offset + tail->data_offset; };  // in the data section
+    bool same_head = tail && header_size == tail->header_size;
+    uint64_t upto = header_size;  // where the bytes written so far end
+    std::string path;
+    if (!m_.tensors.empty()) {
+      fill(upto, data_offset, SpanKind::padding, SpanKind::padding, "", same_head ? header_size : kZeros);
+      upto = data_offset;
+    }
     for (size_t i = 0; i < m_.tensors.size(); ++i) {
       const Tensor& t = m_.tensors[i];
-      std::string path = path_of(i);
-      if (sink_.pos() - data_offset != L_.tensor_offsets[i])  // as ggml's writer asserts
-        drift(path, data_offset + L_.tensor_offsets[i]);
+      uint64_t start = data_offset + L_.tensor_offsets[i];
+      if (i > 0) fill(upto, start, SpanKind::tensor_padding, SpanKind::gap, path, tail ? from_tail(upto) : kZeros);
+      path = path_of(i);
+      if (sink_.pos() != start) drift(path, start);  // as ggml's writer asserts
       uint64_t n = t.nbytes();
       begin(SpanKind::tensor_data, path);
       if (check_ && !t.source)
@@ -96,11 +108,13 @@ class Walker {
       if (check_) sink_.copy(*t.source, t.source_offset, n);
       else sink_.copy(MemorySource("", {}), 0, n);  // counting: no bytes are touched
       end();
-      uint64_t next = i + 1 < m_.tensors.size() ? data_offset + L_.tensor_offsets[i + 1]
-                      : m_.pad_end              ? aligned(sink_.pos())
-                                                : sink_.pos();
-      pad(SpanKind::tensor_padding, next, path);
+      upto = sink_.pos();
     }
+    uint64_t last = !tail                ? (m_.pad_end ? aligned(upto) : upto)
+                    : m_.tensors.empty() ? tail->size
+                                         : data_offset + (tail->size - tail->data_offset);
+    uint64_t tail_at = !tail ? kZeros : m_.tensors.empty() ? upto : from_tail(upto);
+    fill(upto, last, m_.tensors.empty() ? SpanKind::padding : SpanKind::tensor_padding, SpanKind::trailing, path, tail_at);
     if (record_) record_->file_size = sink_.pos();
     if (check_ && sink_.pos() != check_->file_size) drift("end of file", check_->file_size);
   }
@@ -141,11 +155,35 @@ class Walker {
     ++next_;
   }
 
-  void pad(SpanKind k, uint64_t to, const std::string& path) {
-    if (to <= sink_.pos()) return;  // zero-length padding is not a span
-    begin(k, path);
-    sink_.zeros(to - sink_.pos());
-    end();
+  static constexpr uint64_t kZeros = UINT64_MAX;
+
+  // The bytes from `from` to `to` that belong to no field, split into spans as the reader
+  // splits them (add_filler): zeros, or the source tail's bytes from `src_at` on.
+  void fill(uint64_t from, uint64_t to, SpanKind pad, SpanKind rest, const std::string& path, uint64_t src_at) {
+    Layout pieces;
+    pieces.alignment = L_.alignment;
+    add_filler(pieces, from, to, pad, rest, path);
+    for (const LabeledSpan& piece : pieces.spans) {
+      begin(piece.kind, piece.path);
+      if (src_at == kZeros || !check_) {
+        sink_.zeros(piece.span.size);
+      } else {
+        copy_plain(*m_.tail->source, src_at + (piece.span.offset - from), piece.span.size);
+      }
+      end();
+    }
+  }
+
+  // Source bytes that are not tensor data, through write() so no sink takes them for a tensor.
+  void copy_plain(const ByteSource& src, uint64_t at, uint64_t n) {
+    std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(n, 1 << 20)));
+    while (n > 0) {
+      size_t k = static_cast<size_t>(std::min<uint64_t>(n, buf.size()));
+      src.read_at(at, buf.data(), k);
+      sink_.write(buf.data(), k);
+      at += k;
+      n -= k;
+    }
   }
 
   template <typename T>
@@ -224,8 +262,14 @@ Layout plan_with(const Model& model, FieldMarks* marks) {
   L.alignment = model.alignment();
   uint64_t running = 0;
   for (const Tensor& t : model.tensors) {
-    L.tensor_offsets.push_back(running);
-    auto next = checked_add(running, t.nbytes());
+    uint64_t start = t.offset.value_or(running);
+    if (t.offset && (start < running || start % L.alignment != 0))
+      throw Error(Error::Kind::format, "", std::nullopt, "tensor " + t.name,
+                  "data offset " + std::to_string(start) + " is " +
+                      (start < running ? "before the end of the tensor before it, " + std::to_string(running)
+                                       : "not a multiple of the alignment " + std::to_string(L.alignment)));
+    L.tensor_offsets.push_back(start);
+    auto next = checked_add(start, t.nbytes());
     if (next) next = align_up(*next, L.alignment);
     if (!next) throw Error(Error::Kind::format, "", std::nullopt, "tensor " + t.name, "the data section would pass 2^64 bytes");
     running = *next;
@@ -235,6 +279,14 @@ Layout plan_with(const Model& model, FieldMarks* marks) {
   return L;
 }
 }  // namespace
+
+bool keeps_tail(const Model& m, const Layout& L) {
+  if (!m.tail || m.tail->alignment != L.alignment || L.tensor_offsets.size() != m.tensors.size()) return false;
+  for (size_t i = 0; i < m.tensors.size(); ++i)
+    if (m.tensors[i].source != m.tail->source || m.tensors[i].source_offset != m.tail->data_offset + L.tensor_offsets[i])
+      return false;
+  return true;
+}
 
 Layout plan(const Model& model) { return plan_with(model, nullptr); }
 Layout plan(const Model& model, FieldMarks& marks) { return plan_with(model, &marks); }

@@ -16,7 +16,7 @@ namespace ggufkit {
 //   set:    {KEY: VALUE, KEY: {type: T, value: V}, KEY: {file: PATH}}
 //   remove: [KEY, ...]
 //   rename: {OLD: NEW}
-//   alignment: N
+//   alignment: N | default      (default: no general.alignment key, so 32)
 //
 // Values stay as YAML until the patch meets a file, because an existing key's type is
 // known only then. Applied in this order: rename, remove, set, alignment.
@@ -33,7 +33,7 @@ struct Patch {
   std::string base_dir = ".";         // file: paths are relative to it
   std::vector<Set> set;
   std::vector<Named> remove, rename;
-  std::optional<uint64_t> alignment;
+  std::optional<uint64_t> alignment;  // 0: the default (the key removed)
   YamlNode alignment_at;
 
   bool empty() const { return set.empty() && remove.empty() && rename.empty() && !alignment; }

@@ -62,7 +62,7 @@ struct Account {
   uint64_t head = 0, metadata = 0, infos = 0, padding = 0;  // header pieces
   uint64_t tensor_bytes = 0, tensor_padding = 0;
   uint64_t file_size = 0;
-  int64_t left_over = 0;   // file size - everything above (bytes after the end, or missing)
+  int64_t left_over = 0;   // file size - everything above (gaps, bytes after the end, or missing)
   uint64_t contiguous = 0; // tensors starting exactly where the one before ended, padded
 };
 Account account_of(const Scanned& s);

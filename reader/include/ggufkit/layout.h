@@ -15,6 +15,8 @@ struct Span {
 enum class SpanKind {
   magic, version, tensor_count, kv_count, kv_key, kv_type, kv_value,
   tensor_info, padding, tensor_data, tensor_padding,
+  gap,       // bytes between a tensor's padding and the next tensor (the format allows them)
+  trailing,  // bytes after the last tensor's padding, or after the header's
 };
 const char* span_kind_name(SpanKind k);
 
@@ -40,8 +42,14 @@ struct Layout {
   const LabeledSpan* find(SpanKind kind, const std::string& path) const;
 };
 
-// The layout rules in one place: spans in order with no gaps, from 0 to file_size; every
-// padding shorter than the alignment; the data start and each tensor aligned. Throws a
+// The spans of the bytes from `from` to `to` that belong to no field: `pad` up to the next
+// multiple of the alignment (or `to`), then `rest` for whatever lies beyond. The reader
+// and the writer both describe such bytes with this one rule.
+void add_filler(Layout& layout, uint64_t from, uint64_t to, SpanKind pad, SpanKind rest, const std::string& path);
+
+// The layout rules in one place: spans in order with no holes, from 0 to file_size; every
+// padding shorter than the alignment (gap and trailing spans may be any length); the data
+// start and each tensor aligned. Throws a
 // format Error at the first span that breaks a rule.
 void check_layout(const Layout& layout, const std::string& file = "");
 

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,10 +63,25 @@ struct Tensor {
   // model came from a stream that cannot be read back (the header of a pipe).
   std::shared_ptr<const ByteSource> source;
   uint64_t source_offset = 0;
+  // Where the data starts in the data section, when not right after the tensor before it
+  // (padded): a gap, which the format allows and llama.cpp refuses. Empty: packed.
+  std::optional<uint64_t> offset;
 
   // Bytes from the shape and type; throws a format Error naming the tensor if that fails.
   uint64_t nbytes() const;
   uint64_t elements() const;
+};
+
+// The bytes a source file had after its header, which no field describes: non-zero
+// padding, gaps, bytes after the end. The writer copies them back while the data section
+// lies as it did (same alignment, same tensor placement), so a rewrite gives back every
+// byte the reader accepted. Set by the reader.
+struct SourceTail {
+  std::shared_ptr<const ByteSource> source;
+  uint64_t header_size = 0;  // where the source's header ended
+  uint64_t data_offset = 0;  // and its data section started
+  uint64_t size = 0;         // the source's size
+  uint32_t alignment = 32;
 };
 
 struct Model {
@@ -76,6 +92,7 @@ struct Model {
   // Whether the file ends on an alignment boundary. llama.cpp and gguf-py pad the last
   // tensor; some writers do not, and files with no tensors end right after the header.
   bool pad_end = true;
+  std::optional<SourceTail> tail;
 
   const Value* find(std::string_view key) const;
   Value* find(std::string_view key);

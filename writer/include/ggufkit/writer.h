@@ -14,10 +14,14 @@ namespace ggufkit {
 
 // Every span of the file the model makes: a pure function, and the only code that
 // decides offsets. Each tensor's offset is the running sum of the padded sizes before
-// it; padding is counted from the start of the file. Throws a format Error for a model
+// it, or its own Tensor::offset (a gap); padding is counted from the start of the file. Throws a format Error for a model
 // that has no layout (an alignment that is not a u32 power of two, a tensor that cannot
 // be sized, an array item of the wrong type).
 Layout plan(const Model& model);
+
+// Whether the writer copies the model's source tail (Model::tail) back: while the
+// alignment and every tensor's place in the data section are those of the source.
+bool keeps_tail(const Model& model, const Layout& layout);
 
 // The byte offset of every field a raw override can change, named as the reader names
 // it in its errors: "head (kv count)", "kv[3] (key length)", "kv[3] k (array count)",
