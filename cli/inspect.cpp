@@ -375,8 +375,9 @@ int cmd_tensor(const std::vector<std::string>& args) {
   auto a = two_args(args, "name", "the tensor's name",
                     "usage: ggufkit tensor FILE NAME [--head N] [--json]\n\n"
                     "Decodes a tensor's values (f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K\n"
-                    "q5_K q6_K) as it reads them, and prints the count, min, max and mean of the finite\n"
-                    "values, how many are NaN or infinite, and the first N values.",
+                    "q5_K q6_K) in the file's byte order as it reads them, and prints the count, min,\n"
+                    "max, mean and standard deviation of the finite values, how many are NaN or\n"
+                    "infinite, and the first N values.",
                     extra);
   if (!a) return 0;
   Scanned s = scan_file(a->file);
@@ -384,7 +385,7 @@ int cmd_tensor(const std::vector<std::string>& args) {
   for (const Tensor& x : s.model.tensors)
     if (x.name == a->second) t = &x;
   if (!t) throw Error(Error::Kind::usage, a->file, std::nullopt, "tensor", "there is no tensor named '" + a->second + "'");
-  TensorStats st = tensor_stats(*t, a->vm["head"].as<size_t>());
+  TensorStats st = tensor_stats(*t, a->vm["head"].as<size_t>(), s.model.order);
   auto num = [](double x) { return number_text(Value::of_f64(x)); };
   auto fnum = [](float x) {
     std::string t = number_text(Value::of_f32(x));
@@ -393,15 +394,15 @@ int cmd_tensor(const std::vector<std::string>& args) {
   if (a->json) {
     std::cout << "{\"name\": " << json_string(t->name) << ", \"type\": \"" << ggml_type(t->type)->name << "\", \"count\": "
               << st.count << ", \"min\": " << num(st.min) << ", \"max\": " << num(st.max) << ", \"mean\": " << num(st.mean)
-              << ", \"nan\": " << st.nan << ", \"inf\": " << st.inf << ", \"head\": [";
+              << ", \"std\": " << num(st.stddev) << ", \"nan\": " << st.nan << ", \"inf\": " << st.inf << ", \"head\": [";
     for (size_t i = 0; i < st.head.size(); ++i) std::cout << (i ? ", " : "") << fnum(st.head[i]);
     std::cout << "]}\n";
     return 0;
   }
   std::printf("%s  %s %s\n", t->name.c_str(), ggml_type(t->type)->name, shape_text(t->dims).c_str());
-  std::printf("count %llu  min %s  max %s  mean %s  nan %llu  inf %llu\n", static_cast<unsigned long long>(st.count),
-              num(st.min).c_str(), num(st.max).c_str(), num(st.mean).c_str(), static_cast<unsigned long long>(st.nan),
-              static_cast<unsigned long long>(st.inf));
+  std::printf("count %llu  min %s  max %s  mean %s  std %s  nan %llu  inf %llu\n",
+              static_cast<unsigned long long>(st.count), num(st.min).c_str(), num(st.max).c_str(), num(st.mean).c_str(),
+              num(st.stddev).c_str(), static_cast<unsigned long long>(st.nan), static_cast<unsigned long long>(st.inf));
   std::string head;
   for (float x : st.head) head += (head.empty() ? "" : " ") + number_text(Value::of_f32(x));
   std::printf("head  %s\n", head.c_str());
@@ -468,7 +469,9 @@ int cmd_hash(const std::vector<std::string>& args) {
   auto vm = parse(args, desc, pos,
                   "usage: ggufkit hash FILE [--algo xxh64|sha256] [--json]\n\n"
                   "A checksum of every tensor's bytes and one over all tensor data in file order.\n"
-                  "Only tensor bytes count, so a metadata edit keeps every hash.");
+                  "Only tensor bytes count, so a metadata edit keeps every hash. The bytes are\n"
+                  "hashed as stored: the same model in the other byte order (convert) hashes\n"
+                  "differently; compare values with 'ggufkit tensor' across byte orders.");
   if (!vm) return 0;
   std::string algo = (*vm)["algo"].as<std::string>();
   if (algo != "xxh64" && algo != "sha256") throw_usage("--algo must be xxh64 or sha256, found '" + algo + "'");

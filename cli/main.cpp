@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ggufkit/byteorder.h"
 #include "ggufkit/error.h"
 #include "ggufkit/patch.h"
 #include "ggufkit/rewrite.h"
@@ -50,6 +51,7 @@ const char* kUsage =
     "  rewrite FILE -o OUT    read FILE and write it again with ggufkit's writer\n"
     "  edit FILE -o OUT       change metadata (--patch, --set, --chat-template-file, ...)\n"
     "  realign FILE -a N -o OUT  re-lay the data at a new alignment\n"
+    "  convert FILE --byte-order big|little -o OUT  the same model in the other byte order\n"
     "  write SKETCH -o OUT    write the GGUF file a YAML sketch describes (-D NAME=VALUE fills [[NAME]])\n"
     "  dump FILE              print a sketch that 'write' turns back into the same bytes\n"
     "  example -o OUT         write the 408-byte walkthrough file (a demo and a fixture)\n"
@@ -142,8 +144,12 @@ std::string change_json(const Change& c) {
 struct RewriteJob {
   std::string in, out;
   bool in_place = false, dry_run = false, verify = true, json = false;
+  bool always_write = false;            // rewrite: writing the same model is the point
+  std::optional<ByteOrder> byte_order;  // convert
   Patch patch;
 };
+
+const char* order_name(ByteOrder o) { return o == ByteOrder::big ? "big-endian" : "little-endian"; }
 
 // The one pipeline behind rewrite, edit and realign: scan, apply, plan, safe rewrite.
 int run_rewrite(const RewriteJob& job) {
@@ -152,6 +158,25 @@ int run_rewrite(const RewriteJob& job) {
   Model& model = s.model;  // patched in place: a large vocabulary is not copied
   std::vector<Change> changes = apply_patch(model, job.patch);
   Layout before = s.layout;
+  std::string order_change;
+  if (job.byte_order && *job.byte_order != model.order) {
+    for (size_t i = 0; i < model.tensors.size(); ++i) {  // refused by name before anything is written
+      const GgmlType* gt = ggml_type(model.tensors[i].type);
+      if (!gt || !can_swap(*gt))
+        throw Error(Error::Kind::format, job.in, std::nullopt, "tensor[" + std::to_string(i) + "] " + model.tensors[i].name,
+                    std::string("cannot change the byte order of ") + (gt ? gt->name : "an unknown type") +
+                        " data; the types that can be converted are " + swappable_types());
+    }
+    order_change = std::string("order   ") + order_name(model.order) + " -> " + order_name(*job.byte_order);
+    model.data_order = model.order;
+    model.order = *job.byte_order;
+  }
+  if (changes.empty() && order_change.empty() && !job.always_write) {
+    if (job.json) std::cout << "{\"file\": " << json_string(job.in) << ", \"changes\": [], \"written\": false}\n";
+    else std::printf("%s: no changes%s; nothing written\n", job.in.c_str(),
+                     job.byte_order ? (std::string(" (already ") + order_name(model.order) + ")").c_str() : "");
+    return 0;
+  }
   // What the source had beyond its fields goes only where the data is re-laid: say so.
   uint64_t dropped = 0;
   if (!keeps_tail(model, plan(model)))
@@ -171,6 +196,7 @@ int run_rewrite(const RewriteJob& job) {
     }
     std::printf("%s: dry run, nothing written\n", job.in.c_str());
     for (const Change& c : changes) std::printf("  %s\n", change_text(c).c_str());
+    if (!order_change.empty()) std::printf("  %s\n", order_change.c_str());
     std::printf("%s", dropped_note.c_str());
     if (changes.empty()) std::printf("  no changes: the output would be a byte-for-byte rewrite\n");
     std::printf("data start  %llu -> %llu\nfile size   %llu -> %llu\n", static_cast<unsigned long long>(before.data_offset),
@@ -203,6 +229,7 @@ int run_rewrite(const RewriteJob& job) {
     return 0;
   }
   for (const Change& c : changes) std::printf("  %s\n", change_text(c).c_str());
+  if (!order_change.empty()) std::printf("  %s\n", order_change.c_str());
   std::printf("%s", dropped_note.c_str());
   std::printf("%s: %llu bytes, %zu tensors, %zu keys, data start %llu", r.path.c_str(),
               static_cast<unsigned long long>(r.layout.file_size), model.tensors.size(), model.metadata.size(),
@@ -249,7 +276,9 @@ int cmd_rewrite(const std::vector<std::string>& args) {
                               "the tensor data. A file ggufkit reads without complaint comes out byte for byte\n"
                               "the same.\n\n") + kSafety);
   if (!vm) return 0;
-  return run_rewrite(job_of(*vm));
+  RewriteJob job = job_of(*vm);
+  job.always_write = true;
+  return run_rewrite(job);
 }
 
 int cmd_edit(const std::vector<std::string>& args) {
@@ -302,24 +331,48 @@ int cmd_edit(const std::vector<std::string>& args) {
   return run_rewrite(job);
 }
 
-int cmd_realign(const std::vector<std::string>& args) {
+// realign and convert: FILE, one required option, and the output options.
+std::optional<po::variables_map> parse_rewrite(const std::vector<std::string>& args, const char* option,
+                                               const char* option_help, const std::string& help) {
   po::options_description desc("options");
   desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file")(
-      "alignment,a", po::value<std::string>()->required(), "the new alignment: a power of two, or 'default' (32, no key)");
+      option, po::value<std::string>()->required(), option_help);
   add_output_options(desc);
   po::positional_options_description pos;
   pos.add("file", 1);
-  auto vm = parse(args, desc, pos,
-                  std::string("usage: ggufkit realign FILE --alignment N (-o OUT | --in-place)\n\n"
-                              "Sets general.alignment to N and re-lays the file: the data section and every\n"
-                              "tensor start on a multiple of N; every offset is recomputed and every tensor's\n"
-                              "bytes are carried over unchanged. '-a default' removes the key, which means 32\n"
-                              "to every reader. Realigning back gives the original bytes: to the original N,\n"
-                              "or with -a default for a file that declared none.\n\n") +
-                      kSafety);
+  return parse(args, desc, pos, help + kSafety);
+}
+
+int cmd_realign(const std::vector<std::string>& args) {
+  auto vm = parse_rewrite(args, "alignment,a", "the new alignment: a power of two, or 'default' (32, no key)",
+                          "usage: ggufkit realign FILE --alignment N (-o OUT | --in-place)\n\n"
+                          "Sets general.alignment to N and re-lays the file: the data section and every\n"
+                          "tensor start on a multiple of N; every offset is recomputed and every tensor's\n"
+                          "bytes are carried over unchanged. '-a default' removes the key, which means 32\n"
+                          "to every reader. Realigning back gives the original bytes: to the original N,\n"
+                          "or with -a default for a file that declared none.\n\n");
   if (!vm) return 0;
   RewriteJob job = job_of(*vm);
   job.patch.set_alignment((*vm)["alignment"].as<std::string>());
+  return run_rewrite(job);
+}
+
+int cmd_convert(const std::vector<std::string>& args) {
+  auto vm = parse_rewrite(args, "byte-order", "big or little",
+                          "usage: ggufkit convert FILE --byte-order big|little (-o OUT | --in-place)\n\n"
+                          "Writes the model in the other byte order: the header's numbers, and in the\n"
+                          "tensor data every multi-byte field of every block as ggml lays blocks out\n"
+                          "(element values of f32/f16/bf16/f64/integers, the f16 scales of quantized\n"
+                          "blocks, the u16 grids of iq2/iq1_s); byte arrays stay as they are. llama.cpp\n"
+                          "reads only files in its host's order (little-endian on x86 and ARM). A tensor\n"
+                          "type whose block layout is not known is refused by name before anything is\n"
+                          "written. Values read back the same (ggufkit tensor); checksums of the stored\n"
+                          "bytes (ggufkit hash) change.\n\n");
+  if (!vm) return 0;
+  RewriteJob job = job_of(*vm);
+  std::string bo = (*vm)["byte-order"].as<std::string>();
+  if (bo != "big" && bo != "little") throw_usage("--byte-order must be big or little, found '" + bo + "'");
+  job.byte_order = bo == "big" ? ByteOrder::big : ByteOrder::little;
   return run_rewrite(job);
 }
 
@@ -425,6 +478,7 @@ int main(int argc, char** argv) {
     if (cmd == "rewrite") return cmd_rewrite(args);
     if (cmd == "edit") return cmd_edit(args);
     if (cmd == "realign") return cmd_realign(args);
+    if (cmd == "convert") return cmd_convert(args);
     if (cmd == "write") return cmd_write(args);
     if (cmd == "dump") return cmd_dump(args);
     if (cmd == "example") return cmd_example(args);

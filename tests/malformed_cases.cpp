@@ -92,7 +92,7 @@ const std::vector<Case>& malformed_cases() {
       {"NDims5", "tensor info", [] { Base x; x.n_dims_a = 5; return x.bytes(); }, 111, "tensor[0] a (n_dims)", "n_dims 5 is more than the 4 ggml allows"},
       {"OverflowingDims", "tensor info", [] { Base x; x.n_dims_a = 2; auto b = x.bytes(); poke_u64(b, 115, 1ull << 32); poke_u64(b, 123, 1ull << 32); return b; }, 115, "tensor[0] a (dims)", "the element count overflows 63 bits"},
       {"NegativeDim", "tensor info", [] { return with_u64(115, 1ull << 63); }, 115, "tensor[0] a (dims)", "dim 0 = 9223372036854775808 does not fit in int64"},
-      {"UnknownTensorType", "tensor info", [] { Base x; x.type_a = 40; return x.bytes(); }, 123, "tensor[0] a (type)", "unknown ggml type 40; known types are 0 to 39"},
+      {"UnknownTensorType", "tensor info", [] { Base x; x.type_a = 43; return x.bytes(); }, 123, "tensor[0] a (type)", "unknown ggml type 43; known types are 0 to 42"},
       {"RemovedTensorType", "tensor info", [] { Base x; x.type_a = 4; return x.bytes(); }, 123, "tensor[0] a (type)", "ggml type 4 (q4_2) was removed from ggml"},
       {"PartBlock", "tensor info", [] { Base x; x.type_a = 2; x.ne0_a = 33; return x.bytes(); }, 115, "tensor[0] a (dims)", "ne0 = 33 is not a multiple of the q4_0 block of 32"},
       {"CutInsideTheTensorInfos", "tensor info", [] { return cut(Base().bytes(), 150); }, 148, "tensor[1] b (dim #0)", "needs 8 bytes, but the file ends at byte 150"},

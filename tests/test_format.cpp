@@ -10,7 +10,8 @@ TEST(TypeTable, ARowOfEveryBlockFamilyHasThePublishedSize) {
   for (Row r : {Row{"f16", 1, 1, 2}, Row{"q8_0", 8, 32, 34}, Row{"q4_K", 12, 256, 144},
                 Row{"q6_K", 14, 256, 210}, Row{"iq4_xs", 23, 256, 136}, Row{"q4_0", 2, 32, 18},
                 Row{"bf16", 30, 1, 2}, Row{"tq1_0", 34, 256, 54}, Row{"mxfp4", 39, 32, 17},
-                Row{"f32", 0, 1, 4}, Row{"iq1_m", 29, 256, 56}, Row{"q2_K", 10, 256, 84}}) {
+                Row{"f32", 0, 1, 4}, Row{"iq1_m", 29, 256, 56}, Row{"q2_K", 10, 256, 84},
+                Row{"nvfp4", 40, 64, 36}, Row{"q1_0", 41, 128, 18}, Row{"q2_0", 42, 64, 18}}) {
     const GgmlType* t = ggml_type(r.id);
     ASSERT_NE(t, nullptr) << r.name;
     EXPECT_STREQ(t->name, r.name);
@@ -28,11 +29,11 @@ TEST(TypeTable, RemovedIdsAreKnownAsRemovedNotUnknown) {
     EXPECT_TRUE(t->removed) << id;
   }
   EXPECT_STREQ(ggml_type(4)->name, "q4_2");
-  EXPECT_EQ(ggml_type(40), nullptr);  // past MXFP4: unknown
+  EXPECT_EQ(ggml_type(43), nullptr);  // past Q2_0: unknown
   EXPECT_EQ(ggml_type(0xFFFFFFFF), nullptr);
   int live = 0;
   for (uint32_t id = 0; id < kGgmlTypeCount; ++id) live += !ggml_type(id)->removed;
-  EXPECT_EQ(live, 32);
+  EXPECT_EQ(live, 35);
 }
 
 TEST(TypeTable, NamesAreFoundWhateverTheCase) {

@@ -36,6 +36,8 @@ constexpr std::array<GgmlType, kGgmlTypeCount> kGgmlTypes{{
     {34, "tq1_0", 256, 54, false},  {35, "tq2_0", 256, 66, false},
     {36, "iq4_nl_4_4", 0, 0, true}, {37, "iq4_nl_4_8", 0, 0, true},
     {38, "iq4_nl_8_8", 0, 0, true}, {39, "mxfp4", 32, 17, false},
+    {40, "nvfp4", 64, 36, false},   {41, "q1_0", 128, 18, false},
+    {42, "q2_0", 64, 18, false},
 }};
 
 bool iequal(std::string_view a, std::string_view b) {

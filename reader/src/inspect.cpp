@@ -291,18 +291,18 @@ Account account_of(const Scanned& s) {
   return a;
 }
 
-TensorStats tensor_stats(const Tensor& t, size_t head) {
+TensorStats tensor_stats(const Tensor& t, size_t head, ByteOrder order) {
   const GgmlType* gt = ggml_type(t.type);
   if (!gt || !can_decode(*gt))
     throw Error(Error::Kind::format, "", std::nullopt, "tensor " + t.name,
                 std::string("decoding ") + (gt ? gt->name : "this type") + " is not supported");
   TensorStats st;
-  double sum = 0;
+  double sum = 0, mean = 0, m2 = 0;  // Welford's running mean and sum of squared deviations
   uint64_t finite = 0;
   st.min = std::numeric_limits<double>::infinity();
   st.max = -st.min;
   for_each_piece(t, [&](const uint8_t* p, size_t n) {
-    std::vector<float> v = *decode(*gt, p, n / gt->size * gt->block);
+    std::vector<float> v = *decode(*gt, p, n / gt->size * gt->block, nullptr, order);
     for (float x : v) {
       if (st.head.size() < head) st.head.push_back(x);
       if (std::isnan(x)) {
@@ -314,12 +314,16 @@ TensorStats tensor_stats(const Tensor& t, size_t head) {
         st.max = std::max<double>(st.max, x);
         sum += x;
         finite++;
+        double delta = x - mean;
+        mean += delta / static_cast<double>(finite);
+        m2 += delta * (x - mean);
       }
     }
     st.count += v.size();
   });
   if (finite == 0) st.min = st.max = 0;
   st.mean = finite ? sum / static_cast<double>(finite) : 0;
+  st.stddev = finite ? std::sqrt(m2 / static_cast<double>(finite)) : 0;
   return st;
 }
 

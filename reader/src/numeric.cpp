@@ -1,5 +1,7 @@
 #include "ggufkit/numeric.h"
 
+#include "ggufkit/byteorder.h"
+
 #include <cmath>
 #include <cstring>
 
@@ -216,25 +218,32 @@ BlockFn block_decoder(const std::string& name) {
 
 bool can_decode(const GgmlType& type) { return block_decoder(type.name) != nullptr; }
 
-std::optional<std::vector<float>> decode(const GgmlType& type, const uint8_t* p, uint64_t n, std::string* why) {
+std::optional<std::vector<float>> decode(const GgmlType& type, const uint8_t* p, uint64_t n, std::string* why,
+                                         ByteOrder order) {
   BlockFn fn = block_decoder(type.name);
   if (!fn) {
     if (why) *why = std::string("decoding ") + type.name + " is not supported";
     return std::nullopt;
+  }
+  std::vector<uint8_t> swapped;
+  if (order == ByteOrder::big) {  // the decoders read little-endian fields
+    swapped.assign(p, p + n / type.block * type.size);
+    swap_blocks(type, swapped.data(), n / type.block);
+    p = swapped.data();
   }
   std::vector<float> out(n / type.block * type.block);
   for (uint64_t b = 0; b < n / type.block; ++b) fn(p + b * type.size, out.data() + b * type.block);
   return out;
 }
 
-std::vector<float> tensor_values(const Tensor& t) {
+std::vector<float> tensor_values(const Tensor& t, ByteOrder order) {
   const GgmlType* gt = ggml_type(t.type);
   std::string why = "unknown type";
   if (!t.source) throw Error(Error::Kind::format, "", std::nullopt, "tensor " + t.name, "the tensor has no data source");
   std::vector<uint8_t> bytes(t.nbytes());
   t.source->read_at(t.source_offset, bytes.data(), bytes.size());
   if (gt)
-    if (auto v = decode(*gt, bytes.data(), t.elements(), &why)) return *v;
+    if (auto v = decode(*gt, bytes.data(), t.elements(), &why, order)) return *v;
   throw Error(Error::Kind::format, t.source->name(), t.source_offset, "tensor " + t.name, why);
 }
 

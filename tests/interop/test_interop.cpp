@@ -273,6 +273,10 @@ TEST(HuggingFace, ReadsEveryFileTheTestsWriteAndTheCorpusAsGgufkitDoes) {
                         "vocab/ggml-vocab-bert-bge.gguf", "vocab/ggml-vocab-falcon.gguf",
                         "vocab/ggml-vocab-baichuan.gguf", "history/ggml-vocab-falcon.v2.gguf"})
     files.push_back(corpus(f));
+  // The tiny llama converted to big-endian by ggufkit convert.
+  std::string be = temp_path("hf-tiny-llama-be.gguf");
+  ASSERT_EQ(run_cli("convert " + tiny_llama() + " --byte-order big -o " + be).code, 0);
+  files.push_back(be);
   // Seeded random models: every value kind, nested arrays, both byte orders.
   int big = 0;
   for (uint64_t seed = 1; seed <= 24; ++seed) {

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "ggufkit/byteorder.h"
 #include "ggufkit/error.h"
 #include "ggufkit/output.h"
 
@@ -105,8 +106,10 @@ class Walker {
       begin(SpanKind::tensor_data, path);
       if (check_ && !t.source)
         throw Error(Error::Kind::format, "", std::nullopt, path, "the tensor has no data to write");
-      if (check_) sink_.copy(*t.source, t.source_offset, n);
-      else sink_.copy(MemorySource("", {}), 0, n);  // counting: no bytes are touched
+      if (!check_) sink_.copy(MemorySource("", {}), 0, n);  // counting: no bytes are touched
+      else if (m_.data_order && *m_.data_order != m_.order)
+        sink_.copy(SwappedSource(*t.source, swappable(t, path), t.source_offset), t.source_offset, n);
+      else sink_.copy(*t.source, t.source_offset, n);
       end();
       upto = sink_.pos();
     }
@@ -120,6 +123,14 @@ class Walker {
   }
 
  private:
+  static const GgmlType& swappable(const Tensor& t, const std::string& path) {
+    const GgmlType* gt = ggml_type(t.type);
+    if (!gt || !can_swap(*gt))
+      throw Error(Error::Kind::format, "", std::nullopt, path,
+                  std::string("cannot change the byte order of ") + (gt ? gt->name : "this type") + " data");
+    return *gt;
+  }
+
   std::string path_of(size_t i) const { return "tensor[" + std::to_string(i) + "] " + m_.tensors[i].name; }
 
   uint64_t aligned(uint64_t x) const {

@@ -43,7 +43,7 @@ struct GgmlType {
   uint32_t size;        // bytes per block
   bool removed;         // the id once existed and is no longer loadable
 };
-inline constexpr uint32_t kGgmlTypeCount = 40;  // GGML_TYPE_COUNT, after MXFP4 = 39
+inline constexpr uint32_t kGgmlTypeCount = 43;  // GGML_TYPE_COUNT, after MXFP4 = 39, NVFP4, Q1_0, Q2_0
 
 // nullptr for ids past the table; removed ids return their row with removed = true.
 const GgmlType* ggml_type(uint32_t id);

@@ -70,11 +70,12 @@ Account account_of(const Scanned& s);
 // Streaming statistics of a tensor's decoded values.
 struct TensorStats {
   uint64_t count = 0, nan = 0, inf = 0;
-  double min = 0, max = 0, mean = 0;  // over the finite values
+  double min = 0, max = 0, mean = 0, stddev = 0;  // over the finite values (population deviation)
   std::vector<float> head;
 };
-// Throws a format Error for a type it cannot decode.
-TensorStats tensor_stats(const Tensor& t, size_t head = 8);
+// Decodes the tensor as stored in `order` (the file's byte order). Throws a format Error
+// for a type it cannot decode.
+TensorStats tensor_stats(const Tensor& t, size_t head = 8, ByteOrder order = ByteOrder::little);
 
 // Checksums of tensor data (never of the header, so a metadata edit keeps them).
 enum class HashAlgo { xxh64, sha256 };

@@ -93,6 +93,9 @@ struct Model {
   // tensor; some writers do not, and files with no tensors end right after the header.
   bool pad_end = true;
   std::optional<SourceTail> tail;
+  // The byte order the tensor sources hold their bytes in, when not `order`: the writer
+  // then turns every block over as it copies (ggufkit convert).
+  std::optional<ByteOrder> data_order;
 
   const Value* find(std::string_view key) const;
   Value* find(std::string_view key);
