@@ -15,6 +15,7 @@
 
 #include "ggufkit/byteorder.h"
 #include "ggufkit/error.h"
+#include "ggufkit/output.h"
 #include "ggufkit/patch.h"
 #include "ggufkit/rewrite.h"
 #include "ggufkit/scan.h"
@@ -59,7 +60,8 @@ const char* kUsage =
     "FILE may be '-' for standard input where a command only reads the header.\n"
     "Run 'ggufkit COMMAND --help' for a command's options.\n"
     "\n"
-    "exit status: 0 success, 1 bad input file, 2 usage error, 3 I/O error\n";
+    "exit status: 0 success, 1 bad input file, 2 usage error, 3 I/O error\n"
+    "'ggufkit --version' prints the version.\n";
 
 // The span map: text with a closing total, or the documented JSON.
 void print_map(const Layout& L, uint64_t file_size, bool json) {
@@ -143,7 +145,7 @@ std::string change_json(const Change& c) {
 
 struct RewriteJob {
   std::string in, out;
-  bool in_place = false, dry_run = false, verify = true, json = false;
+  bool in_place = false, dry_run = false, verify = true, json = false, force = false;
   bool always_write = false;            // rewrite: writing the same model is the point
   std::optional<ByteOrder> byte_order;  // convert
   Patch patch;
@@ -208,6 +210,7 @@ int run_rewrite(const RewriteJob& job) {
   RewriteOptions opt;
   opt.in_place = job.in_place;
   opt.verify = job.verify;
+  opt.replace = job.force;
   opt.cancel = &g_cancel;
   int shown = -1;
   bool bar = ::isatty(2) && s.source_size > (64u << 20);
@@ -244,6 +247,7 @@ void add_output_options(po::options_description& desc) {
       "in-place", po::bool_switch(), "replace FILE, by renaming the finished file over it")(
       "dry-run", po::bool_switch(), "print what would change and write nothing")(
       "no-verify", po::bool_switch(), "skip re-reading the written tensor data (the header is still checked)")(
+      "force", po::bool_switch(), "replace OUT if it exists (without it, an existing OUT is refused)")(
       "json", po::bool_switch(), "print the result as JSON");
 }
 
@@ -255,6 +259,7 @@ RewriteJob job_of(const po::variables_map& vm) {
   job.dry_run = vm["dry-run"].as<bool>();
   job.verify = !vm["no-verify"].as<bool>();
   job.json = vm["json"].as<bool>();
+  job.force = vm["force"].as<bool>();
   return job;
 }
 
@@ -381,6 +386,7 @@ int cmd_write(const std::vector<std::string>& args) {
   desc.add_options()("sketch", po::value<std::string>()->required(), "the sketch (YAML or JSON)")(
       "output,o", po::value<std::string>()->required(), "the GGUF file to write")(
       "define,D", po::value<std::vector<std::string>>()->composing(), "NAME=VALUE: fill [[NAME]] in the sketch")(
+      "force", po::bool_switch(), "replace OUT if it exists")(
       "map", po::bool_switch(), "print the span map of what was written")(
       "json", po::bool_switch(), "with --map: print it as JSON");
   po::positional_options_description pos;
@@ -400,8 +406,9 @@ int cmd_write(const std::vector<std::string>& args) {
       defines[d.substr(0, eq)] = d.substr(eq + 1);
     }
   std::string out = (*vm)["output"].as<std::string>();
+  refuse_same_file((*vm)["sketch"].as<std::string>(), out, "");
   Sketch sketch = read_sketch((*vm)["sketch"].as<std::string>(), defines);
-  Layout L = write_sketch(sketch, out);
+  Layout L = write_sketch(sketch, out, (*vm)["force"].as<bool>());
   if ((*vm)["map"].as<bool>()) print_map(L, sketch.truncate_at.value_or(L.file_size), (*vm)["json"].as<bool>());
   return 0;
 }
@@ -411,7 +418,8 @@ int cmd_dump(const std::vector<std::string>& args) {
   desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file")(
       "format", po::value<std::string>()->default_value("yaml"), "yaml or json")(
       "inline-data", po::bool_switch(), "tensor data inline as hex instead of by reference (small tensors only)")(
-      "output,o", po::value<std::string>(), "write the sketch here instead of standard output");
+      "output,o", po::value<std::string>(), "write the sketch here instead of standard output")(
+      "force", po::bool_switch(), "with -o: replace OUT if it exists");
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos,
@@ -429,16 +437,15 @@ int cmd_dump(const std::vector<std::string>& args) {
     return 0;
   }
   std::string out = (*vm)["output"].as<std::string>();
-  std::ofstream f(out, std::ios::binary | std::ios::trunc);
-  f << text;
-  f.close();
-  if (!f) throw_io(out, "cannot write the sketch");
+  refuse_same_file((*vm)["file"].as<std::string>(), out, "");
+  write_text_file(out, text, (*vm)["force"].as<bool>());
   return 0;
 }
 
 int cmd_example(const std::vector<std::string>& args) {
   po::options_description desc("options");
-  desc.add_options()("output,o", po::value<std::string>()->required(), "where to write it");
+  desc.add_options()("output,o", po::value<std::string>()->required(), "where to write it")(
+      "force", po::bool_switch(), "replace OUT if it exists");
   po::positional_options_description pos;
   auto vm = parse(args, desc, pos,
                   "usage: ggufkit example -o OUT\n\n"
@@ -447,7 +454,7 @@ int cmd_example(const std::vector<std::string>& args) {
                   "tensor holding 0.5 ... 5.5 at byte 384, its data not padded at the end.");
   if (!vm) return 0;
   std::string out = (*vm)["output"].as<std::string>();
-  Layout L = write_file(walkthrough_model(), out);
+  Layout L = write_file(walkthrough_model(), out, (*vm)["force"].as<bool>());
   std::printf("%s: %llu bytes\n", out.c_str(), static_cast<unsigned long long>(L.file_size));
   return 0;
 }
@@ -456,6 +463,10 @@ int cmd_example(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && (args[0] == "--version" || args[0] == "version")) {
+    std::cout << "ggufkit " << GGUFKIT_VERSION << "\n";
+    return 0;
+  }
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::cout << kUsage;
     return args.empty() ? 2 : 0;

@@ -73,7 +73,7 @@ TEST(Corpus, RewriteOnTheCommandLineGivesAnIdenticalFile) {
   for (const auto& f : kFiles) {
     SCOPED_TRACE(f.path);
     std::string out = temp_path("corpus-rewrite.gguf");
-    CliRun r = run_cli("rewrite " + corpus(f.path) + " -o " + out);
+    CliRun r = run_cli("rewrite " + corpus(f.path) + " --force -o " + out);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(std::system(("cmp -s " + corpus(f.path) + " " + out).c_str()), 0);
   }

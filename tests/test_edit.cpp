@@ -176,7 +176,7 @@ TEST(EditOps, RealignsKeepEveryTensorByteAndADeclaredAlignmentComesBackByteForBy
   prev = declared;
   for (uint32_t a : {16u, 64u, 4096u, 32u}) {
     std::string out = temp_path("declared-" + std::to_string(a) + ".gguf");
-    ASSERT_EQ(run_cli("realign " + prev + " -a " + std::to_string(a) + " -o " + out).code, 0);
+    ASSERT_EQ(run_cli("realign " + prev + " -a " + std::to_string(a) + " --force -o " + out).code, 0);
     prev = out;
   }
   EXPECT_TRUE(read_file_bytes(prev) == declared_bytes);

@@ -63,7 +63,7 @@ Scene setup(const std::string& name, Dest d) {
   std::tie(s.dir, s.src) = fault_dir(name, tiny_llama());
   s.src_before = read_file_bytes(s.src);
   s.dest = d == Dest::in_place ? s.src : s.dir + "/out.gguf";
-  s.target_args = d == Dest::in_place ? " --in-place" : " -o " + s.dest;
+  s.target_args = d == Dest::in_place ? " --in-place" : d == Dest::replace ? " --force -o " + s.dest : " -o " + s.dest;
   if (d == Dest::replace) write_file_bytes(s.dest, {1, 2, 3});
   if (d != Dest::fresh) s.dest_before = read_file_bytes(s.dest);
   return s;

@@ -180,7 +180,11 @@ TEST(SketchExamples, TheWalkthroughSketchIsThe408ByteFile) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("total 408 bytes in 22 spans; file size 408"), std::string::npos) << r.out;
   EXPECT_EQ(read_file_bytes(out), bytes);
-  CliRun quiet = run_cli("write " + kExamples + "/sketch-408.yaml -o " + out);
+  // Over the existing file: refused without --force, nothing changed; with it, quiet.
+  CliRun refused = run_cli("write " + kExamples + "/sketch-408.yaml -o " + out);
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_EQ(refused.err, "ggufkit: error: " + out + ": exists; give --force to replace it\n");
+  CliRun quiet = run_cli("write " + kExamples + "/sketch-408.yaml --force -o " + out);
   EXPECT_EQ(quiet.code, 0);
   EXPECT_EQ(quiet.out, "");
 }

@@ -123,12 +123,8 @@ RewriteResult safe_rewrite(const Model& model, const std::string& source, const 
     char real[PATH_MAX];
     if (!::realpath(source.c_str(), real)) throw_io(source, "cannot resolve the path");
     target = real;  // a symlink's target is replaced, not the link
-  } else {
-    struct stat dst_st {};
-    if (have_source && ::stat(dest.c_str(), &dst_st) == 0 && dst_st.st_dev == src_st.st_dev &&
-        dst_st.st_ino == src_st.st_ino)
-      throw_usage("refusing to write over the input " + source + ": " + dest +
-                  " is the same file; use --in-place to replace it safely");
+  } else if (have_source) {
+    refuse_same_file(source, dest, "; use --in-place to replace it safely");
   }
   mode_t mode = have_source ? (src_st.st_mode & 07777) : 0644;
   const std::string note = "; nothing was changed" + (have_source ? " (" + source + " is as it was)" : std::string());
@@ -137,7 +133,7 @@ RewriteResult safe_rewrite(const Model& model, const std::string& source, const 
   result.path = target;
   try {
     result.layout = plan(model);
-    PendingFile out(target, mode);
+    PendingFile out(target, mode, opt.in_place || opt.replace);
     uint64_t total = result.layout.file_size;
     auto progress = [&](uint64_t w) {
       if (opt.progress) opt.progress(w, total);

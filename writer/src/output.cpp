@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -42,6 +43,23 @@ pid_t temp_owner(const char* name) {
 
 }  // namespace
 
+void refuse_same_file(const std::string& input, const std::string& output, const std::string& advice) {
+  struct stat a {}, b {};
+  if (::stat(input.c_str(), &a) == 0 && ::stat(output.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+    throw_usage("refusing to write over the input " + input + ": " + output + " is the same file" + advice);
+}
+
+void write_text_file(const std::string& path, const std::string& text, bool replace) {
+  PendingFile out(path, 0644, replace);
+  for (size_t done = 0; done < text.size();) {
+    ssize_t w = ::write(out.fd(), text.data() + done, text.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) throw_io(path, "write failed at byte " + std::to_string(done));
+    done += static_cast<size_t>(w);
+  }
+  out.commit();
+}
+
 int remove_stale_temporaries(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
   if (!d) return 0;
@@ -56,9 +74,24 @@ int remove_stale_temporaries(const std::string& dir) {
   return removed;
 }
 
-PendingFile::PendingFile(std::string target, mode_t mode) : target_(std::move(target)), mode_(mode) {
+PendingFile::PendingFile(std::string target, mode_t mode, bool replace)
+    : target_(std::move(target)), mode_(mode), replace_(replace) {
   dir_ = fs::path(target_).parent_path().string();
   if (dir_.empty()) dir_ = ".";
+  std::string base = fs::path(target_).filename().string();
+  struct stat st {};
+  auto refuse = [&](const std::string& why) { throw Error(Error::Kind::usage, target_, std::nullopt, "", why); };
+  if (base.empty() || base == "." || base == "..") refuse("names a folder, not a file");
+  if (base.size() > NAME_MAX)
+    refuse("the name is " + std::to_string(base.size()) + " bytes, longer than the " + std::to_string(NAME_MAX) +
+           " a file name may have");
+  if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) refuse("there is no folder " + dir_);
+  if (::stat(target_.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) refuse("is a folder; give a file name");
+    if (!S_ISREG(st.st_mode))
+      refuse("exists and is not a regular file (a device, pipe or socket); ggufkit replaces only regular files");
+    if (!replace_) refuse("exists; give --force to replace it");
+  }
   remove_stale_temporaries(dir_);
   int injected = fault_point("tmpfile");
   fd_ = injected ? -1 : ::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, mode_);
@@ -98,6 +131,8 @@ void PendingFile::commit() {
       fault_point("renamed");
     } else {
       if (errno != EEXIST) throw_io(target_, "cannot give the finished file a name in " + dir_);
+      if (!replace_)
+        throw Error(Error::Kind::usage, target_, std::nullopt, "", "appeared while it was being written; give --force to replace it");
       std::string name = hidden_name(dir_);
       if (::linkat(AT_FDCWD, proc_path().c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) != 0)
         throw_io(target_, "cannot give the finished file a name in " + dir_);
@@ -106,6 +141,9 @@ void PendingFile::commit() {
     }
   }
   if (!named_.empty()) {
+    struct stat st {};  // the fallback's file was named from the start: the same checks here
+    if (!replace_ && ::stat(target_.c_str(), &st) == 0)
+      throw Error(Error::Kind::usage, target_, std::nullopt, "", "exists; give --force to replace it");
     fault_point("before-rename");
     if (::rename(named_.c_str(), target_.c_str()) != 0) throw_io(target_, "cannot rename the finished file into place");
     named_.clear();  // it is the target now

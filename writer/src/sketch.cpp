@@ -359,7 +359,7 @@ std::vector<uint8_t> sketch_bytes(const Sketch& s) {
   return std::move(sink.bytes);
 }
 
-Layout write_sketch(const Sketch& s, const std::string& path) {
+Layout write_sketch(const Sketch& s, const std::string& path, bool replace) {
   FieldMarks marks;
   Layout L = plan(s.model, marks);
   Edits e = sketch_edits(s, L, marks);
@@ -368,7 +368,7 @@ Layout write_sketch(const Sketch& s, const std::string& path) {
     for (const auto& p : e.patches)
       if (::pwrite(fd, p.bytes.data(), p.bytes.size(), static_cast<off_t>(p.at)) != static_cast<ssize_t>(p.bytes.size()))
         throw_io(path, "cannot write a raw override at byte " + std::to_string(p.at));
-  });
+  }, replace);
   return L;
 }
 

@@ -312,15 +312,15 @@ std::vector<uint8_t> to_bytes(const Model& model) {
   return std::move(sink.bytes);
 }
 
-Layout write_file(const Model& model, const std::string& path) {
+Layout write_file(const Model& model, const std::string& path, bool replace) {
   Layout layout = plan(model);
-  write_file(model, layout, path, {});
+  write_file(model, layout, path, {}, replace);
   return layout;
 }
 
 void write_file(const Model& model, const Layout& layout, const std::string& path,
-                const std::function<void(int fd)>& finish) {
-  PendingFile out(path, 0644);
+                const std::function<void(int fd)>& finish, bool replace) {
+  PendingFile out(path, 0644, replace);
   FdSink sink(out.fd(), path);
   emit(model, layout, sink);
   if (finish) finish(out.fd());

@@ -13,6 +13,7 @@ namespace ggufkit {
 struct RewriteOptions {
   bool in_place = false;  // replace `source` itself (by rename, never by writing into it)
   bool verify = true;     // re-read the written tensor data and compare checksums
+  bool replace = true;    // an existing `dest` may be replaced (the program: only with --force)
   const std::atomic<bool>* cancel = nullptr;  // set by a signal handler: stop, change nothing
   std::function<void(uint64_t written, uint64_t total)> progress;
 };

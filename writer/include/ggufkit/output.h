@@ -16,7 +16,10 @@ namespace ggufkit {
 // in that folder removes once its process is gone.
 class PendingFile {
  public:
-  PendingFile(std::string target, mode_t mode);
+  // Checks the destination before anything is written: its folder must exist, its name fit
+  // the file system, and an existing target must be a regular file (never a device, a pipe
+  // or a folder), replaced only with `replace` (a usage Error otherwise).
+  PendingFile(std::string target, mode_t mode, bool replace = true);
   ~PendingFile();
   PendingFile(const PendingFile&) = delete;
   PendingFile& operator=(const PendingFile&) = delete;
@@ -32,8 +35,14 @@ class PendingFile {
   std::string target_, dir_, named_;  // named_: a name to remove on failure
   mode_t mode_;
   int fd_ = -1;
-  bool flushed_ = false;
+  bool flushed_ = false, replace_ = true;
 };
+
+// Refuses (a usage Error) an output that is the input under any name: the same inode.
+void refuse_same_file(const std::string& input, const std::string& output, const std::string& advice);
+
+// Writes `text` to `path` through a PendingFile: dump's sketches.
+void write_text_file(const std::string& path, const std::string& text, bool replace);
 
 // Removes the hidden temporary files that processes killed between naming and renaming
 // them left in `dir` (those whose process no longer exists). Returns how many it removed.

@@ -54,7 +54,7 @@ Edits sketch_edits(const Sketch& sketch, const Layout& layout, const FieldMarks&
 
 // The sketch's file in memory, or written to `path` (safely, as write_file does).
 std::vector<uint8_t> sketch_bytes(const Sketch& sketch);
-Layout write_sketch(const Sketch& sketch, const std::string& path);
+Layout write_sketch(const Sketch& sketch, const std::string& path, bool replace = true);
 
 // A sketch that write turns back into the same bytes: tensor data by reference to the
 // file it came from (`from`), or inline as hex. Never emits overrides.

@@ -37,12 +37,13 @@ void emit(const Model& model, const Layout& layout, Sink& sink);
 std::vector<uint8_t> to_bytes(const Model& model);
 
 // plan + emit into a PendingFile (output.h) that becomes `path` when complete. On any
-// failure `path` is left as it was and nothing else is left behind.
-Layout write_file(const Model& model, const std::string& path);
+// failure `path` is left as it was and nothing else is left behind. An existing `path` is
+// replaced only with `replace`.
+Layout write_file(const Model& model, const std::string& path, bool replace = true);
 // The same with a layout already planned; `finish` may edit the written file through
 // its descriptor before it is flushed and renamed.
 void write_file(const Model& model, const Layout& layout, const std::string& path,
-                const std::function<void(int fd)>& finish);
+                const std::function<void(int fd)>& finish, bool replace = true);
 
 // The walkthrough's 408-byte file: five KVs, one 3 x 2 f32 tensor holding 0.5 ... 5.5,
 // alignment 64, the last tensor not padded. The demo writes it; tests pin its spans.

@@ -1,0 +1,119 @@
+// Where a command may write: an existing file only with --force, never a device, a pipe
+// or a folder, never the input under another name; each refusal exits 2 before anything
+// is written and leaves the folder as it was.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "helpers.h"
+
+using namespace testing_helpers;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Writer {
+  const char* name;
+  std::string args;  // before -o
+};
+
+std::vector<Writer> writers() {
+  std::string sketch = std::string(GGUFKIT_SOURCE) + "/examples/sketch-408.yaml";
+  return {{"rewrite", "rewrite " + tiny_llama()},
+          {"edit", "edit " + tiny_llama() + " --set general.name=x"},
+          {"realign", "realign " + tiny_llama() + " -a 64"},
+          {"convert", "convert " + tiny_llama() + " --byte-order big"},
+          {"write", "write " + sketch},
+          {"dump", "dump " + tiny_llama()},
+          {"example", "example"}};
+}
+
+}  // namespace
+
+TEST(Outputs, AnExistingFileIsReplacedOnlyWithForce) {
+  for (const Writer& w : writers()) {
+    SCOPED_TRACE(w.name);
+    std::string dir = temp_path(std::string("force-") + w.name);
+    fs::create_directories(dir);
+    std::string out = dir + "/out";
+    write_file_bytes(out, {7, 7, 7});
+    CliRun r = run_cli(w.args + " -o " + out);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(out + ": exists; give --force to replace it"), std::string::npos) << r.err;
+    EXPECT_EQ(read_file_bytes(out), (std::vector<uint8_t>{7, 7, 7}));
+    EXPECT_EQ(files_in(dir), (std::vector<std::string>{"out"}));
+    CliRun f = run_cli(w.args + " --force -o " + out);
+    EXPECT_EQ(f.code, 0) << f.err;
+    EXPECT_GT(fs::file_size(out), 3u);
+    EXPECT_EQ(files_in(dir), (std::vector<std::string>{"out"}));
+  }
+}
+
+TEST(Outputs, DevicesPipesAndFoldersAreNeverReplaced) {
+  std::string dir = temp_path("special");
+  fs::create_directories(dir + "/sub");
+  std::string fifo = dir + "/pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  struct Target {
+    std::string path, message;
+  };
+  for (const Target& t : {Target{"/dev/null", "exists and is not a regular file"}, Target{fifo, "exists and is not a regular file"},
+                          Target{dir + "/sub", "is a folder; give a file name"},
+                          Target{dir + "/no-such-folder/out.gguf", "there is no folder " + dir + "/no-such-folder"}}) {
+    for (const Writer& w : writers()) {
+      SCOPED_TRACE(std::string(w.name) + " -o " + t.path);
+      CliRun r = run_cli(w.args + " --force -o " + t.path);  // not even with --force
+      EXPECT_EQ(r.code, 2) << r.err;
+      EXPECT_NE(r.err.find(t.path + ": " + t.message), std::string::npos) << r.err;
+    }
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_EQ(files_in(dir), (std::vector<std::string>{"pipe", "sub"}));
+  EXPECT_TRUE(files_in(dir + "/sub").empty());
+}
+
+TEST(Outputs, ANameOfTheFileSystemsFull255BytesWorksAndOneMoreIsRefusedFirst) {
+  std::string dir = temp_path("long-names");
+  fs::create_directories(dir);
+  std::string longest = dir + "/" + std::string(250, 'n') + ".gguf";  // 255 bytes
+  CliRun ok = run_cli("edit " + tiny_llama() + " --set general.name=x -o " + longest);
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_TRUE(fs::exists(longest));
+  std::string too_long = dir + "/" + std::string(251, 'n') + ".gguf";
+  CliRun bad = run_cli("edit " + tiny_llama() + " --set general.name=x -o " + too_long);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("the name is 256 bytes, longer than the 255 a file name may have"), std::string::npos) << bad.err;
+  EXPECT_EQ(files_in(dir).size(), 1u);
+}
+
+TEST(Outputs, DumpAndWriteRefuseToWriteOverTheirOwnInput) {
+  std::string dir = temp_path("self");
+  fs::create_directories(dir);
+  std::string model = dir + "/v.gguf", link = dir + "/same.gguf";
+  fs::copy_file(tiny_llama(), model);
+  fs::create_hard_link(model, link);
+  auto before = read_file_bytes(model);
+  for (const std::string& out : {model, link}) {
+    CliRun r = run_cli("dump " + model + " --force -o " + out);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("refusing to write over the input " + model + ": " + out + " is the same file"), std::string::npos) << r.err;
+  }
+  EXPECT_TRUE(read_file_bytes(model) == before);
+  std::string sketch = dir + "/s.yaml";
+  write_file_bytes(sketch, {'{', '}', '\n'});
+  CliRun w = run_cli("write " + sketch + " --force -o " + sketch);
+  EXPECT_EQ(w.code, 2);
+  EXPECT_EQ(read_file_bytes(sketch), (std::vector<uint8_t>{'{', '}', '\n'}));
+  EXPECT_EQ(files_in(dir), (std::vector<std::string>{"s.yaml", "same.gguf", "v.gguf"}));
+}
+
+TEST(Outputs, VersionPrintsTheProjectVersion) {
+  CliRun r = run_cli("--version");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, "ggufkit 0.1.0\n");
+}
