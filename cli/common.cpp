@@ -2,6 +2,7 @@
 
 #include <boost/iostreams/device/file_descriptor.hpp>
 #include <boost/iostreams/stream.hpp>
+#include <cctype>
 #include <iostream>
 
 #include "ggufkit/text.h"
@@ -12,12 +13,30 @@ std::optional<po::variables_map> parse(const std::vector<std::string>& args, po:
                                        const po::positional_options_description& pos, const std::string& help) {
   desc.add_options()("help,h", "show this help");
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    std::cout << help << "\n" << desc << "\n";
-    return std::nullopt;
+  try {
+    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+    if (vm.count("help")) {
+      std::cout << help << "\n" << desc << "\n";
+      return std::nullopt;
+    }
+    po::notify(vm);
+  } catch (po::error_with_option_name& e) {
+    // A positional argument is named as the usage line names it (FILE, N), never by the
+    // internal option name the parser gives it.
+    std::string name = e.get_option_name();
+    while (!name.empty() && name[0] == '-') name.erase(0, 1);
+    for (unsigned i = 0; i < 4; ++i)
+      if (pos.max_total_count() > i && pos.name_for_position(i) == name) {
+        std::string upper = name;
+        for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        if (dynamic_cast<po::required_option*>(&e)) throw po::error(upper + " is missing");
+        std::string what = e.what();
+        for (std::string quoted : {"'--" + name + "'", "'" + name + "'"})
+          for (size_t at; (at = what.find(quoted)) != std::string::npos;) what.replace(at, quoted.size(), upper);
+        throw po::error(what);
+      }
+    throw;
   }
-  po::notify(vm);
   return vm;
 }
 

@@ -411,7 +411,7 @@ int cmd_tensor(const std::vector<std::string>& args) {
 
 int cmd_diff(const std::vector<std::string>& args) {
   po::options_description none;
-  auto a = two_args(args, "other", "the second GGUF file",
+  auto a = two_args(args, "b", "the second GGUF file",
                     "usage: ggufkit diff A B [--json]\n\n"
                     "Metadata added, removed and changed (with both values), tensor records changed,\n"
                     "and tensors whose bytes differ (by xxHash64). Exit status 0 whether or not they\n"

@@ -128,3 +128,23 @@ TEST(Cli, ExitCodesSayWhatKindOfFailureItWas) {
   CliRun rewrite_no_out = run_cli("rewrite " + example_file());
   EXPECT_EQ(rewrite_no_out.code, 2);
 }
+
+TEST(Cli, AMissingOrBadArgumentIsNamedAsTheUsageLineNamesIt) {
+  struct Case {
+    std::string args, err;
+  };
+  std::string f = example_file();
+  for (const Case& c : {Case{"edit", "ggufkit edit: FILE is missing (see 'ggufkit edit --help')\n"},
+                        Case{"diff " + f, "ggufkit diff: B is missing (see 'ggufkit diff --help')\n"},
+                        Case{"tensor " + f, "ggufkit tensor: NAME is missing (see 'ggufkit tensor --help')\n"},
+                        Case{"tensor " + f + " x --head abc",
+                             "ggufkit tensor: the argument ('abc') for option '--head' is invalid (see 'ggufkit tensor --help')\n"},
+                        Case{"realign " + f + " -o x.gguf",
+                             "ggufkit realign: the option '--alignment' is required but missing (see 'ggufkit realign --help')\n"}}) {
+    SCOPED_TRACE(c.args);
+    CliRun r = run_cli(c.args);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.err, c.err);
+    EXPECT_EQ(r.err.find("'--file'"), std::string::npos);
+  }
+}
