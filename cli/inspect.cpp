@@ -371,13 +371,15 @@ int cmd_account(const std::vector<std::string>& args) {
 
 int cmd_tensor(const std::vector<std::string>& args) {
   po::options_description extra;
-  extra.add_options()("head", po::value<size_t>()->default_value(8), "how many leading values to print");
+  extra.add_options()("head", po::value<size_t>()->default_value(8), "how many leading values to print")(
+      "all", po::bool_switch(), "print every value (of the rows chosen)")(
+      "rows", po::value<std::string>(), "A:B: only rows A to B-1 (a row is ne0 values; A: and :B work too)");
   auto a = two_args(args, "name", "the tensor's name",
-                    "usage: ggufkit tensor FILE NAME [--head N] [--json]\n\n"
+                    "usage: ggufkit tensor FILE NAME [--head N | --all] [--rows A:B] [--json]\n\n"
                     "Decodes a tensor's values (f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K\n"
                     "q5_K q6_K) in the file's byte order as it reads them, and prints the count, min,\n"
                     "max, mean and standard deviation of the finite values, how many are NaN or\n"
-                    "infinite, and the first N values.",
+                    "infinite, and the first N values (or all of them).",
                     extra);
   if (!a) return 0;
   Scanned s = scan_file(a->file);
@@ -385,7 +387,26 @@ int cmd_tensor(const std::vector<std::string>& args) {
   for (const Tensor& x : s.model.tensors)
     if (x.name == a->second) t = &x;
   if (!t) throw Error(Error::Kind::usage, a->file, std::nullopt, "tensor", "there is no tensor named '" + a->second + "'");
-  TensorStats st = tensor_stats(*t, a->vm["head"].as<size_t>(), s.model.order);
+  Tensor part = *t;  // the rows asked for: whole rows are whole blocks, contiguous on disk
+  if (a->vm.count("rows")) {
+    std::string r = a->vm["rows"].as<std::string>();
+    uint64_t rows = t->dims.empty() ? 1 : t->elements() / t->dims[0];
+    size_t colon = r.find(':');
+    auto bound = [&](const std::string& text, uint64_t dflt) -> uint64_t {
+      if (text.empty()) return dflt;
+      if (text.find_first_not_of("0123456789") != std::string::npos || text.size() > 18)
+        throw_usage("--rows expects A:B with whole numbers, found '" + r + "'");
+      return std::stoull(text);
+    };
+    if (colon == std::string::npos) throw_usage("--rows expects A:B, found '" + r + "'");
+    uint64_t from = bound(r.substr(0, colon), 0), to = std::min(bound(r.substr(colon + 1), rows), rows);
+    if (from >= to) throw_usage("--rows " + r + " holds no row of the " + std::to_string(rows) + " the tensor has");
+    uint64_t row_bytes = t->dims.empty() ? t->nbytes() : t->nbytes() / rows;
+    part.dims = {t->dims.empty() ? 1 : t->dims[0], to - from};
+    part.source_offset = t->source_offset + from * row_bytes;
+  }
+  size_t first = a->vm["all"].as<bool>() ? SIZE_MAX : a->vm["head"].as<size_t>();
+  TensorStats st = tensor_stats(part, first, s.model.order);
   auto num = [](double x) { return number_text(Value::of_f64(x)); };
   auto fnum = [](float x) {
     std::string t = number_text(Value::of_f32(x));
@@ -399,13 +420,14 @@ int cmd_tensor(const std::vector<std::string>& args) {
     std::cout << "]}\n";
     return 0;
   }
-  std::printf("%s  %s %s\n", t->name.c_str(), ggml_type(t->type)->name, shape_text(t->dims).c_str());
+  std::printf("%s  %s %s%s\n", t->name.c_str(), ggml_type(t->type)->name, shape_text(t->dims).c_str(),
+              a->vm.count("rows") ? (", rows " + a->vm["rows"].as<std::string>()).c_str() : "");
   std::printf("count %llu  min %s  max %s  mean %s  std %s  nan %llu  inf %llu\n",
               static_cast<unsigned long long>(st.count), num(st.min).c_str(), num(st.max).c_str(), num(st.mean).c_str(),
               num(st.stddev).c_str(), static_cast<unsigned long long>(st.nan), static_cast<unsigned long long>(st.inf));
   std::string head;
   for (float x : st.head) head += (head.empty() ? "" : " ") + number_text(Value::of_f32(x));
-  std::printf("head  %s\n", head.c_str());
+  std::printf("%s  %s\n", a->vm["all"].as<bool>() ? "values" : "head", head.c_str());
   return 0;
 }
 

@@ -479,3 +479,29 @@ TEST(DiffHash, Sha256IsTheStandardOne) {
   EXPECT_EQ(sha256_hex(reinterpret_cast<const uint8_t*>(m.data()), m.size()),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
+
+TEST(Inspect, TensorChoosesRowsPrintsAllValuesAndTheStandardDeviation) {
+  std::string path = write_yaml("inspect-rows.gguf", R"(
+tensors:
+  - {name: m, type: f32, dims: [4, 3], values: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]}
+)");
+  CliRun all = run_cli("tensor " + path + " m --all");
+  ASSERT_EQ(all.code, 0) << all.err;
+  // 0..11: mean 5.5, population variance (12^2 - 1) / 12, so the deviation is 3.452052529534663
+  EXPECT_NE(all.out.find("count 12  min 0  max 11  mean 5.5  std 3.452052529534663  nan 0  inf 0"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("values  0 1 2 3 4 5 6 7 8 9 10 11\n"), std::string::npos) << all.out;
+  CliRun rows = run_cli("tensor " + path + " m --rows 1:3 --json");
+  ASSERT_EQ(rows.code, 0) << rows.err;
+  YAML::Node j = YAML::Load(rows.out);
+  EXPECT_EQ(j["count"].as<int>(), 8);
+  EXPECT_EQ(j["min"].as<double>(), 4);
+  EXPECT_EQ(j["max"].as<double>(), 11);
+  EXPECT_EQ(j["mean"].as<double>(), 7.5);
+  EXPECT_NEAR(j["std"].as<double>(), 2.29128784747792, 1e-12);  // sqrt(5.25)
+  EXPECT_EQ(j["head"][0].as<double>(), 4);
+  CliRun open_end = run_cli("tensor " + path + " m --rows 2:");
+  EXPECT_NE(open_end.out.find("count 4  min 8  max 11  mean 9.5"), std::string::npos) << open_end.out;
+  CliRun bad = run_cli("tensor " + path + " m --rows 3:9");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--rows 3:9 holds no row of the 3 the tensor has"), std::string::npos) << bad.err;
+}
