@@ -432,54 +432,44 @@ int cmd_tensor(const std::vector<std::string>& args) {
 }
 
 int cmd_diff(const std::vector<std::string>& args) {
-  po::options_description none;
+  po::options_description extra;
+  extra.add_options()("exit-code", po::bool_switch(), "exit 1 when the files differ, 0 when they do not (for scripts)");
   auto a = two_args(args, "b", "the second GGUF file",
-                    "usage: ggufkit diff A B [--json]\n\n"
-                    "Metadata added, removed and changed (with both values), tensor records changed,\n"
-                    "and tensors whose bytes differ (by xxHash64). Exit status 0 whether or not they\n"
-                    "differ; the output says.",
-                    none);
+                    "usage: ggufkit diff A B [--json] [--exit-code]\n\n"
+                    "Everything by which B differs from A: version, byte order, alignment, metadata\n"
+                    "added, removed, changed (with both values) and renamed (the same value under a\n"
+                    "new key), key order, tensor records, tensor order, tensor bytes (by xxHash64),\n"
+                    "tensor offsets, non-zero padding and bytes after the end. What follows from a\n"
+                    "difference (offsets after a longer value) is not listed again. Exit status 0\n"
+                    "whether or not they differ, unless --exit-code.",
+                    extra);
   if (!a) return 0;
   Scanned x = scan_file(a->file), y = scan_file(a->second);
-  std::vector<std::string> lines, json;
-  auto both = [&](const char* what, const std::string& key, const std::string& b, const std::string& c) {
-    lines.push_back(std::string(what) + " " + key + (b.empty() ? "" : ": " + b) + (c.empty() ? "" : " -> " + c));
-    json.push_back("{\"change\": \"" + std::string(what) + "\", \"key\": " + json_string(key) +
-                   (b.empty() ? "" : ", \"a\": " + json_string(b)) + (c.empty() ? "" : ", \"b\": " + json_string(c)) + "}");
-  };
-  for (const KV& kv : x.model.metadata) {
-    const Value* other = y.model.find(kv.key);
-    if (!other) both("removed", kv.key, brief_value(kv.value), "");
-    else if (!(*other == kv.value)) both("changed", kv.key, brief_value(kv.value), brief_value(*other));
-  }
-  for (const KV& kv : y.model.metadata)
-    if (!x.model.find(kv.key)) both("added", kv.key, "", brief_value(kv.value));
-  std::map<std::string, const Tensor*> ty;
-  for (const Tensor& t : y.model.tensors) ty[t.name] = &t;
-  std::set<std::string> in_x;
-  for (const Tensor& t : x.model.tensors) {
-    in_x.insert(t.name);
-    auto it = ty.find(t.name);
-    if (it == ty.end()) {
-      both("tensor_removed", t.name, shape_text(t.dims) + " " + ggml_type(t.type)->name, "");
-      continue;
-    }
-    const Tensor& u = *it->second;
-    std::string ra = shape_text(t.dims) + " " + ggml_type(t.type)->name, rb = shape_text(u.dims) + " " + ggml_type(u.type)->name;
-    if (ra != rb) both("tensor_changed", t.name, ra, rb);
-    else if (hash_tensor(t, HashAlgo::xxh64) != hash_tensor(u, HashAlgo::xxh64)) both("tensor_bytes", t.name, "", "");
-  }
-  for (const Tensor& t : y.model.tensors)
-    if (!in_x.count(t.name)) both("tensor_added", t.name, "", shape_text(t.dims) + " " + ggml_type(t.type)->name);
+  std::vector<Difference> diffs = diff_files(x, y);
+  auto text = [](const std::optional<Value>& v, const std::string& t) { return v ? brief_value(*v) : t; };
   if (a->json) {
-    std::cout << "{\"same\": " << (json.empty() ? "true" : "false") << ", \"differences\": [";
-    for (size_t i = 0; i < json.size(); ++i) std::cout << (i ? ",\n  " : "\n  ") << json[i];
+    std::cout << "{\"same\": " << (diffs.empty() ? "true" : "false") << ", \"differences\": [";
+    for (size_t i = 0; i < diffs.size(); ++i) {
+      const Difference& d = diffs[i];
+      std::cout << (i ? ",\n  " : "\n  ") << "{\"change\": \"" << d.kind << "\"";
+      if (!d.key.empty()) std::cout << ", \"key\": " << json_string(d.key);
+      if (d.a) std::cout << ", \"type\": \"" << value_type_name(d.a->type) << "\"";
+      else if (d.b) std::cout << ", \"type\": \"" << value_type_name(d.b->type) << "\"";
+      if (d.a || !d.a_text.empty()) std::cout << ", \"a\": " << (d.a ? value_json(*d.a) : json_string(d.a_text));
+      if (d.b || !d.b_text.empty()) std::cout << ", \"b\": " << (d.b ? value_json(*d.b) : json_string(d.b_text));
+      std::cout << "}";
+    }
     std::cout << "]}\n";
-    return 0;
+  } else {
+    for (const Difference& d : diffs) {
+      std::string at = text(d.a, d.a_text), bt = text(d.b, d.b_text);
+      std::printf("%-15s %s%s%s%s\n", d.kind.c_str(), d.key.c_str(), d.key.empty() || (at.empty() && bt.empty()) ? "" : ": ",
+                  at.c_str(), bt.empty() ? "" : (" -> " + bt).c_str());
+    }
+    if (diffs.empty()) std::printf("no differences\n");
+    else std::printf("%zu differences\n", diffs.size());
   }
-  for (const auto& l : lines) std::printf("%s\n", l.c_str());
-  std::printf(lines.empty() ? "no differences in metadata, tensor records or tensor bytes\n" : "%zu differences\n", lines.size());
-  return 0;
+  return a->vm["exit-code"].as<bool>() && !diffs.empty() ? 1 : 0;
 }
 
 int cmd_hash(const std::vector<std::string>& args) {

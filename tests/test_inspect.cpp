@@ -11,6 +11,7 @@
 #include "ggufkit/numeric.h"
 #include "ggufkit/scan.h"
 #include "ggufkit/sketch.h"
+#include "ggufkit/writer.h"
 #include "helpers.h"
 
 using namespace ggufkit;
@@ -449,7 +450,7 @@ TEST(DiffHash, AChatTemplateEditIsOneKeyAndEveryHashIsKept) {
   ASSERT_EQ(d["differences"].size(), 1u);
   EXPECT_EQ(d["differences"][0]["change"].as<std::string>(), "changed");
   EXPECT_EQ(d["differences"][0]["key"].as<std::string>(), "tokenizer.chat_template");
-  EXPECT_EQ(d["differences"][0]["b"].as<std::string>(), "\"hello\"");
+  EXPECT_EQ(d["differences"][0]["b"].as<std::string>(), "hello");  // the value, not its display form
   YAML::Node h1 = json_of("hash --json " + tiny), h2 = json_of("hash --json " + edited);
   EXPECT_EQ(h1["all"].as<std::string>(), h2["all"].as<std::string>());
   ASSERT_EQ(h1["tensors"].size(), 21u);
@@ -504,4 +505,85 @@ tensors:
   CliRun bad = run_cli("tensor " + path + " m --rows 3:9");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("--rows 3:9 holds no row of the 3 the tensor has"), std::string::npos) << bad.err;
+}
+
+namespace {
+std::string with_model(const std::string& name, const std::function<void(Model&)>& change) {
+  Scanned s = scan_file(tiny_llama());
+  change(s.model);
+  std::string out = temp_path(name);
+  write_file(s.model, out);
+  return out;
+}
+}  // namespace
+
+TEST(Diff, EveryKindOfDifferenceIsReportedAndExitCodeSaysSo) {
+  const std::string a = tiny_llama();
+  struct Case {
+    std::string name, b, expect;  // the line diff prints for it
+  };
+  auto appended = [&] {
+    auto bytes = read_file_bytes(a);
+    bytes.insert(bytes.end(), {1, 2, 3});
+    std::string p = temp_path("diff-trailing.gguf");
+    write_file_bytes(p, bytes);
+    return p;
+  };
+  auto padded = [&] {  // one non-zero byte in the padding before the data
+    auto bytes = read_file_bytes(a);
+    Scanned s = scan_file(a);
+    bytes[s.layout.header_size] = 0x55;
+    std::string p = temp_path("diff-padding.gguf");
+    write_file_bytes(p, bytes);
+    return p;
+  };
+  std::string big = temp_path("diff-be.gguf");
+  ASSERT_EQ(run_cli("convert " + a + " --byte-order big -o " + big).code, 0);
+  std::string a64 = temp_path("diff-64.gguf");
+  ASSERT_EQ(run_cli("realign " + a + " -a 64 -o " + a64).code, 0);
+  std::string renamed = temp_path("diff-renamed.gguf");
+  ASSERT_EQ(run_cli("edit " + a + " --rename general.name=general.title -o " + renamed).code, 0);
+  for (const Case& c : {
+           Case{"swapped keys", with_model("diff-swap.gguf", [](Model& m) { std::swap(m.metadata[1], m.metadata[2]); }),
+                "key_order       general.name: position 1 of the shared keys -> general.file_type stands there"},
+           Case{"version", with_model("diff-v2.gguf", [](Model& m) { m.version = 2; }), "version         3 -> 2"},
+           Case{"byte order", big, "byte_order      little -> big"},
+           Case{"alignment", a64, "alignment       32 -> 64"},
+           Case{"rename", renamed, "renamed         general.name: general.name -> general.title"},
+           Case{"changed", with_model("diff-eos.gguf", [](Model& m) { m.find("tokenizer.ggml.eos_token_id")->bits = 7; }),
+                "changed         tokenizer.ggml.eos_token_id: 2 -> 7"},
+           Case{"tensor order", with_model("diff-torder.gguf", [](Model& m) { std::swap(m.tensors[1], m.tensors[2]); }),
+                "tensor_order"},
+           Case{"trailing bytes", appended(), "trailing        0 bytes after the end -> 3 bytes after the end"},
+           Case{"padding", padded(), "padding         0 non-zero bytes -> 1 non-zero bytes"}}) {
+    SCOPED_TRACE(c.name);
+    EXPECT_NE(read_file_bytes(a), read_file_bytes(c.b));
+    CliRun r = run_cli("diff " + a + " " + c.b + " --exit-code");
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_NE(r.out.find(c.expect), std::string::npos) << r.out;
+    EXPECT_EQ(run_cli("diff " + a + " " + c.b).code, 0);  // without --exit-code
+  }
+  CliRun same = run_cli("diff " + a + " " + a + " --exit-code");
+  EXPECT_EQ(same.code, 0);
+  EXPECT_EQ(same.out, "no differences\n");
+}
+
+TEST(Diff, JsonGivesTypedValues) {
+  std::string p = write_yaml("diff-typed-a.gguf", "metadata:\n  - {key: n, type: u32, value: 2}\n"
+                                                   "  - {key: l, type: array, items: f32, value: [0.5, 1]}\n"
+                                                   "  - {key: s, type: string, value: x}\n");
+  std::string q = write_yaml("diff-typed-b.gguf", "metadata:\n  - {key: n, type: u32, value: 7}\n"
+                                                   "  - {key: l, type: array, items: f32, value: [0.5, 2]}\n"
+                                                   "  - {key: s, type: string, value: y}\n");
+  YAML::Node j = json_of("diff --json " + p + " " + q);
+  EXPECT_FALSE(j["same"].as<bool>());
+  ASSERT_EQ(j["differences"].size(), 3u);
+  YAML::Node n = j["differences"][0], l = j["differences"][1], s = j["differences"][2];
+  EXPECT_EQ(n["key"].as<std::string>(), "n");
+  EXPECT_EQ(n["type"].as<std::string>(), "u32");
+  EXPECT_EQ(n["a"].as<int>(), 2);
+  EXPECT_EQ(n["b"].as<int>(), 7);
+  EXPECT_TRUE(l["b"].IsSequence());
+  EXPECT_EQ(l["b"][1].as<double>(), 2.0);
+  EXPECT_EQ(s["b"].as<std::string>(), "y");
 }

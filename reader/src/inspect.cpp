@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "ggufkit/error.h"
@@ -289,6 +290,103 @@ Account account_of(const Scanned& s) {
     expected = align_up(L.tensor_offsets[i] + s.model.tensors[i].nbytes(), L.alignment).value_or(0);
   }
   return a;
+}
+
+namespace {
+// The bytes of every span of these kinds, in file order: what no field describes.
+std::string filler_bytes(const Scanned& s, std::initializer_list<SpanKind> kinds, bool nonzero_only) {
+  std::string out;
+  for (const LabeledSpan& sp : s.layout.spans) {
+    if (std::find(kinds.begin(), kinds.end(), sp.kind) == kinds.end() || !s.model.tail) continue;
+    std::string b(static_cast<size_t>(sp.span.size), '\0');
+    s.model.tail->source->read_at(sp.span.offset, b.data(), b.size());
+    if (nonzero_only) b.erase(std::remove(b.begin(), b.end(), '\0'), b.end());
+    out += b;
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<Difference> diff_files(const Scanned& x, const Scanned& y) {
+  std::vector<Difference> out;
+  auto add = [&](std::string kind, std::string key, std::optional<Value> a, std::optional<Value> b, std::string at = "",
+                 std::string bt = "") {
+    out.push_back({std::move(kind), std::move(key), std::move(a), std::move(b), std::move(at), std::move(bt)});
+  };
+  const Model &ma = x.model, &mb = y.model;
+  if (ma.version != mb.version) add("version", "", Value::of_u32(ma.version), Value::of_u32(mb.version));
+  if (ma.order != mb.order)
+    add("byte_order", "", std::nullopt, std::nullopt, ma.order == ByteOrder::big ? "big" : "little",
+        mb.order == ByteOrder::big ? "big" : "little");
+  if (x.layout.alignment != y.layout.alignment)
+    add("alignment", "", Value::of_u32(x.layout.alignment), Value::of_u32(y.layout.alignment));
+  // Keys: a key gone from A whose value turns up under a key new in B was renamed.
+  std::vector<const KV*> gone, fresh;
+  for (const KV& kv : ma.metadata)
+    if (!mb.find(kv.key)) gone.push_back(&kv);
+  for (const KV& kv : mb.metadata)
+    if (!ma.find(kv.key)) fresh.push_back(&kv);
+  for (const KV*& g : gone)
+    for (const KV*& f : fresh)
+      if (g && f && g->value == f->value) {
+        add("renamed", g->key, std::nullopt, std::nullopt, g->key, f->key);
+        g = f = nullptr;
+      }
+  for (const KV* g : gone)
+    if (g) add("removed", g->key, g->value, std::nullopt);
+  for (const KV& kv : ma.metadata)
+    if (const Value* other = mb.find(kv.key); other && !(*other == kv.value)) add("changed", kv.key, kv.value, *other);
+  for (const KV* f : fresh)
+    if (f) add("added", f->key, std::nullopt, f->value);
+  // Order: the keys both files have, in A's order and in B's.
+  std::vector<std::string> oa, ob;
+  for (const KV& kv : ma.metadata)
+    if (mb.find(kv.key)) oa.push_back(kv.key);
+  for (const KV& kv : mb.metadata)
+    if (ma.find(kv.key)) ob.push_back(kv.key);
+  for (size_t i = 0; i < oa.size(); ++i)
+    if (oa[i] != ob[i]) {
+      add("key_order", oa[i], std::nullopt, std::nullopt, "position " + std::to_string(i) + " of the shared keys",
+          ob[i] + " stands there");
+      break;
+    }
+  // Tensors.
+  std::map<std::string, size_t> ib;
+  for (size_t i = 0; i < mb.tensors.size(); ++i) ib[mb.tensors[i].name] = i;
+  std::vector<std::string> ta, tb;
+  auto record = [](const Tensor& t) { return shape_text(t.dims) + " " + ggml_type(t.type)->name; };
+  for (size_t i = 0; i < ma.tensors.size(); ++i) {
+    const Tensor& t = ma.tensors[i];
+    auto it = ib.find(t.name);
+    if (it == ib.end()) {
+      add("tensor_removed", t.name, std::nullopt, std::nullopt, record(t));
+      continue;
+    }
+    ta.push_back(t.name);
+    const Tensor& u = mb.tensors[it->second];
+    if (record(t) != record(u)) add("tensor_changed", t.name, std::nullopt, std::nullopt, record(t), record(u));
+    else if (hash_tensor(t, HashAlgo::xxh64) != hash_tensor(u, HashAlgo::xxh64)) add("tensor_bytes", t.name, std::nullopt, std::nullopt);
+    if (x.layout.tensor_offsets[i] != y.layout.tensor_offsets[it->second] && x.layout.alignment == y.layout.alignment)
+      add("tensor_offset", t.name, Value::of_u64(x.layout.tensor_offsets[i]), Value::of_u64(y.layout.tensor_offsets[it->second]));
+  }
+  for (const Tensor& t : mb.tensors) {
+    bool in_a = false;
+    for (const Tensor& u : ma.tensors) in_a = in_a || u.name == t.name;
+    if (in_a) tb.push_back(t.name);
+    else add("tensor_added", t.name, std::nullopt, std::nullopt, "", record(t));
+  }
+  if (ta != tb) add("tensor_order", "", std::nullopt, std::nullopt, "", "");
+  // Bytes no field describes: non-zero padding, bytes after the end.
+  std::string pa = filler_bytes(x, {SpanKind::padding, SpanKind::tensor_padding, SpanKind::gap}, true);
+  std::string pb = filler_bytes(y, {SpanKind::padding, SpanKind::tensor_padding, SpanKind::gap}, true);
+  if (pa != pb)
+    add("padding", "", std::nullopt, std::nullopt, std::to_string(pa.size()) + " non-zero bytes",
+        std::to_string(pb.size()) + " non-zero bytes");
+  std::string ra = filler_bytes(x, {SpanKind::trailing}, false), rb = filler_bytes(y, {SpanKind::trailing}, false);
+  if (ra != rb)
+    add("trailing", "", std::nullopt, std::nullopt, std::to_string(ra.size()) + " bytes after the end",
+        std::to_string(rb.size()) + " bytes after the end");
+  return out;
 }
 
 TensorStats tensor_stats(const Tensor& t, size_t head, ByteOrder order) {

@@ -85,6 +85,20 @@ std::string hash_all(const Model& m, HashAlgo algo);  // all tensor bytes, in fi
 std::string sha256_hex(const uint8_t* data, size_t n);  // for tests: one buffer
 
 // What validate finds: reader errors and the problems a reader lets through.
+// One way two files differ. `kind` is one of: version, byte_order, alignment, key_order,
+// renamed, removed, added, changed, tensor_order, tensor_removed, tensor_added,
+// tensor_changed, tensor_bytes, tensor_offset, padding, trailing. `a` and `b` hold the
+// typed values where there are values (metadata, version, alignment, offsets); `a_text`
+// and `b_text` say the rest in words.
+struct Difference {
+  std::string kind, key;
+  std::optional<Value> a, b;
+  std::string a_text, b_text;
+};
+// Everything by which two files differ but for what follows from it: a longer value moves
+// the offsets after it, and that is not listed again. Tensor bytes are compared by xxHash64.
+std::vector<Difference> diff_files(const Scanned& a, const Scanned& b);
+
 struct Finding {
   std::string code;      // "truncated", "nonzero_padding", "token_id", ...
   std::string severity;  // "error", "warning", "info"
