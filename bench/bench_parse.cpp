@@ -1,41 +1,77 @@
-// Google Benchmark: parsing a header from memory, without the program's start-up or the
-// file system. bench_parse FILE [benchmark flags]: the header of FILE is read once.
+// Google Benchmark: parsing a model's header in-process, ggufkit beside ggml's own parser
+// (gguf_init_from_file with no_alloc, from the libggml-base.so that node-llama-cpp
+// ships), in one run, on the same file:
+//   bench_parse FILE.gguf [LIBGGML_BASE.so] [benchmark flags]
+// Both read the file from the page cache; neither reads tensor data.
 #include <benchmark/benchmark.h>
+#include <dlfcn.h>
 
 #include <cstdio>
-#include <memory>
+#include <string>
 
 #include "ggufkit/scan.h"
 
 namespace {
-std::shared_ptr<const ggufkit::ByteSource> g_header;
+std::string g_file;
 
-void BM_ParseHeader(benchmark::State& state) {
-  ggufkit::ScanOptions o;
-  o.data_in_file = false;  // only the header is in memory
+struct GgufInitParams {
+  bool no_alloc;
+  void** ctx;
+};
+void* (*g_ggml_init)(const char*, GgufInitParams) = nullptr;
+void (*g_ggml_free)(void*) = nullptr;
+
+void BM_GgufkitParseHeader(benchmark::State& state) {
   size_t kvs = 0;
+  uint64_t header = 0;
   for (auto _ : state) {
-    ggufkit::Scanned s = ggufkit::scan(g_header, o);
+    ggufkit::Scanned s = ggufkit::scan_file(g_file);
     kvs += s.model.metadata.size();
+    header = s.layout.header_size;
     benchmark::DoNotOptimize(s);
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * g_header->size()));
-  state.counters["header_MB"] = static_cast<double>(g_header->size()) / 1e6;
   benchmark::DoNotOptimize(kvs);
+  state.counters["header_MB"] = static_cast<double>(header) / 1e6;
 }
-BENCHMARK(BM_ParseHeader)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_GgufkitParseHeader)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+void BM_GgmlParseHeader(benchmark::State& state) {
+  if (!g_ggml_init) {
+    state.SkipWithError("no libggml-base.so given");
+    return;
+  }
+  for (auto _ : state) {
+    void* ctx = g_ggml_init(g_file.c_str(), GgufInitParams{true, nullptr});
+    if (!ctx) {
+      state.SkipWithError("ggml refused the file");
+      return;
+    }
+    g_ggml_free(ctx);
+  }
+}
+BENCHMARK(BM_GgmlParseHeader)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_parse FILE.gguf [benchmark flags]\n");
+    std::fprintf(stderr, "usage: bench_parse FILE.gguf [LIBGGML_BASE.so] [benchmark flags]\n");
     return 2;
   }
-  ggufkit::Scanned file = ggufkit::scan_file(argv[1]);
-  std::vector<uint8_t> header(file.layout.header_size);
-  auto src = ggufkit::open_file(argv[1]);
-  src->read_at(0, header.data(), header.size());
-  g_header = ggufkit::from_bytes("header", std::move(header));
+  g_file = argv[1];
+  int skip = 1;
+  if (argc > 2 && argv[2][0] != '-') {
+    void* lib = ::dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      std::fprintf(stderr, "bench_parse: cannot dlopen %s: %s\n", argv[2], ::dlerror());
+      return 2;
+    }
+    g_ggml_init = reinterpret_cast<decltype(g_ggml_init)>(::dlsym(lib, "gguf_init_from_file"));
+    g_ggml_free = reinterpret_cast<decltype(g_ggml_free)>(::dlsym(lib, "gguf_free"));
+    skip = 2;
+  }
+  argv[skip] = argv[0];
+  argc -= skip;
+  argv += skip;
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   return 0;

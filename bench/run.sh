@@ -58,7 +58,8 @@ measure "node-llama-cpp readGgufFileInfo" sh -c "cd '$npm' && node ggufkit-peers
 measure "@huggingface/gguf gguf()" sh -c "cd '$npm' && node ggufkit-peers.mjs hf '$model'"
 nlc_ms=$(peer nlc) hf_ms=$(peer hf)
 echo "in-process parse: node-llama-cpp ${nlc_ms} ms, @huggingface/gguf ${hf_ms} ms"
-"$build/bench/bench_parse" "$model" --benchmark_format=console | tee "$dir/bench_parse.txt"
+"$build/bench/bench_parse" "$model" "$npm/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-base.so" \
+  --benchmark_format=console | tee "$dir/bench_parse.txt"
 
 echo "== writing the 4.7 GB file from its sketch, against the disk"
 size_mb=$(( $(stat -c %s "$model") / 1048576 ))

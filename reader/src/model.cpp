@@ -1,5 +1,8 @@
 #include "ggufkit/model.h"
 
+#include <stdexcept>
+#include <algorithm>
+
 #include <cstring>
 
 #include "ggufkit/error.h"
@@ -42,18 +45,117 @@ Value Value::array(ValueType elem, std::vector<Value> items) {
     if (item.type != elem)
       throw Error(Error::Kind::format, "", std::nullopt, "array",
                   std::string("an item of type ") + value_type_name(item.type) + " in an array of " + value_type_name(elem));
-    if (elem == ValueType::string) v.strs.push_back(std::move(item.str));
+    if (elem == ValueType::string) v.strs.push_back(item.str);
     else if (elem == ValueType::array) v.items.push_back(std::move(item));
     else v.nums.push_back(item.bits);
   }
   return v;
 }
 
+uint64_t StringList::iterator::length() const {
+  uint64_t n;
+  std::memcpy(&n, p_, 8);
+  return big_ ? __builtin_bswap64(n) : n;
+}
+
+StringList::StringList(const std::vector<std::string>& items) {
+  for (const auto& s : items) push_back(s);
+}
+
+StringList StringList::view(std::shared_ptr<const void> keep, const uint8_t* data, size_t bytes, size_t count, bool big) {
+  StringList l;
+  l.keep_ = std::move(keep);
+  l.data_ = data;
+  l.bytes_ = bytes;
+  l.count_ = count;
+  l.big_ = big;
+  return l;
+}
+
+StringList& StringList::operator=(const StringList& o) {
+  if (this == &o) return *this;
+  keep_ = o.keep_;
+  owned_ = o.owned_;
+  data_ = keep_ ? o.data_ : reinterpret_cast<const uint8_t*>(owned_.data());
+  bytes_ = o.bytes_;
+  count_ = o.count_;
+  big_ = o.big_;
+  index_.clear();
+  return *this;
+}
+
+StringList& StringList::operator=(StringList&& o) noexcept {
+  keep_ = std::move(o.keep_);
+  owned_ = std::move(o.owned_);
+  data_ = keep_ ? o.data_ : reinterpret_cast<const uint8_t*>(owned_.data());
+  bytes_ = o.bytes_;
+  count_ = o.count_;
+  big_ = o.big_;
+  index_ = std::move(o.index_);
+  o.keep_.reset();
+  o.owned_.clear();
+  o.data_ = reinterpret_cast<const uint8_t*>(o.owned_.data());
+  o.bytes_ = o.count_ = 0;
+  o.index_.clear();
+  return *this;
+}
+
+void StringList::own() {
+  if (!keep_) return;
+  std::string region;
+  region.reserve(bytes_);
+  for (std::string_view s : *this) {
+    uint64_t n = s.size();
+    region.append(reinterpret_cast<const char*>(&n), 8);  // little-endian hosts only, as the rest
+    region.append(s);
+  }
+  owned_ = std::move(region);
+  keep_.reset();
+  big_ = false;
+  data_ = reinterpret_cast<const uint8_t*>(owned_.data());
+  index_.clear();
+}
+
+void StringList::push_back(std::string_view s) {
+  own();
+  uint64_t n = s.size();
+  owned_.append(reinterpret_cast<const char*>(&n), 8);
+  owned_.append(s);
+  data_ = reinterpret_cast<const uint8_t*>(owned_.data());
+  bytes_ = owned_.size();
+  ++count_;
+  index_.clear();
+}
+
+std::string_view StringList::operator[](size_t i) const {
+  if (index_.size() != count_) {
+    index_.clear();
+    index_.reserve(count_);
+    for (auto it = begin(); it != end(); ++it) index_.push_back(static_cast<size_t>((*it).data() - 8 - reinterpret_cast<const char*>(data_)));
+  }
+  return *iterator(data_ + index_[i], big_);
+}
+
+std::string_view StringList::at(size_t i) const {
+  if (i >= size()) throw std::out_of_range("string " + std::to_string(i) + " of " + std::to_string(size()));
+  return (*this)[i];
+}
+
+bool StringList::operator==(const StringList& o) const {
+  if (count_ != o.count_) return false;
+  if (big_ == o.big_ && bytes_ == o.bytes_) return std::memcmp(data_, o.data_, bytes_) == 0;
+  return std::equal(begin(), end(), o.begin(), o.end());
+}
+
+bool StringList::operator==(const std::vector<std::string>& v) const {
+  return v.size() == count_ && std::equal(begin(), end(), v.begin(), v.end());
+}
+
 Value Value::strings(std::vector<std::string> items) {
   Value v;
   v.type = ValueType::array;
   v.elem = ValueType::string;
-  v.strs = std::move(items);
+  v.strs = StringList(items);
   return v;
 }
 
@@ -63,7 +165,7 @@ size_t Value::size() const {
 }
 
 Value Value::at(size_t i) const {
-  if (elem == ValueType::string) return of_string(strs.at(i));
+  if (elem == ValueType::string) return of_string(std::string(strs.at(i)));
   if (elem == ValueType::array) return items.at(i);
   return scalar(elem, nums.at(i));
 }

@@ -24,6 +24,10 @@ struct Where {
 // so lengths and counts are checked before anything is allocated.
 class Cursor {
  public:
+  // Set when the bytes read are the source's own memory (a map): lists may then point into it.
+  std::shared_ptr<const void> owner;
+  const uint8_t* here() const { return p_; }
+
   Cursor(std::string file, const uint8_t* data, uint64_t size)
       : file_(std::move(file)), win_(data), p_(data), end_(data + size), size_(size) {}
   Cursor(std::string file, std::istream& in) : file_(std::move(file)), in_(&in), buf_(1 << 16) {
@@ -86,13 +90,36 @@ class Cursor {
   }
 
   // A u64 length and that many bytes, refused past the cap or past the bytes left.
-  std::string string(Where w, uint64_t cap) {
+  // An array's string item straight from the window into the list: no string of its own.
+  // Steps over a string in the window whose length was checked.
+  void skip_string(Where w, uint64_t cap) { p_ += string_length(w, cap); }
+
+  void append_string(Where w, uint64_t cap, StringList& out) {
+    uint64_t len = string_length(w, cap);
+    if (static_cast<uint64_t>(end_ - p_) >= len) {
+      out.push_back(std::string_view(reinterpret_cast<const char*>(p_), static_cast<size_t>(len)));
+      p_ += len;
+    } else {
+      out.push_back(string_body(w, len));
+    }
+  }
+
+  // A string's length, checked against the cap and the bytes left.
+  uint64_t string_length(Where w, uint64_t cap) {
     uint64_t at = pos();
     uint64_t len = num<uint64_t>(w);
     if (len > cap)
       fail(at, w, "a string of " + std::to_string(len) + " bytes is longer than the " + human(cap) + " cap" +
                       left_text());
-    check_left(at, w, len, "a string of " + std::to_string(len) + " bytes");
+    if (auto left = remaining(); left && len > *left)  // the message is made only when it is needed
+      fail(at, w, "a string of " + std::to_string(len) + " bytes is longer than the " + std::to_string(*left) +
+                      " bytes left in the file");
+    return len;
+  }
+
+  std::string string(Where w, uint64_t cap) { return string_body(w, string_length(w, cap)); }
+
+  std::string string_body(Where w, uint64_t len) {
     std::string s;
     if (static_cast<uint64_t>(end_ - p_) >= len) {  // all in the window: one copy
       s.assign(reinterpret_cast<const char*>(p_), static_cast<size_t>(len));
@@ -112,12 +139,6 @@ class Cursor {
   }
 
   // Refuses `what`, needing `n` bytes, when fewer remain (only when the size is known).
-  void check_left(uint64_t at, Where w, uint64_t n, const std::string& what) const {
-    auto left = remaining();
-    if (left && n > *left)
-      fail(at, w, what + " is longer than the " + std::to_string(*left) + " bytes left in the file");
-  }
-
   static std::string human(uint64_t n) {
     if (n >= (1ull << 20) && n % (1ull << 20) == 0) return std::to_string(n >> 20) + " MiB";
     return std::to_string(n) + " bytes";
@@ -373,10 +394,13 @@ class Scanner {
                       " bytes, but the file has " + std::to_string(*left) + " bytes left");
         // n is bounded by the bytes left when the size is known; a stream grows as it reads.
         size_t reserve = static_cast<size_t>(std::min<uint64_t>(n, left ? n : 1 << 16));
-        if (v.elem == ValueType::string) {
-          v.strs.reserve(reserve);
+        if (v.elem == ValueType::string && c_.owner) {  // every length checked, the bytes left where they are
+          const uint8_t* start = c_.here();
+          for (uint64_t i = 0; i < n; ++i) c_.skip_string({"item length", static_cast<int64_t>(i)}, opt_.max_string);
+          v.strs = StringList::view(c_.owner, start, static_cast<size_t>(c_.here() - start), static_cast<size_t>(n), c_.swap);
+        } else if (v.elem == ValueType::string) {
           for (uint64_t i = 0; i < n; ++i)
-            v.strs.push_back(c_.string({"item length", static_cast<int64_t>(i)}, opt_.max_string));
+            c_.append_string({"item length", static_cast<int64_t>(i)}, opt_.max_string, v.strs);
         } else if (v.elem == ValueType::array) {
           v.items.reserve(reserve);
           for (uint64_t i = 0; i < n; ++i) v.items.push_back(value(v.elem, depth + 1, static_cast<int64_t>(i)));
@@ -462,6 +486,7 @@ Scanned scan(std::shared_ptr<const ByteSource> source, const ScanOptions& option
     data = copy.data();
   }
   Cursor c(source->name(), data, source->size());
+  if (copy.empty()) c.owner = source;
   return Scanner(c, options).run(source);
 }
 

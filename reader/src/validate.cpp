@@ -22,7 +22,7 @@ const std::map<std::string, std::vector<std::string>>& required_hparams() {
   return m;
 }
 
-bool is_utf8(const std::string& s) {
+bool is_utf8(std::string_view s) {
   size_t i = 0;
   auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   while (i < s.size()) {
@@ -145,7 +145,7 @@ class Validator {
       if (v.type == ValueType::array && v.elem == ValueType::array)
         add("nested_array", "error", value_at(i), kv.key + ": an array of arrays; the format allows it, llama.cpp refuses it");
       if (v.type == ValueType::array && v.elem == ValueType::string) {
-        size_t bad = std::count_if(v.strs.begin(), v.strs.end(), [](const std::string& x) { return !is_utf8(x); });
+        size_t bad = std::count_if(v.strs.begin(), v.strs.end(), [](std::string_view x) { return !is_utf8(x); });
         if (bad) add("invalid_utf8", "warning", value_at(i), kv.key + ": " + std::to_string(bad) + " of " + std::to_string(v.size()) + " strings are not valid UTF-8");
       }
       if (vocab && kv.key.rfind("tokenizer.ggml.", 0) == 0 && kv.key.size() > 9 &&

@@ -471,7 +471,7 @@ void expect_same_as_ggml(const Ggml& g, const void* theirs, void* ctx, const Sca
       ASSERT_EQ(g.arr_n(theirs, k), v.size());
       for (size_t j = 0; j < v.size(); ++j) {
         if (v.elem == ValueType::string) {
-          EXPECT_EQ(std::string(g.arr_str(theirs, k, j)), c_cut(v.strs[j])) << j;
+          EXPECT_EQ(std::string(g.arr_str(theirs, k, j)), c_cut(std::string(v.strs[j]))) << j;
         } else {
           same_bits(v.elem, static_cast<const uint8_t*>(g.arr_data(theirs, k)) + j * value_type_width(v.elem), v.nums[j]);
         }

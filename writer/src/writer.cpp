@@ -208,7 +208,7 @@ class Walker {
   }
   void u32(uint32_t v) { put(v); }
   void u64(uint64_t v) { put(v); }
-  void str(const std::string& s) {
+  void str(std::string_view s) {
     u64(s.size());
     sink_.write(s.data(), s.size());
   }
@@ -217,7 +217,7 @@ class Walker {
   void items(const Value& v, const std::string& path) {
     u64(v.size());
     if (v.elem == ValueType::string) {
-      for (const std::string& s : v.strs) str(s);
+      for (std::string_view s : v.strs) str(s);
     } else if (v.elem == ValueType::array) {
       for (const Value& item : v.items) {
         if (item.type != ValueType::array)

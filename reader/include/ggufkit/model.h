@@ -1,6 +1,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +14,71 @@
 
 namespace ggufkit {
 
+// The strings of an array as they lie in a file: `count` items, each a u64 length then
+// its bytes. A list read from a mapped file is a view of that region (the source is kept
+// alive), so a vocabulary of 150,000 tokens costs no allocation and no copy; a list built
+// in memory keeps the same layout in a buffer of its own (little-endian lengths). Items
+// read as views; item i by number needs an index, built on the first such access.
+class StringList {
+ public:
+  StringList() = default;
+  StringList(const std::vector<std::string>& items);  // NOLINT: lists convert
+  // A region whose every length the caller has checked against the bytes.
+  static StringList view(std::shared_ptr<const void> keep, const uint8_t* data, size_t bytes, size_t count, bool big);
+  StringList(const StringList& o) { *this = o; }
+  StringList(StringList&& o) noexcept { *this = std::move(o); }
+  StringList& operator=(const StringList& o);
+  StringList& operator=(StringList&& o) noexcept;
+
+  void reserve(size_t) {}
+  void push_back(std::string_view s);
+  size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  std::string_view operator[](size_t i) const;
+  std::string_view at(size_t i) const;  // throws std::out_of_range
+
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = std::string_view;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = std::string_view;
+    iterator() = default;
+    iterator(const uint8_t* p, bool big) : p_(p), big_(big) {}
+    std::string_view operator*() const { return {reinterpret_cast<const char*>(p_ + 8), static_cast<size_t>(length())}; }
+    iterator& operator++() {
+      p_ += 8 + length();
+      return *this;
+    }
+    iterator operator++(int) {
+      iterator t = *this;
+      ++*this;
+      return t;
+    }
+    bool operator==(const iterator& o) const { return p_ == o.p_; }
+
+   private:
+    uint64_t length() const;
+    const uint8_t* p_ = nullptr;
+    bool big_ = false;
+  };
+  iterator begin() const { return {data_, big_}; }
+  iterator end() const { return {data_ + bytes_, big_}; }
+
+  bool operator==(const StringList& o) const;
+  bool operator==(const std::vector<std::string>& v) const;
+
+ private:
+  void own();  // copies a view into a buffer of its own, lengths little-endian
+  std::shared_ptr<const void> keep_;  // a view: what holds its bytes
+  std::string owned_;                 // otherwise: the region itself
+  const uint8_t* data_ = nullptr;
+  size_t bytes_ = 0, count_ = 0;
+  bool big_ = false;
+  mutable std::vector<size_t> index_;  // where each item starts, once asked for by number
+};
+
 // A metadata value exactly as it stands on disk: fixed-width values keep their bits
 // (float bit patterns, the bool byte), strings their bytes, arrays their element type.
 // An array keeps its elements compactly, by element type: a 150,000-token vocabulary is
@@ -22,7 +89,7 @@ struct Value {
   uint64_t bits = 0;               // fixed-width values: the value's bits, zero-extended
   std::string str;                 // type string
   std::vector<uint64_t> nums;      // array of fixed-width elements: their bits
-  std::vector<std::string> strs;   // array of strings
+  StringList strs;                 // array of strings
   std::vector<Value> items;        // array of arrays
 
   static Value scalar(ValueType t, uint64_t bits);
