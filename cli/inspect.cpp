@@ -1,4 +1,6 @@
 // The reading commands: each computes with the library and prints text or JSON.
+#include <unistd.h>
+
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -489,17 +491,27 @@ int cmd_hash(const std::vector<std::string>& args) {
   if (algo != "xxh64" && algo != "sha256") throw_usage("--algo must be xxh64 or sha256, found '" + algo + "'");
   HashAlgo h = algo == "xxh64" ? HashAlgo::xxh64 : HashAlgo::sha256;
   Scanned s = scan_file((*vm)["file"].as<std::string>());
-  std::string all = hash_all(s.model, h);
+  // On a terminal, a long run shows how far it is, as edit does.
+  int shown = -1;
+  bool bar = ::isatty(2) && s.source_size > (64u << 20);
+  Hashes hs = hash_model(s.model, h, [&](uint64_t done, uint64_t total) {
+    int pct = total ? static_cast<int>(100 * done / total) : 100;
+    if (!bar || pct == shown) return;
+    shown = pct;
+    std::fprintf(stderr, "\rggufkit: hashing %.2f GB of %.2f GB (%d%%)%s", static_cast<double>(done) / 1e9,
+                 static_cast<double>(total) / 1e9, pct, pct == 100 ? "\n" : "");
+  });
   if ((*vm)["json"].as<bool>()) {
-    std::cout << "{\"algo\": \"" << algo << "\", \"all\": \"" << all << "\", \"tensors\": [";
+    std::cout << "{\"algo\": \"" << algo << "\", \"all\": \"" << hs.all << "\", \"tensors\": [";
     for (size_t i = 0; i < s.model.tensors.size(); ++i)
       std::cout << (i ? ",\n  " : "\n  ") << "{\"name\": " << json_string(s.model.tensors[i].name) << ", \""
-                << algo << "\": \"" << hash_tensor(s.model.tensors[i], h) << "\"}";
+                << algo << "\": \"" << hs.tensors[i] << "\"}";
     std::cout << "\n]}\n";
     return 0;
   }
-  for (const Tensor& t : s.model.tensors) std::printf("%s  %s\n", hash_tensor(t, h).c_str(), t.name.c_str());
-  std::printf("%s  (all %zu tensors, %s)\n", all.c_str(), s.model.tensors.size(), algo.c_str());
+  for (size_t i = 0; i < s.model.tensors.size(); ++i)
+    std::printf("%s  %s\n", hs.tensors[i].c_str(), s.model.tensors[i].name.c_str());
+  std::printf("%s  (all %zu tensors, %s)\n", hs.all.c_str(), s.model.tensors.size(), algo.c_str());
   return 0;
 }
 

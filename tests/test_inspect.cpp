@@ -587,3 +587,19 @@ TEST(Diff, JsonGivesTypedValues) {
   EXPECT_EQ(l["b"][1].as<double>(), 2.0);
   EXPECT_EQ(s["b"].as<std::string>(), "y");
 }
+
+TEST(DiffHash, HashShowsProgressOnATerminalAndNowhereElse) {
+  std::string path = write_yaml("hash-big.gguf", "tensors:\n"
+                                                  "  - {name: big, type: f32, dims: [4096, 4300], fill: {random_bytes: {seed: 5}}}\n");
+  ASSERT_GT(std::filesystem::file_size(path), 64u << 20);
+  CliRun piped = run_cli("hash " + path);
+  ASSERT_EQ(piped.code, 0) << piped.err;
+  EXPECT_EQ(piped.err, "");  // not a terminal: nothing but the result
+  // script(1) gives the program a terminal; what it printed there lands in the transcript.
+  std::string transcript = temp_path("hash-tty.txt");
+  std::string cmd = "script -qec '" + std::string(GGUFKIT_BIN) + " hash " + path + " > /dev/null' " + transcript + " < /dev/null > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  auto t = read_file_bytes(transcript);
+  std::string text(t.begin(), t.end());
+  EXPECT_NE(text.find("ggufkit: hashing 0.07 GB of 0.07 GB (100%)"), std::string::npos) << text.substr(0, 500);
+}

@@ -431,10 +431,23 @@ std::string hash_tensor(const Tensor& t, HashAlgo algo) {
   return h.hex();
 }
 
-std::string hash_all(const Model& m, HashAlgo algo) {
-  Hasher h(algo);
-  for (const Tensor& t : m.tensors) for_each_piece(t, [&](const uint8_t* p, size_t n) { h.update(p, n); });
-  return h.hex();
+Hashes hash_model(const Model& m, HashAlgo algo, const std::function<void(uint64_t, uint64_t)>& progress) {
+  Hashes out;
+  Hasher all(algo);
+  uint64_t total = 0, done = 0;
+  for (const Tensor& t : m.tensors) total += t.nbytes();
+  for (const Tensor& t : m.tensors) {
+    Hasher one(algo);
+    for_each_piece(t, [&](const uint8_t* p, size_t n) {
+      all.update(p, n);
+      one.update(p, n);
+      done += n;
+      if (progress) progress(done, total);
+    });
+    out.tensors.push_back(one.hex());
+  }
+  out.all = all.hex();
+  return out;
 }
 
 std::string sha256_hex(const uint8_t* data, size_t n) {

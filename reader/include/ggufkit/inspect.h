@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -80,7 +81,13 @@ TensorStats tensor_stats(const Tensor& t, size_t head = 8, ByteOrder order = Byt
 // Checksums of tensor data (never of the header, so a metadata edit keeps them).
 enum class HashAlgo { xxh64, sha256 };
 std::string hash_tensor(const Tensor& t, HashAlgo algo);
-std::string hash_all(const Model& m, HashAlgo algo);  // all tensor bytes, in file order
+// Every tensor's checksum and one of all tensor bytes in file order, in one read;
+// `progress` is told the bytes hashed so far and in all.
+struct Hashes {
+  std::string all;
+  std::vector<std::string> tensors;
+};
+Hashes hash_model(const Model& m, HashAlgo algo, const std::function<void(uint64_t, uint64_t)>& progress = {});
 
 std::string sha256_hex(const uint8_t* data, size_t n);  // for tests: one buffer
 
