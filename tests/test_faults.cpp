@@ -216,6 +216,15 @@ TEST(FaultPoints, WithoutOTmpfileTheNamedFallbackWritesTheSameBytesAndCleansUp) 
     ASSERT_EQ(run_cli("edit " + k.src + " --set general.name=x -o " + k.dir + "/next.gguf").code, 0);
     fs::remove(k.dir + "/next.gguf");
     expect_nothing_changed(k, d);
+    // A failure (a full disk, SIGINT) while the fallback file exists removes it at once.
+    for (const char* fault : {"tmpfile:fail:95,write:fail:28", "tmpfile:fail:95,written:int"}) {
+      SCOPED_TRACE(fault);
+      Scene f = setup("fallback-fail-" + std::to_string(static_cast<int>(d)), d);
+      r = faulty("edit " + f.src + " --set general.name=edited" + f.target_args, fault);
+      EXPECT_EQ(r.code, 3) << r.err;
+      expect_nothing_changed(f, d);
+      fs::remove_all(f.dir);
+    }
   }
 }
 
