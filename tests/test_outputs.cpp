@@ -117,3 +117,45 @@ TEST(Outputs, VersionPrintsTheProjectVersion) {
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.out, "ggufkit 0.1.0\n");
 }
+
+// Inputs: a named pipe hung every command in open() before any check; now each is opened
+// without blocking, checked, and refused at once. Files that report size 0 (/proc) are
+// read to their end.
+TEST(Inputs, ANamedPipeIsRefusedAtOnceWhereverAFileIsRead) {
+  std::string dir = temp_path("fifo-in");
+  fs::create_directories(dir);
+  std::string fifo = dir + "/pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string patch = dir + "/p.yaml", sketch = dir + "/s.yaml";
+  write_file_bytes(patch, std::vector<uint8_t>{});
+  std::string p = "set: {tokenizer.chat_template: {file: pipe}}\n";
+  write_file_bytes(patch, std::vector<uint8_t>(p.begin(), p.end()));
+  std::string sk = "metadata: [{key: t, type: string, file: pipe}]\n";
+  write_file_bytes(sketch, std::vector<uint8_t>(sk.begin(), sk.end()));
+  for (const std::string& args :
+       {"show " + fifo, "edit " + tiny_llama() + " --chat-template-file " + fifo + " --dry-run",
+        "edit " + tiny_llama() + " -p " + fifo + " --dry-run", "edit " + tiny_llama() + " -p " + patch + " --dry-run",
+        "write " + fifo + " -o " + dir + "/out.gguf", "write " + sketch + " -o " + dir + "/out.gguf"}) {
+    SCOPED_TRACE(args);
+    CliRun r = run_cli(args, "timeout 20 ");  // a hang would be exit 124
+    EXPECT_NE(r.code, 124);
+    EXPECT_NE(r.code, 0);
+    EXPECT_NE(r.err.find(fifo + ": is a named pipe, not a regular file"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(files_in(dir), (std::vector<std::string>{"p.yaml", "pipe", "s.yaml"}));
+}
+
+TEST(Inputs, AFileThatReportsSizeZeroIsReadToItsEnd) {
+  std::string out = temp_path("proc-template.gguf");
+  CliRun r = run_cli("edit " + tiny_llama() + " --chat-template-file /proc/self/status -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  CliRun m = run_cli("meta --json " + out);
+  ASSERT_EQ(m.code, 0);
+  EXPECT_NE(m.out.find("Name:"), std::string::npos);  // /proc/self/status starts with "Name:\t..."
+  EXPECT_EQ(m.out.find("\"tokenizer.chat_template\", \"type\": \"string\", \"value\": \"\""), std::string::npos);
+  // A device with no end stops at the cap instead of reading forever.
+  CliRun z = run_cli("edit " + tiny_llama() + " --chat-template-file /dev/zero --dry-run", "timeout 60 ");
+  EXPECT_NE(z.code, 0);
+  EXPECT_NE(z.code, 124);
+  EXPECT_NE(z.err.find("/dev/zero: is over the cap of"), std::string::npos) << z.err;
+}

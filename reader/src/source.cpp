@@ -12,19 +12,54 @@
 
 namespace ggufkit {
 
-FileSource::FileSource(std::string path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw_io(path_, "cannot open for reading");
+namespace {
+// Opens without blocking (a named pipe with no writer would hang a plain open) and says
+// what kind of file it is before anything is read.
+int open_checked(const std::string& path, struct stat& st, bool allow_device) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw_io(path, "cannot open for reading");
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    throw_io(path, "cannot stat");
+  }
+  const char* kind = S_ISFIFO(st.st_mode) ? "a named pipe" : S_ISSOCK(st.st_mode) ? "a socket"
+                     : S_ISDIR(st.st_mode) ? "a folder" : S_ISBLK(st.st_mode) ? "a block device"
+                     : S_ISCHR(st.st_mode) && !allow_device ? "a device" : nullptr;
+  if (kind) {
+    ::close(fd);
+    throw Error(Error::Kind::usage, path, std::nullopt, "", std::string("is ") + kind + ", not a regular file");
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+}  // namespace
+
+std::string read_small_file(const std::string& path, uint64_t cap) {
   struct stat st {};
-  if (::fstat(fd_, &st) != 0) {
-    ::close(fd_);
-    throw_io(path_, "cannot stat");
+  int fd = open_checked(path, st, true);
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {  // to the end of the file, whatever st_size says (/proc files say 0)
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      throw_io(path, "read failed");
+    }
+    if (n == 0) break;
+    if (text.size() + static_cast<size_t>(n) > cap) {
+      ::close(fd);
+      throw Error(Error::Kind::format, path, std::nullopt, "", "is over the cap of " + std::to_string(cap) + " bytes");
+    }
+    text.append(buf, static_cast<size_t>(n));
   }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd_);
-    errno = 0;
-    throw_io(path_, "not a regular file");
-  }
+  ::close(fd);
+  return text;
+}
+
+FileSource::FileSource(std::string path) : path_(std::move(path)) {
+  struct stat st {};
+  fd_ = open_checked(path_, st, false);
   size_ = static_cast<uint64_t>(st.st_size);
   dev_ = st.st_dev;
   ino_ = st.st_ino;

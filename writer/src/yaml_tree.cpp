@@ -1,5 +1,7 @@
 #include "ggufkit/yaml_tree.h"
 
+#include <sys/stat.h>
+
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/exceptions.h>
 #include <yaml-cpp/parser.h>
@@ -100,11 +102,9 @@ void check_size(uint64_t size, const std::string& name, const YamlLimits& limits
 }  // namespace
 
 std::string read_document(const std::string& path, const YamlLimits& limits) {
-  auto src = open_file(path);
-  check_size(src->size(), path, limits);
-  std::string text(src->size(), '\0');
-  src->read_at(0, text.data(), text.size());
-  return text;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) check_size(static_cast<uint64_t>(st.st_size), path, limits);
+  return read_small_file(path, limits.max_bytes);  // refused by its size before reading, where it has one
 }
 
 YamlNode load_yaml(const std::string& text, const std::string& name, const YamlLimits& limits) {

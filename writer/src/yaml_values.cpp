@@ -159,16 +159,11 @@ std::string YamlReader::resolve(const std::string& path) const {
 
 std::string YamlReader::read_text_file(const YamlNode& n, const std::string& entry) {
   std::string p = resolve(scalar(n, entry));
-  std::shared_ptr<const ByteSource> src;
   try {
-    src = open_file(p);  // a regular file only: never a device or a pipe that has no end
+    return read_small_file(p, kMaxFileString);  // never a pipe that has no end; /proc files whole
   } catch (const Error& e) {
     fail(n, entry, e.what());
   }
-  if (src->size() > kMaxFileString) fail(n, entry, p + " is " + std::to_string(src->size()) + " bytes, over the 64 MiB cap for a string");
-  std::string text(src->size(), '\0');
-  src->read_at(0, text.data(), text.size());
-  return text;
 }
 
 // A string: plain text, {file: PATH} or {hex: "..."} for bytes that are not UTF-8.
