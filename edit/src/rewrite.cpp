@@ -4,10 +4,17 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "ggufkit/error.h"
@@ -21,78 +28,148 @@ namespace ggufkit {
 namespace {
 
 constexpr size_t kPiece = 1 << 20;
+constexpr size_t kMaxLag = 64;  // pieces of up to 8 MiB: the verifier stays within the page cache
 
-struct Hashed {
-  uint64_t offset, size, hash;
+// Where the output differs from what was copied into it.
+struct Mismatch {
+  uint64_t at, n;  // n == 1: the very byte; else a piece known only by its checksum
 };
 
-// Copies tensor data through memory, hashing what it read, so the written file can be
-// checked against exactly those bytes.
-class HashingSink final : public FdSink {
+// Writes like FdSink and checks, in a second thread, every piece of copied data in the
+// output against where it came from, while the writer goes on writing and flushing: the
+// written bytes are read back while they are still in the page cache. A piece the kernel
+// copied is compared byte for byte with its source; one that went through memory (a byte
+// order conversion) with the xxHash64 taken of it there.
+class VerifyingSink final : public FdSink {
  public:
-  using FdSink::FdSink;
-  std::vector<Hashed> hashes;
+  VerifyingSink(int fd, std::string name, const std::atomic<bool>* stop)
+      : FdSink(fd, std::move(name)), stop_(stop), worker_([this] { work(); }) {}
+  ~VerifyingSink() override {
+    {
+      std::lock_guard<std::mutex> g(m_);
+      closed_ = abandoned_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+  }
+  // Once every piece is written: waits for the worker, rethrows what it hit, and returns
+  // the mismatch it found, if any.
+  std::optional<Mismatch> wait(uint64_t& verified) {
+    std::unique_lock<std::mutex> g(m_);
+    closed_ = true;
+    cv_.notify_all();
+    cv_.wait(g, [&] { return finished_; });
+    if (error_) std::rethrow_exception(error_);
+    verified = verified_;
+    return mismatch_;
+  }
 
  protected:
-  void transfer(const ByteSource& src, uint64_t offset, uint64_t n) override {
-    XXH64_state_t* st = XXH64_createState();
-    XXH64_reset(st, 0);
-    std::vector<uint8_t> buf(std::min<uint64_t>(n, kPiece));
-    uint64_t done = 0;
-    try {
-      while (done < n) {
-        size_t k = static_cast<size_t>(std::min<uint64_t>(n - done, kPiece));
-        src.read_at(offset + done, buf.data(), k);
-        XXH64_update(st, buf.data(), k);
-        fault_point("copied", {-1, buf.data(), k});
-        put(buf.data(), k);
-        done += k;
-        if (done % (8 * kPiece) == 0 || done == n) tick(pos() + done);
-      }
-    } catch (...) {
-      XXH64_freeState(st);
-      throw;
-    }
-    hashes.push_back({pos(), n, XXH64_digest(st)});
-    XXH64_freeState(st);
+  void copied(const ByteSource* src, uint64_t offset, const uint8_t* bytes, uint64_t at, uint64_t n) override {
+    Piece p{src, offset, bytes ? XXH64(bytes, n, 0) : 0, at, n};
+    std::unique_lock<std::mutex> g(m_);
+    cv_.wait(g, [&] { return queue_.size() < kMaxLag || finished_; });
+    queue_.push_back(p);
+    cv_.notify_all();
   }
+
+ private:
+  struct Piece {
+    const ByteSource* src;  // null: compare with `hash`
+    uint64_t offset, hash, at, n;
+  };
+
+  void work() {
+    std::vector<uint8_t> a(kPiece), b(kPiece);
+    for (;;) {
+      std::unique_lock<std::mutex> g(m_);
+      cv_.wait(g, [&] { return !queue_.empty() || closed_; });
+      if (queue_.empty() || abandoned_ || mismatch_ || error_) break;
+      Piece p = queue_.front();
+      queue_.pop_front();
+      cv_.notify_all();
+      g.unlock();
+      std::optional<Mismatch> bad;
+      try {
+        bad = check(p, a, b);
+      } catch (...) {
+        g.lock();
+        error_ = std::current_exception();
+        break;
+      }
+      g.lock();
+      if (bad) mismatch_ = bad;
+      else verified_ += p.n;
+    }
+    std::lock_guard<std::mutex> g(m_);
+    finished_ = true;
+    cv_.notify_all();
+  }
+
+  std::optional<Mismatch> check(const Piece& p, std::vector<uint8_t>& a, std::vector<uint8_t>& b) {
+    XXH64_state_t* st = p.src ? nullptr : XXH64_createState();
+    if (st) XXH64_reset(st, 0);
+    std::optional<Mismatch> bad;
+    for (uint64_t done = 0; done < p.n && !bad;) {
+      if (stop_ && stop_->load()) break;  // the writer reports the signal
+      size_t k = static_cast<size_t>(std::min<uint64_t>(p.n - done, kPiece));
+      read_back(p.at + done, b.data(), k);
+      if (st) {
+        XXH64_update(st, b.data(), k);
+      } else {
+        p.src->read_at(p.offset + done, a.data(), k);
+        if (std::memcmp(a.data(), b.data(), k) != 0) {
+          size_t i = static_cast<size_t>(std::mismatch(a.begin(), a.begin() + k, b.begin()).first - a.begin());
+          bad = Mismatch{p.at + done + i, 1};
+        }
+      }
+      done += k;
+    }
+    if (st) {
+      if (!bad && XXH64_digest(st) != p.hash) bad = Mismatch{p.at, p.n};
+      XXH64_freeState(st);
+    }
+    return bad;
+  }
+
+  void read_back(uint64_t at, uint8_t* dst, size_t n) {
+    while (n > 0) {
+      ssize_t got = ::pread(fd_, dst, n, static_cast<off_t>(at));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) throw_io(name_, "cannot re-read the written file at byte " + std::to_string(at));
+      dst += got;
+      at += static_cast<uint64_t>(got);
+      n -= static_cast<size_t>(got);
+    }
+  }
+
+  const std::atomic<bool>* stop_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<Piece> queue_;
+  bool closed_ = false, abandoned_ = false, finished_ = false;
+  std::optional<Mismatch> mismatch_;
+  std::exception_ptr error_;
+  uint64_t verified_ = 0;
+  std::thread worker_;  // last: starts once everything above is ready
 };
 
-uint64_t hash_range(int fd, uint64_t offset, uint64_t n, const std::string& name) {
-  XXH64_state_t* st = XXH64_createState();
-  XXH64_reset(st, 0);
-  std::vector<uint8_t> buf(std::min<uint64_t>(n, kPiece));
-  while (n > 0) {
-    size_t k = static_cast<size_t>(std::min<uint64_t>(n, kPiece));
-    ssize_t got = ::pread(fd, buf.data(), k, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) {
-      XXH64_freeState(st);
-      throw_io(name, "cannot re-read the written file at byte " + std::to_string(offset));
+// The Error for a mismatch, naming the tensor (or the kept bytes) it lies in.
+Error mismatch_error(const Mismatch& m, const Model& model, const Layout& L, const std::string& file) {
+  std::string field = "data section", where;
+  uint64_t from = L.data_offset;
+  for (size_t i = 0; i < model.tensors.size(); ++i) {
+    uint64_t start = L.data_offset + L.tensor_offsets[i];
+    if (m.at >= start && m.at - start < model.tensors[i].nbytes()) {
+      field = "tensor[" + std::to_string(i) + "] " + model.tensors[i].name + " (data)";
+      from = start;
+      where = " of the tensor's data";
     }
-    XXH64_update(st, buf.data(), static_cast<size_t>(got));
-    offset += static_cast<uint64_t>(got);
-    n -= static_cast<uint64_t>(got);
   }
-  uint64_t h = XXH64_digest(st);
-  XXH64_freeState(st);
-  return h;
-}
-
-// The first byte of the written file, from `at`, that differs from the tensor's source:
-// a checksum mismatch is reported with the byte a person can look at.
-uint64_t first_difference(int fd, uint64_t at, const Tensor& t, const std::string& name) {
-  std::vector<uint8_t> a(kPiece), b(kPiece);
-  for (uint64_t done = 0, n = t.nbytes(); done < n;) {
-    size_t k = static_cast<size_t>(std::min<uint64_t>(n - done, kPiece));
-    t.source->read_at(t.source_offset + done, a.data(), k);
-    if (::pread(fd, b.data(), k, static_cast<off_t>(at + done)) != static_cast<ssize_t>(k))
-      throw_io(name, "cannot re-read the written file at byte " + std::to_string(at + done));
-    for (size_t i = 0; i < k; ++i)
-      if (a[i] != b[i]) return at + done + i;
-    done += k;
-  }
-  return at;  // the source changed under us: the range as a whole
+  std::string what = m.n == 1 ? "byte " + std::to_string(m.at - from) + where + " (byte " + std::to_string(m.at) + " of the file) is"
+                              : "the " + std::to_string(m.n) + " bytes from byte " + std::to_string(m.at) + " of the file are";
+  errno = 0;
+  return Error(Error::Kind::io, file, m.at, field, "verification failed: " + what + " not what was read from the source");
 }
 
 void cancelled(const RewriteOptions& opt, const std::string& target) {
@@ -126,7 +203,7 @@ RewriteResult safe_rewrite(const Model& model, const std::string& source, const 
   } else if (have_source) {
     refuse_same_file(source, dest, "; use --in-place to replace it safely");
   }
-  mode_t mode = have_source ? (src_st.st_mode & 07777) : 0644;
+  mode_t mode = have_source ? (src_st.st_mode & 0777) : 0666;  // for a new file, less the umask
   const std::string note = "; nothing was changed" + (have_source ? " (" + source + " is as it was)" : std::string());
 
   RewriteResult result;
@@ -138,22 +215,16 @@ RewriteResult safe_rewrite(const Model& model, const std::string& source, const 
     auto progress = [&](uint64_t w) {
       if (opt.progress) opt.progress(w, total);
     };
-    std::vector<Hashed> hashes;
-    if (opt.verify) {
-      HashingSink sink(out.fd(), target);
-      sink.cancel = opt.cancel;
-      sink.progress = progress;
-      emit(model, result.layout, sink);
-      hashes = std::move(sink.hashes);
-    } else {
-      FdSink sink(out.fd(), target);
-      sink.cancel = opt.cancel;
-      sink.progress = progress;
-      emit(model, result.layout, sink);
-    }
+    std::optional<VerifyingSink> checked;
+    std::optional<FdSink> plain;
+    FdSink& sink = opt.verify ? static_cast<FdSink&>(checked.emplace(out.fd(), target, opt.cancel))
+                              : plain.emplace(out.fd(), target);
+    sink.cancel = opt.cancel;
+    sink.progress = progress;
+    emit(model, result.layout, sink);
 
-    fault_point("written", {out.fd(), nullptr, 0});
-    out.flush();
+    fault_point("written", {out.fd()});
+    out.flush();  // the verifier goes on meanwhile
 
     // The header, re-read by the strict reader, must be what was planned.
     Scanned back = scan(open_file(out.proc_path()));
@@ -162,19 +233,11 @@ RewriteResult safe_rewrite(const Model& model, const std::string& source, const 
       errno = 0;
       throw_io(target, "verification failed: the written header does not read back as planned");
     }
-    for (size_t i = 0; i < hashes.size(); ++i) {
-      const Hashed& h = hashes[i];
+    if (checked) {
+      std::optional<Mismatch> bad = checked->wait(result.bytes_verified);
       cancelled(opt, target);
-      if (hash_range(out.fd(), h.offset, h.size, target) != h.hash) {
-        const Tensor& t = model.tensors[i];  // emit copies tensor data in model order
-        uint64_t at = first_difference(out.fd(), h.offset, t, target);
-        errno = 0;
-        throw Error(Error::Kind::io, target, at, "tensor[" + std::to_string(i) + "] " + t.name + " (data)",
-                    "verification failed: byte " + std::to_string(at - h.offset) + " of the tensor's data (byte " +
-                        std::to_string(at) + " of the file) is not what was read from the source");
-      }
-      result.tensors_verified++;
-      result.bytes_verified += h.size;
+      if (bad) throw mismatch_error(*bad, model, result.layout, target);
+      result.tensors_verified = model.tensors.size();
     }
     fault_point("verified");
     cancelled(opt, target);

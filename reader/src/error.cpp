@@ -1,6 +1,7 @@
 #include "ggufkit/error.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace ggufkit {
@@ -28,5 +29,15 @@ void throw_io(const std::string& file, const std::string& message) {
   std::string reason = errno ? std::string(": ") + std::strerror(errno) : std::string();
   throw Error(Error::Kind::io, file, std::nullopt, "", message + reason);
 }
+
+namespace {
+void print_note(const std::string& file, const std::string& message) {
+  std::fprintf(stderr, "ggufkit: note: %s: %s\n", file.c_str(), message.c_str());
+}
+NoteHandler g_note = print_note;
+}  // namespace
+
+void set_note_handler(NoteHandler handler) { g_note = handler ? handler : print_note; }
+void note(const std::string& file, const std::string& message) { g_note(file, message); }
 
 }  // namespace ggufkit

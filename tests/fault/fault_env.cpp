@@ -4,8 +4,8 @@
 // test can tell that the point was reached before what it did there. Actions:
 //   kill      die by SIGKILL, as kill -9 would do
 //   int       send itself SIGINT, as a user's Ctrl-C would
-//   flip:N    flip every bit of byte N of the output file (at a point with a descriptor) or
-//             of the buffer (at a point with one); once
+//   flip:N    flip every bit of byte N of the output file, once: at a point with a
+//             descriptor, and at `copied` when the piece just written holds byte N
 //   fail:E    make the step at this point fail with errno E; once
 #include <signal.h>
 #include <unistd.h>
@@ -46,16 +46,13 @@ int act(Spec& spec, const ggufkit::FaultSite& site) {
   if (a == "int") ::raise(SIGINT);
   if (spec.spent) return 0;
   if (a.rfind("flip:", 0) == 0) {
+    unsigned long long at = std::strtoull(a.c_str() + 5, nullptr, 10);
+    if (site.fd < 0 || (site.size > 0 && (at < site.offset || at - site.offset >= site.size))) return 0;
     spec.spent = true;
-    size_t at = std::strtoull(a.c_str() + 5, nullptr, 10);
-    if (site.buf && site.size > 0) {
-      static_cast<unsigned char*>(site.buf)[at % site.size] ^= 0xFF;
-    } else if (site.fd >= 0) {
-      unsigned char b = 0;
-      if (::pread(site.fd, &b, 1, static_cast<off_t>(at)) != 1) std::abort();
-      b ^= 0xFF;
-      if (::pwrite(site.fd, &b, 1, static_cast<off_t>(at)) != 1) std::abort();
-    }
+    unsigned char b = 0;
+    if (::pread(site.fd, &b, 1, static_cast<off_t>(at)) != 1) std::abort();
+    b ^= 0xFF;
+    if (::pwrite(site.fd, &b, 1, static_cast<off_t>(at)) != 1) std::abort();
   } else if (a.rfind("fail:", 0) == 0) {
     spec.spent = true;
     return std::atoi(a.c_str() + 5);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <vector>
 
 #include "ggufkit/error.h"
 #include "ggufkit/fault.h"
@@ -50,7 +52,7 @@ void refuse_same_file(const std::string& input, const std::string& output, const
 }
 
 void write_text_file(const std::string& path, const std::string& text, bool replace) {
-  PendingFile out(path, 0644, replace);
+  PendingFile out(path, 0666, replace);
   for (size_t done = 0; done < text.size();) {
     ssize_t w = ::write(out.fd(), text.data() + done, text.size() - done);
     if (w < 0 && errno == EINTR) continue;
@@ -91,6 +93,11 @@ PendingFile::PendingFile(std::string target, mode_t mode, bool replace)
     if (!S_ISREG(st.st_mode))
       refuse("exists and is not a regular file (a device, pipe or socket); ggufkit replaces only regular files");
     if (!replace_) refuse("exists; give --force to replace it");
+    replaced_ = st;
+  } else {
+    mode_t mask = ::umask(0);  // reading the umask means setting it: put it straight back
+    ::umask(mask);
+    mode_ = mode_ & 0777 & ~mask;
   }
   remove_stale_temporaries(dir_);
   int injected = fault_point("tmpfile");
@@ -112,15 +119,42 @@ PendingFile::~PendingFile() {
 
 std::string PendingFile::proc_path() const { return "/proc/self/fd/" + std::to_string(fd_); }
 
+// The replaced file's owner, group, mode and extended attributes (ACLs and SELinux labels
+// among them), in that order: a change of owner clears the set-user-ID bits, and an ACL
+// sets the group bits of the mode.
+void PendingFile::keep_attributes() {
+  const struct stat& was = *replaced_;
+  if (::fchown(fd_, was.st_uid, was.st_gid) != 0)
+    note(target_, "the owner " + std::to_string(was.st_uid) + ":" + std::to_string(was.st_gid) +
+                      " could not be kept (" + std::strerror(errno) + "); the file is now owned by " +
+                      std::to_string(::geteuid()) + ":" + std::to_string(::getegid()));
+  if (::fchmod(fd_, was.st_mode & 07777) != 0) throw_io(target_, "cannot set the file mode");
+  ssize_t n = ::llistxattr(target_.c_str(), nullptr, 0);
+  if (n <= 0) return;
+  std::vector<char> names(static_cast<size_t>(n));
+  n = ::llistxattr(target_.c_str(), names.data(), names.size());
+  std::vector<std::string> lost;
+  for (ssize_t at = 0; at < n; at += static_cast<ssize_t>(std::strlen(names.data() + at)) + 1) {
+    const char* name = names.data() + at;
+    ssize_t size = ::lgetxattr(target_.c_str(), name, nullptr, 0);
+    std::vector<char> value(size > 0 ? static_cast<size_t>(size) : 0);
+    if (size < 0 || (size = ::lgetxattr(target_.c_str(), name, value.data(), value.size())) < 0 ||
+        ::fsetxattr(fd_, name, value.data(), static_cast<size_t>(size), 0) != 0)
+      lost.push_back(std::string(name) + " (" + std::strerror(errno) + ")");
+  }
+  for (const std::string& l : lost) note(target_, "the extended attribute " + l + " could not be kept");
+}
+
 void PendingFile::flush() {
+  if (replaced_) keep_attributes();
+  else if (::fchmod(fd_, mode_) != 0) throw_io(target_, "cannot set the file mode");
   int injected = fault_point("fsync");
   if (injected || ::fsync(fd_) != 0) {
     if (injected) errno = injected;
     throw_io(target_, "fsync failed");
   }
-  if (::fchmod(fd_, mode_) != 0) throw_io(target_, "cannot set the file mode");
   flushed_ = true;
-  fault_point("flushed", {fd_, nullptr, 0});
+  fault_point("flushed", {fd_});
 }
 
 void PendingFile::commit() {

@@ -54,12 +54,25 @@ void VectorSink::put(const void* data, size_t n) {
 
 void FdSink::put(const void* data, size_t n) {
   const auto* p = static_cast<const uint8_t*>(data);
+  if (buf_.size() + n > kChunk) drain();
+  if (n >= kChunk) return write_all(p, n, pos());
+  buf_.insert(buf_.end(), p, p + n);
+}
+
+void FdSink::drain() {
+  if (buf_.empty()) return;
+  write_all(buf_.data(), buf_.size(), pos() - buf_.size());
+  buf_.clear();
+}
+
+void FdSink::write_all(const uint8_t* p, size_t n, uint64_t at) {
   while (n > 0) {
     int injected = fault_point("write");
     ssize_t w = injected ? (errno = injected, -1) : ::write(fd_, p, n);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) throw_io(name_, "write failed at byte " + std::to_string(pos()));
+    if (w <= 0) throw_io(name_, "write failed at byte " + std::to_string(at));
     p += w;
+    at += static_cast<uint64_t>(w);
     n -= static_cast<size_t>(w);
   }
 }
@@ -73,26 +86,36 @@ void FdSink::tick(uint64_t written) {
 }
 
 void FdSink::transfer(const ByteSource& src, uint64_t offset, uint64_t n) {
+  drain();
+  const uint64_t at = pos();  // the bytes go to [at, at + n)
   uint64_t done = 0;
+  auto piece = [&](const ByteSource* from, const uint8_t* bytes, uint64_t k) {
+    fault_point("copied", {fd_, at + done, k});
+    copied(from, offset + done, bytes, at + done, k);
+    done += k;
+    tick(at + done);
+  };
   if (src.fd() >= 0 && offset <= src.size() && n <= src.size() - offset) {
     auto in = static_cast<loff_t>(offset);
     while (done < n) {
       if (int injected = fault_point("write")) {
         errno = injected;
-        throw_io(name_, "write failed at byte " + std::to_string(pos() + done));
+        throw_io(name_, "write failed at byte " + std::to_string(at + done));
       }
       ssize_t k = ::copy_file_range(src.fd(), &in, fd_, nullptr, static_cast<size_t>(std::min(n - done, kChunk * 8)), 0);
       if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) break;  // not supported here, or a short file: fall back below
-      done += static_cast<uint64_t>(k);
-      tick(pos() + done);
+      if (k <= 0) break;  // not supported here, or a short file: on through memory below
+      piece(&src, nullptr, static_cast<uint64_t>(k));
     }
   }
-  while (done < n) {  // in pieces, so progress and cancel are seen
-    uint64_t k = std::min(n - done, kChunk * 8);
-    Sink::transfer(src, offset + done, k);
-    done += k;
-    tick(pos() + done);
+  // A file is read with pread, not through its map: a file cut short under us then gives
+  // a read error instead of SIGBUS.
+  std::vector<uint8_t> buf(static_cast<size_t>(std::min(n - done, kChunk * 8)));
+  while (done < n) {
+    size_t k = static_cast<size_t>(std::min<uint64_t>(n - done, buf.size()));
+    src.read_at(offset + done, buf.data(), k);
+    write_all(buf.data(), k, at + done);
+    piece(nullptr, buf.data(), k);
   }
 }
 

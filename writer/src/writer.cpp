@@ -304,6 +304,7 @@ Layout plan(const Model& model, FieldMarks& marks) { return plan_with(model, &ma
 
 void emit(const Model& model, const Layout& layout, Sink& sink) {
   Walker(model, sink, nullptr, &layout).run();
+  sink.finish();
 }
 
 std::vector<uint8_t> to_bytes(const Model& model) {
@@ -320,7 +321,7 @@ Layout write_file(const Model& model, const std::string& path, bool replace) {
 
 void write_file(const Model& model, const Layout& layout, const std::string& path,
                 const std::function<void(int fd)>& finish, bool replace) {
-  PendingFile out(path, 0644, replace);
+  PendingFile out(path, 0666, replace);
   FdSink sink(out.fd(), path);
   emit(model, layout, sink);
   if (finish) finish(out.fd());

@@ -29,10 +29,12 @@ struct RewriteResult {
 // lost: the file is made in the destination's folder as an unnamed O_TMPFILE (a named
 // temporary where the file system lacks it), flushed, checked, and only then renamed into
 // place, and the folder flushed. The check re-reads the header with the strict reader and
-// compares it with the plan, and with verify compares an xxHash64 of every tensor's bytes
-// taken while copying with one of the written file. Writing over the source any other
-// way (the same inode by another name or a link) is refused. The source's file mode is
-// kept. On any failure the temporary file is gone, `source` and any existing `dest` are
+// compares it with the plan, and with verify reads every copied piece of the output back
+// (in a second thread, while writing and flushing go on) and compares it with its source,
+// byte for byte, or with an xxHash64 taken in memory when the data was converted. Writing
+// over the source any other way (the same inode by another name or a link) is refused. A
+// replaced file keeps its owner, group, mode and extended attributes; a new one gets the
+// source's mode less the umask (PendingFile). On any failure the temporary file is gone, `source` and any existing `dest` are
 // untouched, and the Error says so.
 RewriteResult safe_rewrite(const Model& model, const std::string& source, const std::string& dest,
                            const RewriteOptions& options = {});

@@ -29,4 +29,11 @@ class Error : public std::runtime_error {
 [[noreturn]] void throw_usage(const std::string& message);
 [[noreturn]] void throw_io(const std::string& file, const std::string& message);  // adds errno text
 
+// Something a person should know that is not an error: an owner or an attribute of a
+// replaced file that could not be kept. By default "ggufkit: note: FILE: MESSAGE" goes to
+// standard error; a program that links the library may take the notes instead.
+using NoteHandler = void (*)(const std::string& file, const std::string& message);
+void set_note_handler(NoteHandler handler);
+void note(const std::string& file, const std::string& message);
+
 }  // namespace ggufkit

@@ -5,7 +5,8 @@
 // (ggufkit_faulty) and the tests do. The points, in the order a write passes them:
 //   tmpfile        before the unnamed temporary file is opened (fail: take the named fallback)
 //   write          before each write() of the output (fail: that write fails with the errno)
-//   copied         after a piece of tensor data was read and hashed, before it is written
+//   copied         a piece of copied data (tensor data, kept bytes) is in the output and not yet
+//                  handed to the verifier (the site: the output and the piece's range)
 //   written        every byte of the output is written
 //   fsync          before the output is flushed (fail: fsync fails with the errno)
 //   flushed        the output is flushed and has its mode
@@ -17,11 +18,11 @@
 
 namespace ggufkit {
 
-// What a point can hand to a hook: the output's descriptor, or a buffer about to be written.
+// What a point can hand to a hook: the output's descriptor, and at `copied` the range of
+// it just written, [offset, offset + size).
 struct FaultSite {
   int fd = -1;
-  void* buf = nullptr;
-  size_t size = 0;
+  unsigned long long offset = 0, size = 0;
 };
 
 // Returns 0 to go on, or an errno the step at this point is to fail with.

@@ -1,7 +1,9 @@
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 
 namespace ggufkit {
@@ -19,6 +21,9 @@ class PendingFile {
   // Checks the destination before anything is written: its folder must exist, its name fit
   // the file system, and an existing target must be a regular file (never a device, a pipe
   // or a folder), replaced only with `replace` (a usage Error otherwise).
+  // A new target gets `mode` less the umask, as open() and cp give it. A target that is
+  // replaced keeps its owner, group, mode and extended attributes; what cannot be kept
+  // (another user's file, attributes the folder's file system lacks) is said in a note().
   PendingFile(std::string target, mode_t mode, bool replace = true);
   ~PendingFile();
   PendingFile(const PendingFile&) = delete;
@@ -28,12 +33,14 @@ class PendingFile {
   const std::string& target() const { return target_; }
   // "/proc/self/fd/N": a path that opens the same file, for reading it back.
   std::string proc_path() const;
-  void flush();   // fsync and the final mode; throws an io Error
+  void flush();   // the owner, mode and attributes, then fsync; throws an io Error
   void commit();  // flush() if not done, then put in place; throws an io Error
 
  private:
+  void keep_attributes();
   std::string target_, dir_, named_;  // named_: a name to remove on failure
   mode_t mode_;
+  std::optional<struct stat> replaced_;  // the target as it was, when it exists
   int fd_ = -1;
   bool flushed_ = false, replace_ = true;
 };
