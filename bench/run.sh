@@ -76,7 +76,20 @@ measure "realign 64 --no-verify" "$bin" realign "$model" -a 64 -o "$dir/out.gguf
 measure "realign 64 (verified)" "$bin" realign "$model" -a 64 -o "$dir/out.gguf"
 measure "rewrite --no-verify" "$bin" rewrite "$model" -o "$dir/out.gguf" --no-verify
 measure "rewrite (verified)" "$bin" rewrite "$model" -o "$dir/out.gguf"
+
+# The verified edit against cp + sync in pairs, one right after the other, 7 times: this
+# disk's speed drifts by 2x within minutes, so the ratio of each pair is steadier than a
+# ratio of medians taken minutes apart. Records each pair's seconds and ratio.
+echo "== verified template edit against cp + sync, in 7 pairs"
+: > "$dir/pairs.txt"
+for ((i = 0; i < 7; i++)); do
+  rm -f "$dir/out.gguf" "$dir/cp.gguf"; sync
+  s=$(date +%s%N); cp "$model" "$dir/cp.gguf" && sync "$dir/cp.gguf"; c=$(( $(date +%s%N) - s ))
+  rm -f "$dir/cp.gguf"; sync
+  s=$(date +%s%N); "$bin" edit "$model" --chat-template-file "$dir/template.jinja" -o "$dir/out.gguf" >/dev/null; e=$(( $(date +%s%N) - s ))
+  awk -v c="$c" -v e="$e" 'BEGIN { printf "%.2f %.2f %.3f\n", c / 1e9, e / 1e9, e / c }' | tee -a "$dir/pairs.txt"
+done
 rm -f "$dir/out.gguf" "$dir/cp.gguf"
 
-"$here/report.sh" "$results" "$dir/bench_parse.txt" "$model" "$runs" "$nlc_ms" "$hf_ms" "$dir/show_ms.txt" > "$here/RESULTS.md"
+"$here/report.sh" "$results" "$dir/bench_parse.txt" "$model" "$runs" "$nlc_ms" "$hf_ms" "$dir/show_ms.txt" "$dir/pairs.txt" > "$here/RESULTS.md"
 echo "wrote $here/RESULTS.md"

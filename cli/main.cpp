@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <filesystem>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -426,17 +427,20 @@ int cmd_dump(const std::vector<std::string>& args) {
                   "usage: ggufkit dump FILE [--format yaml|json] [--inline-data] [-o OUT]\n\n"
                   "Prints a complete sketch of FILE that 'ggufkit write' turns back into the same\n"
                   "bytes: every entry in full, and each tensor's data by reference (from: the\n"
-                  "file's absolute path and the byte offset) unless --inline-data.");
+                  "file and the byte offset) unless --inline-data. With -o the file is named\n"
+                  "relative to OUT's folder, as write reads it; on standard output, absolute.");
   if (!vm) return 0;
   std::string format = (*vm)["format"].as<std::string>();
   if (format != "yaml" && format != "json") throw_usage("--format must be yaml or json, found '" + format + "'");
   Scanned s = scan_file((*vm)["file"].as<std::string>());
-  std::string text = dump_sketch(s.model, {format == "json", (*vm)["inline-data"].as<bool>()});
+  DumpOptions opt{format == "json", (*vm)["inline-data"].as<bool>(), std::nullopt};
   if (!vm->count("output")) {
-    std::cout << text;
+    std::cout << dump_sketch(s.model, opt);
     return 0;
   }
   std::string out = (*vm)["output"].as<std::string>();
+  opt.sketch_dir = std::filesystem::path(out).parent_path().string();
+  std::string text = dump_sketch(s.model, opt);
   refuse_same_file((*vm)["file"].as<std::string>(), out, "");
   write_text_file(out, text, (*vm)["force"].as<bool>());
   return 0;

@@ -1,8 +1,14 @@
 // Where a command may write: an existing file only with --force, never a device, a pipe
 // or a folder, never the input under another name; each refusal exits 2 before anything
 // is written and leaves the folder as it was.
+#include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
 
 #include <filesystem>
 
@@ -158,4 +164,103 @@ TEST(Inputs, AFileThatReportsSizeZeroIsReadToItsEnd) {
   EXPECT_NE(z.code, 0);
   EXPECT_NE(z.code, 124);
   EXPECT_NE(z.err.find("/dev/zero: is over the cap of"), std::string::npos) << z.err;
+}
+
+namespace {
+
+// The bytes of `name` in the folder `dir`, read by descriptor (the path is too long to open).
+std::vector<uint8_t> read_at(int dir, const std::string& name) {
+  int fd = ::openat(dir, name.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot open " + name);
+  std::vector<uint8_t> out;
+  uint8_t buf[65536];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.insert(out.end(), buf, buf + n);
+  ::close(fd);
+  return out;
+}
+
+std::vector<std::string> names_at(int dir) {
+  DIR* d = ::fdopendir(::dup(dir));
+  std::vector<std::string> out;
+  while (dirent* e = ::readdir(d))
+    if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") out.push_back(e->d_name);
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST(Paths, APathLongerThanPathMaxWorksForEveryCommand) {
+  // 20 folders of 250 bytes: a path of over 5,000 bytes, which the kernel refuses in one call
+  // (PATH_MAX is 4096). Made, read and removed here by descriptor.
+  std::string root = temp_path("long");
+  fs::create_directories(root);
+  struct Cleanup {
+    std::string root;
+    ~Cleanup() { (void)std::system(("rm -rf " + root).c_str()); }  // rm walks any depth
+  } cleanup{root};
+  std::string deep = root;
+  int dir = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  for (int i = 0; i < 20; ++i) {
+    std::string name(250, static_cast<char>('a' + i));
+    ASSERT_EQ(::mkdirat(dir, name.c_str(), 0755), 0);
+    int next = ::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ::close(dir);
+    dir = next;
+    deep += "/" + name;
+  }
+  ASSERT_GT(deep.size(), 5000u);
+  const std::vector<uint8_t> original = read_file_bytes(tiny_llama());
+  int fd = ::openat(dir, "model.gguf", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  ASSERT_EQ(::write(fd, original.data(), original.size()), static_cast<ssize_t>(original.size()));
+  ::close(fd);
+  ASSERT_EQ(::symlinkat("model.gguf", dir, "link.gguf"), 0);
+  std::string model = deep + "/model.gguf";
+
+  CliRun show = run_cli("show " + model);
+  ASSERT_EQ(show.code, 0) << show.err.substr(0, 300);
+  EXPECT_NE(show.out.find("tensors       21\n"), std::string::npos) << show.out.substr(0, 400);
+
+  // In place through the symbolic link: the file it names is replaced, the link stays a link.
+  CliRun edit = run_cli("edit " + deep + "/link.gguf --set general.name=deep --in-place");
+  ASSERT_EQ(edit.code, 0) << edit.err.substr(0, 300);
+  struct stat st {};
+  ASSERT_EQ(::fstatat(dir, "link.gguf", &st, AT_SYMLINK_NOFOLLOW), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  std::vector<uint8_t> edited = read_at(dir, "model.gguf");
+  EXPECT_NE(edited, original);
+  EXPECT_NE(run_cli("meta " + model).out.find("general.name                             string         \"deep\""),
+            std::string::npos);
+
+  // dump names the data relative to the sketch, and write reads it back to the same bytes.
+  ASSERT_EQ(run_cli("dump " + model + " -o " + deep + "/model.yaml").code, 0);
+  std::vector<uint8_t> yaml = read_at(dir, "model.yaml");
+  std::string text(yaml.begin(), yaml.end());
+  EXPECT_NE(text.find("from: {file: \"model.gguf\", offset: "), std::string::npos);
+  EXPECT_EQ(text.find(root), std::string::npos);  // no absolute path
+  CliRun write = run_cli("write " + deep + "/model.yaml -o " + deep + "/again.gguf");
+  ASSERT_EQ(write.code, 0) << write.err.substr(0, 300);
+  EXPECT_EQ(read_at(dir, "again.gguf"), edited);
+  EXPECT_EQ(names_at(dir), (std::vector<std::string>{"again.gguf", "link.gguf", "model.gguf", "model.yaml"}));
+  ::close(dir);
+}
+
+TEST(Paths, DumpNamesTheDataRelativeToTheSketchSoThePairCanMove) {
+  std::string dir = temp_path("dump-relative");
+  fs::create_directories(dir + "/models");
+  fs::create_directories(dir + "/sketches");
+  fs::copy_file(tiny_llama(), dir + "/models/m.gguf");
+  ASSERT_EQ(run_cli("dump " + dir + "/models/m.gguf -o " + dir + "/sketches/m.yaml").code, 0);
+  std::vector<uint8_t> bytes = read_file_bytes(dir + "/sketches/m.yaml");
+  std::string text(bytes.begin(), bytes.end());
+  EXPECT_NE(text.find("from: {file: \"../models/m.gguf\", offset: "), std::string::npos);
+  // Both folders moved together: write still finds the data.
+  fs::rename(dir, dir + "-moved");
+  CliRun r = run_cli("write " + dir + "-moved/sketches/m.yaml -o " + dir + "-moved/m2.gguf");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(read_file_bytes(dir + "-moved/m2.gguf") == read_file_bytes(tiny_llama()));
+  // On standard output there is no sketch folder: the path is absolute.
+  EXPECT_NE(run_cli("dump " + dir + "-moved/models/m.gguf").out.find("from: {file: \"" + dir + "-moved/models/m.gguf\""),
+            std::string::npos);
 }

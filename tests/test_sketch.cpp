@@ -101,7 +101,7 @@ TEST(SketchValues, EveryValueTypeAndItsExtremesReadBackExactly) {
   write_file_bytes(path, to_bytes(m));
   for (bool json : {false, true}) {
     Scanned back = scan_file(path);
-    std::string text = dump_sketch(back.model, {json, false});
+    std::string text = dump_sketch(back.model, {json, false, std::nullopt});
     EXPECT_EQ(sketch_bytes(parse_sketch(text, "dump", temp_dir())), read_file_bytes(path)) << text;
   }
 }

@@ -227,7 +227,7 @@ TEST(DumpWrite, EveryCorpusFileComesBackByteForByte) {
     auto original = read_file_bytes(corpus(f));
     Scanned s = scan_file(corpus(f));
     for (bool json : {false, true}) {
-      std::string text = dump_sketch(s.model, {json, false});
+      std::string text = dump_sketch(s.model, {json, false, std::nullopt});
       auto bytes = sketch_bytes(parse_sketch(text, "dump", temp_dir()));
       ASSERT_EQ(bytes.size(), original.size()) << (json ? "json" : "yaml");
       EXPECT_TRUE(bytes == original) << (json ? "json" : "yaml");
@@ -245,7 +245,7 @@ TEST(DumpWrite, EveryFileTheTestsWriteComesBackByteForByte) {
     Scanned s = scan_file(path);
     with_tensors += !s.model.tensors.empty();
     for (bool inline_data : {false, true}) {
-      std::string text = dump_sketch(s.model, {seed % 2 == 0, inline_data});
+      std::string text = dump_sketch(s.model, {seed % 2 == 0, inline_data, std::nullopt});
       EXPECT_EQ(sketch_bytes(parse_sketch(text, "dump", temp_dir())), original) << text.substr(0, 2000);
     }
   }

@@ -20,6 +20,7 @@
 #include "ggufkit/error.h"
 #include "ggufkit/fault.h"
 #include "ggufkit/output.h"
+#include "ggufkit/path.h"
 #include "ggufkit/scan.h"
 #include "ggufkit/writer.h"
 
@@ -39,7 +40,8 @@ struct Mismatch {
 // output against where it came from, while the writer goes on writing and flushing: the
 // written bytes are read back while they are still in the page cache. A piece the kernel
 // copied is compared byte for byte with its source; one that went through memory (a byte
-// order conversion) with the xxHash64 taken of it there.
+// order conversion) with the xxHash64 taken of it there. (Reading the output through a map
+// instead of pread was measured: 1.3x slower, for the page faults.)
 class VerifyingSink final : public FdSink {
  public:
   VerifyingSink(int fd, std::string name, const std::atomic<bool>* stop)
@@ -119,7 +121,7 @@ class VerifyingSink final : public FdSink {
       } else {
         p.src->read_at(p.offset + done, a.data(), k);
         if (std::memcmp(a.data(), b.data(), k) != 0) {
-          size_t i = static_cast<size_t>(std::mismatch(a.begin(), a.begin() + k, b.begin()).first - a.begin());
+          size_t i = static_cast<size_t>(std::mismatch(a.data(), a.data() + k, b.data()).first - a.data());
           bad = Mismatch{p.at + done + i, 1};
         }
       }
@@ -193,13 +195,11 @@ bool same_tensors(const Model& a, const Model& b) {
 RewriteResult safe_rewrite(const Model& model, const std::string& source, const std::string& dest,
                            const RewriteOptions& opt) {
   struct stat src_st {};
-  bool have_source = !source.empty() && ::stat(source.c_str(), &src_st) == 0;
+  bool have_source = !source.empty() && stat_path(source, src_st) == 0;
   std::string target = dest;
   if (opt.in_place) {
     if (!have_source) throw_io(source, "cannot find the file to rewrite in place");
-    char real[PATH_MAX];
-    if (!::realpath(source.c_str(), real)) throw_io(source, "cannot resolve the path");
-    target = real;  // a symlink's target is replaced, not the link
+    target = follow_links(source);  // a symlink's target is replaced, not the link
   } else if (have_source) {
     refuse_same_file(source, dest, "; use --in-place to replace it safely");
   }

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "ggufkit/error.h"
+#include "ggufkit/path.h"
 
 namespace ggufkit {
 
@@ -16,7 +17,7 @@ namespace {
 // Opens without blocking (a named pipe with no writer would hang a plain open) and says
 // what kind of file it is before anything is read.
 int open_checked(const std::string& path, struct stat& st, bool allow_device) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  int fd = open_path(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) throw_io(path, "cannot open for reading");
   if (::fstat(fd, &st) != 0) {
     ::close(fd);

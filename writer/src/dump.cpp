@@ -170,7 +170,21 @@ Doc value_doc(const Value& v) {
   }
 }
 
-Doc tensor_doc(const Tensor& t, bool inline_data) {
+// Where a sketch in `sketch_dir` finds `file`: relative to that folder, which is how write
+// resolves from:, so the pair can move together; absolute without a folder (standard output).
+std::string file_from(const std::string& file, const std::optional<std::string>& sketch_dir) {
+  namespace fs = std::filesystem;
+  if (!sketch_dir) return fs::absolute(file).string();
+  fs::path a = file, b = sketch_dir->empty() ? "." : *sketch_dir;
+  if (a.is_absolute() != b.is_absolute()) {
+    a = fs::absolute(a);
+    b = fs::absolute(b);
+  }
+  fs::path r = a.lexically_normal().lexically_relative(b.lexically_normal());
+  return r.empty() ? fs::absolute(file).string() : r.string();
+}
+
+Doc tensor_doc(const Tensor& t, bool inline_data, const std::optional<std::string>& sketch_dir) {
   Doc d = new_map();
   d.add("name", string_doc(t.name));
   const GgmlType* gt = ggml_type(t.type);
@@ -187,7 +201,7 @@ Doc tensor_doc(const Tensor& t, bool inline_data) {
     d.add("bytes", Doc::str(hex_text(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()))));
   } else {
     Doc from = new_map(true);
-    from.add("file", Doc::str(std::filesystem::absolute(t.source->name()).string()));
+    from.add("file", Doc::str(file_from(t.source->name(), sketch_dir)));
     from.add("offset", Doc::of(std::to_string(t.source_offset)));
     d.add("from", std::move(from));
   }
@@ -247,7 +261,7 @@ std::string dump_sketch(const Model& m, const DumpOptions& o) {
   }
   root.add("metadata", std::move(md));
   Doc ts = new_seq(m.tensors.empty());
-  for (const Tensor& t : m.tensors) ts.items.push_back(tensor_doc(t, o.inline_data));
+  for (const Tensor& t : m.tensors) ts.items.push_back(tensor_doc(t, o.inline_data, o.sketch_dir));
   root.add("tensors", std::move(ts));
   if (Doc raw = tail_doc(m); !raw.keys.empty()) root.add("raw", std::move(raw));
   std::string out;

@@ -17,6 +17,7 @@
 
 #include "ggufkit/error.h"
 #include "ggufkit/fault.h"
+#include "ggufkit/path.h"
 
 namespace ggufkit {
 
@@ -26,11 +27,11 @@ namespace fs = std::filesystem;
 constexpr char kTempPrefix[] = ".ggufkit-";
 
 // Short and independent of the target's name, so any name the file system takes works.
-std::string hidden_name(const std::string& dir) {
+std::string hidden_name() {
   std::random_device rd;
   char buf[48];
   std::snprintf(buf, sizeof buf, "%s%d-%08x.tmp", kTempPrefix, static_cast<int>(::getpid()), rd());
-  return (fs::path(dir) / buf).string();
+  return buf;
 }
 
 // The PID in ".ggufkit-PID-XXXXXXXX.tmp", or 0 for any other name.
@@ -47,7 +48,7 @@ pid_t temp_owner(const char* name) {
 
 void refuse_same_file(const std::string& input, const std::string& output, const std::string& advice) {
   struct stat a {}, b {};
-  if (::stat(input.c_str(), &a) == 0 && ::stat(output.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+  if (stat_path(input, a) == 0 && stat_path(output, b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
     throw_usage("refusing to write over the input " + input + ": " + output + " is the same file" + advice);
 }
 
@@ -63,8 +64,18 @@ void write_text_file(const std::string& path, const std::string& text, bool repl
 }
 
 int remove_stale_temporaries(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return 0;
+  int fd = open_path(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  return fd < 0 ? 0 : remove_stale_temporaries(fd);
+}
+
+int remove_stale_temporaries(int folder) {
+  int own = ::fcntl(folder, F_DUPFD_CLOEXEC, 0);  // closedir() closes it, not the caller's
+  DIR* d = own < 0 ? nullptr : ::fdopendir(own);
+  if (!d) {
+    if (own >= 0) ::close(own);
+    return 0;
+  }
+  ::rewinddir(d);
   int removed = 0;
   while (dirent* e = ::readdir(d)) {
     pid_t pid = temp_owner(e->d_name);
@@ -79,16 +90,18 @@ int remove_stale_temporaries(const std::string& dir) {
 PendingFile::PendingFile(std::string target, mode_t mode, bool replace)
     : target_(std::move(target)), mode_(mode), replace_(replace) {
   dir_ = fs::path(target_).parent_path().string();
-  if (dir_.empty()) dir_ = ".";
-  std::string base = fs::path(target_).filename().string();
+  if (dir_.empty()) dir_ = target_[0] == '/' ? "/" : ".";
+  base_ = fs::path(target_).filename().string();
   struct stat st {};
   auto refuse = [&](const std::string& why) { throw Error(Error::Kind::usage, target_, std::nullopt, "", why); };
-  if (base.empty() || base == "." || base == "..") refuse("names a folder, not a file");
-  if (base.size() > NAME_MAX)
-    refuse("the name is " + std::to_string(base.size()) + " bytes, longer than the " + std::to_string(NAME_MAX) +
+  if (base_.empty() || base_ == "." || base_ == "..") refuse("names a folder, not a file");
+  if (base_.size() > NAME_MAX)
+    refuse("the name is " + std::to_string(base_.size()) + " bytes, longer than the " + std::to_string(NAME_MAX) +
            " a file name may have");
-  if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) refuse("there is no folder " + dir_);
-  if (::stat(target_.c_str(), &st) == 0) {
+  // Everything from here is done relative to the folder's descriptor: a path of any length works.
+  folder_ = open_path(dir_, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (folder_ < 0) refuse("there is no folder " + dir_);
+  if (::fstatat(folder_, base_.c_str(), &st, 0) == 0) {
     if (S_ISDIR(st.st_mode)) refuse("is a folder; give a file name");
     if (!S_ISREG(st.st_mode))
       refuse("exists and is not a regular file (a device, pipe or socket); ggufkit replaces only regular files");
@@ -99,12 +112,12 @@ PendingFile::PendingFile(std::string target, mode_t mode, bool replace)
     ::umask(mask);
     mode_ = mode_ & 0777 & ~mask;
   }
-  remove_stale_temporaries(dir_);
+  remove_stale_temporaries(folder_);
   int injected = fault_point("tmpfile");
-  fd_ = injected ? -1 : ::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, mode_);
+  fd_ = injected ? -1 : ::openat(folder_, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode_);
   if (fd_ < 0) {  // no O_TMPFILE here: a hidden named file, removed on failure
-    named_ = hidden_name(dir_);
-    fd_ = ::open(named_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode_);
+    named_ = hidden_name();
+    fd_ = ::openat(folder_, named_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode_);
     if (fd_ < 0) {
       named_.clear();
       throw_io(target_, "cannot create a temporary file in " + dir_);
@@ -114,7 +127,8 @@ PendingFile::PendingFile(std::string target, mode_t mode, bool replace)
 
 PendingFile::~PendingFile() {
   if (fd_ >= 0) ::close(fd_);
-  if (!named_.empty()) ::unlink(named_.c_str());
+  if (!named_.empty()) ::unlinkat(folder_, named_.c_str(), 0);
+  if (folder_ >= 0) ::close(folder_);
 }
 
 std::string PendingFile::proc_path() const { return "/proc/self/fd/" + std::to_string(fd_); }
@@ -129,20 +143,23 @@ void PendingFile::keep_attributes() {
                       " could not be kept (" + std::strerror(errno) + "); the file is now owned by " +
                       std::to_string(::geteuid()) + ":" + std::to_string(::getegid()));
   if (::fchmod(fd_, was.st_mode & 07777) != 0) throw_io(target_, "cannot set the file mode");
-  ssize_t n = ::llistxattr(target_.c_str(), nullptr, 0);
-  if (n <= 0) return;
-  std::vector<char> names(static_cast<size_t>(n));
-  n = ::llistxattr(target_.c_str(), names.data(), names.size());
-  std::vector<std::string> lost;
+  int old = ::openat(folder_, base_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (old < 0) {
+    if (errno != ENOENT) note(target_, std::string("its extended attributes could not be read (") + std::strerror(errno) + ")");
+    return;
+  }
+  ssize_t n = ::flistxattr(old, nullptr, 0);
+  std::vector<char> names(n > 0 ? static_cast<size_t>(n) : 0);
+  if (n > 0) n = ::flistxattr(old, names.data(), names.size());
   for (ssize_t at = 0; at < n; at += static_cast<ssize_t>(std::strlen(names.data() + at)) + 1) {
     const char* name = names.data() + at;
-    ssize_t size = ::lgetxattr(target_.c_str(), name, nullptr, 0);
+    ssize_t size = ::fgetxattr(old, name, nullptr, 0);
     std::vector<char> value(size > 0 ? static_cast<size_t>(size) : 0);
-    if (size < 0 || (size = ::lgetxattr(target_.c_str(), name, value.data(), value.size())) < 0 ||
+    if (size < 0 || (size = ::fgetxattr(old, name, value.data(), value.size())) < 0 ||
         ::fsetxattr(fd_, name, value.data(), static_cast<size_t>(size), 0) != 0)
-      lost.push_back(std::string(name) + " (" + std::strerror(errno) + ")");
+      note(target_, std::string("the extended attribute ") + name + " could not be kept (" + std::strerror(errno) + ")");
   }
-  for (const std::string& l : lost) note(target_, "the extended attribute " + l + " could not be kept");
+  ::close(old);
 }
 
 void PendingFile::flush() {
@@ -161,14 +178,14 @@ void PendingFile::commit() {
   if (!flushed_) flush();
   if (named_.empty()) {  // an O_TMPFILE gets a name only now
     // A new target: link it straight to its name, atomically, and the job is done.
-    if (::linkat(AT_FDCWD, proc_path().c_str(), AT_FDCWD, target_.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+    if (::linkat(AT_FDCWD, proc_path().c_str(), folder_, base_.c_str(), AT_SYMLINK_FOLLOW) == 0) {
       fault_point("renamed");
     } else {
       if (errno != EEXIST) throw_io(target_, "cannot give the finished file a name in " + dir_);
       if (!replace_)
         throw Error(Error::Kind::usage, target_, std::nullopt, "", "appeared while it was being written; give --force to replace it");
-      std::string name = hidden_name(dir_);
-      if (::linkat(AT_FDCWD, proc_path().c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) != 0)
+      std::string name = hidden_name();
+      if (::linkat(AT_FDCWD, proc_path().c_str(), folder_, name.c_str(), AT_SYMLINK_FOLLOW) != 0)
         throw_io(target_, "cannot give the finished file a name in " + dir_);
       named_ = name;
       fault_point("linked");
@@ -176,18 +193,15 @@ void PendingFile::commit() {
   }
   if (!named_.empty()) {
     struct stat st {};  // the fallback's file was named from the start: the same checks here
-    if (!replace_ && ::stat(target_.c_str(), &st) == 0)
+    if (!replace_ && ::fstatat(folder_, base_.c_str(), &st, 0) == 0)
       throw Error(Error::Kind::usage, target_, std::nullopt, "", "exists; give --force to replace it");
     fault_point("before-rename");
-    if (::rename(named_.c_str(), target_.c_str()) != 0) throw_io(target_, "cannot rename the finished file into place");
+    if (::renameat(folder_, named_.c_str(), folder_, base_.c_str()) != 0)
+      throw_io(target_, "cannot rename the finished file into place");
     named_.clear();  // it is the target now
     fault_point("renamed");
   }
-  int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {  // the new name itself is durable once the folder is
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  ::fsync(folder_);  // the new name itself is durable once the folder is
 }
 
 }  // namespace ggufkit

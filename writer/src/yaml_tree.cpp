@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "ggufkit/error.h"
+#include "ggufkit/path.h"
 #include "ggufkit/source.h"
 
 namespace ggufkit {
@@ -103,7 +104,7 @@ void check_size(uint64_t size, const std::string& name, const YamlLimits& limits
 
 std::string read_document(const std::string& path, const YamlLimits& limits) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) check_size(static_cast<uint64_t>(st.st_size), path, limits);
+  if (stat_path(path, st) == 0 && S_ISREG(st.st_mode)) check_size(static_cast<uint64_t>(st.st_size), path, limits);
   return read_small_file(path, limits.max_bytes);  // refused by its size before reading, where it has one
 }
 

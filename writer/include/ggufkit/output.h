@@ -38,7 +38,9 @@ class PendingFile {
 
  private:
   void keep_attributes();
-  std::string target_, dir_, named_;  // named_: a name to remove on failure
+  std::string target_, dir_, base_;  // the target, its folder and its name in that folder
+  std::string named_;                 // a name in the folder to remove on failure
+  int folder_ = -1;
   mode_t mode_;
   std::optional<struct stat> replaced_;  // the target as it was, when it exists
   int fd_ = -1;
@@ -54,5 +56,6 @@ void write_text_file(const std::string& path, const std::string& text, bool repl
 // Removes the hidden temporary files that processes killed between naming and renaming
 // them left in `dir` (those whose process no longer exists). Returns how many it removed.
 int remove_stale_temporaries(const std::string& dir);
+int remove_stale_temporaries(int folder);  // the same, by the folder's descriptor
 
 }  // namespace ggufkit

@@ -61,6 +61,9 @@ Layout write_sketch(const Sketch& sketch, const std::string& path, bool replace 
 struct DumpOptions {
   bool json = false;
   bool inline_data = false;
+  // The folder the sketch will be written to: each from: file is then relative to it (as
+  // write resolves it). Without one, from: files are absolute.
+  std::optional<std::string> sketch_dir;
 };
 std::string dump_sketch(const Model& model, const DumpOptions& options = {});
 
