@@ -525,9 +525,13 @@ int cmd_validate(const std::vector<std::string>& args) {
                   "usage: ggufkit validate FILE [--strict] [--json]\n\n"
                   "Every reader error, and what a reader lets through that breaks later: tensor data\n"
                   "past the end of the file (a cut download), bytes after the last tensor, non-zero\n"
-                  "padding, offsets llama.cpp refuses, missing architecture, hyperparameters or\n"
-                  "quantization version, special token ids outside the vocabulary, vocabulary arrays\n"
-                  "of different lengths, invalid UTF-8, nested arrays. Each finding has a code, a\n"
+                  "padding, offsets llama.cpp refuses, an alignment below 32 or over 1 MiB, missing\n"
+                  "architecture, hyperparameters or quantization version, a zero head count or\n"
+                  "embedding length, a block count the blk.N tensors disagree with, special token\n"
+                  "ids outside the vocabulary, vocabulary arrays of different lengths, an empty or\n"
+                  "missing vocabulary, token_embd/output rows that are not the vocabulary size,\n"
+                  "invalid UTF-8, nested arrays. Edits check the same rules before they write.\n"
+                  "Each finding has a code, a\n"
                   "severity, an offset where there is one, and a message. Exit 1 when there are\n"
                   "errors (with --strict, warnings too).");
   if (!vm) return 0;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -16,6 +17,7 @@
 
 #include "ggufkit/byteorder.h"
 #include "ggufkit/error.h"
+#include "ggufkit/inspect.h"
 #include "ggufkit/output.h"
 #include "ggufkit/patch.h"
 #include "ggufkit/rewrite.h"
@@ -146,7 +148,7 @@ std::string change_json(const Change& c) {
 
 struct RewriteJob {
   std::string in, out;
-  bool in_place = false, dry_run = false, verify = true, json = false, force = false;
+  bool in_place = false, dry_run = false, verify = true, json = false, force = false, allow_broken = false;
   bool always_write = false;            // rewrite: writing the same model is the point
   std::optional<ByteOrder> byte_order;  // convert
   Patch patch;
@@ -154,11 +156,30 @@ struct RewriteJob {
 
 const char* order_name(ByteOrder o) { return o == ByteOrder::big ? "big-endian" : "little-endian"; }
 
-// The one pipeline behind rewrite, edit and realign: scan, apply, plan, safe rewrite.
+// What llama.cpp would refuse in the model about to be written and did not in the source
+// (validate's rules, check_model): refused before anything is written, unless
+// --allow-broken. A source's own faults do not stop an edit, which may be their fix.
+void check_result(const RewriteJob& job, const std::vector<Finding>& was, const Model& model) {
+  std::string bad;
+  for (const Finding& f : check_model(model, plan(model))) {
+    if (f.severity != "error") continue;
+    if (std::any_of(was.begin(), was.end(), [&](const Finding& w) { return w.code == f.code && w.message == f.message; }))
+      continue;
+    if (job.allow_broken) note(job.in, "written anyway (--allow-broken): [" + f.code + "] " + f.message);
+    else bad += "\n  [" + f.code + "] " + f.message;
+  }
+  if (!bad.empty())
+    throw Error(Error::Kind::format, job.in, std::nullopt, "",
+                "refusing to write a model that llama.cpp would refuse:" + bad +
+                    "\nnothing was written; give --allow-broken to write it anyway (a broken fixture on purpose)");
+}
+
+// The one pipeline behind rewrite, edit and realign: scan, apply, check, plan, safe rewrite.
 int run_rewrite(const RewriteJob& job) {
   if (!job.dry_run && job.in_place == !job.out.empty()) throw_usage("give exactly one of -o OUT and --in-place");
   Scanned s = scan_file(job.in);
   Model& model = s.model;  // patched in place: a large vocabulary is not copied
+  const std::vector<Finding> was = check_model(model, s.layout);
   std::vector<Change> changes = apply_patch(model, job.patch);
   Layout before = s.layout;
   std::string order_change;
@@ -180,6 +201,7 @@ int run_rewrite(const RewriteJob& job) {
                      job.byte_order ? (std::string(" (already ") + order_name(model.order) + ")").c_str() : "");
     return 0;
   }
+  check_result(job, was, model);
   // What the source had beyond its fields goes only where the data is re-laid: say so.
   uint64_t dropped = 0;
   if (!keeps_tail(model, plan(model)))
@@ -249,6 +271,9 @@ void add_output_options(po::options_description& desc) {
       "dry-run", po::bool_switch(), "print what would change and write nothing")(
       "no-verify", po::bool_switch(), "skip re-reading the written tensor data (the header is still checked)")(
       "force", po::bool_switch(), "replace OUT if it exists (without it, an existing OUT is refused)")(
+      "allow-broken", po::bool_switch(),
+      "write the result even if llama.cpp would refuse it (validate's rules: an alignment below 32, a vocabulary "
+      "that disagrees with token ids or token_embd, a missing architecture, ...); for broken fixtures")(
       "json", po::bool_switch(), "print the result as JSON");
 }
 
@@ -261,10 +286,14 @@ RewriteJob job_of(const po::variables_map& vm) {
   job.verify = !vm["no-verify"].as<bool>();
   job.json = vm["json"].as<bool>();
   job.force = vm["force"].as<bool>();
+  job.allow_broken = vm["allow-broken"].as<bool>();
   return job;
 }
 
 const char* kSafety =
+    "The result is first checked with validate's rules: what llama.cpp would refuse\n"
+    "(and the source did not already have) stops the command before anything is\n"
+    "written, unless --allow-broken.\n"
     "The result is written as a temporary file in the destination's folder, flushed,\n"
     "re-read and checked (the header against the plan; every tensor's bytes by\n"
     "checksum unless --no-verify), then renamed into place. Any failure or signal\n"

@@ -151,7 +151,8 @@ TEST(EditOps, RealignsKeepEveryTensorByteAndADeclaredAlignmentComesBackByteForBy
   for (uint32_t a : {16u, 64u, 4096u, 32u}) {
     SCOPED_TRACE(a);
     std::string out = temp_path("realign-" + std::to_string(a) + ".gguf");
-    CliRun r = run_cli("realign " + prev + " --alignment " + std::to_string(a) + " -o " + out);
+    // 16 is below what llama.cpp loads: a broken fixture on purpose.
+    CliRun r = run_cli("realign " + prev + " --alignment " + std::to_string(a) + " --allow-broken -o " + out);
     ASSERT_EQ(r.code, 0) << r.err;
     Scanned s = scan_file(out);
     EXPECT_EQ(s.layout.alignment, a);
@@ -176,7 +177,7 @@ TEST(EditOps, RealignsKeepEveryTensorByteAndADeclaredAlignmentComesBackByteForBy
   prev = declared;
   for (uint32_t a : {16u, 64u, 4096u, 32u}) {
     std::string out = temp_path("declared-" + std::to_string(a) + ".gguf");
-    ASSERT_EQ(run_cli("realign " + prev + " -a " + std::to_string(a) + " --force -o " + out).code, 0);
+    ASSERT_EQ(run_cli("realign " + prev + " -a " + std::to_string(a) + " --allow-broken --force -o " + out).code, 0);
     prev = out;
   }
   EXPECT_TRUE(read_file_bytes(prev) == declared_bytes);
@@ -184,11 +185,9 @@ TEST(EditOps, RealignsKeepEveryTensorByteAndADeclaredAlignmentComesBackByteForBy
 }
 
 TEST(EditRefusals, EachIsRefusedWithItsReasonAndTheLine) {
-  Error e = patch_error(tiny_llama(), "set:\n  tokenizer.ggml.eos_token_id: 32000\n");
-  EXPECT_EQ(e.file, "p.yaml:2:32");
-  EXPECT_EQ(e.field, "set tokenizer.ggml.eos_token_id");
-  EXPECT_EQ(e.message, "token id 32000 is not below the vocabulary size 32000");
-  e = patch_error(tiny_llama(), "alignment: 48\n");
+  // (Token ids and vocabulary lengths are validate's rules, checked on the whole result
+  // before writing: test_edit_rules.cpp.)
+  Error e = patch_error(tiny_llama(), "alignment: 48\n");
   EXPECT_EQ(e.message, "alignment 48 is not a power of two");
   EXPECT_EQ(e.file, "p.yaml:1:12");
   e = patch_error(tiny_llama(), "set: {llama.block_count: {type: string, value: two}}\n");
@@ -212,8 +211,6 @@ TEST(EditRefusals, EachIsRefusedWithItsReasonAndTheLine) {
   EXPECT_EQ(e.message, "would change the type from u32 to u64; remove the key and set it again to do that");
   e = patch_error(tiny_llama(), "remove: [llama.context_length]\nset: {llama.context_length: {type: u64, value: 1}}\n");
   EXPECT_EQ(e.message, "the key registry has llama.context_length as u32, not u64");
-  e = patch_error(tiny_llama(), "set: {tokenizer.ggml.scores: [1.0, 2.0]}\n");
-  EXPECT_EQ(e.message, "tokenizer.ggml.scores has 2 items and tokenizer.ggml.tokens has 32000; they must match");
   e = patch_error(tiny_llama(), "set: {tokenizer.chat_template: {hex: \"ff fe\"}}\n");
   EXPECT_EQ(e.message, "the chat template is not valid UTF-8");
   e = patch_error(tiny_llama(), "set: {tokenizer.chat_template.tool_use: {hex: \"c3\"}}\n");
@@ -226,7 +223,7 @@ TEST(EditRefusals, EachIsRefusedWithItsReasonAndTheLine) {
   EXPECT_NE(r.err.find("is the same file; use --in-place"), std::string::npos) << r.err;
   CliRun bad = run_cli("edit " + tiny_llama() + " --eos-token-id 99999 -o " + temp_path("never.gguf"));
   EXPECT_EQ(bad.code, 1);
-  EXPECT_NE(bad.err.find("command line: set tokenizer.ggml.eos_token_id: token id 99999 is not below the vocabulary size 32000"),
+  EXPECT_NE(bad.err.find("[token_id] tokenizer.ggml.eos_token_id = 99999 is not below the vocabulary size 32000"),
             std::string::npos) << bad.err;
   EXPECT_FALSE(fs::exists(temp_path("never.gguf")));
   EXPECT_EQ(read_file_bytes(tiny_llama()), before);

@@ -41,16 +41,21 @@ bool is_utf8(std::string_view s) {
   return true;
 }
 
+// The rules of what llama.cpp loads, over a model and its layout (metadata() and
+// shapes(): also what an edit is checked against before it writes), and over the bytes
+// of a file (data()).
 class Validator {
  public:
-  Validator(const Scanned& s, const ByteSource& src) : s_(s), src_(src) {
-    for (const LabeledSpan& sp : s.layout.spans)
+  Validator(const Model& m, const Layout& L, uint64_t source_size, const ByteSource* src)
+      : m_(m), L_(L), size_(source_size), src_(src) {
+    for (const LabeledSpan& sp : L.spans)
       if (sp.kind == SpanKind::kv_value || sp.kind == SpanKind::kv_key) at_.emplace(sp.path + "/" + span_kind_name(sp.kind), sp.span.offset);
   }
 
   std::vector<Finding> run() {
-    data();
+    if (src_) data();
     metadata();
+    shapes();
     return std::move(out_);
   }
 
@@ -60,14 +65,20 @@ class Validator {
   }
 
   std::optional<uint64_t> value_at(size_t i, const char* kind = "kv_value") const {
-    auto it = at_.find("kv[" + std::to_string(i) + "] " + s_.model.metadata[i].key + "/" + kind);
+    auto it = at_.find("kv[" + std::to_string(i) + "] " + m_.metadata[i].key + "/" + kind);
     return it == at_.end() ? std::nullopt : std::optional<uint64_t>(it->second);
   }
 
+  std::optional<uint64_t> key_at(std::string_view key) const {
+    for (size_t i = 0; i < m_.metadata.size(); ++i)
+      if (m_.metadata[i].key == key) return value_at(i);
+    return std::nullopt;
+  }
+
   void data() {
-    const Model& m = s_.model;
-    const Layout& L = s_.layout;
-    uint64_t size = s_.source_size;
+    const Model& m = m_;
+    const Layout& L = L_;
+    uint64_t size = size_;
     size_t cut = 0;
     for (size_t i = 0; i < m.tensors.size(); ++i) {
       const Tensor& t = m.tensors[i];
@@ -90,7 +101,7 @@ class Validator {
       if (sp.span.offset >= size) continue;
       uint64_t n = std::min(sp.span.size, size - sp.span.offset);
       std::vector<uint8_t> b(static_cast<size_t>(n));
-      src_.read_at(sp.span.offset, b.data(), b.size());
+      src_->read_at(sp.span.offset, b.data(), b.size());
       auto nz = std::find_if(b.begin(), b.end(), [](uint8_t x) { return x != 0; });
       if (nz != b.end()) {
         uint64_t at = sp.span.offset + static_cast<uint64_t>(nz - b.begin());
@@ -122,7 +133,17 @@ class Validator {
   }
 
   void metadata() {
-    const Model& m = s_.model;
+    const Model& m = m_;
+    if (const Value* a = m.find(kAlignmentKey); a && a->type == ValueType::u32) {
+      if (a->bits < kMinAlignment)
+        add("alignment_too_small", "error", key_at(kAlignmentKey),
+            "general.alignment = " + std::to_string(a->bits) + ": llama.cpp needs at least " +
+                std::to_string(kMinAlignment) + " (its TENSOR_ALIGNMENT) and aborts on load");
+      if (a->bits > kMaxAlignment)
+        add("alignment_too_large", "error", key_at(kAlignmentKey),
+            "general.alignment = " + std::to_string(a->bits) + " is over ggufkit's limit of " +
+                std::to_string(kMaxAlignment) + " (1 MiB): every tensor would be padded to it");
+    }
     std::string arch = architecture(m);
     if (arch.empty()) add("missing_architecture", "error", std::nullopt, "no general.architecture (a string): llama.cpp cannot load the file");
     bool quantized = std::any_of(m.tensors.begin(), m.tensors.end(), [](const Tensor& t) { return ggml_type(t.type)->block > 1; });
@@ -132,6 +153,11 @@ class Validator {
     if (req != required_hparams().end())
       for (const std::string& k : req->second)
         if (!m.find(arch + "." + k)) add("missing_hparam", "error", std::nullopt, arch + "." + k + " is missing; llama.cpp needs it for " + arch);
+    for (const char* k : {"attention.head_count", "embedding_length", "block_count"}) {
+      const Value* v = arch.empty() ? nullptr : m.find(arch + "." + k);
+      if (v && v->is_integer() && v->as_u64() == 0)
+        add("zero_hparam", "error", key_at(arch + "." + k), arch + "." + k + " is 0; llama.cpp cannot build a model from it");
+    }
 
     uint64_t vocab = vocabulary_size(m);
     std::string first;
@@ -163,8 +189,47 @@ class Validator {
     }
   }
 
-  const Scanned& s_;
-  const ByteSource& src_;
+  // What the tensors' shapes say: as many blocks as block_count, as many embedding rows
+  // as tokens.
+  void shapes() {
+    const Model& m = m_;
+    std::string arch = architecture(m);
+    if (const Value* bc = arch.empty() ? nullptr : m.find(arch + ".block_count"); bc && bc->is_integer()) {
+      uint64_t blocks = 0;
+      bool any = false;
+      for (const Tensor& t : m.tensors) {
+        if (t.name.rfind("blk.", 0) != 0) continue;
+        uint64_t n = 0;
+        size_t i = 4;
+        for (; i < t.name.size() && i < 24 && t.name[i] >= '0' && t.name[i] <= '9'; ++i) n = n * 10 + static_cast<uint64_t>(t.name[i] - '0');
+        if (i == 4 || i >= t.name.size() || t.name[i] != '.') continue;
+        any = true;
+        blocks = std::max(blocks, n + 1);
+      }
+      if (any && bc->as_u64() != blocks)
+        add("block_count", "error", key_at(arch + ".block_count"),
+            arch + ".block_count = " + std::to_string(bc->as_u64()) + " but the tensors are of " + std::to_string(blocks) +
+                " blocks (blk.0 to blk." + std::to_string(blocks - 1) + "); llama.cpp looks for tensors that are not there, or misses some");
+    }
+    const Value* tokens = m.find("tokenizer.ggml.tokens");
+    bool has_model = m.find("tokenizer.ggml.model") != nullptr;
+    if (has_model && !tokens)
+      add("missing_vocab", "error", key_at("tokenizer.ggml.model"),
+          "tokenizer.ggml.model is set but there is no tokenizer.ggml.tokens; llama.cpp cannot load the vocabulary");
+    if (tokens && tokens->size() == 0)
+      add("empty_vocab", "error", key_at("tokenizer.ggml.tokens"), "tokenizer.ggml.tokens is empty; llama.cpp cannot load a vocabulary of 0 tokens");
+    uint64_t vocab = tokens ? tokens->size() : 0;
+    for (const Tensor& t : m.tensors)
+      if ((t.name == "token_embd.weight" || t.name == "output.weight") && t.dims.size() >= 2 && vocab && t.dims[1] != vocab)
+        add("vocab_rows", "error", key_at("tokenizer.ggml.tokens"),
+            t.name + " has " + std::to_string(t.dims[1]) + " rows but the vocabulary has " + std::to_string(vocab) +
+                " tokens; llama.cpp refuses the shape");
+  }
+
+  const Model& m_;
+  const Layout& L_;
+  uint64_t size_;
+  const ByteSource* src_;  // null: the model is checked, not a file's bytes
   std::map<std::string, uint64_t> at_;
   std::vector<Finding> out_;
 };
@@ -180,14 +245,19 @@ std::vector<Finding> validate_file(const std::string& path) {
     lenient.data_in_file = false;
     try {
       Scanned s = scan(src, lenient);  // only the data bounds failed: say how
-      return Validator(s, *src).run();
+      return Validator(s.model, s.layout, s.source_size, src.get()).run();
     } catch (const Error&) {
       return {{"read", "error", e.offset, e.field + ": " + e.message}};
     }
   }
   ScanOptions lenient;
   lenient.data_in_file = false;
-  return Validator(scan(src, lenient), *src).run();
+  Scanned s = scan(src, lenient);
+  return Validator(s.model, s.layout, s.source_size, src.get()).run();
+}
+
+std::vector<Finding> check_model(const Model& model, const Layout& layout) {
+  return Validator(model, layout, layout.file_size, nullptr).run();
 }
 
 }  // namespace ggufkit

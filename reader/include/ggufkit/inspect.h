@@ -113,5 +113,13 @@ struct Finding {
   std::string message;
 };
 std::vector<Finding> validate_file(const std::string& path);
+// The same rules over a model about to be written (its planned layout): what llama.cpp
+// would refuse in its metadata and shapes. Edits are checked with it before they write.
+std::vector<Finding> check_model(const Model& model, const Layout& layout);
+
+// The alignments llama.cpp loads (its TENSOR_ALIGNMENT) up to the most ggufkit writes
+// without --allow-broken.
+inline constexpr uint32_t kMinAlignment = 32;
+inline constexpr uint32_t kMaxAlignment = 1u << 20;
 
 }  // namespace ggufkit
