@@ -320,7 +320,11 @@ int cmd_edit(const std::vector<std::string>& args) {
   po::options_description desc("options");
   desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file to edit")(
       "patch,p", po::value<std::string>(), "a patch file (YAML: set, remove, rename, alignment)")(
-      "set", po::value<std::vector<std::string>>()->composing(), "KEY=VALUE: set a key (keeps an existing key's type)")(
+      "set", po::value<std::vector<std::string>>()->composing(),
+      "KEY=VALUE: set a key (keeps an existing key's type); VALUE is read as YAML, as in a patch: "
+      "'general.name=\"My Model\"' stores My Model, [1, 2] is a list")(
+      "set-typed", po::value<std::vector<std::string>>()->composing(),
+      "KEY=TYPE:VALUE: add a key of the given type (u8 ... f64, bool, string, array[u32], ...)")(
       "remove", po::value<std::vector<std::string>>()->composing(), "KEY: remove a key")(
       "rename", po::value<std::vector<std::string>>()->composing(), "OLD=NEW: rename a key")(
       "chat-template-file", po::value<std::string>(), "set tokenizer.chat_template from a file")(
@@ -353,6 +357,13 @@ int cmd_edit(const std::vector<std::string>& args) {
       auto [k, v] = pair(s, "--set");
       job.patch.add_set(k, v);
     }
+  if (vm->count("set-typed"))
+    for (const auto& s : (*vm)["set-typed"].as<std::vector<std::string>>()) {
+      auto [k, tv] = pair(s, "--set-typed");
+      auto colon = tv.find(':');
+      if (colon == std::string::npos || colon == 0) throw_usage("--set-typed expects KEY=TYPE:VALUE, found '" + s + "'");
+      job.patch.add_set_typed(k, tv.substr(0, colon), tv.substr(colon + 1));
+    }
   if (vm->count("remove"))
     for (const auto& k : (*vm)["remove"].as<std::vector<std::string>>()) job.patch.add_remove(k);
   if (vm->count("rename"))
@@ -363,6 +374,7 @@ int cmd_edit(const std::vector<std::string>& args) {
   if (vm->count("chat-template-file")) job.patch.add_set_file("tokenizer.chat_template", (*vm)["chat-template-file"].as<std::string>());
   if (vm->count("eos-token-id")) job.patch.add_set("tokenizer.ggml.eos_token_id", (*vm)["eos-token-id"].as<std::string>());
   if (vm->count("alignment")) job.patch.set_alignment((*vm)["alignment"].as<std::string>());
+  job.patch.allow_broken = job.allow_broken;
   return run_rewrite(job);
 }
 

@@ -206,7 +206,12 @@ TEST(EditRefusals, EachIsRefusedWithItsReasonAndTheLine) {
   e = patch_error(tiny_llama(), "set: {general.alignment: 64}\n");
   EXPECT_NE(e.message.find("set the alignment with alignment: N"), std::string::npos);
   e = patch_error(tiny_llama(), "set: {my.unknown.key: 3}\n");
-  EXPECT_EQ(e.message, "my.unknown.key is not in the file nor in the key registry; give its type: {type: f32, value: ...}");
+  EXPECT_EQ(e.message, "my.unknown.key is not in the file nor in the key registry; to add it, give its type: --set-typed "
+                       "my.unknown.key=f32:VALUE on the command line, {type: f32, value: ...} in a patch");
+  e = patch_error(tiny_llama(), "set: {llama.contxt_length: 512}\n");  // a misspelt existing key
+  EXPECT_EQ(e.message, "llama.contxt_length is not in the file nor in the key registry (did you mean llama.context_length?); "
+                       "to add it, give its type: --set-typed llama.contxt_length=f32:VALUE on the command line, "
+                       "{type: f32, value: ...} in a patch");
   e = patch_error(tiny_llama(), "set: {llama.context_length: {type: u64, value: 4096}}\n");
   EXPECT_EQ(e.message, "would change the type from u32 to u64; remove the key and set it again to do that");
   e = patch_error(tiny_llama(), "remove: [llama.context_length]\nset: {llama.context_length: {type: u64, value: 1}}\n");

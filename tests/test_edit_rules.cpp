@@ -52,7 +52,7 @@ std::vector<Case> cases() {
 }
 
 std::string fill(std::string args, const std::string& file, const std::string& patch) {
-  args.replace(args.find("FILE"), 4, file);
+  if (size_t f = args.find("FILE"); f != std::string::npos) args.replace(f, 4, file);
   if (size_t p = args.find("PATCH"); p != std::string::npos) args.replace(p, 5, patch);
   return args;
 }
@@ -125,4 +125,119 @@ TEST(EditRules, ValidateReportsTheNewRulesWithTheKeysOffset) {
   ASSERT_NE(sp, nullptr);
   EXPECT_NE(v.out.find("\"code\": \"zero_hparam\""), std::string::npos) << v.out;
   EXPECT_NE(v.out.find("\"offset\": " + std::to_string(sp->span.offset)), std::string::npos) << v.out;
+}
+
+namespace {
+
+// A patch or command line that is refused while it is read or applied (exit 1, the line
+// and column or the command line in the message), and what --allow-broken does with it.
+struct InputCase {
+  const char* name;
+  std::string args;   // after FILE
+  std::string patch;  // the patch file, when there is one
+  std::string says;   // the refusal
+  const char* allowed;  // with --allow-broken: "written" (and the note says), or "refused" still
+};
+
+std::vector<InputCase> input_cases() {
+  std::string long_key(65536, 'k');
+  return {
+      {"empty_key", "-p PATCH", "set:\n  \"\": {type: u32, value: 1}\n", "patch.yaml:2:7: set : an empty key", "refused"},
+      {"nul_key", "-p PATCH", "set:\n  \"my.k\\0ey\": {type: u32, value: 1}\n",
+       "patch.yaml:2:15: set my.k\\x00ey: the key has a NUL byte at byte 4", "written"},
+      {"long_key", "-p PATCH", "set:\n  ? " + long_key + "\n  : {type: u32, value: 1}\n",
+       "the key is 65536 bytes, over the format's 65,535", "written"},
+      {"template_nul", "-p PATCH", "set:\n  tokenizer.chat_template: \"{{ a }}\\0{{ b }}\"\n",
+       "patch.yaml:2:28: set tokenizer.chat_template: the chat template has a NUL byte at byte 7", "written"},
+      {"not_utf8", "-p PATCH", "set:\n  general.name: caf\xE9\n", "patch.yaml:2:17: set general.name: the string is not valid UTF-8",
+       "written"},
+      {"bool_2", "--set-typed my.flag=bool:2", "", "set my.flag: expected true or false, found '2'", "written"},
+      {"bool_word", "--set-typed my.flag=bool:maybe", "", "expected true or false, found 'maybe'", "refused"},
+      {"binary_tag", "-p PATCH", "set:\n  general.name: !!binary aGVsbG8=\n", "patch.yaml:2:17: yaml: YAML tags (!!binary) are not allowed",
+       "refused"},
+      {"alignment_twice", "-p PATCH --alignment 128", "alignment: 64\n",
+       "the alignment is given twice: 64 at PATCH:1:12 and 128 on the command line", "refused"},
+      {"set_twice", "-p PATCH --set general.name=b", "set:\n  general.name: a\n",
+       "general.name is set twice: at PATCH:2:3 and on the command line", "refused"},
+      {"template_twice", "-p PATCH --chat-template-file PATCH", "set:\n  tokenizer.chat_template: x\n",
+       "tokenizer.chat_template is set twice", "refused"},
+      {"value_and_file", "-p PATCH", "set:\n  my.text: {type: string, value: a, file: PATCH}\n",
+       "give the value as one of value: or file:, not both", "refused"},
+  };
+}
+
+std::string fill_all(std::string s, const std::string& file, const std::string& patch) {
+  s = fill(s, file, patch);
+  for (size_t p; (p = s.find("PATCH")) != std::string::npos;) s.replace(p, 5, patch);
+  return s;
+}
+
+}  // namespace
+
+TEST(EditRules, BrokenInputIsRefusedWhereItIsWrittenAndAllowBrokenWritesWhatCanBeWritten) {
+  for (const InputCase& c : input_cases()) {
+    SCOPED_TRACE(c.name);
+    std::string dir = temp_path(std::string("input-") + c.name);
+    fs::create_directories(dir);
+    std::string model = dir + "/model.gguf", patch = dir + "/patch.yaml", out = dir + "/out.gguf";
+    fs::copy_file(tiny_llama(), model);
+    if (!c.patch.empty()) std::ofstream(patch, std::ios::binary) << c.patch;
+    auto listing = files_in(dir);
+    for (const char* how : {" -o ", " --dry-run -o "}) {
+      CliRun r = run_cli("edit " + fill_all("FILE " + c.args, model, patch) + how + out);
+      EXPECT_EQ(r.code, 1) << r.err;
+      EXPECT_NE(r.err.find(fill_all(c.says, model, patch)), std::string::npos) << r.err.substr(0, 500);
+      EXPECT_EQ(files_in(dir), listing);
+    }
+    CliRun f = run_cli("edit " + fill_all("FILE " + c.args, model, patch) + " --allow-broken -o " + out);
+    if (std::string(c.allowed) == "written") {
+      EXPECT_EQ(f.code, 0) << f.err.substr(0, 500);
+      EXPECT_NE(f.err.find("written anyway (--allow-broken)"), std::string::npos) << f.err.substr(0, 500);
+      EXPECT_TRUE(fs::exists(out));
+    } else {
+      EXPECT_EQ(f.code, 1) << f.err.substr(0, 500);
+      EXPECT_FALSE(fs::exists(out));
+    }
+  }
+}
+
+TEST(EditRules, SetReadsItsValueAsAPatchDoesAndSetTypedAddsAKeyOfAType) {
+  std::string dir = temp_path("set-yaml");
+  fs::create_directories(dir);
+  std::string out = dir + "/out.gguf";
+  CliRun r = run_cli("edit " + tiny_llama() + " --set 'general.name=\"My Model\"' --set-typed my.ratio=f32:0.5 "
+                     "--set-typed my.list=array[u32]:[1,2,3] --set-typed my.flag=bool:yes -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  ggufkit::Scanned s = ggufkit::scan_file(out);
+  EXPECT_EQ(s.model.find("general.name")->str, "My Model");  // no quotes
+  EXPECT_EQ(s.model.find("my.ratio")->as_f64(), 0.5);
+  EXPECT_EQ(s.model.find("my.list")->size(), 3u);
+  EXPECT_EQ(s.model.find("my.list")->at(2).as_u64(), 3u);
+  EXPECT_EQ(s.model.find("my.flag")->bits, 1u);
+  // A key that is not lower-case words with dots is written, with a warning.
+  CliRun w = run_cli("edit " + tiny_llama() + " --set-typed My.Key=u32:1 --force -o " + out);
+  ASSERT_EQ(w.code, 0) << w.err;
+  EXPECT_NE(w.err.find("the key 'My.Key' is not ASCII lower-case words with dots"), std::string::npos) << w.err;
+}
+
+TEST(EditRules, ValidateReportsBoolBytesTemplateNulsAndTensorNamesGgmlCuts) {
+  // Sketches make what an edit refuses: a bool byte of 2, a template with a NUL, tensor
+  // names with a NUL that collide once cut.
+  std::string dir = temp_path("validate-names");
+  fs::create_directories(dir);
+  std::string sketch = dir + "/s.yaml", file = dir + "/s.gguf";
+  std::ofstream(sketch) << "metadata:\n"
+                           "  - {key: general.architecture, type: string, value: x}\n"
+                           "  - {key: my.flag, type: bool, value: 2}\n"
+                           "  - {key: tokenizer.chat_template, type: string, value: \"a\\0b\"}\n"
+                           "tensors:\n"
+                           "  - {name: \"w\\0one\", type: f32, dims: [1], values: [1]}\n"
+                           "  - {name: \"w\\0two\", type: f32, dims: [1], values: [2]}\n";
+  ASSERT_EQ(run_cli("write " + sketch + " -o " + file).code, 0);
+  CliRun v = run_cli("validate " + file);
+  EXPECT_EQ(v.code, 1);
+  EXPECT_NE(v.out.find("warning bool_value"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("error template_nul"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("error tensor_name"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("error duplicate_tensor_name: tensor[1] and tensor[0] are both 'w' to ggml"), std::string::npos) << v.out;
 }

@@ -1,6 +1,7 @@
 #include "ggufkit/patch.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -22,9 +23,44 @@ YamlNode scalar_node(const std::string& text) {
 
 }  // namespace
 
-void Patch::add_set(const std::string& key, const std::string& text) { set.push_back({key, scalar_node(text)}); }
+namespace {
+void refuse_twice(const Patch& p, const std::string& key) {
+  for (const Patch::Set& s : p.set)
+    if (s.key == key)
+      throw Error(Error::Kind::format, "command line", std::nullopt, "set " + key,
+                  key + " is set twice: at " + s.from + " and on the command line; give it once");
+}
+
+// The text of --set VALUE read as a patch reads it: "My Model" loses its quotes, [1, 2] is
+// a list, {type: f32, value: 1} names a type. An empty VALUE is the empty string.
+YamlNode yaml_value(const std::string& key, const std::string& text) {
+  if (text.empty()) return scalar_node("");
+  YamlNode n = load_yaml(text, "command line (--set " + key + ")");
+  if (n.IsNull()) return scalar_node(text);  // "#..." or "~": the text itself
+  return n;
+}
+}  // namespace
+
+void Patch::add_set(const std::string& key, const std::string& text) {
+  refuse_twice(*this, key);
+  set.push_back({key, yaml_value(key, text)});
+}
+
+void Patch::add_set_typed(const std::string& key, const std::string& type, const std::string& text) {
+  refuse_twice(*this, key);
+  YamlNode m;
+  m.kind = YamlNode::map;
+  if (type.rfind("array[", 0) == 0 && type.back() == ']')
+    m.items = {scalar_node("type"), scalar_node("array"), scalar_node("items"), scalar_node(type.substr(6, type.size() - 7))};
+  else
+    m.items = {scalar_node("type"), scalar_node(type)};
+  m.items.push_back(scalar_node("value"));
+  m.items.push_back(yaml_value(key, text));
+  set.push_back({key, std::move(m)});
+}
 
 void Patch::add_set_file(const std::string& key, const std::string& path) {
+  refuse_twice(*this, key);
   YamlNode m;
   m.kind = YamlNode::map;
   m.items = {scalar_node("file"), scalar_node(path)};
@@ -45,6 +81,11 @@ uint64_t alignment_of(YamlReader& y, const YamlNode& n) {
 }  // namespace
 
 void Patch::set_alignment(const std::string& text) {
+  if (alignment)
+    throw Error(Error::Kind::format, "command line", std::nullopt, "alignment",
+                "the alignment is given twice: " + (*alignment ? std::to_string(*alignment) : std::string("default")) +
+                    " at " + alignment_from + " and " + text + " on the command line; give it once");
+  alignment_from = "command line";
   alignment_at = scalar_node(text);
   YamlReader y(name, base_dir);
   alignment = alignment_of(y, alignment_at);
@@ -61,7 +102,8 @@ Patch parse_patch(const std::string& text, const std::string& name, const std::s
   if (const YamlNode& s = root["set"]; s) {
     if (!s.IsMap()) y.fail(s, "set", "expected a mapping of KEY: VALUE");
     y.keys_once(s, "set");
-    for (size_t i = 0; i + 1 < s.items.size(); i += 2) p.set.push_back({y.scalar(s.items[i], "set"), s.items[i + 1]});
+    for (size_t i = 0; i + 1 < s.items.size(); i += 2)
+      p.set.push_back({y.scalar(s.items[i], "set"), s.items[i + 1], yaml_where(name, s.items[i].line, s.items[i].column)});
   }
   if (const YamlNode& r = root["remove"]; r) {
     if (!r.IsSequence()) y.fail(r, "remove", "expected a list of keys");
@@ -76,6 +118,7 @@ Patch parse_patch(const std::string& text, const std::string& name, const std::s
   if (const YamlNode& a = root["alignment"]; a) {
     p.alignment = alignment_of(y, a);
     p.alignment_at = a;
+    p.alignment_from = yaml_where(name, a.line, a.column);
   }
   return p;
 }
@@ -87,9 +130,26 @@ Patch read_patch(const std::string& path) {
 
 namespace {
 
+// A key as it can be shown: control bytes (a NUL would cut a message short) as \xNN.
+std::string printable(const std::string& key) {
+  std::string out;
+  for (unsigned char c : key) {
+    if (c >= 0x20 && c != 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
 class Applier : YamlReader {
  public:
-  Applier(Model& m, const Patch& p, const Registry& r) : YamlReader(p.name, p.base_dir), m_(m), p_(p), r_(r) {}
+  Applier(Model& m, const Patch& p, const Registry& r) : YamlReader(p.name, p.base_dir), m_(m), p_(p), r_(r) {
+    raw_bools = p.allow_broken;
+  }
 
   std::vector<Change> run() {
     uint32_t alignment_before = m_.alignment();
@@ -98,6 +158,7 @@ class Applier : YamlReader {
       if (!kv) fail(rn.at, "rename " + rn.key, "there is no key " + rn.key + " to rename");
       if (find(rn.to)) fail(rn.at, "rename " + rn.key, "cannot rename onto " + rn.to + ", which is already there");
       if (rn.key == kAlignmentKey || rn.to == kAlignmentKey) fail(rn.at, "rename " + rn.key, "general.alignment is changed with alignment:, not rename");
+      check_key(rn.to, rn.at, "rename " + printable(rn.key));
       kv->key = rn.to;
       touched_.push_back(rn.to);
       fresh_.insert(rn.to);
@@ -122,6 +183,54 @@ class Applier : YamlReader {
   }
 
  private:
+  // What --allow-broken lets through: refused without it, written with a note with it.
+  void broken(const YamlNode& at, const std::string& entry, const std::string& msg) {
+    if (!p_.allow_broken) fail(at, entry, msg);
+    note(yaml_where(name(), at.line, at.column), entry + ": written anyway (--allow-broken): " + msg);
+  }
+
+  // GGUF keys have 1 to 65,535 bytes; a NUL cuts a key short in C readers. By convention
+  // they are ASCII lower-case words with dots (general.name), which other keys are not refused for.
+  void check_key(const std::string& key, const YamlNode& at, const std::string& entry) {
+    auto shown = [&] { return printable(key.size() > 60 ? key.substr(0, 60) + "..." : key); };
+    if (key.empty())  // not even --allow-broken: the strict reader that checks every write refuses it
+      fail(at, entry, "an empty key; a GGUF key has 1 to 65,535 bytes (a fixture with one: a sketch's raw patches)");
+    if (key.size() > 65535)
+      return broken(at, entry, "the key is " + std::to_string(key.size()) + " bytes, over the format's 65,535");
+    if (size_t z = key.find('\0'); z != std::string::npos)
+      return broken(at, entry, "the key has a NUL byte at byte " + std::to_string(z) + "; C readers cut it there");
+    bool plain = key.front() != '.' && key.back() != '.' && key.find("..") == std::string::npos &&
+                 std::all_of(key.begin(), key.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.'; });
+    if (!plain)
+      note(yaml_where(name(), at.line, at.column),
+           entry + ": the key '" + shown() + "' is not ASCII lower-case words with dots (as general.name); readers look keys up exactly");
+  }
+
+  // The existing key nearest to `key` by edit distance, for "did you mean".
+  std::string nearest(const std::string& key) const {
+    std::string best;
+    size_t best_d = std::max<size_t>(2, key.size() / 4) + 1;
+    for (const KV& kv : m_.metadata) {
+      const std::string& k = kv.key;
+      std::vector<size_t> row(k.size() + 1);
+      for (size_t j = 0; j <= k.size(); ++j) row[j] = j;
+      for (size_t i = 1; i <= key.size(); ++i) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= k.size(); ++j) {
+          size_t up = row[j];
+          row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (key[i - 1] == k[j - 1] ? 0 : 1)});
+          diag = up;
+        }
+      }
+      if (row[k.size()] < best_d) {
+        best_d = row[k.size()];
+        best = k;
+      }
+    }
+    return best;
+  }
+
   KV* find(const std::string& key) {
     for (KV& kv : m_.metadata)
       if (kv.key == key) return &kv;
@@ -134,7 +243,7 @@ class Applier : YamlReader {
   }
 
   void set(const Patch::Set& s) {
-    std::string entry = "set " + s.key;
+    std::string entry = "set " + printable(s.key);
     const YamlNode& n = s.value;
     if (s.key == kAlignmentKey) fail(n, entry, "set the alignment with alignment: N (it re-lays the data), not set:");
     // {type: T, items: T, value: V | file: P} names the type; anything else is just a value.
@@ -143,6 +252,7 @@ class Applier : YamlReader {
     YamlNode file_value;
     if (n.IsMap() && n["type"]) {
       fields(n, entry, {"type", "items", "value", "file"});
+      if (n["value"] && n["file"]) fail(n["file"], entry, "give the value as one of value: or file:, not both");
       type = value_type(n["type"], entry);
       if (n["items"]) items = value_type(n["items"], entry);
       if (n["file"]) {
@@ -167,8 +277,14 @@ class Applier : YamlReader {
       changes_.push_back({Change::set, s.key, "", old, v});
       kv->value = std::move(v);
     } else {
-      if (!type && !spec)
-        fail(n, entry, s.key + " is not in the file nor in the key registry; give its type: {type: f32, value: ...}");
+      if (!type && !spec) {
+        std::string near = nearest(s.key);
+        fail(n, entry, s.key + " is not in the file nor in the key registry" +
+                           (near.empty() ? std::string() : " (did you mean " + near + "?)") +
+                           "; to add it, give its type: --set-typed " + s.key + "=f32:VALUE on the command line, " +
+                           "{type: f32, value: ...} in a patch");
+      }
+      check_key(s.key, n, entry);
       if (type && spec && (*type != spec->type || (spec->type == ValueType::array && items && *items != spec->items)))
         fail(n, entry, "the key registry has " + s.key + " as " + type_text(spec->type, spec->items) + ", not " +
                            type_text(*type, items.value_or(ValueType::u8)));
@@ -180,8 +296,19 @@ class Applier : YamlReader {
       fresh_.insert(s.key);
       m_.metadata.push_back({s.key, std::move(v)});
     }
+    check_value(*find(s.key), *value, n, entry);
     touched_.push_back(s.key);
     where_[s.key] = &n;
+  }
+
+  // Strings from a patch are UTF-8 (raw bytes come as {hex:}); a bool is 0 or 1.
+  void check_value(const KV& kv, const YamlNode& given, const YamlNode& at, const std::string& entry) {
+    const Value& v = kv.value;
+    bool hex = given.IsMap() && given["hex"];
+    if (v.type == ValueType::string && !hex && !is_valid_utf8(v.str))
+      broken(at, entry, "the string is not valid UTF-8; give raw bytes as {hex: \"...\"}");
+    if (v.type == ValueType::boolean && v.bits > 1)
+      broken(at, entry, "a bool is written as 0 or 1; " + std::to_string(v.bits) + " is what readers may take either way");
   }
 
   Value convert(ValueType t, ValueType elem, const YamlNode& value, const YamlNode& at, const std::string& entry) {
@@ -239,6 +366,8 @@ class Applier : YamlReader {
       }
       if (spec->check == "template") {
         if (!is_valid_utf8(kv->value.str)) fail(at, entry, "the chat template is not valid UTF-8");
+        if (size_t z = kv->value.str.find('\0'); z != std::string::npos)
+          broken(at, entry, "the chat template has a NUL byte at byte " + std::to_string(z) + "; C readers (llama.cpp) cut it there");
         if (kv->value.str.size() > r_.template_bytes())
           fail(at, entry, "the chat template is " + std::to_string(kv->value.str.size()) + " bytes, over the cap of " +
                               std::to_string(r_.template_bytes()));

@@ -56,6 +56,7 @@ class Validator {
     if (src_) data();
     metadata();
     shapes();
+    names();
     return std::move(out_);
   }
 
@@ -168,6 +169,11 @@ class Validator {
       if (!is_utf8(kv.key)) add("invalid_utf8", "warning", value_at(i, "kv_key"), "key kv[" + std::to_string(i) + "] is not valid UTF-8");
       if (v.type == ValueType::string && !is_utf8(v.str))
         add("invalid_utf8", "warning", value_at(i), kv.key + ": the string is not valid UTF-8");
+      if (v.type == ValueType::string && kv.key.rfind("tokenizer.chat_template", 0) == 0 && v.str.find('\0') != std::string::npos)
+        add("template_nul", "error", value_at(i), kv.key + ": the template has a NUL byte at byte " +
+                                                      std::to_string(v.str.find('\0')) + "; llama.cpp cuts it there");
+      if (v.type == ValueType::boolean && v.bits > 1)
+        add("bool_value", "warning", value_at(i), kv.key + ": a bool byte of " + std::to_string(v.bits) + "; writers give 0 or 1, and readers differ on the rest");
       if (v.type == ValueType::array && v.elem == ValueType::array)
         add("nested_array", "error", value_at(i), kv.key + ": an array of arrays; the format allows it, llama.cpp refuses it");
       if (v.type == ValueType::array && v.elem == ValueType::string) {
@@ -224,6 +230,24 @@ class Validator {
         add("vocab_rows", "error", key_at("tokenizer.ggml.tokens"),
             t.name + " has " + std::to_string(t.dims[1]) + " rows but the vocabulary has " + std::to_string(vocab) +
                 " tokens; llama.cpp refuses the shape");
+  }
+
+  // Tensor names as ggml takes them: a C string, cut at the first NUL, unique.
+  void names() {
+    std::map<std::string, size_t> seen;
+    for (size_t i = 0; i < m_.tensors.size(); ++i) {
+      const std::string& name = m_.tensors[i].name;
+      std::string label = "tensor[" + std::to_string(i) + "]";
+      std::string cut = name.substr(0, name.find('\0'));
+      if (cut.size() != name.size())
+        add("tensor_name", "error", std::nullopt, label + ": the name has a NUL byte at byte " + std::to_string(cut.size()) +
+                                                      "; ggml cuts it there, to '" + cut + "'");
+      if (!is_utf8(name)) add("invalid_utf8", "warning", std::nullopt, label + ": the name is not valid UTF-8");
+      auto [it, fresh] = seen.emplace(cut, i);
+      if (!fresh)
+        add("duplicate_tensor_name", "error", std::nullopt,
+            label + " and tensor[" + std::to_string(it->second) + "] are both '" + cut + "' to ggml (names are cut at a NUL); it refuses the file");
+    }
   }
 
   const Model& m_;

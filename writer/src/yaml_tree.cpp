@@ -28,16 +28,26 @@ class Builder : public YAML::EventHandler {
   void OnAlias(const YAML::Mark& m, YAML::anchor_t) override {
     fail(m, "aliases (*name) are not allowed: every value is written out where it is used");
   }
-  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t a, const std::string& v) override {
+  // An explicit tag (!!binary, !!str, !mine) would change what the text means; it is
+  // refused rather than stored as text. yaml-cpp gives "?" for a plain node, "!" for a quoted one.
+  void no_tag(const YAML::Mark& m, const std::string& tag) {
+    if (!tag.empty() && tag != "?" && tag != "!")
+      fail(m, "YAML tags (" + (tag.rfind("tag:yaml.org,2002:", 0) == 0 ? "!!" + tag.substr(18) : tag) +
+                  ") are not allowed; write the value plainly, raw bytes as {hex: \"...\"}");
+  }
+  void OnScalar(const YAML::Mark& m, const std::string& tag, YAML::anchor_t a, const std::string& v) override {
+    no_tag(m, tag);
     if (v.size() > limits_.max_scalar)
       fail(m, "a value of " + std::to_string(v.size()) + " bytes is over the cap of " + std::to_string(limits_.max_scalar));
     add(m, a, YamlNode::scalar, v);
   }
-  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t a, YAML::EmitterStyle::value) override {
+  void OnSequenceStart(const YAML::Mark& m, const std::string& tag, YAML::anchor_t a, YAML::EmitterStyle::value) override {
+    no_tag(m, tag);
     open(m, a, YamlNode::seq);
   }
   void OnSequenceEnd() override { stack_.pop_back(); }
-  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t a, YAML::EmitterStyle::value) override {
+  void OnMapStart(const YAML::Mark& m, const std::string& tag, YAML::anchor_t a, YAML::EmitterStyle::value) override {
+    no_tag(m, tag);
     open(m, a, YamlNode::map);
   }
   void OnMapEnd() override { stack_.pop_back(); }

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <optional>
 #include <filesystem>
 #include <set>
 
@@ -116,10 +117,18 @@ int64_t YamlReader::signed_of(const YamlNode& n, const std::string& entry, uint3
   return v->first ? static_cast<int64_t>(0 - v->second) : static_cast<int64_t>(v->second);
 }
 
+// true/false, and YAML 1.1's yes/no, each in lower case, Capitalised or UPPER.
+static std::optional<bool> bool_word(const std::string& t) {
+  for (const char* w : {"true", "True", "TRUE", "yes", "Yes", "YES"})
+    if (t == w) return true;
+  for (const char* w : {"false", "False", "FALSE", "no", "No", "NO"})
+    if (t == w) return false;
+  return std::nullopt;
+}
+
 bool YamlReader::boolean(const YamlNode& n, const std::string& entry) {
   std::string t = scalar(n, entry);
-  if (t == "true") return true;
-  if (t == "false") return false;
+  if (auto b = bool_word(t)) return *b;
   fail(n, entry, "expected true or false, found '" + t + "'");
 }
 
@@ -202,7 +211,9 @@ Value YamlReader::value(ValueType t, const YamlNode& n, const YamlNode& holder, 
   switch (t) {
     case ValueType::string: return Value::of_string(string_of(n, entry));
     case ValueType::boolean: {
-      if (n.IsScalar() && (n.Scalar() == "true" || n.Scalar() == "false")) return Value::of_bool(n.Scalar() == "true");
+      if (n.IsScalar())
+        if (auto b = bool_word(n.Scalar())) return Value::of_bool(*b);
+      if (!raw_bools) boolean(n, entry);  // says what was expected
       return Value::scalar(t, unsigned_of(n, entry, 1));  // a raw byte such as 2
     }
     case ValueType::f32: case ValueType::f64: return Value::scalar(t, float_bits(n, entry, t));

@@ -24,6 +24,7 @@ struct Patch {
   struct Set {
     std::string key;
     YamlNode value;  // a scalar, a list, {file:}/{hex:}, or {type:, items:, value:|file:}
+    std::string from = "command line";  // where it was given: the patch file's name:line:col
   };
   struct Named {
     std::string key, to;  // `to` only for renames
@@ -35,11 +36,18 @@ struct Patch {
   std::vector<Named> remove, rename;
   std::optional<uint64_t> alignment;  // 0: the default (the key removed)
   YamlNode alignment_at;
+  std::string alignment_from;         // where the alignment was given
+  // Writes what would be refused as broken input (an empty key, a key with a NUL, a template
+  // with a NUL, a bool byte other than 0 and 1, a string that is not UTF-8), with a note.
+  bool allow_broken = false;
 
   bool empty() const { return set.empty() && remove.empty() && rename.empty() && !alignment; }
 
-  // The command line's shortcuts build the same patch.
-  void add_set(const std::string& key, const std::string& text);  // VALUE as a YAML scalar
+  // The command line's shortcuts build the same patch. A key set twice (by the patch and
+  // on the command line, or twice there) and a second alignment are refused, not resolved.
+  void add_set(const std::string& key, const std::string& text);  // VALUE read as YAML, as in a patch
+  // --set-typed KEY=TYPE:VALUE: TYPE is a value type, or array[ELEM]; VALUE as YAML.
+  void add_set_typed(const std::string& key, const std::string& type, const std::string& text);
   void add_set_file(const std::string& key, const std::string& path);
   void add_remove(const std::string& key);
   void add_rename(const std::string& from, const std::string& to);
@@ -58,8 +66,9 @@ struct Change {
 
 // Applies the patch to the model, checked against the registry and the file: an existing
 // key keeps its position and type (the value must convert without loss), a new key is
-// appended with the registry's type or the patch's; token ids stay below the vocabulary
-// size, vocabulary arrays keep one length, templates are UTF-8 under the size cap.
+// appended with the registry's type or the patch's; keys are 1 to 65,535 bytes without a
+// NUL, strings UTF-8, templates without a NUL and under the size cap, bools true or false.
+// (What the model as a whole must be, validate's rules check on the result: check_model.)
 // Throws a format Error naming the patch, the line and the key; the model is then
 // unspecified (apply to a copy to keep the original).
 std::vector<Change> apply_patch(Model& model, const Patch& patch, const Registry& registry = Registry::builtin());

@@ -41,6 +41,9 @@ class YamlReader {
   Value value(ValueType t, const YamlNode& n, const YamlNode& holder, const std::string& entry, int depth = 0);
 
   const std::string& name() const { return name_; }
+  // Whether a bool may be given as a raw byte (2, 255): sketches make broken fixtures; a
+  // patch takes true/false only (unless --allow-broken).
+  bool raw_bools = true;
 
  protected:
   std::string name_, base_;
