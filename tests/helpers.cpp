@@ -1,4 +1,5 @@
 #include "helpers.h"
+#include "edit_rule_cases.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -165,6 +166,12 @@ ggufkit::Model random_model(uint64_t seed) {
     m.tensors.push_back(std::move(t));
   }
   return m;
+}
+
+std::string fill(std::string args, const std::string& file, const std::string& patch) {
+  if (size_t f = args.find("FILE"); f != std::string::npos) args.replace(f, 4, file);
+  if (size_t p = args.find("PATCH"); p != std::string::npos) args.replace(p, 5, patch);
+  return args;
 }
 
 }  // namespace testing_helpers

@@ -8,59 +8,14 @@
 #include <fstream>
 
 #include "ggufkit/scan.h"
+#include "edit_rule_cases.h"
 #include "helpers.h"
 
 using namespace testing_helpers;
 namespace fs = std::filesystem;
 
-namespace {
-
-struct Case {
-  const char* name;
-  std::string args;  // after FILE
-  std::string patch;  // a patch file's text, when the case needs one
-  const char* code;   // the rule
-  std::string says;   // and a part of its message
-};
-
-std::vector<Case> cases() {
-  return {
-      {"alignment16", "realign FILE -a 16", "", "alignment_too_small", "general.alignment = 16: llama.cpp needs at least 32"},
-      {"alignment1", "realign FILE -a 1", "", "alignment_too_small", "general.alignment = 1:"},
-      {"alignment8", "edit FILE --alignment 8", "", "alignment_too_small", "general.alignment = 8:"},
-      {"alignment2MiB", "realign FILE -a 2097152", "", "alignment_too_large", "general.alignment = 2097152 is over"},
-      {"vocab2", "edit FILE -p PATCH",
-       "set:\n  tokenizer.ggml.tokens: [a, b]\n  tokenizer.ggml.scores: [0.0, 0.0]\n  tokenizer.ggml.token_type: [1, 1]\n",
-       "token_id", "tokenizer.ggml.eos_token_id = 2 is not below the vocabulary size 2"},
-      {"vocab3", "edit FILE -p PATCH",
-       "set:\n  tokenizer.ggml.tokens: [a, b, c]\n  tokenizer.ggml.scores: [0.0, 0.0, 0.0]\n  tokenizer.ggml.token_type: [1, 1, 1]\n",
-       "vocab_rows", "token_embd.weight has 32000 rows but the vocabulary has 3 tokens"},
-      {"vocab_lengths", "edit FILE -p PATCH", "set:\n  tokenizer.ggml.scores: [0.0, 0.0, 0.0]\n", "vocab_length",
-       "tokenizer.ggml.scores has 3 items, tokenizer.ggml.tokens has 32000"},
-      {"vocab_empty", "edit FILE -p PATCH",
-       "set:\n  tokenizer.ggml.tokens: []\n  tokenizer.ggml.scores: []\n  tokenizer.ggml.token_type: []\n", "empty_vocab",
-       "tokenizer.ggml.tokens is empty"},
-      {"vocab_removed", "edit FILE --remove tokenizer.ggml.tokens --remove tokenizer.ggml.scores --remove tokenizer.ggml.token_type",
-       "", "missing_vocab", "no tokenizer.ggml.tokens"},
-      {"arch_removed", "edit FILE --remove general.architecture", "", "missing_architecture", "no general.architecture"},
-      {"arch_empty", "edit FILE --set general.architecture=", "", "missing_architecture", "no general.architecture"},
-      {"head_count0", "edit FILE --set llama.attention.head_count=0", "", "zero_hparam", "llama.attention.head_count is 0"},
-      {"embedding0", "edit FILE --set llama.embedding_length=0", "", "zero_hparam", "llama.embedding_length is 0"},
-      {"block_count5", "edit FILE --set llama.block_count=5", "", "block_count",
-       "llama.block_count = 5 but the tensors are of 2 blocks (blk.0 to blk.1)"},
-  };
-}
-
-std::string fill(std::string args, const std::string& file, const std::string& patch) {
-  if (size_t f = args.find("FILE"); f != std::string::npos) args.replace(f, 4, file);
-  if (size_t p = args.find("PATCH"); p != std::string::npos) args.replace(p, 5, patch);
-  return args;
-}
-
-}  // namespace
-
 TEST(EditRules, WhatLlamaCppWouldRefuseIsRefusedBeforeWritingUnlessAllowBroken) {
-  for (const Case& c : cases()) {
+  for (const EditRuleCase& c : edit_rule_cases()) {
     SCOPED_TRACE(c.name);
     std::string dir = temp_path(std::string("rules-") + c.name);
     fs::create_directories(dir);
@@ -91,6 +46,9 @@ TEST(EditRules, WhatLlamaCppWouldRefuseIsRefusedBeforeWritingUnlessAllowBroken) 
     EXPECT_EQ(v.code, 1) << v.out;
     EXPECT_NE(v.out.find(c.code), std::string::npos) << v.out;
     EXPECT_TRUE(read_file_bytes(model) == before);
+    if (std::string(c.code) == "alignment_too_small") {  // the data truly starts off 32
+      EXPECT_NE(ggufkit::scan_file(out).layout.data_offset % 32, 0u);
+    }
   }
 }
 
@@ -153,6 +111,8 @@ std::vector<InputCase> input_cases() {
        "written"},
       {"bool_2", "--set-typed my.flag=bool:2", "", "set my.flag: expected true or false, found '2'", "written"},
       {"bool_word", "--set-typed my.flag=bool:maybe", "", "expected true or false, found 'maybe'", "refused"},
+      {"bool_existing_2", "--set tokenizer.ggml.add_bos_token=2", "",
+       "set tokenizer.ggml.add_bos_token: expected true or false, found '2'", "written"},
       {"binary_tag", "-p PATCH", "set:\n  general.name: !!binary aGVsbG8=\n", "patch.yaml:2:17: yaml: YAML tags (!!binary) are not allowed",
        "refused"},
       {"alignment_twice", "-p PATCH --alignment 128", "alignment: 64\n",

@@ -20,6 +20,7 @@
 #include "ggufkit/scan.h"
 #include "ggufkit/sketch.h"
 #include "ggufkit/text.h"
+#include "../edit_rule_cases.h"
 #include "../helpers.h"
 #include "../malformed_cases.h"
 #include "llama_api.h"
@@ -254,6 +255,65 @@ TEST(LlamaCpp, EditedAndRealignedModelsGenerateTheSameTokensAndLlamaCppReportsTh
     EXPECT_EQ(ra.eos, 1);
     EXPECT_EQ(ra.tokens, base.tokens);  // greedy: the same weights give the same tokens
     EXPECT_TRUE(ra.first_logits == base.first_logits);
+  }
+}
+
+TEST(LlamaCpp, EveryEditGgufkitRefusesIsRefusedByLlamaCppWhenForced) {
+  // Each case of test_edit_rules.cpp, written with --allow-broken, loaded by node-llama-cpp
+  // in its own process (llama.cpp aborts on some: a crash counts as a refusal). The one
+  // case llama.cpp loads is the 2 MiB alignment: it is ggufkit's own limit (1 MiB), against
+  // padding every tensor to it, and the test says so by name.
+  std::string dir = temp_path("forced");
+  fs::create_directories(dir);
+  for (const EditRuleCase& c : edit_rule_cases()) {
+    SCOPED_TRACE(c.name);
+    std::string patch = dir + "/" + c.name + ".yaml", out = dir + "/" + c.name + ".gguf";
+    if (!c.patch.empty()) write_file_bytes(patch, std::vector<uint8_t>(c.patch.begin(), c.patch.end()));
+    CliRun f = run_cli(fill(c.args, tiny_llama(), patch) + " --allow-broken -o " + out);
+    ASSERT_EQ(f.code, 0) << f.err;
+    bool loaded = true;
+    std::string why;
+    try {
+      js("llama-run", out);
+    } catch (const std::exception& e) {
+      loaded = false;
+      why = e.what();
+    }
+    if (std::string(c.code) == "alignment_too_large") EXPECT_TRUE(loaded) << why;
+    else EXPECT_FALSE(loaded) << "llama.cpp loaded what ggufkit refuses";
+  }
+}
+
+TEST(LlamaCpp, EveryModelAnUnforcedEditWritesLoadsAndGeneratesTheSameTokens) {
+  // The edits of the edit tests that go through without --allow-broken, each on the tiny
+  // llama: llama.cpp loads every result, and the weights give the same greedy tokens.
+  llama_api::Run base = llama_run(tiny_llama());
+  std::string dir = temp_path("unforced");
+  fs::create_directories(dir);
+  std::string tmpl = dir + "/t.jinja", patch = dir + "/p.yaml";
+  std::string text = "{% for m in messages %}{{ m.content }}{% endfor %}";
+  write_file_bytes(tmpl, std::vector<uint8_t>(text.begin(), text.end()));
+  std::string p = "set:\n  general.name: patched\n  tokenizer.ggml.eos_token_id: 1\nremove: [llama.vocab_size]\n"
+                  "rename: {general.file_type: general.file_type_renamed}\n";
+  write_file_bytes(patch, std::vector<uint8_t>(p.begin(), p.end()));
+  const std::vector<std::string> edits = {
+      "edit FILE --set general.name=renamed",
+      "edit FILE --set 'general.name=\"My Model\"' --set-typed my.ratio=f32:0.5 --set-typed my.list=array[u32]:[1,2,3]",
+      "edit FILE --set-typed my.flag=bool:yes --set-typed My.Key=u32:1",
+      "edit FILE --eos-token-id 1 --chat-template-file " + tmpl,
+      "edit FILE -p " + patch,
+      "edit FILE --alignment 64",
+      "realign FILE -a 4096",
+      "edit FILE --alignment 128",
+      "rewrite FILE",
+  };
+  for (size_t i = 0; i < edits.size(); ++i) {
+    SCOPED_TRACE(edits[i]);
+    std::string out = dir + "/out-" + std::to_string(i) + ".gguf";
+    CliRun r = run_cli(fill(edits[i], tiny_llama(), patch) + " -o " + out);
+    ASSERT_EQ(r.code, 0) << r.err;
+    llama_api::Run e = llama_run(out);
+    EXPECT_EQ(e.tokens, base.tokens);
   }
 }
 
