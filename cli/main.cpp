@@ -22,6 +22,8 @@
 #include "ggufkit/patch.h"
 #include "ggufkit/rewrite.h"
 #include "ggufkit/scan.h"
+#include "ggufkit/shards.h"
+#include "ggufkit/split.h"
 #include "ggufkit/sketch.h"
 #include "ggufkit/writer.h"
 #include "ggufkit/text.h"
@@ -56,6 +58,8 @@ const char* kUsage =
     "  edit FILE -o OUT       change metadata (--patch, --set, --chat-template-file, ...)\n"
     "  realign FILE -a N -o OUT  re-lay the data at a new alignment\n"
     "  convert FILE --byte-order big|little -o OUT  the same model in the other byte order\n"
+    "  split MODEL -o PREFIX  write a shard set, as llama.cpp's gguf-split (--max-tensors N | --max-size SIZE)\n"
+    "  merge SHARD -o OUT     write a shard set as one file\n"
     "  write SKETCH -o OUT    write the GGUF file a YAML sketch describes (-D NAME=VALUE fills [[NAME]])\n"
     "  dump FILE              print a sketch that 'write' turns back into the same bytes\n"
     "  example -o OUT         write the 408-byte walkthrough file (a demo and a fixture)\n"
@@ -423,6 +427,119 @@ int cmd_convert(const std::vector<std::string>& args) {
   return run_rewrite(job);
 }
 
+// SIZE as llama.cpp's splitter takes it (N followed by M = 10^6 or G = 10^9 bytes), also
+// MiB and GiB, or a plain number of bytes.
+uint64_t parse_size(const std::string& text) {
+  size_t end = 0;
+  while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
+  std::string unit = text.substr(end);
+  uint64_t scale = unit.empty() ? 1 : unit == "M" ? 1000000ull : unit == "G" ? 1000000000ull
+                 : unit == "MiB" ? 1ull << 20 : unit == "GiB" ? 1ull << 30 : 0;
+  if (end == 0 || end > 12 || scale == 0)
+    throw_usage("--max-size expects a number of bytes, or N followed by M, G (10^6, 10^9, as llama.cpp), MiB or GiB; found '" +
+                text + "'");
+  return std::stoull(text.substr(0, end)) * scale;
+}
+
+void print_written(const std::vector<RewriteResult>& rs, const std::vector<Model>& models, bool json) {
+  if (json) {
+    std::cout << "{\"files\": [";
+    for (size_t i = 0; i < rs.size(); ++i)
+      std::cout << (i ? ", " : "") << "{\"file\": " << json_string(rs[i].path) << ", \"tensors\": " << models[i].tensors.size()
+                << ", \"file_size\": " << rs[i].layout.file_size << ", \"tensors_verified\": " << rs[i].tensors_verified << "}";
+    std::cout << "]}\n";
+    return;
+  }
+  for (size_t i = 0; i < rs.size(); ++i)
+    std::printf("%s: %zu tensors, %llu bytes\n", rs[i].path.c_str(), models[i].tensors.size(),
+                static_cast<unsigned long long>(rs[i].layout.file_size));
+}
+
+// The files of a set (or the one file) a command read: none of them is ever an output.
+std::vector<std::string> paths_of(const ShardSet& set) {
+  std::vector<std::string> out;
+  for (const Shard& s : set.shards) out.push_back(s.path);
+  return out;
+}
+
+int cmd_split(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "the model (a file, or any shard of a set)")(
+      "output,o", po::value<std::string>()->required(), "PREFIX: the shards are PREFIX-00001-of-0000N.gguf, ...")(
+      "max-tensors", po::value<std::string>(), "start a new shard every N tensors")(
+      "max-size", po::value<std::string>(), "start a new shard before its tensor bytes pass SIZE (M, G, MiB, GiB)")(
+      "metadata-only-first", po::bool_switch(), "shard 1 holds the keys only, no tensor (a template fix then costs its size)")(
+      "no-verify", po::bool_switch(), "skip re-reading the written tensor data (headers are still checked)")(
+      "force", po::bool_switch(), "replace shard files that exist")("json", po::bool_switch(), "print the result as JSON");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  auto vm = parse(args, desc, pos,
+                  "usage: ggufkit split MODEL -o PREFIX (--max-tensors N | --max-size SIZE) [--metadata-only-first]\n\n"
+                  "Writes the model as a shard set, by llama.cpp's gguf-split convention: files\n"
+                  "PREFIX-00001-of-0000N.gguf ..., shard 1 with every key of the model and the others\n"
+                  "with split.no, split.tensors.count and split.count only. A new shard starts every\n"
+                  "N tensors, or before the next tensor (padded to 32) would take a shard's tensor\n"
+                  "bytes past SIZE (M = 10^6 and G = 10^9 bytes, as llama.cpp; also MiB, GiB). At\n"
+                  "alignment 32 the files are byte for byte what llama-gguf-split writes; a model at\n"
+                  "another alignment keeps it in every shard. Every shard is written and verified\n"
+                  "before any is put in place: a failure leaves none of them.");
+  if (!vm) return 0;
+  SplitOptions o;
+  if (vm->count("max-tensors") == vm->count("max-size")) throw_usage("give one of --max-tensors N and --max-size SIZE");
+  if (vm->count("max-tensors")) {
+    std::string t = (*vm)["max-tensors"].as<std::string>();
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos || std::stoull(t) == 0)
+      throw_usage("--max-tensors expects a number of tensors, at least 1; found '" + t + "'");
+    o.max_tensors = std::stoull(t);
+  } else {
+    o.max_bytes = parse_size((*vm)["max-size"].as<std::string>());
+    if (o.max_bytes == 0) throw_usage("--max-size must be more than 0 bytes");
+  }
+  o.metadata_only_first = (*vm)["metadata-only-first"].as<bool>();
+  ShardSet set = open_shard_set((*vm)["file"].as<std::string>());
+  Model model = set.model();
+  std::vector<Model> shards = split_model(model, o);
+  std::string prefix = (*vm)["output"].as<std::string>();
+  std::vector<Output> outputs;
+  for (size_t k = 0; k < shards.size(); ++k)
+    outputs.push_back({&shards[k], shard_path(prefix, static_cast<uint32_t>(k + 1), static_cast<uint32_t>(shards.size()))});
+  catch_signals();
+  RewriteOptions opt;
+  opt.verify = !(*vm)["no-verify"].as<bool>();
+  opt.replace = (*vm)["force"].as<bool>();
+  opt.cancel = &g_cancel;
+  print_written(safe_write_all(outputs, paths_of(set), opt), shards, (*vm)["json"].as<bool>());
+  return 0;
+}
+
+int cmd_merge(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "any shard of the set")(
+      "output,o", po::value<std::string>()->required(), "the single file to write")(
+      "no-verify", po::bool_switch(), "skip re-reading the written tensor data (the header is still checked)")(
+      "force", po::bool_switch(), "replace OUT if it exists")("json", po::bool_switch(), "print the result as JSON");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  auto vm = parse(args, desc, pos,
+                  "usage: ggufkit merge SHARD -o OUT\n\n"
+                  "Writes a shard set as one file: shard 1's keys without split.no, split.count and\n"
+                  "split.tensors.count, and every shard's tensors in order, so that merging what\n"
+                  "'ggufkit split' wrote gives back the file byte for byte. (llama.cpp's merge keeps\n"
+                  "the three keys, with split.count 0.) The set is checked first: every shard there,\n"
+                  "numbered and counted as its name says.");
+  if (!vm) return 0;
+  ShardSet set = open_shard_set((*vm)["file"].as<std::string>());
+  std::vector<Model> merged{set.model()};
+  catch_signals();
+  RewriteOptions opt;
+  opt.verify = !(*vm)["no-verify"].as<bool>();
+  opt.replace = (*vm)["force"].as<bool>();
+  opt.cancel = &g_cancel;
+  print_written(safe_write_all({{&merged[0], (*vm)["output"].as<std::string>()}}, paths_of(set), opt), merged,
+                (*vm)["json"].as<bool>());
+  return 0;
+}
+
 int cmd_write(const std::vector<std::string>& args) {
   po::options_description desc("options");
   desc.add_options()("sketch", po::value<std::string>()->required(), "the sketch (YAML or JSON)")(
@@ -535,6 +652,8 @@ int main(int argc, char** argv) {
     if (cmd == "edit") return cmd_edit(args);
     if (cmd == "realign") return cmd_realign(args);
     if (cmd == "convert") return cmd_convert(args);
+    if (cmd == "split") return cmd_split(args);
+    if (cmd == "merge") return cmd_merge(args);
     if (cmd == "write") return cmd_write(args);
     if (cmd == "dump") return cmd_dump(args);
     if (cmd == "example") return cmd_example(args);

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -192,42 +193,33 @@ bool same_tensors(const Model& a, const Model& b) {
 
 }  // namespace
 
-RewriteResult safe_rewrite(const Model& model, const std::string& source, const std::string& dest,
-                           const RewriteOptions& opt) {
-  struct stat src_st {};
-  bool have_source = !source.empty() && stat_path(source, src_st) == 0;
-  std::string target = dest;
-  if (opt.in_place) {
-    if (!have_source) throw_io(source, "cannot find the file to rewrite in place");
-    target = follow_links(source);  // a symlink's target is replaced, not the link
-  } else if (have_source) {
-    refuse_same_file(source, dest, "; use --in-place to replace it safely");
-  }
-  mode_t mode = have_source ? (src_st.st_mode & 0777) : 0666;  // for a new file, less the umask
-  const std::string note = "; nothing was changed" + (have_source ? " (" + source + " is as it was)" : std::string());
+namespace {
 
-  RewriteResult result;
+// Writes `model` into a PendingFile for `target`, flushed and verified: everything of a
+// safe rewrite but putting it in place. `note` ends every error.
+std::unique_ptr<PendingFile> write_verified(const Model& model, const std::string& target, mode_t mode, bool replace,
+                                            const RewriteOptions& opt, RewriteResult& result, const std::string& note) {
   result.path = target;
   try {
     result.layout = plan(model);
-    PendingFile out(target, mode, opt.in_place || opt.replace);
+    auto out = std::make_unique<PendingFile>(target, mode, replace);
     uint64_t total = result.layout.file_size;
     auto progress = [&](uint64_t w) {
       if (opt.progress) opt.progress(w, total);
     };
     std::optional<VerifyingSink> checked;
     std::optional<FdSink> plain;
-    FdSink& sink = opt.verify ? static_cast<FdSink&>(checked.emplace(out.fd(), target, opt.cancel))
-                              : plain.emplace(out.fd(), target);
+    FdSink& sink = opt.verify ? static_cast<FdSink&>(checked.emplace(out->fd(), target, opt.cancel))
+                              : plain.emplace(out->fd(), target);
     sink.cancel = opt.cancel;
     sink.progress = progress;
     emit(model, result.layout, sink);
 
-    fault_point("written", {out.fd()});
-    out.flush();  // the verifier goes on meanwhile
+    fault_point("written", {out->fd()});
+    out->flush();  // the verifier goes on meanwhile
 
     // The header, re-read by the strict reader, must be what was planned.
-    Scanned back = scan(open_file(out.proc_path()));
+    Scanned back = scan(open_file(out->proc_path()));
     if (back.layout != result.layout || back.model.metadata != model.metadata || !same_tensors(back.model, model) ||
         back.source_size != result.layout.file_size) {
       errno = 0;
@@ -241,11 +233,59 @@ RewriteResult safe_rewrite(const Model& model, const std::string& source, const 
     }
     fault_point("verified");
     cancelled(opt, target);
-    out.commit();
+    return out;
+  } catch (const Error& e) {
+    throw Error(e.kind, e.file.empty() ? target : e.file, e.offset, e.field, e.message + note);
+  }
+}
+
+}  // namespace
+
+RewriteResult safe_rewrite(const Model& model, const std::string& source, const std::string& dest,
+                           const RewriteOptions& opt) {
+  struct stat src_st {};
+  bool have_source = !source.empty() && stat_path(source, src_st) == 0;
+  std::string target = dest;
+  if (opt.in_place) {
+    if (!have_source) throw_io(source, "cannot find the file to rewrite in place");
+    target = follow_links(source);  // a symlink's target is replaced, not the link
+  } else if (have_source) {
+    refuse_same_file(source, dest, "; use --in-place to replace it safely");
+  }
+  mode_t mode = have_source ? (src_st.st_mode & 0777) : 0666;  // for a new file, less the umask
+  const std::string note = "; nothing was changed" + (have_source ? " (" + source + " is as it was)" : std::string());
+  RewriteResult result;
+  auto out = write_verified(model, target, mode, opt.in_place || opt.replace, opt, result, note);
+  try {
+    out->commit();
   } catch (const Error& e) {
     throw Error(e.kind, e.file.empty() ? target : e.file, e.offset, e.field, e.message + note);
   }
   return result;
+}
+
+std::vector<RewriteResult> safe_write_all(const std::vector<Output>& outputs, const std::vector<std::string>& sources,
+                                          const RewriteOptions& opt) {
+  struct stat src_st {};
+  mode_t mode = !sources.empty() && stat_path(sources[0], src_st) == 0 ? (src_st.st_mode & 0777) : 0666;
+  for (const Output& o : outputs)
+    for (const std::string& s : sources) refuse_same_file(s, o.path, "");
+  const std::string note = "; nothing was written" + (sources.empty() ? std::string() : " (the sources are as they were)");
+  std::vector<RewriteResult> results(outputs.size());
+  std::vector<std::unique_ptr<PendingFile>> pending;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    pending.push_back(write_verified(*outputs[i].model, outputs[i].path, mode, opt.replace, opt, results[i], note));
+  // Every file is complete and verified: now each goes in place, one rename after another.
+  for (size_t i = 0; i < pending.size(); ++i) {
+    try {
+      pending[i]->commit();
+    } catch (const Error& e) {
+      throw Error(e.kind, e.file, e.offset, e.field,
+                  e.message + "; " + std::to_string(i) + " of the " + std::to_string(pending.size()) +
+                      " files were already in place, the others were not written");
+    }
+  }
+  return results;
 }
 
 }  // namespace ggufkit

@@ -317,6 +317,33 @@ TEST(LlamaCpp, EveryModelAnUnforcedEditWritesLoadsAndGeneratesTheSameTokens) {
   }
 }
 
+TEST(LlamaCpp, LoadsTheSetsGgufkitSplitWritesAndGeneratesTheSameTokens) {
+  llama_api::Run base = llama_run(tiny_llama());
+  std::string dir = temp_path("sets");
+  fs::create_directories(dir);
+  std::string at64 = dir + "/at64.gguf";
+  ASSERT_EQ(run_cli("realign " + tiny_llama() + " -a 64 -o " + at64).code, 0);
+  struct Way {
+    std::string name, model, args;
+  };
+  for (const Way& w : {Way{"count", tiny_llama(), "--max-tensors 8"}, Way{"size", tiny_llama(), "--max-size 3M"},
+                       Way{"first", tiny_llama(), "--max-tensors 8 --metadata-only-first"},
+                       Way{"at64", at64, "--max-tensors 5"}}) {
+    SCOPED_TRACE(w.name);
+    CliRun r = run_cli("split " + w.model + " -o " + dir + "/" + w.name + " " + w.args + " --json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    YAML::Node files = YAML::Load(r.out)["files"];
+    ASSERT_GT(files.size(), 1u);
+    std::string first = files[0]["file"].as<std::string>();
+    llama_api::Run s = llama_run(first);  // llama.cpp loads a set from its first shard
+    EXPECT_EQ(s.tokens, base.tokens);
+    EXPECT_TRUE(s.first_logits == base.first_logits);
+    YAML::Node node = js("llama-run", first);
+    ASSERT_EQ(node["tokens"].size(), 8u);
+    for (size_t i = 0; i < 8; ++i) EXPECT_EQ(node["tokens"][i].as<int32_t>(), base.tokens[i]);
+  }
+}
+
 TEST(HuggingFace, ReadsEveryFileTheTestsWriteAndTheCorpusAsGgufkitDoes) {
   std::vector<std::string> files = {
       write_fixture("interop-408", kExamples + "/sketch-408.yaml"),

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "ggufkit/layout.h"
 #include "ggufkit/model.h"
@@ -38,5 +39,18 @@ struct RewriteResult {
 // untouched, and the Error says so.
 RewriteResult safe_rewrite(const Model& model, const std::string& source, const std::string& dest,
                            const RewriteOptions& options = {});
+
+// Several files that stand or fall together (the shards of a set): each written and
+// verified as safe_rewrite does, and put in place only once every one of them is. A failure
+// before that leaves none of them, and the sources as they were; the renames at the end
+// follow one another (a crash among them leaves the first ones new, the rest as they were).
+// New files get the first source's mode less the umask; an output that is one of the
+// sources is refused.
+struct Output {
+  const Model* model;
+  std::string path;
+};
+std::vector<RewriteResult> safe_write_all(const std::vector<Output>& outputs, const std::vector<std::string>& sources,
+                                          const RewriteOptions& options = {});
 
 }  // namespace ggufkit

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ggufkit/scan.h"
+
+namespace ggufkit {
+
+// llama.cpp's gguf-split convention: PREFIX-00001-of-00005.gguf ... and in every shard
+// split.no (u16, 0-based), split.count (u16) and split.tensors.count (i32, the whole set's).
+inline constexpr const char* kSplitNo = "split.no";
+inline constexpr const char* kSplitCount = "split.count";
+inline constexpr const char* kSplitTensors = "split.tensors.count";
+bool is_split_key(const std::string& key);
+
+// "PREFIX-%05d-of-%05d.gguf" for shard `no` (1-based) of `count`.
+std::string shard_path(const std::string& prefix, uint32_t no, uint32_t count);
+
+// What a file name says: the prefix, the shard number (1-based) and the count.
+struct ShardName {
+  std::string prefix;
+  uint32_t no = 0, count = 0;
+};
+std::optional<ShardName> parse_shard_name(const std::string& path);
+
+struct Shard {
+  std::string path;
+  Scanned file;
+};
+
+// A model in one or several files. A file that is not named as a shard is the set of one.
+struct ShardSet {
+  std::vector<Shard> shards;
+  bool is_set() const { return shards.size() > 1 || (!shards.empty() && shards[0].file.model.find(kSplitCount)); }
+  // The model as one file would hold it: shard 1's keys without the split.* keys, and
+  // every shard's tensors in order (each reading from its own shard).
+  Model model() const;
+};
+
+// Opens the set a file belongs to (any of its shards), every shard read strictly, and
+// checks it as a whole: every file there, split.no matching each name, one split.count,
+// split.tensors.count the tensors found, no tensor in two shards, no model keys after
+// shard 1. Throws a format Error naming the shard file and the field at the first fault.
+ShardSet open_shard_set(const std::string& path);
+
+}  // namespace ggufkit

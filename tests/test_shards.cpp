@@ -1,0 +1,224 @@
+// Shard sets by llama.cpp's gguf-split convention: split writes what llama-gguf-split
+// writes, byte for byte (corpus/splits holds its output); merge gives back the file that
+// was split; a set is opened from any shard and checked as a whole; a split is written
+// all or nothing.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "ggufkit/error.h"
+#include "ggufkit/scan.h"
+#include "ggufkit/shards.h"
+#include "ggufkit/sketch.h"
+#include "ggufkit/split.h"
+#include "ggufkit/writer.h"
+#include "helpers.h"
+
+using namespace ggufkit;
+using namespace testing_helpers;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSplits = corpus("splits");
+
+std::string fresh_dir(const std::string& name) {
+  std::string d = temp_path(name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+}  // namespace
+
+TEST(Split, WritesWhatLlamaCppsSplitterWritesByteForByte) {
+  struct Way {
+    std::string name, args;
+    int files;
+  };
+  for (const Way& w : {Way{"by-count", "--max-tensors 8", 3}, Way{"metadata-first", "--max-tensors 8 --metadata-only-first", 4},
+                       Way{"by-size", "--max-size 3M", 2}}) {
+    SCOPED_TRACE(w.name);
+    std::string dir = fresh_dir("split-" + w.name);
+    CliRun r = run_cli("split " + kSplits + "/tiny-llama.gguf -o " + dir + "/" + w.name + " " + w.args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::vector<std::string> want;
+    for (int k = 1; k <= w.files; ++k) {
+      std::string name = shard_path(w.name, k, w.files);
+      want.push_back(name);
+      EXPECT_TRUE(read_file_bytes(dir + "/" + name) == read_file_bytes(kSplits + "/" + name)) << name;
+    }
+    EXPECT_EQ(files_in(dir), want);
+  }
+}
+
+TEST(Split, TheShardsFollowTheConventionKeyByKey) {
+  std::string dir = fresh_dir("split-convention");
+  ASSERT_EQ(run_cli("split " + tiny_llama() + " -o " + dir + "/m --max-tensors 8").code, 0);
+  Scanned whole = scan_file(tiny_llama());
+  for (uint32_t k = 1; k <= 3; ++k) {
+    SCOPED_TRACE(k);
+    Scanned s = scan_file(dir + "/" + shard_path("m", k, 3));
+    const auto& md = s.model.metadata;
+    size_t first_split = k == 1 ? whole.model.metadata.size() : 0;
+    ASSERT_EQ(md.size(), first_split + 3);
+    for (size_t i = 0; i < first_split; ++i) EXPECT_EQ(md[i], whole.model.metadata[i]);  // the model's keys, in order
+    EXPECT_EQ(md[first_split].key, "split.no");
+    EXPECT_EQ(md[first_split].value, Value::scalar(ValueType::u16, k - 1));  // 0-based
+    EXPECT_EQ(md[first_split + 1].key, "split.tensors.count");
+    EXPECT_EQ(md[first_split + 1].value, Value::scalar(ValueType::i32, 21));
+    EXPECT_EQ(md[first_split + 2].key, "split.count");
+    EXPECT_EQ(md[first_split + 2].value, Value::scalar(ValueType::u16, 3));
+    EXPECT_EQ(s.model.tensors.size(), k < 3 ? 8u : 5u);  // a new shard every 8 tensors
+    EXPECT_EQ(s.model.tensors[0].name, whole.model.tensors[(k - 1) * 8].name);
+  }
+  // By size: a shard's tensor bytes, each padded to 32, stay within the limit, and the
+  // next tensor would have passed it.
+  ASSERT_EQ(run_cli("split " + tiny_llama() + " -o " + dir + "/s --max-size 3MiB").code, 0);
+  ShardSet set = open_shard_set(dir + "/s-00001-of-00002.gguf");
+  size_t at = 0;
+  for (const Shard& sh : set.shards) {
+    uint64_t bytes = 0;
+    for (const Tensor& t : sh.file.model.tensors) bytes += (t.nbytes() + 31) / 32 * 32;
+    EXPECT_LE(bytes, 3u << 20);
+    at += sh.file.model.tensors.size();
+    if (at < whole.model.tensors.size()) {
+      EXPECT_GT(bytes + (whole.model.tensors[at].nbytes() + 31) / 32 * 32, 3u << 20);
+    }
+  }
+}
+
+TEST(Merge, GivesBackTheFileThatWasSplitForEveryModelAndEveryWay) {
+  std::string dir = fresh_dir("merge");
+  std::vector<std::string> models = {tiny_llama()};
+  std::string every = dir + "/every-type.gguf";
+  write_sketch(read_sketch(std::string(GGUFKIT_SOURCE) + "/examples/every-type.yaml"), every);
+  models.push_back(every);
+  for (uint64_t seed = 1; seed <= 50; ++seed) {
+    std::string p = dir + "/random-" + std::to_string(seed) + ".gguf";
+    write_file(random_model(seed), p);
+    models.push_back(p);
+  }
+  int splits = 0;
+  for (const std::string& m : models) {
+    SCOPED_TRACE(m);
+    const auto original = read_file_bytes(m);
+    for (const char* way : {"--max-tensors 1", "--max-tensors 3 --metadata-only-first", "--max-size 2000"}) {
+      SCOPED_TRACE(way);
+      std::string sd = fresh_dir("merge-set");
+      CliRun s = run_cli("split " + m + " -o " + sd + "/x " + way);
+      if (s.code != 0) {  // only a tensor larger than the size limit may stop a split
+        EXPECT_NE(s.err.find("a shard would hold no tensor"), std::string::npos) << s.err;
+        EXPECT_TRUE(files_in(sd).empty());
+        continue;
+      }
+      ++splits;
+      std::vector<std::string> shards = files_in(sd);
+      CliRun g = run_cli("merge " + sd + "/" + shards.back() + " -o " + sd + "/merged.gguf");
+      ASSERT_EQ(g.code, 0) << g.err;
+      EXPECT_TRUE(read_file_bytes(sd + "/merged.gguf") == original);
+    }
+  }
+  EXPECT_GT(splits, 130);  // most of the 156 splits go through
+  // llama.cpp's own merge keeps the split keys with split.count 0; ours drops them.
+  CliRun l = run_cli("merge " + kSplits + "/merged-by-llama.gguf -o " + dir + "/from-llama.gguf");
+  ASSERT_EQ(l.code, 0) << l.err;
+  EXPECT_TRUE(read_file_bytes(dir + "/from-llama.gguf") == read_file_bytes(kSplits + "/tiny-llama.gguf"));
+}
+
+TEST(ShardSet, OpensFromAnyShardAndIsTheModel) {
+  for (int k = 1; k <= 3; ++k) {
+    ShardSet set = open_shard_set(kSplits + "/" + shard_path("by-count", k, 3));
+    ASSERT_EQ(set.shards.size(), 3u);
+    EXPECT_TRUE(set.is_set());
+    Model m = set.model();
+    EXPECT_EQ(m.tensors.size(), 21u);
+    EXPECT_EQ(to_bytes(m), read_file_bytes(kSplits + "/tiny-llama.gguf"));
+  }
+  ShardSet one = open_shard_set(tiny_llama());  // a lone file is the set of one
+  EXPECT_EQ(one.shards.size(), 1u);
+  EXPECT_FALSE(one.is_set());
+}
+
+TEST(ShardSet, EachFaultNamesTheShardFileAndTheField) {
+  std::string dir = fresh_dir("set-faults");
+  Model whole = scan_file(tiny_llama()).model;
+  struct Fault {
+    const char* name;
+    std::function<void(std::vector<Model>&)> change;
+    std::string file, field, says;
+  };
+  auto set_key = [](Model& m, const char* key, Value v) { *m.find(key) = v; };
+  std::vector<Fault> faults = {
+      {"missing", nullptr, "m-00002-of-00003.gguf", "", "is missing: shard 2 of the 3"},
+      {"split_no", [&](std::vector<Model>& s) { set_key(s[1], "split.no", Value::scalar(ValueType::u16, 2)); },
+       "m-00002-of-00003.gguf", "split.no", "split.no is 2, expected 1 from its name"},
+      {"split_count", [&](std::vector<Model>& s) { set_key(s[2], "split.count", Value::scalar(ValueType::u16, 4)); },
+       "m-00003-of-00003.gguf", "split.count", "split.count is 4, expected 3 from its name"},
+      {"tensors_count", [&](std::vector<Model>& s) { set_key(s[0], "split.tensors.count", Value::scalar(ValueType::i32, 20)); },
+       "m-00001-of-00003.gguf", "split.tensors.count", "split.tensors.count is 20, but the 3 files hold 21 tensors"},
+      {"model_key", [&](std::vector<Model>& s) { s[1].metadata.push_back({"general.name", Value::of_string("x")}); },
+       "m-00002-of-00003.gguf", "kv[3] general.name", "a model key in shard 2; only shard 1 carries the model's keys"},
+      {"twice", [&](std::vector<Model>& s) { s[2].tensors[0].name = s[0].tensors[0].name; },
+       "m-00003-of-00003.gguf", "tensor[0] token_embd.weight", "is also in"},
+      {"wrong_type", [&](std::vector<Model>& s) { set_key(s[1], "split.no", Value::scalar(ValueType::u32, 1)); },
+       "m-00002-of-00003.gguf", "split.no", "is u32, expected u16"},
+  };
+  for (const Fault& f : faults) {
+    SCOPED_TRACE(f.name);
+    std::string d = fresh_dir(std::string("set-fault-") + f.name);
+    std::vector<Model> shards = split_model(whole, {8, 0, false});
+    if (f.change) f.change(shards);
+    for (size_t k = 0; k < shards.size(); ++k)
+      if (f.change || k != 1) write_file(shards[k], d + "/" + shard_path("m", static_cast<uint32_t>(k + 1), 3));
+    try {
+      open_shard_set(d + "/m-00001-of-00003.gguf");
+      ADD_FAILURE() << "opened";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.file, d + "/" + f.file);
+      EXPECT_EQ(e.field, f.field);
+      EXPECT_NE(e.message.find(f.says), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Split, RefusalsChangeNothing) {
+  std::string dir = fresh_dir("split-refusals");
+  write_file_bytes(dir + "/m-00002-of-00003.gguf", {1, 2, 3});  // one of the outputs exists
+  struct Refusal {
+    std::string args, says;
+  };
+  for (const Refusal& r : {Refusal{"--max-tensors 0", "--max-tensors expects a number of tensors, at least 1; found '0'"},
+                           Refusal{"--max-tensors x", "found 'x'"},
+                           Refusal{"--max-size 2M", "tensor[0] token_embd.weight alone (2176000 bytes, padded to 32) is more than --max-size 2000000 bytes"},
+                           Refusal{"--max-size 5T", "--max-size expects a number of bytes"},
+                           Refusal{"", "give one of --max-tensors N and --max-size SIZE"},
+                           Refusal{"--max-tensors 8 --max-size 3M", "give one of --max-tensors N and --max-size SIZE"},
+                           Refusal{"--max-tensors 8", "exists; give --force to replace it"}}) {
+    SCOPED_TRACE(r.args);
+    CliRun c = run_cli("split " + tiny_llama() + " -o " + dir + "/m " + r.args);
+    EXPECT_EQ(c.code, 2) << c.err;
+    EXPECT_NE(c.err.find(r.says), std::string::npos) << c.err;
+    EXPECT_EQ(files_in(dir), (std::vector<std::string>{"m-00002-of-00003.gguf"}));
+    EXPECT_EQ(read_file_bytes(dir + "/m-00002-of-00003.gguf"), (std::vector<uint8_t>{1, 2, 3}));
+  }
+  EXPECT_EQ(run_cli("split " + tiny_llama() + " -o " + dir + "/m --max-tensors 8 --force").code, 0);
+  EXPECT_EQ(files_in(dir).size(), 3u);
+}
+
+TEST(Split, AFailureOrAKillBeforeEveryShardIsVerifiedLeavesNoShard) {
+  // The fault points are passed once per shard; the first one is enough to show that
+  // nothing is named before every shard is complete.
+  for (const char* fault : {"write:fail:28", "written:kill", "verified:kill", "verified:int", "fsync:fail:5"}) {
+    SCOPED_TRACE(fault);
+    std::string dir = fresh_dir("split-fault");
+    fs::copy_file(tiny_llama(), dir + "/model.gguf");
+    const auto before = read_file_bytes(dir + "/model.gguf");
+    CliRun r = run_cli("split " + dir + "/model.gguf -o " + dir + "/m --max-tensors 8",
+                       std::string("GGUFKIT_FAULT=") + fault + " ", GGUFKIT_FAULTY_BIN);
+    EXPECT_NE(r.code, 0);
+    EXPECT_NE(r.err.find("fault point"), std::string::npos) << r.err;
+    EXPECT_EQ(files_in(dir), (std::vector<std::string>{"model.gguf"}));
+    EXPECT_TRUE(read_file_bytes(dir + "/model.gguf") == before);
+  }
+}
