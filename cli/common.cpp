@@ -5,6 +5,7 @@
 #include <cctype>
 #include <iostream>
 
+#include "ggufkit/shards.h"
 #include "ggufkit/text.h"
 
 namespace ggufkit::cli {
@@ -47,6 +48,23 @@ Scanned load(const std::string& path) {
   return scan_stream(in, "<stdin>");
 }
 
+Loaded load_model(const std::string& path, bool shard_only) {
+  if (path == "-" || shard_only || !parse_shard_name(path)) return {load(path), 1, {}};
+  ShardSet set = open_shard_set(path);
+  Model whole = set.model();  // before shard 1 is moved from
+  Loaded out{std::move(set.shards[0].file), set.shards.size(), {}};
+  out.s.model = std::move(whole);
+  auto& offsets = out.s.layout.tensor_offsets;
+  out.shard.assign(offsets.size(), 1);
+  for (size_t k = 1; k < set.shards.size(); ++k) {
+    const Scanned& f = set.shards[k].file;
+    offsets.insert(offsets.end(), f.layout.tensor_offsets.begin(), f.layout.tensor_offsets.end());
+    out.shard.insert(out.shard.end(), f.layout.tensor_offsets.size(), static_cast<uint32_t>(k + 1));
+    out.s.source_size += f.source_size;
+  }
+  return out;
+}
+
 std::string string_value(const Model& m, const char* key) {
   const Value* v = m.find(key);
   return v && v->type == ValueType::string ? v->str : "";
@@ -55,13 +73,13 @@ std::string string_value(const Model& m, const char* key) {
 std::optional<ReadArgs> read_args(const std::vector<std::string>& args, const std::string& help,
                                   const char* json_help) {
   po::options_description desc("options");
-  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-' for stdin)")(
-      "json", po::bool_switch(), json_help);
+  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-' for stdin), or any shard of a set")(
+      "json", po::bool_switch(), json_help)("shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos, help);
   if (!vm) return std::nullopt;
-  return ReadArgs{(*vm)["file"].as<std::string>(), (*vm)["json"].as<bool>()};
+  return ReadArgs{(*vm)["file"].as<std::string>(), (*vm)["json"].as<bool>(), (*vm)["shard-only"].as<bool>()};
 }
 
 std::string value_json(const Value& v) {

@@ -18,12 +18,23 @@ std::optional<po::variables_map> parse(const std::vector<std::string>& args, po:
 // A file, or "-" for a header read from standard input.
 Scanned load(const std::string& path);
 
+// What a reading command reads: the model FILE holds, or the whole set FILE is a shard
+// of (unless shard_only). For a set: the set's model, shard 1's layout with each tensor's
+// offset in its own shard's data section, the files' sizes added up.
+struct Loaded {
+  Scanned s;
+  size_t files = 1;
+  std::vector<uint32_t> shard;  // each tensor's shard, from 1 (a set only)
+};
+Loaded load_model(const std::string& path, bool shard_only);
+
 std::string string_value(const Model& m, const char* key);
 
 // The shape every reading command shares: one FILE and --json.
 struct ReadArgs {
   std::string file;
   bool json = false;
+  bool shard_only = false;  // --shard-only: the named shard alone, not its set
 };
 std::optional<ReadArgs> read_args(const std::vector<std::string>& args, const std::string& help, const char* json_help);
 

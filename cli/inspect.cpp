@@ -8,9 +8,12 @@
 #include <sstream>
 
 #include "common.h"
+
+#include "ggufkit/shards.h"
 #include "ggufkit/error.h"
 #include "ggufkit/inspect.h"
 #include "ggufkit/text.h"
+#include "ggufkit/writer.h"
 
 namespace ggufkit::cli {
 
@@ -82,7 +85,8 @@ int cmd_show(const std::vector<std::string>& args) {
                      "tokenizer, special token ids and chat template; the quant mix and bits per weight.",
                      "print JSON instead of text");
   if (!a) return 0;
-  Scanned s = load(a->file);
+  Loaded l = load_model(a->file, a->shard_only);
+  const Scanned& s = l.s;
   const Model& m = s.model;
   auto mix = quant_mix(m);
   uint64_t bytes = 0, weights = 0;
@@ -93,7 +97,8 @@ int cmd_show(const std::vector<std::string>& args) {
   double bpw = weights ? 8.0 * static_cast<double>(bytes) / static_cast<double>(weights) : 0;
   const char* order = m.order == ByteOrder::little ? "little" : "big";
   if (a->json) {
-    std::cout << "{\"file\": " << json_string(a->file) << ", \"version\": " << m.version << ", \"byte_order\": \"" << order
+    std::cout << "{\"file\": " << json_string(a->file) << ", \"files\": " << l.files << ", \"version\": " << m.version
+              << ", \"byte_order\": \"" << order
               << "\", \"tensor_count\": " << m.tensors.size() << ", \"kv_count\": " << m.metadata.size()
               << ", \"alignment\": " << s.layout.alignment << ", \"data_offset\": " << s.layout.data_offset
               << ", \"file_size\": " << s.source_size << ", \"architecture\": " << json_string(architecture(m))
@@ -123,6 +128,7 @@ int cmd_show(const std::vector<std::string>& args) {
     return 0;
   }
   std::printf("file          %s\n", a->file.c_str());
+  if (l.files > 1) std::printf("shard set     %zu files (the model they hold together; --shard-only for this file)\n", l.files);
   std::printf("version       %u (%s-endian)\n", m.version, order);
   std::printf("tensors       %zu\n", m.tensors.size());
   std::printf("metadata      %zu keys\n", m.metadata.size());
@@ -206,14 +212,17 @@ int cmd_tensors(const std::vector<std::string>& args) {
                      "data start, and bytes.",
                      "print {\"data_offset\", \"tensors\": [{\"name\", \"dims\", \"type\", \"offset\", \"bytes\"}]}");
   if (!a) return 0;
-  Scanned s = load(a->file);
+  Loaded l = load_model(a->file, a->shard_only);
+  const Scanned& s = l.s;
   const Model& m = s.model;
   if (a->json) {
-    std::cout << "{\"data_offset\": " << s.layout.data_offset << ", \"tensors\": [";
+    std::cout << "{\"data_offset\": " << s.layout.data_offset << ", \"files\": " << l.files << ", \"tensors\": [";
     for (size_t i = 0; i < m.tensors.size(); ++i) {
       const Tensor& t = m.tensors[i];
       std::cout << (i ? ",\n  " : "\n  ") << tensor_json(t) << ", \"offset\": " << s.layout.tensor_offsets[i]
-                << ", \"bytes\": " << t.nbytes() << "}";
+                << ", \"bytes\": " << t.nbytes();
+      if (l.files > 1) std::cout << ", \"shard\": " << l.shard[i];
+      std::cout << "}";
     }
     std::cout << "\n]}\n";
     return 0;
@@ -221,11 +230,17 @@ int cmd_tensors(const std::vector<std::string>& args) {
   std::printf("%s %s %s %14s %14s\n", col("name", 40).c_str(), col("dims", 22).c_str(), col("type", 8).c_str(), "offset", "bytes");
   for (size_t i = 0; i < m.tensors.size(); ++i) {
     const Tensor& t = m.tensors[i];
-    std::printf("%s%14llu %14llu\n", tensor_columns(t).c_str(), static_cast<unsigned long long>(s.layout.tensor_offsets[i]),
+    std::printf("%s%14llu %14llu", tensor_columns(t).c_str(), static_cast<unsigned long long>(s.layout.tensor_offsets[i]),
                 static_cast<unsigned long long>(t.nbytes()));
+    if (l.files > 1) std::printf("  shard %u", l.shard[i]);
+    std::printf("\n");
   }
-  std::printf("%zu tensors; offsets count from the data start at %llu\n", m.tensors.size(),
-              static_cast<unsigned long long>(s.layout.data_offset));
+  if (l.files > 1)
+    std::printf("%zu tensors in a shard set of %zu files; offsets count from the data start of each tensor's shard\n",
+                m.tensors.size(), l.files);
+  else
+    std::printf("%zu tensors; offsets count from the data start at %llu\n", m.tensors.size(),
+                static_cast<unsigned long long>(s.layout.data_offset));
   return 0;
 }
 
@@ -531,26 +546,60 @@ int cmd_validate(const std::vector<std::string>& args) {
                   "ids outside the vocabulary, vocabulary arrays of different lengths, an empty or\n"
                   "missing vocabulary, token_embd/output rows that are not the vocabulary size,\n"
                   "invalid UTF-8, nested arrays. Edits check the same rules before they write.\n"
+                  "A shard of a set (NAME-00001-of-0000N.gguf) is checked with its set: every\n"
+                  "shard, then the set (missing_shard, split_no, split_count, split_tensors_count,\n"
+                  "model_key_in_shard, tensor_in_two_shards, too_many_shards; and\n"
+                  "split_keys_in_single_file for a lone file).\n"
                   "Each finding has a code, a\n"
                   "severity, an offset where there is one, and a message. Exit 1 when there are\n"
                   "errors (with --strict, warnings too).");
   if (!vm) return 0;
   std::string file = (*vm)["file"].as<std::string>();
-  std::vector<Finding> fs = validate_file(file);
+  // A shard of a set: each shard is validated (shards 2..N carry no model keys, which is
+  // no fault there), then the set as a whole. Each finding names its file.
+  std::vector<std::pair<std::string, Finding>> fs;
+  std::vector<SetFault> faults;
+  std::optional<ShardSet> set;
+  try {
+    set = check_shard_set(file, faults);
+  } catch (const Error&) {  // the file itself does not read: validate_file says where
+  }
+  std::vector<std::string> files{file};
+  if (set && set->is_set()) {
+    files.clear();
+    for (const Shard& sh : set->shards) files.push_back(sh.path);
+  }
+  for (const std::string& f : files)
+    for (Finding& x : validate_file(f, files.size() == 1)) fs.push_back({f, std::move(x)});
+  if (files.size() > 1) {  // the model's rules over the set as one model, told against shard 1
+    Model whole = set->model();
+    for (Finding& x : check_model(whole, plan(whole))) {
+      x.offset.reset();  // an offset in no file
+      fs.push_back({files[0], std::move(x)});
+    }
+  }
+  for (const SetFault& f : faults) {
+    bool warning = f.code == "too_many_shards" || f.code == "split_keys_in_single_file";
+    fs.push_back({f.file, {f.code, warning ? "warning" : "error", std::nullopt, (f.field.empty() ? "" : f.field + ": ") + f.message}});
+  }
   size_t errors = 0, warnings = 0;
-  for (const auto& f : fs) errors += f.severity == "error", warnings += f.severity == "warning";
+  for (const auto& [where, f] : fs) errors += f.severity == "error", warnings += f.severity == "warning";
   if ((*vm)["json"].as<bool>()) {
-    std::cout << "{\"file\": " << json_string(file) << ", \"errors\": " << errors << ", \"warnings\": " << warnings
-              << ", \"findings\": [";
-    for (size_t i = 0; i < fs.size(); ++i)
-      std::cout << (i ? ",\n  " : "\n  ") << "{\"code\": \"" << fs[i].code << "\", \"severity\": \"" << fs[i].severity
-                << "\", \"offset\": " << (fs[i].offset ? std::to_string(*fs[i].offset) : "null")
-                << ", \"message\": " << json_string(fs[i].message) << "}";
+    std::cout << "{\"file\": " << json_string(file) << ", \"files\": " << std::max<size_t>(files.size(), 1)
+              << ", \"errors\": " << errors << ", \"warnings\": " << warnings << ", \"findings\": [";
+    for (size_t i = 0; i < fs.size(); ++i) {
+      const Finding& f = fs[i].second;
+      std::cout << (i ? ",\n  " : "\n  ") << "{\"file\": " << json_string(fs[i].first) << ", \"code\": \"" << f.code
+                << "\", \"severity\": \"" << f.severity << "\", \"offset\": " << (f.offset ? std::to_string(*f.offset) : "null")
+                << ", \"message\": " << json_string(f.message) << "}";
+    }
     std::cout << "\n]}\n";
   } else {
-    for (const auto& f : fs)
-      std::printf("%s %s%s: %s\n", f.severity.c_str(), f.code.c_str(),
+    bool many = files.size() > 1 || !faults.empty();
+    for (const auto& [where, f] : fs)
+      std::printf("%s%s %s%s: %s\n", many ? (where + ": ").c_str() : "", f.severity.c_str(), f.code.c_str(),
                   f.offset ? (" at byte " + std::to_string(*f.offset)).c_str() : "", f.message.c_str());
+    if (files.size() > 1) std::printf("shard set: %zu files\n", files.size());
     std::printf("%s: %zu errors, %zu warnings\n", file.c_str(), errors, warnings);
   }
   return errors || ((*vm)["strict"].as<bool>() && warnings) ? 1 : 0;

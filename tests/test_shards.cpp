@@ -146,23 +146,25 @@ TEST(ShardSet, EachFaultNamesTheShardFileAndTheField) {
   struct Fault {
     const char* name;
     std::function<void(std::vector<Model>&)> change;
-    std::string file, field, says;
+    std::string file, field, says, code;  // code: validate's finding
   };
   auto set_key = [](Model& m, const char* key, Value v) { *m.find(key) = v; };
   std::vector<Fault> faults = {
-      {"missing", nullptr, "m-00002-of-00003.gguf", "", "is missing: shard 2 of the 3"},
+      {"missing", nullptr, "m-00002-of-00003.gguf", "", "is missing: shard 2 of the 3", "missing_shard"},
       {"split_no", [&](std::vector<Model>& s) { set_key(s[1], "split.no", Value::scalar(ValueType::u16, 2)); },
-       "m-00002-of-00003.gguf", "split.no", "split.no is 2, expected 1 from its name"},
+       "m-00002-of-00003.gguf", "split.no", "split.no is 2, expected 1 from its name", "split_no"},
       {"split_count", [&](std::vector<Model>& s) { set_key(s[2], "split.count", Value::scalar(ValueType::u16, 4)); },
-       "m-00003-of-00003.gguf", "split.count", "split.count is 4, expected 3 from its name"},
+       "m-00003-of-00003.gguf", "split.count", "split.count is 4, expected 3 from its name", "split_count"},
       {"tensors_count", [&](std::vector<Model>& s) { set_key(s[0], "split.tensors.count", Value::scalar(ValueType::i32, 20)); },
-       "m-00001-of-00003.gguf", "split.tensors.count", "split.tensors.count is 20, but the 3 files hold 21 tensors"},
+       "m-00001-of-00003.gguf", "split.tensors.count", "split.tensors.count is 20, but the 3 files hold 21 tensors",
+       "split_tensors_count"},
       {"model_key", [&](std::vector<Model>& s) { s[1].metadata.push_back({"general.name", Value::of_string("x")}); },
-       "m-00002-of-00003.gguf", "kv[3] general.name", "a model key in shard 2; only shard 1 carries the model's keys"},
+       "m-00002-of-00003.gguf", "kv[3] general.name", "a model key in shard 2; only shard 1 carries the model's keys",
+       "model_key_in_shard"},
       {"twice", [&](std::vector<Model>& s) { s[2].tensors[0].name = s[0].tensors[0].name; },
-       "m-00003-of-00003.gguf", "tensor[0] token_embd.weight", "is also in"},
+       "m-00003-of-00003.gguf", "tensor[0] token_embd.weight", "is also in", "tensor_in_two_shards"},
       {"wrong_type", [&](std::vector<Model>& s) { set_key(s[1], "split.no", Value::scalar(ValueType::u32, 1)); },
-       "m-00002-of-00003.gguf", "split.no", "is u32, expected u16"},
+       "m-00002-of-00003.gguf", "split.no", "is u32, expected u16", "split_no"},
   };
   for (const Fault& f : faults) {
     SCOPED_TRACE(f.name);
@@ -179,7 +181,27 @@ TEST(ShardSet, EachFaultNamesTheShardFileAndTheField) {
       EXPECT_EQ(e.field, f.field);
       EXPECT_NE(e.message.find(f.says), std::string::npos) << e.what();
     }
+    // validate, given another shard, reports the same fault by its code, file and field.
+    CliRun v = run_cli("validate " + d + "/m-00003-of-00003.gguf --json");
+    EXPECT_EQ(v.code, 1) << v.out;
+    EXPECT_NE(v.out.find("{\"file\": \"" + d + "/" + f.file + "\", \"code\": \"" + f.code + "\", \"severity\": \"error\""),
+              std::string::npos) << v.out;
+    EXPECT_NE(v.out.find((f.field.empty() ? "" : f.field + ": ") + f.says), std::string::npos) << v.out;
   }
+  // The sets llama.cpp wrote validate clean from any shard; a lone file with split keys
+  // (llama.cpp's merge) is a warning; more than 64 shards too.
+  for (const char* shard : {"by-count-00003-of-00003.gguf", "metadata-first-00001-of-00004.gguf", "by-size-00002-of-00002.gguf"}) {
+    CliRun v = run_cli("validate " + kSplits + "/" + shard);
+    EXPECT_EQ(v.code, 0) << v.out;
+    EXPECT_NE(v.out.find("shard set: "), std::string::npos);
+  }
+  CliRun m = run_cli("validate " + kSplits + "/merged-by-llama.gguf --strict");
+  EXPECT_EQ(m.code, 1);
+  EXPECT_NE(m.out.find("warning split_keys_in_single_file"), std::string::npos) << m.out;
+  std::string many = fresh_dir("set-many");
+  write_file(split_model(whole, {1, 0, false})[0], many + "/" + shard_path("m", 1, 65));  // names 65 shards
+  CliRun t = run_cli("validate " + many + "/" + shard_path("m", 1, 65) + " --json");
+  EXPECT_NE(t.out.find("\"code\": \"too_many_shards\", \"severity\": \"warning\""), std::string::npos) << t.out;
 }
 
 TEST(Split, RefusalsChangeNothing) {
@@ -220,5 +242,34 @@ TEST(Split, AFailureOrAKillBeforeEveryShardIsVerifiedLeavesNoShard) {
     EXPECT_NE(r.err.find("fault point"), std::string::npos) << r.err;
     EXPECT_EQ(files_in(dir), (std::vector<std::string>{"model.gguf"}));
     EXPECT_TRUE(read_file_bytes(dir + "/model.gguf") == before);
+  }
+}
+
+TEST(ShardSet, ShowAndTensorsGivenAnyShardReportTheWholeModel) {
+  CliRun one = run_cli("show " + kSplits + "/tiny-llama.gguf --json");
+  for (int k = 1; k <= 3; ++k) {
+    SCOPED_TRACE(k);
+    std::string shard = kSplits + "/" + shard_path("by-count", k, 3);
+    CliRun s = run_cli("show " + shard + " --json");
+    ASSERT_EQ(s.code, 0) << s.err;
+    EXPECT_NE(s.out.find("\"files\": 3,"), std::string::npos);
+    EXPECT_NE(s.out.find("\"tensor_count\": 21, \"kv_count\": 25,"), std::string::npos) << s.out.substr(0, 300);
+    // The model's own figures are the single file's (the split keys are not the model's).
+    for (const char* field : {"\"bits_per_weight\": ", "\"tensor_bytes\": ", "\"vocabulary_size\": "}) {
+      size_t a = one.out.find(field), b = s.out.find(field);
+      ASSERT_NE(a, std::string::npos);
+      ASSERT_NE(b, std::string::npos);
+      EXPECT_EQ(one.out.substr(a, one.out.find(',', a) - a), s.out.substr(b, s.out.find(',', b) - b));
+    }
+    CliRun t = run_cli("tensors " + shard + " --json");
+    EXPECT_NE(t.out.find("{\"name\": \"token_embd.weight\", \"dims\": [64, 32000], \"type\": \"q8_0\", \"offset\": 0, "
+                         "\"bytes\": 2176000, \"shard\": 1}"),
+              std::string::npos) << t.out.substr(0, 300);
+    EXPECT_NE(t.out.find("{\"name\": \"blk.1.ffn_down.weight\", \"dims\": [128, 64], \"type\": \"q8_0\", \"offset\": 25856, "
+                         "\"bytes\": 8704, \"shard\": 3}"),
+              std::string::npos);
+    CliRun only = run_cli("show " + shard + " --shard-only --json");
+    EXPECT_NE(only.out.find("\"files\": 1,"), std::string::npos);
+    EXPECT_NE(only.out.find(std::string("\"tensor_count\": ") + (k < 3 ? "8" : "5") + ","), std::string::npos);
   }
 }

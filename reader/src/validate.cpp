@@ -46,17 +46,19 @@ bool is_utf8(std::string_view s) {
 // of a file (data()).
 class Validator {
  public:
-  Validator(const Model& m, const Layout& L, uint64_t source_size, const ByteSource* src)
-      : m_(m), L_(L), size_(source_size), src_(src) {
+  Validator(const Model& m, const Layout& L, uint64_t source_size, const ByteSource* src, bool model_rules = true)
+      : m_(m), L_(L), size_(source_size), src_(src), model_rules_(model_rules) {
     for (const LabeledSpan& sp : L.spans)
       if (sp.kind == SpanKind::kv_value || sp.kind == SpanKind::kv_key) at_.emplace(sp.path + "/" + span_kind_name(sp.kind), sp.span.offset);
   }
 
   std::vector<Finding> run() {
     if (src_) data();
-    metadata();
-    shapes();
-    names();
+    if (model_rules_) {
+      metadata();
+      shapes();
+      names();
+    }
     return std::move(out_);
   }
 
@@ -254,13 +256,14 @@ class Validator {
   const Layout& L_;
   uint64_t size_;
   const ByteSource* src_;  // null: the model is checked, not a file's bytes
+  bool model_rules_;
   std::map<std::string, uint64_t> at_;
   std::vector<Finding> out_;
 };
 
 }  // namespace
 
-std::vector<Finding> validate_file(const std::string& path) {
+std::vector<Finding> validate_file(const std::string& path, bool model_rules) {
   auto src = open_file(path);
   try {
     scan(src);  // the strict verdict first
@@ -269,7 +272,7 @@ std::vector<Finding> validate_file(const std::string& path) {
     lenient.data_in_file = false;
     try {
       Scanned s = scan(src, lenient);  // only the data bounds failed: say how
-      return Validator(s.model, s.layout, s.source_size, src.get()).run();
+      return Validator(s.model, s.layout, s.source_size, src.get(), model_rules).run();
     } catch (const Error&) {
       return {{"read", "error", e.offset, e.field + ": " + e.message}};
     }
@@ -277,7 +280,7 @@ std::vector<Finding> validate_file(const std::string& path) {
   ScanOptions lenient;
   lenient.data_in_file = false;
   Scanned s = scan(src, lenient);
-  return Validator(s.model, s.layout, s.source_size, src.get()).run();
+  return Validator(s.model, s.layout, s.source_size, src.get(), model_rules).run();
 }
 
 std::vector<Finding> check_model(const Model& model, const Layout& layout) {

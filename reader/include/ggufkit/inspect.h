@@ -112,7 +112,9 @@ struct Finding {
   std::optional<uint64_t> offset;
   std::string message;
 };
-std::vector<Finding> validate_file(const std::string& path);
+// With model_rules false, only what is wrong with the file's bytes (a shard of a set, whose
+// model is checked as a whole with check_model).
+std::vector<Finding> validate_file(const std::string& path, bool model_rules = true);
 // The same rules over a model about to be written (its planned layout): what llama.cpp
 // would refuse in its metadata and shapes. Edits are checked with it before they write.
 std::vector<Finding> check_model(const Model& model, const Layout& layout);

@@ -40,10 +40,20 @@ struct ShardSet {
   Model model() const;
 };
 
+// One fault of a set: the shard file, the field, validate's finding code and the message.
+struct SetFault {
+  std::string file, field, code, message;
+};
+
 // Opens the set a file belongs to (any of its shards), every shard read strictly, and
 // checks it as a whole: every file there, split.no matching each name, one split.count,
 // split.tensors.count the tensors found, no tensor in two shards, no model keys after
 // shard 1. Throws a format Error naming the shard file and the field at the first fault.
 ShardSet open_shard_set(const std::string& path);
+// The same checks, every fault listed (validate): the shards that could be read, and the faults.
+ShardSet check_shard_set(const std::string& path, std::vector<SetFault>& faults);
+
+// More shards than llama.cpp opens by default (its file handles).
+inline constexpr uint32_t kLlamaMaxShards = 64;
 
 }  // namespace ggufkit
