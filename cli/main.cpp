@@ -20,6 +20,7 @@
 #include "ggufkit/inspect.h"
 #include "ggufkit/output.h"
 #include "ggufkit/patch.h"
+#include "ggufkit/path.h"
 #include "ggufkit/rewrite.h"
 #include "ggufkit/scan.h"
 #include "ggufkit/shards.h"
@@ -178,9 +179,85 @@ void check_result(const RewriteJob& job, const std::vector<Finding>& was, const 
                     "\nnothing was written; give --allow-broken to write it anyway (a broken fixture on purpose)");
 }
 
+// An edit, realign or rewrite of a shard set: the patch applies to the model (its keys are
+// in shard 1), checked as one model. A metadata change rewrites shard 1 alone (the other
+// shards are read as far as their headers and neither rewritten nor touched); a new
+// alignment or a rewrite writes every shard. --in-place replaces the files, -o PREFIX
+// writes a whole new set; all or nothing either way.
+int run_set_rewrite(const RewriteJob& job, ShardSet& set) {
+  const size_t n = set.shards.size();
+  for (const auto& st : job.patch.set)
+    if (is_split_key(st.key)) throw_usage("set " + st.key + ": the split.* keys describe the set; ggufkit split and merge write them");
+  for (const auto& r : job.patch.remove)
+    if (is_split_key(r.key)) throw_usage("remove " + r.key + ": the split.* keys describe the set; ggufkit merge drops them");
+  for (const auto& r : job.patch.rename)
+    if (is_split_key(r.key) || is_split_key(r.to)) throw_usage("rename " + r.key + ": the split.* keys describe the set");
+  if (job.byte_order) throw_usage("convert works on one file: merge the set, convert it, split it again");
+  Model whole = set.model();
+  const std::vector<Finding> was = check_model(whole, plan(whole));
+  const uint32_t alignment_before = whole.alignment();
+  std::vector<Change> changes = apply_patch(whole, job.patch);
+  check_result(job, was, whole);
+  const uint32_t alignment = whole.alignment();
+  const bool every = alignment != alignment_before || job.always_write;
+  if (changes.empty() && !every) {
+    std::printf("%s: no changes; nothing written\n", job.in.c_str());
+    return 0;
+  }
+  // Each shard as it will be: shard 1 with the model's keys (patched) then its split keys,
+  // the others as they were; with a new alignment, every shard declares it (but at 32).
+  std::vector<Model> shards;
+  for (size_t k = 0; k < n; ++k) {
+    Model m = set.shards[k].file.model;
+    std::vector<KV> split_keys;
+    for (const KV& kv : m.metadata)
+      if (is_split_key(kv.key) || (k > 0 && kv.key == kAlignmentKey)) split_keys.push_back(kv);
+    m.metadata = k == 0 ? whole.metadata : std::vector<KV>{};
+    for (const KV& kv : split_keys)
+      if (kv.key != kAlignmentKey) m.metadata.push_back(kv);
+    if (k > 0 && alignment != 32) m.metadata.push_back({kAlignmentKey, Value::of_u32(alignment)});
+    if (every && alignment != alignment_before) {
+      m.tail.reset();
+      for (Tensor& t : m.tensors) t.offset.reset();
+    }
+    shards.push_back(std::move(m));
+  }
+  const size_t written = every ? n : 1;
+  if (job.dry_run) {
+    std::printf("%s: dry run, nothing written (shard set: %zu files; %s)\n", job.in.c_str(), n,
+                every ? "every shard would be written" : "shard 1 alone would be written");
+    for (const Change& c : changes) std::printf("  %s\n", change_text(c).c_str());
+    return 0;
+  }
+  catch_signals();
+  RewriteOptions opt;
+  opt.verify = job.verify;
+  opt.replace = job.force || job.in_place;
+  opt.cancel = &g_cancel;
+  std::vector<Output> outputs;
+  std::vector<std::string> sources;
+  for (size_t k = 0; k < n; ++k) {
+    if (!job.in_place) sources.push_back(set.shards[k].path);  // -o: never over a source
+    if (k < written || !job.in_place)
+      outputs.push_back({&shards[k], job.in_place ? follow_links(set.shards[k].path)
+                                                  : shard_path(job.out, static_cast<uint32_t>(k + 1), static_cast<uint32_t>(n))});
+  }
+  std::vector<RewriteResult> rs = safe_write_all(outputs, sources, opt);
+  for (const Change& c : changes) std::printf("  %s\n", change_text(c).c_str());
+  for (const RewriteResult& r : rs)
+    std::printf("%s: %llu bytes%s\n", r.path.c_str(), static_cast<unsigned long long>(r.layout.file_size),
+                job.verify ? (", " + std::to_string(r.tensors_verified) + " tensors verified").c_str() : "");
+  if (job.in_place && written < n) std::printf("shard set: %zu files; shard 1 rewritten, the other %zu untouched\n", n, n - 1);
+  return 0;
+}
+
 // The one pipeline behind rewrite, edit and realign: scan, apply, check, plan, safe rewrite.
 int run_rewrite(const RewriteJob& job) {
   if (!job.dry_run && job.in_place == !job.out.empty()) throw_usage("give exactly one of -o OUT and --in-place");
+  if (parse_shard_name(job.in)) {
+    ShardSet set = open_shard_set(job.in);
+    if (set.shards.size() > 1) return run_set_rewrite(job, set);
+  }
   Scanned s = scan_file(job.in);
   Model& model = s.model;  // patched in place: a large vocabulary is not copied
   const std::vector<Finding> was = check_model(model, s.layout);

@@ -3,6 +3,7 @@
 // was split; a set is opened from any shard and checked as a whole; a split is written
 // all or nothing.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 
@@ -272,4 +273,58 @@ TEST(ShardSet, ShowAndTensorsGivenAnyShardReportTheWholeModel) {
     EXPECT_NE(only.out.find("\"files\": 1,"), std::string::npos);
     EXPECT_NE(only.out.find(std::string("\"tensor_count\": ") + (k < 3 ? "8" : "5") + ","), std::string::npos);
   }
+}
+
+TEST(SetEdits, AMetadataEditInPlaceRewritesShardOneAloneAndTheSetIsTheEditedModel) {
+  std::string dir = fresh_dir("set-edit");
+  for (int k = 1; k <= 3; ++k) fs::copy_file(kSplits + "/" + shard_path("by-count", k, 3), dir + "/" + shard_path("m", k, 3));
+  const auto second = read_file_bytes(dir + "/m-00002-of-00003.gguf"), third = read_file_bytes(dir + "/m-00003-of-00003.gguf");
+  // Given any shard; the other shards are neither rewritten nor touched (same bytes, same inode).
+  struct stat st2 {};
+  ASSERT_EQ(::stat((dir + "/m-00002-of-00003.gguf").c_str(), &st2), 0);
+  CliRun e = run_cli("edit " + dir + "/m-00003-of-00003.gguf --set general.name=set --eos-token-id 1 --in-place");
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(e.out.find("shard set: 3 files; shard 1 rewritten, the other 2 untouched"), std::string::npos) << e.out;
+  struct stat after {};
+  ASSERT_EQ(::stat((dir + "/m-00002-of-00003.gguf").c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, st2.st_ino);
+  EXPECT_TRUE(read_file_bytes(dir + "/m-00002-of-00003.gguf") == second);
+  EXPECT_TRUE(read_file_bytes(dir + "/m-00003-of-00003.gguf") == third);
+  // The set is the single file edited the same way.
+  std::string single = dir + "/single.gguf";
+  ASSERT_EQ(run_cli("edit " + kSplits + "/tiny-llama.gguf --set general.name=set --eos-token-id 1 -o " + single).code, 0);
+  ASSERT_EQ(run_cli("merge " + dir + "/m-00001-of-00003.gguf -o " + dir + "/merged.gguf").code, 0);
+  EXPECT_TRUE(read_file_bytes(dir + "/merged.gguf") == read_file_bytes(single));
+  // The split keys are the set's: a patch may not touch them.
+  for (const char* bad : {"--set split.no=1", "--remove split.count", "--rename split.tensors.count=x"}) {
+    CliRun r = run_cli("edit " + dir + "/m-00001-of-00003.gguf " + bad + " --in-place");
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_NE(r.err.find("the split.* keys describe the set"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(files_in(dir), (std::vector<std::string>{"m-00001-of-00003.gguf", "m-00002-of-00003.gguf", "m-00003-of-00003.gguf",
+                                                     "merged.gguf", "single.gguf"}));
+}
+
+TEST(SetEdits, ARealignWritesEveryShardAndAnEditToAPrefixWritesANewSet) {
+  std::string dir = fresh_dir("set-realign");
+  for (int k = 1; k <= 3; ++k) fs::copy_file(kSplits + "/" + shard_path("by-count", k, 3), dir + "/" + shard_path("m", k, 3));
+  CliRun r = run_cli("realign " + dir + "/m-00001-of-00003.gguf -a 64 --in-place");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (int k = 1; k <= 3; ++k) {
+    Scanned s = scan_file(dir + "/" + shard_path("m", k, 3));
+    EXPECT_EQ(s.layout.alignment, 64u);  // every shard keeps the model's alignment
+    EXPECT_EQ(s.model.find("general.alignment")->bits, 64u);
+  }
+  std::string single = dir + "/single.gguf";
+  ASSERT_EQ(run_cli("realign " + kSplits + "/tiny-llama.gguf -a 64 -o " + single).code, 0);
+  ASSERT_EQ(run_cli("merge " + dir + "/m-00002-of-00003.gguf -o " + dir + "/merged.gguf").code, 0);
+  EXPECT_TRUE(read_file_bytes(dir + "/merged.gguf") == read_file_bytes(single));
+  // -o PREFIX: a whole new set beside the old one, which stays as it was.
+  auto before = read_file_bytes(dir + "/m-00001-of-00003.gguf");
+  CliRun e = run_cli("edit " + dir + "/m-00001-of-00003.gguf --set general.name=new -o " + dir + "/n");
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_TRUE(read_file_bytes(dir + "/m-00001-of-00003.gguf") == before);
+  ShardSet n = open_shard_set(dir + "/n-00002-of-00003.gguf");
+  EXPECT_EQ(n.model().find("general.name")->str, "new");
+  EXPECT_TRUE(read_file_bytes(dir + "/n-00003-of-00003.gguf") == read_file_bytes(dir + "/m-00003-of-00003.gguf"));
 }

@@ -341,6 +341,21 @@ TEST(LlamaCpp, LoadsTheSetsGgufkitSplitWritesAndGeneratesTheSameTokens) {
     YAML::Node node = js("llama-run", first);
     ASSERT_EQ(node["tokens"].size(), 8u);
     for (size_t i = 0; i < 8; ++i) EXPECT_EQ(node["tokens"][i].as<int32_t>(), base.tokens[i]);
+    // A chat-template and end-token edit of the set in place: llama.cpp reports the new
+    // values and generates the same tokens, and shards 2..N are the same bytes.
+    std::vector<std::vector<uint8_t>> rest;
+    for (size_t k = 1; k < files.size(); ++k) rest.push_back(read_file_bytes(files[k]["file"].as<std::string>()));
+    std::string tmpl = dir + "/t.jinja", text = "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}";
+    write_file_bytes(tmpl, std::vector<uint8_t>(text.begin(), text.end()));
+    CliRun e = run_cli("edit " + files[files.size() - 1]["file"].as<std::string>() + " --chat-template-file " + tmpl +
+                       " --eos-token-id 1 --in-place");
+    ASSERT_EQ(e.code, 0) << e.err;
+    EXPECT_EQ(llama_meta(first, "tokenizer.ggml.eos_token_id"), "1");
+    EXPECT_EQ(llama_meta(first, "tokenizer.chat_template"), text);
+    llama_api::Run after = llama_run(first);
+    EXPECT_EQ(after.eos, 1);
+    EXPECT_EQ(after.tokens, base.tokens);
+    for (size_t k = 1; k < files.size(); ++k) EXPECT_TRUE(read_file_bytes(files[k]["file"].as<std::string>()) == rest[k - 1]);
   }
 }
 
