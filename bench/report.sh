@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Turns bench/run.sh's measurements into bench/RESULTS.md (printed to stdout).
 set -euo pipefail
-results=$1 gbench=$2 model=$3 runs=$4 nlc_ms=$5 hf_ms=$6 show_ms=$7 pairs=$8
+results=$1 gbench=$2 model=$3 runs=$4 nlc_ms=$5 hf_ms=$6 show_ms=$7 pairs=$8 set_ms=$9
+read -r set_med set_min set_max < "$set_ms"
 read -r show_med show_min show_max < "$show_ms"
 pair_med=$(awk '{ print $3 }' "$pairs" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
 pair_list=$(awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $3 }' "$pairs")
@@ -66,6 +67,7 @@ node-llama-cpp \`readGgufFileInfo\` ${nlc_ms} ms, @huggingface/gguf \`gguf()\` $
 | its peak memory beyond the header's own size | under 32 MiB | $(mib "ggufkit show") MiB in all, ${header_mb} MB of it the header |
 | chat-template edit, \`--no-verify\`, against \`cp\` | at most 1.10x | $(ratio "edit template --no-verify" "cp")x (against cp + sync: $(ratio "edit template --no-verify" "cp + sync")x) |
 | chat-template edit, verified, against \`cp + sync\` run right before it, 7 pairs (issue 11) | at most 1.15x | median ${pair_med}x (each pair: ${pair_list}) |
+| chat-template fix of the model split with \`--max-size 2G --metadata-only-first\`, verified, in place (issue 14) | at most 50 ms and 40 MiB | ${set_med} ms median of 11 whole runs (${set_min} to ${set_max}), peak RSS $(mib "set: edit template in place, shard 1") MiB; the single 4.7 GB file: $(ms "edit template (verified)") ms |
 | the same from the medians of the table above | | $(ratio "edit template (verified)" "cp + sync")x (against plain cp: $(ratio "edit template (verified)" "cp")x) |
 | realign to 64, \`--no-verify\` / verified, against \`cp\` | 1.10x / 1.6x | $(ratio "realign 64 --no-verify" "cp")x / $(ratio "realign 64 (verified)" "cp")x |
 | peak RSS of edit and realign | under 64 MiB | $(mib "edit template (verified)") MiB / $(mib "realign 64 (verified)") MiB |

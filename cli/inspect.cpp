@@ -171,7 +171,8 @@ int cmd_meta(const std::vector<std::string>& args) {
   po::options_description desc("options");
   desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-' for stdin)")(
       "json", po::bool_switch(), "print {\"version\", \"metadata\": [{\"key\", \"type\", \"items\", \"value\"}]}, always in full")(
-      "full", po::bool_switch(), "print long strings and arrays in full");
+      "full", po::bool_switch(), "print long strings and arrays in full")(
+      "shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos,
@@ -179,7 +180,7 @@ int cmd_meta(const std::vector<std::string>& args) {
                   "Every metadata entry in file order: index, key, type and value. Long strings\n"
                   "and arrays are shortened with their sizes unless --full.");
   if (!vm) return 0;
-  Scanned s = load((*vm)["file"].as<std::string>());
+  Scanned s = load_model((*vm)["file"].as<std::string>(), (*vm)["shard-only"].as<bool>()).s;
   const Model& m = s.model;
   if ((*vm)["json"].as<bool>()) {
     std::cout << "{\"version\": " << m.version << ", \"metadata\": [";
@@ -252,7 +253,7 @@ int cmd_stack(const std::vector<std::string>& args) {
                      "bytes in front of, inside and behind the stack, and the smallest and largest block.",
                      "print JSON");
   if (!a) return 0;
-  Scanned s = load(a->file);
+  Scanned s = load_model(a->file, a->shard_only).s;
   Stack st = stack_of(s.model);
   if (a->json) {
     std::cout << "{\"blocks\": " << st.blocks << ", \"rows\": [";
@@ -293,6 +294,7 @@ int cmd_stack(const std::vector<std::string>& args) {
 
 int cmd_layer(const std::vector<std::string>& args) {
   po::options_description none;
+  none.add_options()("shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
   auto a = two_args(args, "block", "the block number N (tensors named blk.N.*)",
                     "usage: ggufkit layer FILE N [--json]\n\n"
                     "Block N tensor by tensor (name, dims, type, bytes), and how many other blocks\n"
@@ -305,7 +307,7 @@ int cmd_layer(const std::vector<std::string>& args) {
   } catch (...) {
     throw_usage("N must be a block number, found '" + a->second + "'");
   }
-  Scanned s = load(a->file);
+  Scanned s = load_model(a->file, a->vm["shard-only"].as<bool>()).s;
   // A block's signature: its tensors' names (block number taken out), shapes and types.
   std::map<uint64_t, std::vector<std::string>> sig;
   std::vector<const Tensor*> mine;
@@ -390,7 +392,8 @@ int cmd_tensor(const std::vector<std::string>& args) {
   po::options_description extra;
   extra.add_options()("head", po::value<size_t>()->default_value(8), "how many leading values to print")(
       "all", po::bool_switch(), "print every value (of the rows chosen)")(
-      "rows", po::value<std::string>(), "A:B: only rows A to B-1 (a row is ne0 values; A: and :B work too)");
+      "rows", po::value<std::string>(), "A:B: only rows A to B-1 (a row is ne0 values; A: and :B work too)")(
+      "shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
   auto a = two_args(args, "name", "the tensor's name",
                     "usage: ggufkit tensor FILE NAME [--head N | --all] [--rows A:B] [--json]\n\n"
                     "Decodes a tensor's values (f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K\n"
@@ -399,7 +402,7 @@ int cmd_tensor(const std::vector<std::string>& args) {
                     "infinite, and the first N values (or all of them).",
                     extra);
   if (!a) return 0;
-  Scanned s = scan_file(a->file);
+  Scanned s = load_model(a->file, a->vm["shard-only"].as<bool>()).s;
   const Tensor* t = nullptr;
   for (const Tensor& x : s.model.tensors)
     if (x.name == a->second) t = &x;
@@ -492,7 +495,8 @@ int cmd_diff(const std::vector<std::string>& args) {
 int cmd_hash(const std::vector<std::string>& args) {
   po::options_description desc("options");
   desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file")(
-      "algo", po::value<std::string>()->default_value("xxh64"), "xxh64 or sha256")("json", po::bool_switch(), "print JSON");
+      "algo", po::value<std::string>()->default_value("xxh64"), "xxh64 or sha256")("json", po::bool_switch(), "print JSON")(
+      "shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos,
@@ -505,7 +509,7 @@ int cmd_hash(const std::vector<std::string>& args) {
   std::string algo = (*vm)["algo"].as<std::string>();
   if (algo != "xxh64" && algo != "sha256") throw_usage("--algo must be xxh64 or sha256, found '" + algo + "'");
   HashAlgo h = algo == "xxh64" ? HashAlgo::xxh64 : HashAlgo::sha256;
-  Scanned s = scan_file((*vm)["file"].as<std::string>());
+  Scanned s = load_model((*vm)["file"].as<std::string>(), (*vm)["shard-only"].as<bool>()).s;
   // On a terminal, a long run shows how far it is, as edit does.
   int shown = -1;
   bool bar = ::isatty(2) && s.source_size > (64u << 20);

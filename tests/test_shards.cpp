@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "ggufkit/error.h"
@@ -13,6 +14,7 @@
 #include "ggufkit/sketch.h"
 #include "ggufkit/split.h"
 #include "ggufkit/writer.h"
+#include "edit_rule_cases.h"
 #include "helpers.h"
 
 using namespace ggufkit;
@@ -327,4 +329,21 @@ TEST(SetEdits, ARealignWritesEveryShardAndAnEditToAPrefixWritesANewSet) {
   ShardSet n = open_shard_set(dir + "/n-00002-of-00003.gguf");
   EXPECT_EQ(n.model().find("general.name")->str, "new");
   EXPECT_TRUE(read_file_bytes(dir + "/n-00003-of-00003.gguf") == read_file_bytes(dir + "/m-00003-of-00003.gguf"));
+}
+
+TEST(ShardSet, MetaHashTensorStackAndLayerOfAnyShardAreTheSingleFiles) {
+  for (const char* cmd : {"meta FILE --json", "hash FILE --json", "hash FILE --algo sha256", "tensor FILE blk.1.ffn_down.weight --json",
+                          "stack FILE --json", "layer FILE 1 --json"}) {
+    SCOPED_TRACE(cmd);
+    CliRun one = run_cli(fill(cmd, kSplits + "/tiny-llama.gguf", ""));
+    ASSERT_EQ(one.code, 0) << one.err;
+    for (int k = 1; k <= 3; ++k) {
+      CliRun s = run_cli(fill(cmd, kSplits + "/" + shard_path("by-count", k, 3), ""));
+      EXPECT_EQ(s.code, 0) << s.err;
+      EXPECT_EQ(s.out, one.out) << k;
+    }
+  }
+  // --shard-only: the file alone (shard 3 holds 5 tensors and the 3 split keys).
+  CliRun h = run_cli("hash " + kSplits + "/by-count-00003-of-00003.gguf --shard-only --json");
+  EXPECT_EQ(std::count(h.out.begin(), h.out.end(), '\n'), 1 + 5 + 1);
 }
