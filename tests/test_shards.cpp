@@ -347,3 +347,26 @@ TEST(ShardSet, MetaHashTensorStackAndLayerOfAnyShardAreTheSingleFiles) {
   CliRun h = run_cli("hash " + kSplits + "/by-count-00003-of-00003.gguf --shard-only --json");
   EXPECT_EQ(std::count(h.out.begin(), h.out.end(), '\n'), 1 + 5 + 1);
 }
+
+TEST(SetEdits, AFailureOrAKillBeforeTheRenamesLeavesEveryShardAsItWas) {
+  for (const char* cmd : {"edit FILE --set general.name=x --in-place", "realign FILE -a 64 --in-place",
+                          "edit FILE --set general.name=x -o PREFIX"}) {
+    for (const char* fault : {"write:fail:28", "written:kill", "flushed:kill", "verified:kill", "verified:int", "fsync:fail:5"}) {
+      SCOPED_TRACE(std::string(cmd) + " at " + fault);
+      std::string dir = fresh_dir("set-fault");
+      std::vector<std::vector<uint8_t>> before;
+      for (int k = 1; k <= 3; ++k) {
+        fs::copy_file(kSplits + "/" + shard_path("by-count", k, 3), dir + "/" + shard_path("m", k, 3));
+        before.push_back(read_file_bytes(dir + "/" + shard_path("m", k, 3)));
+      }
+      const auto listing = files_in(dir);
+      std::string args = fill(cmd, dir + "/m-00002-of-00003.gguf", "");
+      if (size_t p = args.find("PREFIX"); p != std::string::npos) args.replace(p, 6, dir + "/n");
+      CliRun r = run_cli(args, std::string("GGUFKIT_FAULT=") + fault + " ", GGUFKIT_FAULTY_BIN);
+      EXPECT_NE(r.code, 0);
+      EXPECT_NE(r.err.find("fault point"), std::string::npos) << r.err;
+      EXPECT_EQ(files_in(dir), listing);
+      for (int k = 1; k <= 3; ++k) EXPECT_TRUE(read_file_bytes(dir + "/" + shard_path("m", k, 3)) == before[k - 1]) << k;
+    }
+  }
+}
