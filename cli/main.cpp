@@ -166,7 +166,7 @@ const char* order_name(ByteOrder o) { return o == ByteOrder::big ? "big-endian" 
 // --allow-broken. A source's own faults do not stop an edit, which may be their fix.
 void check_result(const RewriteJob& job, const std::vector<Finding>& was, const Model& model) {
   std::string bad;
-  for (const Finding& f : check_model(model, Layout{})) {  // no spans: the rules, not their offsets
+  for (const Finding& f : check_model(model, Layout{}, true)) {  // no spans: the rules, not their offsets
     if (f.severity != "error") continue;
     if (std::any_of(was.begin(), was.end(), [&](const Finding& w) { return w.code == f.code && w.message == f.message; }))
       continue;
@@ -194,7 +194,7 @@ int run_set_rewrite(const RewriteJob& job, ShardSet& set) {
     if (is_split_key(r.key) || is_split_key(r.to)) throw_usage("rename " + r.key + ": the split.* keys describe the set");
   if (job.byte_order) throw_usage("convert works on one file: merge the set, convert it, split it again");
   Model whole = set.model();
-  const std::vector<Finding> was = check_model(whole, Layout{});
+  const std::vector<Finding> was = check_model(whole, Layout{}, true);
   const uint32_t alignment_before = whole.alignment();
   std::vector<Change> changes = apply_patch(whole, job.patch);
   check_result(job, was, whole);
@@ -260,7 +260,7 @@ int run_rewrite(const RewriteJob& job) {
   }
   Scanned s = scan_file(job.in);
   Model& model = s.model;  // patched in place: a large vocabulary is not copied
-  const std::vector<Finding> was = check_model(model, s.layout);
+  const std::vector<Finding> was = check_model(model, s.layout, true);
   std::vector<Change> changes = apply_patch(model, job.patch);
   Layout before = s.layout;
   std::string order_change;

@@ -143,7 +143,7 @@ std::string_view StringList::at(size_t i) const {
 
 bool StringList::operator==(const StringList& o) const {
   if (count_ != o.count_) return false;
-  if (big_ == o.big_ && bytes_ == o.bytes_) return std::memcmp(data_, o.data_, bytes_) == 0;
+  if (big_ == o.big_ && bytes_ == o.bytes_) return bytes_ == 0 || std::memcmp(data_, o.data_, bytes_) == 0;  // an empty list has no data
   return std::equal(begin(), end(), o.begin(), o.end());
 }
 

@@ -46,8 +46,9 @@ bool is_utf8(std::string_view s) {
 // of a file (data()).
 class Validator {
  public:
-  Validator(const Model& m, const Layout& L, uint64_t source_size, const ByteSource* src, bool model_rules = true)
-      : m_(m), L_(L), size_(source_size), src_(src), model_rules_(model_rules) {
+  Validator(const Model& m, const Layout& L, uint64_t source_size, const ByteSource* src, bool model_rules = true,
+            bool errors_only = false)
+      : m_(m), L_(L), size_(source_size), src_(src), model_rules_(model_rules), errors_only_(errors_only) {
     for (const LabeledSpan& sp : L.spans)
       if (sp.kind == SpanKind::kv_value || sp.kind == SpanKind::kv_key) at_.emplace(sp.path + "/" + span_kind_name(sp.kind), sp.span.offset);
   }
@@ -178,7 +179,7 @@ class Validator {
         add("bool_value", "warning", value_at(i), kv.key + ": a bool byte of " + std::to_string(v.bits) + "; writers give 0 or 1, and readers differ on the rest");
       if (v.type == ValueType::array && v.elem == ValueType::array)
         add("nested_array", "error", value_at(i), kv.key + ": an array of arrays; the format allows it, llama.cpp refuses it");
-      if (v.type == ValueType::array && v.elem == ValueType::string) {
+      if (v.type == ValueType::array && v.elem == ValueType::string && !errors_only_) {  // a warning: megabytes to scan
         size_t bad = std::count_if(v.strs.begin(), v.strs.end(), [](std::string_view x) { return !is_utf8(x); });
         if (bad) add("invalid_utf8", "warning", value_at(i), kv.key + ": " + std::to_string(bad) + " of " + std::to_string(v.size()) + " strings are not valid UTF-8");
       }
@@ -257,6 +258,7 @@ class Validator {
   uint64_t size_;
   const ByteSource* src_;  // null: the model is checked, not a file's bytes
   bool model_rules_;
+  bool errors_only_;  // the edit's gate: warnings that cost a scan of the vocabulary are skipped
   std::map<std::string, uint64_t> at_;
   std::vector<Finding> out_;
 };
@@ -283,8 +285,8 @@ std::vector<Finding> validate_file(const std::string& path, bool model_rules) {
   return Validator(s.model, s.layout, s.source_size, src.get(), model_rules).run();
 }
 
-std::vector<Finding> check_model(const Model& model, const Layout& layout) {
-  return Validator(model, layout, layout.file_size, nullptr).run();
+std::vector<Finding> check_model(const Model& model, const Layout& layout, bool errors_only) {
+  return Validator(model, layout, layout.file_size, nullptr, true, errors_only).run();
 }
 
 }  // namespace ggufkit

@@ -117,7 +117,8 @@ struct Finding {
 std::vector<Finding> validate_file(const std::string& path, bool model_rules = true);
 // The same rules over a model about to be written (its planned layout): what llama.cpp
 // would refuse in its metadata and shapes. Edits are checked with it before they write.
-std::vector<Finding> check_model(const Model& model, const Layout& layout);
+// errors_only: every error, and warnings only where they cost nothing to find.
+std::vector<Finding> check_model(const Model& model, const Layout& layout, bool errors_only = false);
 
 // The alignments llama.cpp loads (its TENSOR_ALIGNMENT) up to the most ggufkit writes
 // without --allow-broken.
