@@ -5,6 +5,7 @@
 #include <cctype>
 #include <iostream>
 
+#include "ggufkit/error.h"
 #include "ggufkit/shards.h"
 #include "ggufkit/text.h"
 
@@ -63,6 +64,12 @@ Loaded load_model(const std::string& path, bool shard_only) {
     out.s.source_size += f.source_size;
   }
   return out;
+}
+
+void note_shard_alone(const std::string& path, const char* command) {
+  if (std::optional<ShardName> n = parse_shard_name(path); n && n->count > 1)
+    note(path, "shard " + std::to_string(n->no) + " of a set of " + std::to_string(n->count) + " files; " + command +
+                   " describes this file alone (show, tensors, hash and validate see the set)");
 }
 
 std::string string_value(const Model& m, const char* key) {

@@ -28,6 +28,10 @@ struct Loaded {
 };
 Loaded load_model(const std::string& path, bool shard_only);
 
+// The commands that describe a file's bytes (map, account, diff) look at the file they are
+// given; for a shard of a set they say so on standard error.
+void note_shard_alone(const std::string& path, const char* command);
+
 std::string string_value(const Model& m, const char* key);
 
 // The shape every reading command shares: one FILE and --json.

@@ -350,6 +350,7 @@ int cmd_account(const std::vector<std::string>& args) {
                      "print JSON");
   if (!a) return 0;
   Scanned s = load(a->file);
+  note_shard_alone(a->file, "account");
   Account ac = account_of(s);
   auto mix = quant_mix(s.model);
   uint64_t header = ac.head + ac.metadata + ac.infos + ac.padding;
@@ -465,6 +466,8 @@ int cmd_diff(const std::vector<std::string>& args) {
                     extra);
   if (!a) return 0;
   Scanned x = scan_file(a->file), y = scan_file(a->second);
+  note_shard_alone(a->file, "diff");
+  note_shard_alone(a->second, "diff");
   std::vector<Difference> diffs = diff_files(x, y);
   auto text = [](const std::optional<Value>& v, const std::string& t) { return v ? brief_value(*v) : t; };
   if (a->json) {

@@ -108,6 +108,7 @@ int cmd_map(const std::vector<std::string>& args) {
                      "print {\"file_size\", \"alignment\", \"data_offset\", \"spans\": [...]}");
   if (!a) return 0;
   Scanned s = load(a->file);
+  note_shard_alone(a->file, "map");
   print_map(s.layout, s.source_size, a->json);
   return 0;
 }

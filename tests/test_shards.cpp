@@ -370,3 +370,18 @@ TEST(SetEdits, AFailureOrAKillBeforeTheRenamesLeavesEveryShardAsItWas) {
     }
   }
 }
+
+TEST(ShardSet, MapAccountAndDiffDescribeTheFileGivenAndSaySoForAShard) {
+  std::string shard = kSplits + "/by-count-00002-of-00003.gguf";
+  for (const char* cmd : {"map", "account"}) {
+    SCOPED_TRACE(cmd);
+    CliRun r = run_cli(std::string(cmd) + " " + shard);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("ggufkit: note: " + shard + ": shard 2 of a set of 3 files; " + cmd + " describes this file alone"),
+              std::string::npos) << r.err;
+  }
+  EXPECT_NE(run_cli("map " + shard).out.find("total 43584 bytes in 30 spans; file size 43584"), std::string::npos);
+  CliRun d = run_cli("diff " + shard + " " + kSplits + "/by-count-00003-of-00003.gguf");
+  EXPECT_NE(d.err.find("shard 3 of a set of 3 files; diff describes this file alone"), std::string::npos) << d.err;
+  EXPECT_EQ(run_cli("map " + kSplits + "/tiny-llama.gguf").err, "");  // a lone file: nothing to say
+}
