@@ -116,11 +116,17 @@ int cmd_map(const std::vector<std::string>& args) {
 std::atomic<bool> g_cancel{false};
 extern "C" void on_signal(int) { g_cancel = true; }
 
-// Signals that would kill a rewrite half-way instead stop it cleanly.
-void catch_signals() {
+// The options of every command that writes a model. From here on, signals that would
+// kill a write half-way instead stop it cleanly.
+RewriteOptions write_options(bool verify, bool replace) {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+  RewriteOptions opt;
+  opt.verify = verify;
+  opt.replace = replace;
+  opt.cancel = &g_cancel;
+  return opt;
 }
 
 std::string gb(uint64_t n) {
@@ -230,11 +236,7 @@ int run_set_rewrite(const RewriteJob& job, ShardSet& set) {
     for (const Change& c : changes) std::printf("  %s\n", change_text(c).c_str());
     return 0;
   }
-  catch_signals();
-  RewriteOptions opt;
-  opt.verify = job.verify;
-  opt.replace = job.force || job.in_place;
-  opt.cancel = &g_cancel;
+  RewriteOptions opt = write_options(job.verify, job.force || job.in_place);
   std::vector<Output> outputs;
   std::vector<std::string> sources;
   for (size_t k = 0; k < n; ++k) {
@@ -255,11 +257,12 @@ int run_set_rewrite(const RewriteJob& job, ShardSet& set) {
 // The one pipeline behind rewrite, edit and realign: scan, apply, check, plan, safe rewrite.
 int run_rewrite(const RewriteJob& job) {
   if (!job.dry_run && job.in_place == !job.out.empty()) throw_usage("give exactly one of -o OUT and --in-place");
+  std::optional<ShardSet> set;
   if (parse_shard_name(job.in)) {
-    ShardSet set = open_shard_set(job.in);
-    if (set.shards.size() > 1) return run_set_rewrite(job, set);
+    set = open_shard_set(job.in);
+    if (set->shards.size() > 1) return run_set_rewrite(job, *set);
   }
-  Scanned s = scan_file(job.in);
+  Scanned s = set ? std::move(set->shards[0].file) : scan_file(job.in);  // a set of one is read once
   Model& model = s.model;  // patched in place: a large vocabulary is not copied
   const std::vector<Finding> was = check_model(model, s.layout, true);
   std::vector<Change> changes = apply_patch(model, job.patch);
@@ -311,12 +314,8 @@ int run_rewrite(const RewriteJob& job) {
                 static_cast<unsigned long long>(after.file_size));
     return 0;
   }
-  catch_signals();
-  RewriteOptions opt;
+  RewriteOptions opt = write_options(job.verify, job.force);
   opt.in_place = job.in_place;
-  opt.verify = job.verify;
-  opt.replace = job.force;
-  opt.cancel = &g_cancel;
   int shown = -1;
   bool bar = ::isatty(2) && s.source_size > (64u << 20);
   if (bar)
@@ -581,11 +580,7 @@ int cmd_split(const std::vector<std::string>& args) {
   std::vector<Output> outputs;
   for (size_t k = 0; k < shards.size(); ++k)
     outputs.push_back({&shards[k], shard_path(prefix, static_cast<uint32_t>(k + 1), static_cast<uint32_t>(shards.size()))});
-  catch_signals();
-  RewriteOptions opt;
-  opt.verify = !(*vm)["no-verify"].as<bool>();
-  opt.replace = (*vm)["force"].as<bool>();
-  opt.cancel = &g_cancel;
+  RewriteOptions opt = write_options(!(*vm)["no-verify"].as<bool>(), (*vm)["force"].as<bool>());
   print_written(safe_write_all(outputs, paths_of(set), opt), shards, (*vm)["json"].as<bool>());
   return 0;
 }
@@ -608,11 +603,7 @@ int cmd_merge(const std::vector<std::string>& args) {
   if (!vm) return 0;
   ShardSet set = open_shard_set((*vm)["file"].as<std::string>());
   std::vector<Model> merged{set.model()};
-  catch_signals();
-  RewriteOptions opt;
-  opt.verify = !(*vm)["no-verify"].as<bool>();
-  opt.replace = (*vm)["force"].as<bool>();
-  opt.cancel = &g_cancel;
+  RewriteOptions opt = write_options(!(*vm)["no-verify"].as<bool>(), (*vm)["force"].as<bool>());
   print_written(safe_write_all({{&merged[0], (*vm)["output"].as<std::string>()}}, paths_of(set), opt), merged,
                 (*vm)["json"].as<bool>());
   return 0;
