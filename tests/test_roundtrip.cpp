@@ -131,6 +131,37 @@ TEST(RoundTrip, EveryBigEndianFieldKindReadsFromHandEncodedBytes) {
   EXPECT_EQ(to_bytes(strs.model), s2.b);
 }
 
+// A numeric array read from memory is a view of the file's own bytes (no copy, no 8 bytes
+// per item), reads the same in either byte order, and becomes a list of its own when grown.
+TEST(RoundTrip, NumericArraysAreViewsOfTheFileInItsByteOrder) {
+  Bytes be, le;
+  be.big = true;
+  for (Bytes* b : {&be, &le}) b->head(3, 0, 1).str("k.u16").u32(9).u32(2).u64(3).u16(1).u16(0xA1B2).u16(0xFFFF);
+  auto be_source = from_bytes("be", be.b);
+  Scanned sb = scan(be_source), sl = scan(from_bytes("le", le.b));
+  const NumberList& nb = sb.model.find("k.u16")->nums;
+  const NumberList& nl = sl.model.find("k.u16")->nums;
+  EXPECT_TRUE(nb.big());
+  EXPECT_FALSE(nl.big());
+  EXPECT_EQ(nb.width(), 2u);
+  EXPECT_EQ(nb.region().size(), 6u);
+  // The items are where the file has them: the last 6 bytes of the header.
+  EXPECT_EQ(reinterpret_cast<const uint8_t*>(nb.region().data()), be_source->data() + be.b.size() - 6);
+  EXPECT_EQ(nb, (std::vector<uint64_t>{1, 0xA1B2, 0xFFFF}));
+  EXPECT_EQ(nb, nl);  // same numbers, other byte order
+  EXPECT_EQ(sb.model.find("k.u16")->at(1).bits, 0xA1B2u);
+  NumberList grown = nb;
+  grown.push_back(7);
+  EXPECT_FALSE(grown.big());
+  EXPECT_EQ(grown, (std::vector<uint64_t>{1, 0xA1B2, 0xFFFF, 7}));
+  EXPECT_EQ(nb.size(), 3u);  // the view it came from is as it was
+  EXPECT_THROW(nb.at(3), std::out_of_range);
+  // Written in the other byte order, every item is turned over.
+  Model flipped = sb.model;
+  flipped.order = ByteOrder::little;
+  EXPECT_EQ(to_bytes(flipped), le.b);
+}
+
 TEST(RoundTrip, AQwenSizedVocabularyOf150000TokensAndMergesReads) {
   Model m;
   m.metadata.push_back({"general.architecture", Value::of_string("qwen2")});

@@ -11,6 +11,7 @@
 #include <deque>
 #include <memory>
 #include <exception>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -81,7 +82,7 @@ class VerifyingSink final : public FdSink {
   };
 
   void work() {
-    std::vector<uint8_t> a(kPiece), b(kPiece);
+    std::vector<uint8_t> a, b;  // sized by the first piece: a file with no tensor data needs none
     for (;;) {
       std::unique_lock<std::mutex> g(m_);
       cv_.wait(g, [&] { return !queue_.empty() || closed_; });
@@ -108,6 +109,7 @@ class VerifyingSink final : public FdSink {
   }
 
   std::optional<Mismatch> check(const Piece& p, std::vector<uint8_t>& a, std::vector<uint8_t>& b) {
+    if (b.empty()) a.resize(kPiece), b.resize(kPiece);
     XXH64_state_t* st = p.src ? nullptr : XXH64_createState();
     if (st) XXH64_reset(st, 0);
     std::optional<Mismatch> bad;
@@ -214,12 +216,15 @@ std::unique_ptr<PendingFile> write_verified(const Model& model, const std::strin
     emit(model, result.layout, sink);
 
     fault_point("written", {out->fd()});
-    out->flush();  // the verifier goes on meanwhile
-
-    // The header, re-read by the strict reader, must be what was planned.
-    Scanned back = scan(open_file(out->proc_path()));
-    if (back.layout != result.layout || back.model.metadata != model.metadata || !same_tensors(back.model, model) ||
-        back.source_size != result.layout.file_size) {
+    // The header, re-read by the strict reader, must be what was planned. It is read while
+    // the file is flushed, as the verifier goes on checking the data.
+    auto header = std::async(std::launch::async, [&] {
+      Scanned back = scan(open_file(out->proc_path()));
+      return back.layout == result.layout && back.model.metadata == model.metadata && same_tensors(back.model, model) &&
+             back.source_size == result.layout.file_size;
+    });
+    out->flush();
+    if (!header.get()) {
       errno = 0;
       throw_io(target, "verification failed: the written header does not read back as planned");
     }

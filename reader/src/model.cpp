@@ -41,6 +41,7 @@ Value Value::array(ValueType elem, std::vector<Value> items) {
   Value v;
   v.type = ValueType::array;
   v.elem = elem;
+  if (elem != ValueType::string && elem != ValueType::array) v.nums = NumberList(value_type_width(elem));
   for (Value& item : items) {
     if (item.type != elem)
       throw Error(Error::Kind::format, "", std::nullopt, "array",
@@ -149,6 +150,60 @@ bool StringList::operator==(const StringList& o) const {
 
 bool StringList::operator==(const std::vector<std::string>& v) const {
   return v.size() == count_ && std::equal(begin(), end(), v.begin(), v.end());
+}
+
+NumberList NumberList::view(std::shared_ptr<const void> keep, const uint8_t* data, size_t count, unsigned width, bool big) {
+  NumberList l(width);
+  l.keep_ = std::move(keep);
+  l.view_ = data;
+  l.count_ = count;
+  l.big_ = big;
+  return l;
+}
+
+void NumberList::push_back(uint64_t bits) {
+  if (width_ == 0 || width_ > 8) throw std::logic_error("a number list without an item width");
+  if (keep_) {  // a view becomes a list of its own first
+    std::string mine;
+    mine.reserve((count_ + 1) * width_);
+    for (size_t i = 0; i < count_; ++i) {
+      uint64_t b = (*this)[i];
+      mine.append(reinterpret_cast<const char*>(&b), width_);  // little-endian hosts only, as the rest
+    }
+    owned_ = std::move(mine);
+    keep_.reset();
+    view_ = nullptr;
+    big_ = false;
+  }
+  owned_.append(reinterpret_cast<const char*>(&bits), width_);
+  ++count_;
+}
+
+uint64_t NumberList::operator[](size_t i) const {
+  uint64_t b = 0;
+  std::memcpy(&b, data() + i * width_, width_);
+  if (big_) b = __builtin_bswap64(b) >> (64 - 8 * width_);
+  return b;
+}
+
+uint64_t NumberList::at(size_t i) const {
+  if (i >= count_) throw std::out_of_range("item " + std::to_string(i) + " of " + std::to_string(count_));
+  return (*this)[i];
+}
+
+bool NumberList::operator==(const NumberList& o) const {
+  if (count_ != o.count_ || width_ != o.width_) return count_ == 0 && o.count_ == 0;
+  if (big_ == o.big_) return count_ == 0 || std::memcmp(data(), o.data(), count_ * width_) == 0;
+  for (size_t i = 0; i < count_; ++i)
+    if ((*this)[i] != o[i]) return false;
+  return true;
+}
+
+bool NumberList::operator==(const std::vector<uint64_t>& v) const {
+  if (v.size() != count_) return false;
+  for (size_t i = 0; i < count_; ++i)
+    if ((*this)[i] != v[i]) return false;
+  return true;
 }
 
 Value Value::strings(std::vector<std::string> items) {

@@ -93,6 +93,8 @@ class Cursor {
   // An array's string item straight from the window into the list: no string of its own.
   // Steps over a string in the window whose length was checked.
   void skip_string(Where w, uint64_t cap) { p_ += string_length(w, cap); }
+  // Steps over n bytes the caller has checked are in the window.
+  void skip(uint64_t n) { p_ += n; }
 
   void append_string(Where w, uint64_t cap, StringList& out) {
     uint64_t len = string_length(w, cap);
@@ -404,7 +406,12 @@ class Scanner {
         } else if (v.elem == ValueType::array) {
           v.items.reserve(reserve);
           for (uint64_t i = 0; i < n; ++i) v.items.push_back(value(v.elem, depth + 1, static_cast<int64_t>(i)));
+        } else if (c_.owner) {  // n * width bytes, checked above: the items stay where they are
+          unsigned width = static_cast<unsigned>(value_type_width(v.elem));
+          v.nums = NumberList::view(c_.owner, c_.here(), static_cast<size_t>(n), width, c_.swap);
+          c_.skip(n * width);
         } else {
+          v.nums = NumberList(static_cast<unsigned>(value_type_width(v.elem)));
           v.nums.reserve(reserve);
           for (uint64_t i = 0; i < n; ++i) v.nums.push_back(fixed(v.elem, {"item", static_cast<int64_t>(i)}));
         }

@@ -56,6 +56,7 @@ void FdSink::put(const void* data, size_t n) {
   const auto* p = static_cast<const uint8_t*>(data);
   if (buf_.size() + n > kChunk) drain();
   if (n >= kChunk) return write_all(p, n, pos());
+  if (buf_.capacity() == 0) buf_.reserve(kChunk);
   buf_.insert(buf_.end(), p, p + n);
 }
 

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include "ggufkit/byteorder.h"
 #include "ggufkit/error.h"
@@ -197,14 +198,21 @@ class Walker {
     }
   }
 
+  // v at dst in the file's byte order; its width.
   template <typename T>
-  void put(T v) {
+  size_t store(T v, uint8_t* dst) const {
     if (m_.order == ByteOrder::big) {
       if constexpr (sizeof(T) == 2) v = __builtin_bswap16(v);
       if constexpr (sizeof(T) == 4) v = __builtin_bswap32(v);
       if constexpr (sizeof(T) == 8) v = __builtin_bswap64(v);
     }
-    sink_.write(&v, sizeof v);
+    std::memcpy(dst, &v, sizeof v);
+    return sizeof v;
+  }
+  template <typename T>
+  void put(T v) {
+    uint8_t b[sizeof v];
+    sink_.write(b, store(v, b));
   }
   void u32(uint32_t v) { put(v); }
   void u64(uint64_t v) { put(v); }
@@ -216,7 +224,9 @@ class Walker {
   // An array's count and items (after its element type).
   void items(const Value& v, const std::string& path) {
     u64(v.size());
-    if (v.elem == ValueType::string) {
+    if (v.elem == ValueType::string && v.strs.big() == (m_.order == ByteOrder::big)) {
+      sink_.write(v.strs.region().data(), v.strs.region().size());  // already in the file's layout
+    } else if (v.elem == ValueType::string) {
       for (std::string_view s : v.strs) str(s);
     } else if (v.elem == ValueType::array) {
       for (const Value& item : v.items) {
@@ -226,19 +236,40 @@ class Walker {
         value(item, path);
       }
     } else {
-      for (uint64_t bits : v.nums) fixed(v.elem, bits, path);
+      numbers(v.elem, v.nums, path);
     }
   }
 
-  void fixed(ValueType t, uint64_t bits, const std::string& path) {
+  // The bits of a fixed-width value of type t at dst; its width.
+  size_t encode(ValueType t, uint64_t bits, uint8_t* dst, const std::string& path) const {
     switch (value_type_width(t)) {
-      case 1: put(static_cast<uint8_t>(bits)); return;
-      case 2: put(static_cast<uint16_t>(bits)); return;
-      case 4: put(static_cast<uint32_t>(bits)); return;
-      case 8: put(static_cast<uint64_t>(bits)); return;
+      case 1: return store(static_cast<uint8_t>(bits), dst);
+      case 2: return store(static_cast<uint16_t>(bits), dst);
+      case 4: return store(static_cast<uint32_t>(bits), dst);
+      case 8: return store(static_cast<uint64_t>(bits), dst);
     }
     throw Error(Error::Kind::format, "", std::nullopt, path,
                 "value type " + std::to_string(static_cast<uint32_t>(t)) + " is not a GGUF type");
+  }
+
+  void fixed(ValueType t, uint64_t bits, const std::string& path) {
+    uint8_t b[8];
+    sink_.write(b, encode(t, bits, b, path));
+  }
+
+  // An array's numbers, gathered into few writes (a vocabulary's scores are 150,000).
+  void numbers(ValueType t, const NumberList& nums, const std::string& path) {
+    if (nums.width() == value_type_width(t) && nums.big() == (m_.order == ByteOrder::big)) {
+      sink_.write(nums.region().data(), nums.region().size());  // already in the file's layout
+      return;
+    }
+    uint8_t buf[4096];
+    size_t used = 0;
+    for (size_t i = 0; i < nums.size(); ++i) {
+      if (used > sizeof buf - 8) sink_.write(buf, std::exchange(used, 0));
+      used += encode(t, nums[i], buf + used, path);
+    }
+    sink_.write(buf, used);
   }
 
   void value(const Value& v, const std::string& path) {
