@@ -49,9 +49,15 @@ Scanned load(const std::string& path) {
   return scan_stream(in, "<stdin>");
 }
 
+std::optional<ShardSet> set_of(const std::string& path, bool shard_only) {
+  if (path == "-" || shard_only || !parse_shard_name(path)) return std::nullopt;
+  return open_shard_set(path);
+}
+
 Loaded load_model(const std::string& path, bool shard_only) {
-  if (path == "-" || shard_only || !parse_shard_name(path)) return {load(path), 1, {}};
-  ShardSet set = open_shard_set(path);
+  std::optional<ShardSet> found = set_of(path, shard_only);
+  if (!found) return {load(path), 1, {}};
+  ShardSet& set = *found;
   Model whole = set.model();  // before shard 1 is moved from
   Loaded out{std::move(set.shards[0].file), set.shards.size(), {}};
   out.s.model = std::move(whole);
@@ -64,12 +70,6 @@ Loaded load_model(const std::string& path, bool shard_only) {
     out.s.source_size += f.source_size;
   }
   return out;
-}
-
-void note_shard_alone(const std::string& path, const char* command) {
-  if (std::optional<ShardName> n = parse_shard_name(path); n && n->count > 1)
-    note(path, "shard " + std::to_string(n->no) + " of a set of " + std::to_string(n->count) + " files; " + command +
-                   " describes this file alone (show, tensors, hash and validate see the set)");
 }
 
 std::string string_value(const Model& m, const char* key) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ggufkit/scan.h"
+#include "ggufkit/shards.h"
 
 namespace ggufkit::cli {
 
@@ -28,9 +29,8 @@ struct Loaded {
 };
 Loaded load_model(const std::string& path, bool shard_only);
 
-// The commands that describe a file's bytes (map, account, diff) look at the file they are
-// given; for a shard of a set they say so on standard error.
-void note_shard_alone(const std::string& path, const char* command);
+// The set FILE is a shard of, when FILE is named as a shard (and not shard_only).
+std::optional<ShardSet> set_of(const std::string& path, bool shard_only);
 
 std::string string_value(const Model& m, const char* key);
 

@@ -346,26 +346,54 @@ int cmd_account(const std::vector<std::string>& args) {
                      "usage: ggufkit account FILE [--json]\n\n"
                      "Where the bytes go: the header in its pieces (head, metadata, info records,\n"
                      "padding), tensors by type, and header + tensors against the file size with what\n"
-                     "is left over; and how many tensors start right where the one before ended.",
+                     "is left over; and how many tensors start right where the one before ended.\n\n"
+                     "Given a shard of a set, the whole set: every figure added up over its files,\n"
+                     "and each file's header, tensor bytes and size (--shard-only: the file alone).",
                      "print JSON");
   if (!a) return 0;
-  Scanned s = load(a->file);
-  note_shard_alone(a->file, "account");
-  Account ac = account_of(s);
-  auto mix = quant_mix(s.model);
-  uint64_t header = ac.head + ac.metadata + ac.infos + ac.padding;
+  // Every file the model is in, each accounted for, and the figures added up.
+  std::optional<ShardSet> set = set_of(a->file, a->shard_only);
+  std::vector<std::pair<std::string, Account>> files;
+  Model model;
+  if (set) {
+    for (const Shard& sh : set->shards) files.emplace_back(sh.path, account_of(sh.file));
+    model = set->model();
+  } else {
+    Scanned s = load(a->file);
+    files.emplace_back(a->file, account_of(s));
+    model = std::move(s.model);
+  }
+  Account ac;
+  for (const auto& [path, f] : files) {
+    for (auto field : {&Account::head, &Account::metadata, &Account::infos, &Account::padding, &Account::tensor_bytes,
+                       &Account::tensor_padding, &Account::file_size, &Account::contiguous})
+      ac.*field += f.*field;
+    ac.left_over += f.left_over;
+  }
+  auto header_of = [](const Account& x) { return x.head + x.metadata + x.infos + x.padding; };
+  auto mix = quant_mix(model);
+  uint64_t header = header_of(ac);
   if (a->json) {
     std::cout << "{\"head\": " << ac.head << ", \"metadata\": " << ac.metadata << ", \"infos\": " << ac.infos
               << ", \"padding\": " << ac.padding << ", \"header\": " << header << ", \"tensor_bytes\": " << ac.tensor_bytes
               << ", \"tensor_padding\": " << ac.tensor_padding << ", \"file_size\": " << ac.file_size
-              << ", \"left_over\": " << ac.left_over << ", \"tensors\": " << s.model.tensors.size()
+              << ", \"left_over\": " << ac.left_over << ", \"tensors\": " << model.tensors.size()
               << ", \"contiguous\": " << ac.contiguous << ", \"types\": [";
     for (size_t i = 0; i < mix.size(); ++i)
       std::cout << (i ? ", " : "") << "{\"type\": " << json_string(mix[i].type) << ", \"tensors\": " << mix[i].tensors
                 << ", \"weights\": " << mix[i].weights << ", \"bytes\": " << mix[i].bytes << "}";
-    std::cout << "]}\n";
+    std::cout << "], \"files\": " << files.size();
+    if (set) {
+      std::cout << ", \"shards\": [";
+      for (size_t k = 0; k < files.size(); ++k)
+        std::cout << (k ? ", " : "") << "{\"file\": " << json_string(files[k].first) << ", \"header\": " << header_of(files[k].second)
+                  << ", \"tensor_bytes\": " << files[k].second.tensor_bytes << ", \"file_size\": " << files[k].second.file_size << "}";
+      std::cout << "]";
+    }
+    std::cout << "}\n";
     return 0;
   }
+  if (set) std::printf("shard set: %zu files (the figures below add them up)\n", files.size());
   auto line = [](const char* label, uint64_t n) { std::printf("  %-18s %16llu\n", label, static_cast<unsigned long long>(n)); };
   std::printf("header\n");
   line("head", ac.head);
@@ -385,7 +413,13 @@ int cmd_account(const std::vector<std::string>& args) {
   std::printf("  %-18s %16lld%s\n", "left over", static_cast<long long>(ac.left_over),
               ac.left_over < 0 ? "  (the file is cut short)" : ac.left_over > 0 ? "  (bytes after the last tensor)" : "");
   std::printf("%llu of %zu tensors start right where the one before ended (padded)\n",
-              static_cast<unsigned long long>(ac.contiguous), s.model.tensors.size());
+              static_cast<unsigned long long>(ac.contiguous), model.tensors.size());
+  if (set) {
+    std::printf("shards\n  %16s %16s %16s  %s\n", "header", "tensor bytes", "file size", "file");
+    for (const auto& [path, f] : files)
+      std::printf("  %16llu %16llu %16llu  %s\n", static_cast<unsigned long long>(header_of(f)),
+                  static_cast<unsigned long long>(f.tensor_bytes), static_cast<unsigned long long>(f.file_size), path.c_str());
+  }
   return 0;
 }
 
@@ -454,7 +488,8 @@ int cmd_tensor(const std::vector<std::string>& args) {
 
 int cmd_diff(const std::vector<std::string>& args) {
   po::options_description extra;
-  extra.add_options()("exit-code", po::bool_switch(), "exit 1 when the files differ, 0 when they do not (for scripts)");
+  extra.add_options()("exit-code", po::bool_switch(), "exit 1 when the files differ, 0 when they do not (for scripts)")(
+      "shard-only", po::bool_switch(), "compare the files named, not the models their sets hold");
   auto a = two_args(args, "b", "the second GGUF file",
                     "usage: ggufkit diff A B [--json] [--exit-code]\n\n"
                     "Everything by which B differs from A: version, byte order, alignment, metadata\n"
@@ -462,16 +497,20 @@ int cmd_diff(const std::vector<std::string>& args) {
                     "new key), key order, tensor records, tensor order, tensor bytes (by xxHash64),\n"
                     "tensor offsets, non-zero padding and bytes after the end. What follows from a\n"
                     "difference (offsets after a longer value) is not listed again. Exit status 0\n"
-                    "whether or not they differ, unless --exit-code.",
+                    "whether or not they differ, unless --exit-code.\n\n"
+                    "A shard of a set stands for the whole model its set holds, so a set compares\n"
+                    "with the file it was split from; the models are then compared, not where their\n"
+                    "bytes lie (offsets, padding). --shard-only compares the two files named.",
                     extra);
   if (!a) return 0;
-  Scanned x = scan_file(a->file), y = scan_file(a->second);
-  note_shard_alone(a->file, "diff");
-  note_shard_alone(a->second, "diff");
-  std::vector<Difference> diffs = diff_files(x, y);
+  const bool shard_only = a->vm["shard-only"].as<bool>();
+  Loaded x = load_model(a->file, shard_only), y = load_model(a->second, shard_only);
+  const bool sets = x.files > 1 || y.files > 1;
+  std::vector<Difference> diffs = diff_files(x.s, y.s, !sets);
   auto text = [](const std::optional<Value>& v, const std::string& t) { return v ? brief_value(*v) : t; };
   if (a->json) {
-    std::cout << "{\"same\": " << (diffs.empty() ? "true" : "false") << ", \"differences\": [";
+    std::cout << "{\"same\": " << (diffs.empty() ? "true" : "false") << ", \"a_files\": " << x.files
+              << ", \"b_files\": " << y.files << ", \"differences\": [";
     for (size_t i = 0; i < diffs.size(); ++i) {
       const Difference& d = diffs[i];
       std::cout << (i ? ",\n  " : "\n  ") << "{\"change\": \"" << d.kind << "\"";
@@ -484,6 +523,10 @@ int cmd_diff(const std::vector<std::string>& args) {
     }
     std::cout << "]}\n";
   } else {
+    if (sets)
+      std::printf("A is %s, B is %s: the models are compared, not their files' layouts\n",
+                  x.files > 1 ? ("a shard set: " + std::to_string(x.files) + " files").c_str() : "one file",
+                  y.files > 1 ? ("a shard set: " + std::to_string(y.files) + " files").c_str() : "one file");
     for (const Difference& d : diffs) {
       std::string at = text(d.a, d.a_text), bt = text(d.b, d.b_text);
       std::printf("%-15s %s%s%s%s\n", d.kind.c_str(), d.key.c_str(), d.key.empty() || (at.empty() && bt.empty()) ? "" : ": ",

@@ -104,12 +104,28 @@ int cmd_map(const std::vector<std::string>& args) {
                      "magic version tensor_count kv_count kv_key kv_type kv_value tensor_info\n"
                      "padding tensor_data tensor_padding gap trailing (gap: bytes between a\n"
                      "tensor's padding and the next tensor; trailing: bytes after the end). The\n"
-                     "spans cover every byte of the file; the text form ends with their total.",
+                     "spans cover every byte of the file; the text form ends with their total.\n\n"
+                     "Given a shard of a set, the map of every shard in turn (--shard-only: the file\n"
+                     "named alone); --json then gives {\"files\": N, \"shards\": [{\"file\", \"map\"}]}.",
                      "print {\"file_size\", \"alignment\", \"data_offset\", \"spans\": [...]}");
   if (!a) return 0;
-  Scanned s = load(a->file);
-  note_shard_alone(a->file, "map");
-  print_map(s.layout, s.source_size, a->json);
+  std::optional<ShardSet> set = set_of(a->file, a->shard_only);
+  if (!set) {
+    Scanned s = load(a->file);
+    print_map(s.layout, s.source_size, a->json);
+    return 0;
+  }
+  const size_t n = set->shards.size();
+  if (a->json) std::cout << "{\"files\": " << n << ", \"shards\": [\n";
+  else std::printf("shard set: %zu files\n", n);
+  for (size_t k = 0; k < n; ++k) {
+    const Shard& sh = set->shards[k];
+    if (a->json) std::cout << (k ? ",\n" : "") << "{\"file\": " << json_string(sh.path) << ", \"map\": ";
+    else std::printf("\n== %s (shard %zu of %zu)\n", sh.path.c_str(), k + 1, n);
+    print_map(sh.file.layout, sh.file.source_size, a->json);
+    if (a->json) std::cout << "}";
+  }
+  if (a->json) std::cout << "\n]}\n";
   return 0;
 }
 

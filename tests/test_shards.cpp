@@ -371,17 +371,54 @@ TEST(SetEdits, AFailureOrAKillBeforeTheRenamesLeavesEveryShardAsItWas) {
   }
 }
 
-TEST(ShardSet, MapAccountAndDiffDescribeTheFileGivenAndSaySoForAShard) {
-  std::string shard = kSplits + "/by-count-00002-of-00003.gguf";
-  for (const char* cmd : {"map", "account"}) {
-    SCOPED_TRACE(cmd);
-    CliRun r = run_cli(std::string(cmd) + " " + shard);
-    ASSERT_EQ(r.code, 0) << r.err;
-    EXPECT_NE(r.err.find("ggufkit: note: " + shard + ": shard 2 of a set of 3 files; " + cmd + " describes this file alone"),
-              std::string::npos) << r.err;
+TEST(ShardSet, MapAccountAndDiffGivenAnyShardDescribeEveryFileOfTheSet) {
+  auto path = [](int k) { return kSplits + "/" + shard_path("by-count", k, 3); };
+  const uint64_t sizes[] = {fs::file_size(path(1)), fs::file_size(path(2)), fs::file_size(path(3))};
+  // map: every shard's own map in turn, each ending with its file's total.
+  CliRun m = run_cli("map " + path(2));
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_EQ(m.out.rfind("shard set: 3 files\n", 0), 0u) << m.out.substr(0, 100);
+  size_t at = 0;
+  for (int k = 1; k <= 3; ++k) {
+    size_t head = m.out.find("== " + path(k) + " (shard " + std::to_string(k) + " of 3)\n", at);
+    ASSERT_NE(head, std::string::npos) << k;
+    EXPECT_NE(m.out.find("file size " + std::to_string(sizes[k - 1]) + "\n", head), std::string::npos) << k;
+    at = head;
   }
-  EXPECT_NE(run_cli("map " + shard).out.find("total 43584 bytes in 30 spans; file size 43584"), std::string::npos);
-  CliRun d = run_cli("diff " + shard + " " + kSplits + "/by-count-00003-of-00003.gguf");
-  EXPECT_NE(d.err.find("shard 3 of a set of 3 files; diff describes this file alone"), std::string::npos) << d.err;
-  EXPECT_EQ(run_cli("map " + kSplits + "/tiny-llama.gguf").err, "");  // a lone file: nothing to say
+  EXPECT_NE(m.out.find("total 43584 bytes in 30 spans; file size 43584\n"), std::string::npos);
+  CliRun mj = run_cli("map " + path(3) + " --json");
+  EXPECT_EQ(mj.out.rfind("{\"files\": 3, \"shards\": [\n{\"file\": \"" + path(1) + "\", \"map\": {\"file_size\": " +
+                             std::to_string(sizes[0]) + ",", 0), 0u) << mj.out.substr(0, 200);
+  CliRun alone = run_cli("map " + path(2) + " --shard-only");
+  EXPECT_EQ(alone.out.find("shard set"), std::string::npos);
+  EXPECT_EQ(std::count(alone.out.begin(), alone.out.end(), '\n'), 1 + 30 + 1);
+
+  // account: the figures of the three files added up; the tensors are the single file's.
+  CliRun one = run_cli("account " + kSplits + "/tiny-llama.gguf --json");
+  CliRun a = run_cli("account " + path(3) + " --json");
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_NE(a.out.find("\"file_size\": " + std::to_string(sizes[0] + sizes[1] + sizes[2]) + ", \"left_over\": 0, \"tensors\": 21, "
+                       "\"contiguous\": 21,"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("\"tensor_bytes\": 4454656,"), std::string::npos);
+  EXPECT_NE(one.out.find("\"tensor_bytes\": 4454656,"), std::string::npos);
+  EXPECT_NE(a.out.find("\"files\": 3, \"shards\": [{\"file\": \"" + path(1) + "\", \"header\": 724704, \"tensor_bytes\": 4377088, "
+                       "\"file_size\": " + std::to_string(sizes[0]) + "}, "), std::string::npos) << a.out;
+  EXPECT_NE(one.out.find("\"files\": 1}"), std::string::npos);
+  EXPECT_EQ(run_cli("account " + path(1)).out.rfind("shard set: 3 files", 0), 0u);
+
+  // diff: a set against the file it was split from is the same model; llama.cpp's merge
+  // kept the split keys.
+  CliRun same = run_cli("diff " + path(2) + " " + kSplits + "/tiny-llama.gguf --exit-code");
+  EXPECT_EQ(same.code, 0) << same.out;
+  EXPECT_NE(same.out.find("A is a shard set: 3 files, B is one file"), std::string::npos) << same.out;
+  EXPECT_NE(same.out.find("no differences"), std::string::npos);
+  CliRun merged = run_cli("diff " + path(1) + " " + kSplits + "/merged-by-llama.gguf --json");
+  EXPECT_NE(merged.out.find("\"a_files\": 3, \"b_files\": 1,"), std::string::npos);
+  for (const char* key : {"split.no", "split.count", "split.tensors.count"})
+    EXPECT_NE(merged.out.find(std::string("{\"change\": \"added\", \"key\": \"") + key + "\""), std::string::npos) << key;
+  EXPECT_EQ(std::count(merged.out.begin(), merged.out.end(), '\n'), 1 + 3);  // the three keys, one per line
+  // --shard-only: the two files named, which hold different tensors.
+  CliRun files = run_cli("diff " + path(2) + " " + path(3) + " --shard-only --json");
+  EXPECT_NE(files.out.find("\"a_files\": 1, \"b_files\": 1,"), std::string::npos);
+  EXPECT_NE(files.out.find("{\"change\": \"tensor_removed\", \"key\": \"blk.0."), std::string::npos) << files.out;
 }

@@ -307,7 +307,7 @@ std::string filler_bytes(const Scanned& s, std::initializer_list<SpanKind> kinds
 }
 }  // namespace
 
-std::vector<Difference> diff_files(const Scanned& x, const Scanned& y) {
+std::vector<Difference> diff_files(const Scanned& x, const Scanned& y, bool layouts) {
   std::vector<Difference> out;
   auto add = [&](std::string kind, std::string key, std::optional<Value> a, std::optional<Value> b, std::string at = "",
                  std::string bt = "") {
@@ -366,7 +366,7 @@ std::vector<Difference> diff_files(const Scanned& x, const Scanned& y) {
     const Tensor& u = mb.tensors[it->second];
     if (record(t) != record(u)) add("tensor_changed", t.name, std::nullopt, std::nullopt, record(t), record(u));
     else if (hash_tensor(t, HashAlgo::xxh64) != hash_tensor(u, HashAlgo::xxh64)) add("tensor_bytes", t.name, std::nullopt, std::nullopt);
-    if (x.layout.tensor_offsets[i] != y.layout.tensor_offsets[it->second] && x.layout.alignment == y.layout.alignment)
+    if (layouts && x.layout.tensor_offsets[i] != y.layout.tensor_offsets[it->second] && x.layout.alignment == y.layout.alignment)
       add("tensor_offset", t.name, Value::of_u64(x.layout.tensor_offsets[i]), Value::of_u64(y.layout.tensor_offsets[it->second]));
   }
   for (const Tensor& t : mb.tensors) {
@@ -376,6 +376,7 @@ std::vector<Difference> diff_files(const Scanned& x, const Scanned& y) {
     else add("tensor_added", t.name, std::nullopt, std::nullopt, "", record(t));
   }
   if (ta != tb) add("tensor_order", "", std::nullopt, std::nullopt, "", "");
+  if (!layouts) return out;
   // Bytes no field describes: non-zero padding, bytes after the end.
   std::string pa = filler_bytes(x, {SpanKind::padding, SpanKind::tensor_padding, SpanKind::gap}, true);
   std::string pb = filler_bytes(y, {SpanKind::padding, SpanKind::tensor_padding, SpanKind::gap}, true);

@@ -104,7 +104,9 @@ struct Difference {
 };
 // Everything by which two files differ but for what follows from it: a longer value moves
 // the offsets after it, and that is not listed again. Tensor bytes are compared by xxHash64.
-std::vector<Difference> diff_files(const Scanned& a, const Scanned& b);
+// Without `layouts`, only the models are compared, not where their bytes lie (tensor
+// offsets, padding, bytes after the end): a shard set's offsets start again in each file.
+std::vector<Difference> diff_files(const Scanned& a, const Scanned& b, bool layouts = true);
 
 struct Finding {
   std::string code;      // "truncated", "nonzero_padding", "token_id", ...
