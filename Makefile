@@ -10,7 +10,7 @@ BENCH_RUNS ?= 5
 CORPUS ?= ../shared/corpus
 # -Werror in CI (CI=true), plain warnings by hand.
 WERROR := $(if $(filter true,$(CI)),ON,OFF)
-DEBS := cmake g++ make libboost-program-options-dev libboost-iostreams-dev libyaml-cpp-dev libgtest-dev libxxhash-dev
+DEBS := cmake g++ make libboost-program-options-dev libboost-iostreams-dev libyaml-cpp-dev libgtest-dev libxxhash-dev python3-jinja2
 FUZZ_DEBS := clang libclang-rt-14-dev
 # The interop tests' npm packages, pinned, installed outside the source tree.
 NPM_DIR ?= $(HOME)/.cache/ggufkit-interop
@@ -75,8 +75,9 @@ fuzz: build
 	  $(BUILD)/ggufkit write $$f -o $(FUZZ_BUILD)/seeds/binary/$$(basename $$f .yaml).gguf; done
 	cp examples/*.yaml examples/broken/*.yaml tests/fuzz/regressions/sketch-*.yaml $(FUZZ_BUILD)/seeds/sketch/
 	cp examples/patches/*.yaml $(FUZZ_BUILD)/seeds/patch/
-	for t in reader roundtrip sketch patch; do \
-	  case $$t in reader|roundtrip) seeds="$(FUZZ_BUILD)/seeds/binary $(CORPUS)/vocab";; *) seeds=$(FUZZ_BUILD)/seeds/$$t;; esac; \
+	for t in reader roundtrip sketch patch template; do \
+	  case $$t in reader|roundtrip) seeds="$(FUZZ_BUILD)/seeds/binary $(CORPUS)/vocab";; \
+	    template) seeds=$(CORPUS)/templates;; *) seeds=$(FUZZ_BUILD)/seeds/$$t;; esac; \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
 	  $(FUZZ_BUILD)/fuzz_$$t $(FUZZ_BUILD)/corpus/$$t $$seeds -max_total_time=$(FUZZ_SECONDS) \
 	    -rss_limit_mb=2048 -timeout=10 -max_len=65536 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/crash-$$t- \

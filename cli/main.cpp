@@ -18,6 +18,7 @@
 #include "ggufkit/byteorder.h"
 #include "ggufkit/error.h"
 #include "ggufkit/inspect.h"
+#include "ggufkit/jinja.h"
 #include "ggufkit/output.h"
 #include "ggufkit/patch.h"
 #include "ggufkit/path.h"
@@ -178,6 +179,7 @@ struct RewriteJob {
   std::string in, out;
   bool in_place = false, dry_run = false, verify = true, json = false, force = false, allow_broken = false;
   bool always_write = false;            // rewrite: writing the same model is the point
+  bool template_check = true;           // edit: every template set must parse (--no-template-check)
   std::optional<ByteOrder> byte_order;  // convert
   Patch patch;
 };
@@ -187,8 +189,26 @@ const char* order_name(ByteOrder o) { return o == ByteOrder::big ? "big-endian" 
 // What llama.cpp would refuse in the model about to be written and did not in the source
 // (validate's rules, check_model): refused before anything is written, unless
 // --allow-broken. A source's own faults do not stop an edit, which may be their fix.
-void check_result(const RewriteJob& job, const std::vector<Finding>& was, const Model& model) {
+//
+// Before that, every chat template the edit sets must parse as Jinja, as llama.cpp and
+// Hugging Face parse it: a syntax error is refused with its line and column, unless
+// --no-template-check.
+void check_result(const RewriteJob& job, const std::vector<Finding>& was, const Model& model,
+                  const std::vector<Change>& changes) {
   std::string bad;
+  for (const Change& c : changes) {
+    if (!c.after || c.after->type != ValueType::string || !is_template_key(c.key)) continue;
+    try {
+      jinja::parse(c.after->str);
+    } catch (const jinja::SyntaxError& e) {
+      if (!job.template_check) note(job.in, "written anyway (--no-template-check): " + c.key + ": " + e.what());
+      else bad += "\n  [template_syntax] " + c.key + ": " + e.what();
+    }
+  }
+  if (!bad.empty())
+    throw Error(Error::Kind::format, job.in, std::nullopt, "",
+                "refusing to write a chat template that does not parse as Jinja:" + bad +
+                    "\nnothing was written; give --no-template-check to write it anyway");
   for (const Finding& f : check_model(model, Layout{}, true)) {  // no spans: the rules, not their offsets
     if (f.severity != "error") continue;
     if (std::any_of(was.begin(), was.end(), [&](const Finding& w) { return w.code == f.code && w.message == f.message; }))
@@ -220,7 +240,7 @@ int run_set_rewrite(const RewriteJob& job, ShardSet& set) {
   const std::vector<Finding> was = check_model(whole, Layout{}, true);
   const uint32_t alignment_before = whole.alignment();
   std::vector<Change> changes = apply_patch(whole, job.patch);
-  check_result(job, was, whole);
+  check_result(job, was, whole, changes);
   const uint32_t alignment = whole.alignment();
   const bool every = alignment != alignment_before || job.always_write;
   if (changes.empty() && !every) {
@@ -302,7 +322,7 @@ int run_rewrite(const RewriteJob& job) {
                      job.byte_order ? (std::string(" (already ") + order_name(model.order) + ")").c_str() : "");
     return 0;
   }
-  check_result(job, was, model);
+  check_result(job, was, model, changes);
   // What the source had beyond its fields goes only where the data is re-laid: say so.
   uint64_t dropped = 0;
   if (!keeps_tail(model, plan(model)))
@@ -426,7 +446,10 @@ int cmd_edit(const std::vector<std::string>& args) {
       "rename", po::value<std::vector<std::string>>()->composing(), "OLD=NEW: rename a key")(
       "chat-template-file", po::value<std::string>(), "set tokenizer.chat_template from a file")(
       "eos-token-id", po::value<std::string>(), "set tokenizer.ggml.eos_token_id")(
-      "alignment", po::value<std::string>(), "re-lay the data at this alignment (a power of two, or 'default')");
+      "alignment", po::value<std::string>(), "re-lay the data at this alignment (a power of two, or 'default')")(
+      "no-template-check", po::bool_switch(),
+      "write a chat template even if it does not parse as Jinja (a syntax error is otherwise refused, with its "
+      "line and column)");
   add_output_options(desc);
   po::positional_options_description pos;
   pos.add("file", 1);
@@ -443,6 +466,7 @@ int cmd_edit(const std::vector<std::string>& args) {
                               "  alignment: 64\n\n") + kSafety);
   if (!vm) return 0;
   RewriteJob job = job_of(*vm);
+  job.template_check = !(*vm)["no-template-check"].as<bool>();
   if (vm->count("patch")) job.patch = read_patch((*vm)["patch"].as<std::string>());
   auto pair = [](const std::string& s, const char* opt) {
     auto eq = s.find('=');

@@ -172,7 +172,7 @@ class Validator {
       if (!is_utf8(kv.key)) add("invalid_utf8", "warning", value_at(i, "kv_key"), "key kv[" + std::to_string(i) + "] is not valid UTF-8");
       if (v.type == ValueType::string && !is_utf8(v.str))
         add("invalid_utf8", "warning", value_at(i), kv.key + ": the string is not valid UTF-8");
-      if (v.type == ValueType::string && kv.key.rfind("tokenizer.chat_template", 0) == 0 && v.str.find('\0') != std::string::npos)
+      if (v.type == ValueType::string && is_template_key(kv.key) && v.str.find('\0') != std::string::npos)
         add("template_nul", "error", value_at(i), kv.key + ": the template has a NUL byte at byte " +
                                                       std::to_string(v.str.find('\0')) + "; llama.cpp cuts it there");
       if (v.type == ValueType::boolean && v.bits > 1)

@@ -53,6 +53,10 @@ inline constexpr uint32_t kDefaultAlignment = 32;
 inline constexpr uint32_t kMaxDims = 4;
 inline constexpr uint64_t kMaxTensorName = 63;  // names must be shorter than 64 bytes
 inline constexpr const char* kAlignmentKey = "general.alignment";
+// tokenizer.chat_template and the named ones, tokenizer.chat_template.NAME.
+inline bool is_template_key(std::string_view key) {
+  return key == "tokenizer.chat_template" || key.starts_with("tokenizer.chat_template.");
+}
 
 inline bool is_power_of_two(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
 std::optional<uint64_t> checked_add(uint64_t a, uint64_t b);

@@ -1,0 +1,117 @@
+#pragma once
+
+// A parser for the Jinja that chat templates are written in, with jinja2's syntax and its
+// line numbers, as Hugging Face configures it (trim_blocks, lstrip_blocks, loop controls,
+// the `generation` tag). It knows nothing of GGUF: it turns template text into a tree, or
+// into a SyntaxError with the line, the column and what was expected.
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace ggufkit::jinja {
+
+struct SyntaxError : std::runtime_error {
+  SyntaxError(int line, int column, const std::string& what);
+  int line, column;     // from 1, as jinja2 counts lines (after its newline normalisation)
+  std::string message;  // without the position
+};
+
+struct Options {
+  bool trim_blocks = true;    // drop the first newline after a block tag
+  bool lstrip_blocks = true;  // drop spaces and tabs before a block tag at the start of a line
+  size_t max_size = 4u << 20;   // bytes of template text
+  unsigned max_depth = 200;     // nesting of blocks and expressions, so no input exhausts the stack
+};
+
+struct None {};
+using Literal = std::variant<None, bool, int64_t, double, std::string>;
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+// Arguments of a call, a filter or a test.
+struct Args {
+  std::vector<ExprPtr> positional;
+  std::vector<std::pair<std::string, ExprPtr>> keywords;
+  ExprPtr star, double_star;  // *args, **kwargs
+};
+
+struct Expr {
+  enum class Kind {
+    literal,  // value
+    name,     // name
+    list,     // kids: items
+    tuple,    // kids: items
+    dict,     // kids: key, value, key, value, ...
+    attr,     // kids[0].name
+    item,     // kids[0][kids[1]]
+    slice,    // kids: start, stop, step (each may be null); only as an item's index
+    call,     // kids[0](args)
+    filter,   // kids[0] | name(args); kids[0] null in a filter block
+    test,     // kids[0] is [not] name(args)
+    unary,    // name ("not", "-", "+") kids[0]
+    binary,   // kids[0] name kids[1]; name one of + - * / // % ** ~ and or
+    compare,  // kids[0] ops[0] kids[1] ops[1] kids[2] ...; ops == != < <= > >= in notin
+    cond,     // kids[0] if kids[1] else kids[2] (may be null)
+  };
+  Kind kind;
+  int line = 0;
+  std::string name;
+  Literal value;
+  std::vector<ExprPtr> kids;
+  std::vector<std::string> ops;
+  Args args;
+  bool negated = false;  // test: `is not`
+};
+
+struct Node;
+using NodePtr = std::unique_ptr<Node>;
+using Body = std::vector<NodePtr>;
+
+struct Node {
+  enum class Kind {
+    text,          // text: template data, whitespace control applied
+    output,        // exprs: the expressions printed ({{ }} or {% print %})
+    for_loop,      // exprs: target, iterable, filter (may be null); bodies: body, else; recursive
+    if_block,      // exprs: one test per branch; bodies: one per branch, then else
+    set,           // exprs: target, value
+    set_block,     // exprs: target, filter (may be null); bodies: body
+    macro,         // name; params; defaults (for the last params); bodies: body
+    call_block,    // exprs: the call; params; defaults; bodies: body
+    filter_block,  // exprs: the filter chain; bodies: body
+    with_block,    // params/defaults: targets and values as exprs (exprs); bodies: body
+    generation,    // bodies: body (Hugging Face's tag; renders its body)
+    loop_break,
+    loop_continue,
+    block,         // name; bodies: body
+    extends,       // exprs: template
+    include,       // exprs: template
+    import,        // exprs: template; name: the alias
+    from_import,   // exprs: template; params: names imported (alias after '=')
+    autoescape,    // exprs: setting; bodies: body
+  };
+  Kind kind;
+  int line = 0;
+  std::string text, name;
+  std::vector<ExprPtr> exprs;
+  std::vector<Body> bodies;
+  std::vector<std::string> params;
+  std::vector<ExprPtr> defaults;
+  bool recursive = false;
+};
+
+struct Template {
+  Body body;
+};
+
+// Throws SyntaxError for anything jinja2 would refuse when parsing (not when rendering:
+// an unknown filter or an undefined name is a render-time matter).
+Template parse(std::string_view source, const Options& options = {});
+
+}  // namespace ggufkit::jinja

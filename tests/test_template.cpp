@@ -1,0 +1,275 @@
+// The Jinja parser against Python's jinja2 (Debian's python3-jinja2, set up as Hugging Face
+// sets it up: tests/template/jinja_oracle.py): every real template parses in both, and
+// every broken one is refused by both on the same line.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "ggufkit/jinja.h"
+#include "helpers.h"
+
+using namespace testing_helpers;
+namespace fs = std::filesystem;
+namespace jj = ggufkit::jinja;
+
+namespace {
+
+std::string slurp_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// What a parser says of a template: "ok", or "error LINE".
+std::string ours(const std::string& text) {
+  try {
+    jj::parse(text);
+    return "ok";
+  } catch (const jj::SyntaxError& e) {
+    return "error " + std::to_string(e.line);
+  }
+}
+
+// jinja2's verdict on each file, with its message after the line.
+std::vector<std::string> oracle(const std::vector<std::string>& files) {
+  std::string args;
+  for (const auto& f : files) args += " '" + f + "'";
+  CliRun r = run_cli(args, "", "python3 " + std::string(GGUFKIT_SOURCE) + "/tests/template/jinja_oracle.py");
+  EXPECT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> lines;
+  std::istringstream in(r.out);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  EXPECT_EQ(lines.size(), files.size()) << r.err;
+  lines.resize(files.size());
+  return lines;
+}
+
+std::string verdict(const std::string& oracle_line) {  // "error 3 message" -> "error 3"
+  size_t sp = oracle_line.find(' ', 6);
+  return oracle_line.rfind("error ", 0) == 0 ? oracle_line.substr(0, sp) : oracle_line;
+}
+
+// Templates jinja2 refuses, each for its own reason; the text before them moves the
+// error's line.
+const std::vector<std::string> kBroken = {
+    "{% for m in messages %}\n{{ m.content }}\n",                  // an unclosed for
+    "text\n{% endfor %}",                                          // a stray endfor
+    "{{ x | }}",                                                   // a filter without a name
+    "a\n{{ \"abc }}\nb",                                           // an unterminated string
+    "{% if x %}\n{% else %}\n{% else %}\n{% endif %}",             // two elses
+    "{% if %}{% endif %}",                                         // if without a test
+    "line\n{{ }}",                                                 // an empty print
+    "{% set %}",                                                   // set without a target
+    "{% set x = %}",                                               // set without a value
+    "{% for in xs %}{% endfor %}",                                 // for without a target
+    "{% for x xs %}{% endfor %}",                                  // for without in
+    "{{ x. }}",                                                    // an attribute without a name
+    "{{ x[ }}",                                                    // an index never closed
+    "{{ (1, 2 }}",                                                 // a tuple never closed
+    "\n\n{{ [1, 2 }}",                                             // a list never closed
+    "{{ {'a': 1 }}",                                               // a dict never closed
+    "{{ x | default( }}",                                          // a filter call never closed
+    "{% macro %}{% endmacro %}",                                   // a macro without a name
+    "{% macro m(a, %}{% endmacro %}",                              // a signature cut short
+    "{% macro m(a=1, b) %}{% endmacro %}",                         // a default before a non-default
+    "x\n{% endmacro %}",                                           // a stray endmacro
+    "{% if x %}\n{% endfor %}",                                    // the wrong end tag
+    "{% raw %}\nabc",                                              // raw never closed
+    "a\n{# comment",                                               // a comment never closed
+    "{{ x",                                                        // a print never closed
+    "{{ x is }}",                                                  // a test without a name
+    "{{ 1 + }}",                                                   // an operator without its right side
+    "{{ x if y else }}",                                           // else without a value
+    "{% filter %}{% endfilter %}",                                 // a filter block without a filter
+    "{% call %}{% endcall %}",                                     // a call block without a call
+    "{% call x %}{% endcall %}",                                   // a call block not calling
+    "{% frobnicate %}",                                            // an unknown tag
+    "{{ x ! y }}",                                                 // a character jinja2 does not know
+    "{% for x in xs %}{% endif %}{% endfor %}",                    // endif inside for
+    "{{ 'a' ~ }}",                                                 // ~ without its right side
+    "{% elif x %}",                                                // a stray elif
+    "{{ a = 1 }}",                                                 // assignment in a print
+    "{% set 'a' = 1 %}",                                           // assignment to a literal
+    "{{ f(a=1, 2) }}",                                             // a positional after a keyword
+    "{{ x ) }}",                                                   // a closing bracket without an opening
+    "{% for x in xs %}\n{% generation %}\n{% endfor %}",           // generation never closed
+    "{{ x is defined is defined }}",                               // chained tests
+    "{% with a %}{% endwith %}",                                   // with without a value
+    "{% block a-b %}{% endblock %}",                               // a block name with a hyphen
+};
+
+}  // namespace
+
+TEST(JinjaParser, EveryCorpusTemplateParsesInBothParsers) {
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(corpus("templates")))
+    if (e.path().extension() == ".jinja") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  ASSERT_EQ(files.size(), 42u);
+  std::vector<std::string> theirs = oracle(files);
+  for (size_t i = 0; i < files.size(); ++i) {
+    SCOPED_TRACE(files[i]);
+    EXPECT_EQ(theirs[i], "ok");
+    std::string text = slurp_text(files[i]);
+    try {
+      jj::Template t = jj::parse(text);
+      EXPECT_FALSE(t.body.empty());
+    } catch (const jj::SyntaxError& e) {
+      ADD_FAILURE() << e.what();
+    }
+  }
+}
+
+TEST(JinjaParser, BrokenTemplatesAreRefusedByBothOnTheSameLine) {
+  // The hand-made ones, then each corpus template with its last end tag taken out and
+  // cut off inside its last tag: whatever jinja2 says of those, so must we.
+  std::vector<std::string> texts = kBroken;
+  for (const auto& e : fs::directory_iterator(corpus("templates"))) {
+    if (e.path().extension() != ".jinja") continue;
+    std::string t = slurp_text(e.path().string());
+    for (const char* end : {"endfor", "endif", "endmacro"})
+      if (size_t at = t.rfind(end); at != std::string::npos) {
+        size_t open = t.rfind("{%", at), close = t.find("%}", at);
+        if (open != std::string::npos && close != std::string::npos) texts.push_back(t.substr(0, open) + t.substr(close + 2));
+      }
+    if (size_t at = t.rfind("{{"); at != std::string::npos) texts.push_back(t.substr(0, at + 4));
+  }
+  std::vector<std::string> files;
+  std::string dir = temp_path("jinja-broken");
+  fs::create_directories(dir);
+  for (size_t i = 0; i < texts.size(); ++i) {
+    files.push_back(dir + "/" + std::to_string(i) + ".jinja");
+    std::ofstream(files.back(), std::ios::binary) << texts[i];
+  }
+  std::vector<std::string> theirs = oracle(files);
+  size_t refused = 0, agreed = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    SCOPED_TRACE(texts[i].substr(0, 200));
+    std::string mine = ours(texts[i]);
+    EXPECT_EQ(mine, verdict(theirs[i])) << "jinja2: " << theirs[i];
+    agreed += mine == verdict(theirs[i]);
+    if (i < kBroken.size()) {
+      EXPECT_NE(theirs[i], "ok") << "case " << i << " is not broken for jinja2";
+    }
+    refused += theirs[i] != "ok";
+  }
+  std::printf("[ jinja2 ] %zu templates (%zu hand-made), %zu refused by jinja2, %zu verdicts agree\n", texts.size(),
+              kBroken.size(), refused, agreed);
+  EXPECT_GE(refused, 30u);
+}
+
+TEST(JinjaParser, AnErrorGivesLineColumnAndWhatWasExpected) {
+  try {
+    jj::parse("hello\n{% for x in %}\n{% endfor %}");
+    FAIL() << "parsed";
+  } catch (const jj::SyntaxError& e) {
+    EXPECT_EQ(e.line, 2);
+    EXPECT_EQ(e.column, 13);  // the %} where the iterable should be
+    EXPECT_EQ(e.message, "Expected an expression, got 'end of statement block'");
+    EXPECT_EQ(std::string(e.what()), "line 2, column 13: Expected an expression, got 'end of statement block'");
+  }
+  try {
+    jj::parse("{% set x = [1, 2 %}");
+    FAIL() << "parsed";
+  } catch (const jj::SyntaxError& e) {
+    EXPECT_EQ(e.line, 1);
+    EXPECT_EQ(e.column, 19);  // inside the open '[', '%}' is no end of tag: '%' is an operator, '}' a stray
+    EXPECT_EQ(e.message, "unexpected '}', expected ']'");  // jinja2's words
+  }
+}
+
+TEST(JinjaParser, WhitespaceControlIsAppliedAsHuggingFaceSetsItUp) {
+  // lstrip_blocks takes the indent before a block tag, trim_blocks the newline after it;
+  // `-` strips all whitespace on its side, `+` keeps the indent.
+  jj::Template t = jj::parse("  {% if x %}\nA\n  {% endif %}\nB {{- y -}} \n C\n  {%+ if z %}{% endif %}");
+  ASSERT_EQ(t.body.size(), 5u);
+  EXPECT_EQ(t.body[0]->kind, jj::Node::Kind::if_block);
+  ASSERT_EQ(t.body[0]->bodies[0].size(), 1u);
+  EXPECT_EQ(t.body[0]->bodies[0][0]->text, "A\n");
+  EXPECT_EQ(t.body[1]->text, "B");
+  EXPECT_EQ(t.body[2]->kind, jj::Node::Kind::output);
+  EXPECT_EQ(t.body[3]->text, "C\n  ");
+  EXPECT_EQ(t.body[4]->kind, jj::Node::Kind::if_block);
+  // Newlines are normalised and one trailing newline dropped, as jinja2 does.
+  jj::Template r = jj::parse("a\r\nb\r\n");
+  ASSERT_EQ(r.body.size(), 1u);
+  EXPECT_EQ(r.body[0]->text, "a\nb");
+  // Raw text is kept as written.
+  jj::Template raw = jj::parse("{% raw %}{{ x }}{% endraw %}");
+  ASSERT_EQ(raw.body.size(), 1u);
+  EXPECT_EQ(raw.body[0]->text, "{{ x }}");
+}
+
+TEST(JinjaParser, ExpressionsKeepJinjaPrecedence) {
+  jj::Template t = jj::parse("{{ a + b * c ~ d | upper if not e is defined else f[1:2] }}");
+  const jj::Expr& cond = *t.body[0]->exprs[0];
+  ASSERT_EQ(cond.kind, jj::Expr::Kind::cond);
+  const jj::Expr& concat = *cond.kids[0];
+  ASSERT_EQ(concat.kind, jj::Expr::Kind::binary);
+  EXPECT_EQ(concat.name, "+");  // + binds looser than ~, and ~ looser than *
+  EXPECT_EQ(concat.kids[1]->name, "~");
+  EXPECT_EQ(concat.kids[1]->kids[0]->name, "*");
+  EXPECT_EQ(concat.kids[1]->kids[1]->kind, jj::Expr::Kind::filter);  // the filter takes d alone
+  EXPECT_EQ(cond.kids[1]->kind, jj::Expr::Kind::unary);              // not (e is defined)
+  EXPECT_EQ(cond.kids[1]->kids[0]->kind, jj::Expr::Kind::test);
+  EXPECT_EQ(cond.kids[2]->kind, jj::Expr::Kind::item);
+  EXPECT_EQ(cond.kids[2]->kids[1]->kind, jj::Expr::Kind::slice);
+}
+
+TEST(JinjaParser, HostileTemplatesStopAtTheLimitsWithAnError) {
+  // Deep nesting of brackets, of operators and of blocks: an error, never a stack overflow.
+  std::string ifs;
+  for (int i = 0; i < 5000; ++i) ifs += "{% if x %}";
+  const std::string parens = "{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}";
+  for (const std::string& t : {parens, "{{ " + std::string(100000, '-') + "1 }}", "{{ " + std::string(300, '[') + " }}", ifs}) {
+    try {
+      jj::parse(t);
+      ADD_FAILURE() << "parsed " << t.substr(0, 40);
+    } catch (const jj::SyntaxError& e) {
+      EXPECT_EQ(e.line, 1);
+      EXPECT_NE(e.message.find("deeper than 200"), std::string::npos) << e.message;
+    }
+  }
+  // Width is not depth: a long name and a long flat list parse.
+  EXPECT_NO_THROW(jj::parse("{{ " + std::string(20000, 'n') + " }}"));
+  std::string flat = "{{ [";
+  for (int i = 0; i < 10000; ++i) flat += "1, ";
+  EXPECT_NO_THROW(jj::parse(flat + "] }}"));
+  jj::Options small;
+  small.max_size = 1000;
+  EXPECT_THROW(jj::parse(std::string(1001, 'x'), small), jj::SyntaxError);
+  EXPECT_NO_THROW(jj::parse(std::string(1000, 'x'), small));
+}
+
+TEST(JinjaParser, AnEditRefusesATemplateThatDoesNotParseUnlessTold) {
+  std::string dir = temp_path("jinja-edit");
+  fs::create_directories(dir);
+  const std::string bad = dir + "/bad.jinja", good = dir + "/good.jinja", out = dir + "/out.gguf";
+  std::ofstream(bad, std::ios::binary) << "{% for m in messages %}\n{{ m.content }\n{% endfor %}";
+  std::ofstream(good, std::ios::binary) << "{% for m in messages %}{{ m.content }}{% endfor %}";
+  CliRun r = run_cli("edit " + tiny_llama() + " --chat-template-file " + bad + " -o " + out);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("refusing to write a chat template that does not parse as Jinja:\n  [template_syntax] "
+                       "tokenizer.chat_template: line 2, column 14: unexpected '}'"),
+            std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+  // A named template is checked too, whichever way it is set.
+  CliRun named = run_cli("edit " + tiny_llama() + " --set 'tokenizer.chat_template.tool_use=\"{% if x %}\"' -o " + out);
+  EXPECT_EQ(named.code, 1);
+  EXPECT_NE(named.err.find("[template_syntax] tokenizer.chat_template.tool_use: line 1, column 11: Unexpected end of template."),
+            std::string::npos) << named.err;
+  EXPECT_FALSE(fs::exists(out));
+  // --no-template-check writes it, with a note; a template that parses goes through.
+  CliRun forced = run_cli("edit " + tiny_llama() + " --chat-template-file " + bad + " --no-template-check -o " + out);
+  EXPECT_EQ(forced.code, 0) << forced.err;
+  EXPECT_NE(forced.err.find("written anyway (--no-template-check): tokenizer.chat_template: line 2"), std::string::npos);
+  CliRun get = run_cli("meta " + out + " --json");
+  EXPECT_NE(get.out.find("{{ m.content }\\n"), std::string::npos);
+  fs::remove(out);
+  CliRun ok = run_cli("edit " + tiny_llama() + " --chat-template-file " + good + " -o " + out);
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(ok.err, "");
+}
