@@ -57,5 +57,7 @@ int cmd_tensor(const std::vector<std::string>& args);
 int cmd_diff(const std::vector<std::string>& args);
 int cmd_hash(const std::vector<std::string>& args);
 int cmd_validate(const std::vector<std::string>& args);
+int cmd_get(const std::vector<std::string>& args);
+int cmd_template(const std::vector<std::string>& args);
 
 }  // namespace ggufkit::cli

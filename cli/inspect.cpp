@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <set>
@@ -114,11 +115,18 @@ int cmd_show(const std::vector<std::string>& args) {
     std::cout << "}, \"head_size\": " << head_size(m) << ", \"vocabulary_size\": " << vocabulary_size(m)
               << ", \"tokenizer\": " << json_string(string_value(m, "tokenizer.ggml.model")) << ", \"special_tokens\": {";
     first = true;
-    for (const auto& [k, id] : special_tokens(m)) {
-      std::cout << (first ? "" : ", ") << json_string(k) << ": " << id;
+    for (const SpecialToken& t : special_tokens(m)) {
+      std::cout << (first ? "" : ", ") << json_string(t.name) << ": {\"id\": " << t.id
+                << ", \"text\": " << (t.text ? json_string(std::string(*t.text)) : "null")
+                << ", \"type\": " << (t.type ? json_string(token_type_name(*t.type)) : "null") << "}";
       first = false;
     }
-    std::cout << "}, \"chat_template\": " << (tmpl ? "true" : "false") << ", \"tensor_bytes\": " << bytes
+    auto flag = [&](const char* key) {
+      const Value* v = m.find(key);
+      return v && v->type == ValueType::boolean ? (v->bits ? "true" : "false") : "null";
+    };
+    std::cout << "}, \"add_bos_token\": " << flag("tokenizer.ggml.add_bos_token")
+              << ", \"add_eos_token\": " << flag("tokenizer.ggml.add_eos_token") << ", \"chat_template\": " << (tmpl ? "true" : "false") << ", \"tensor_bytes\": " << bytes
               << ", \"weights\": " << weights << ", \"bits_per_weight\": " << fixed(bpw, 4) << ", \"types\": [";
     for (size_t i = 0; i < mix.size(); ++i)
       std::cout << (i ? ", " : "") << "{\"type\": " << json_string(mix[i].type) << ", \"tensors\": " << mix[i].tensors
@@ -149,9 +157,17 @@ int cmd_show(const std::vector<std::string>& args) {
   if (m.find("tokenizer.ggml.tokens") || m.find("tokenizer.ggml.model")) {
     std::printf("\nvocabulary    %llu tokens (%s)\n", static_cast<unsigned long long>(vocabulary_size(m)),
                 string_value(m, "tokenizer.ggml.model").c_str());
-    std::string ids;
-    for (const auto& [k, id] : special_tokens(m)) ids += (ids.empty() ? "" : ", ") + k + " " + std::to_string(id);
-    if (!ids.empty()) std::printf("special ids   %s\n", ids.c_str());
+    auto tokens = special_tokens(m);
+    if (!tokens.empty()) std::printf("special tokens\n");
+    for (const SpecialToken& t : tokens)
+      std::printf("  %-10s %8llu  %-24s %s\n", t.name.c_str(), static_cast<unsigned long long>(t.id),
+                  t.text ? json_string(std::string(*t.text)).c_str() : "(not in the vocabulary)",
+                  t.type ? token_type_name(*t.type).c_str() : "");
+    std::string flags;
+    for (const char* which : {"bos", "eos"})
+      if (const Value* v = m.find(std::string("tokenizer.ggml.add_") + which + "_token"); v && v->type == ValueType::boolean)
+        flags += (flags.empty() ? "" : ", ") + std::string(which) + (v->bits ? " yes" : " no");
+    if (!flags.empty()) std::printf("adds tokens   %s\n", flags.c_str());
     std::printf("chat template %s\n", tmpl ? ("yes, " + std::to_string(tmpl->str.size()) + " bytes").c_str() : "no");
   }
   if (!mix.empty()) {
@@ -204,6 +220,92 @@ int cmd_meta(const std::vector<std::string>& args) {
     std::printf("%4zu  %s %s %s\n", i, col(kv.key, 40).c_str(), col(type, 14).c_str(), value.c_str());
   }
   return 0;
+}
+
+
+int cmd_get(const std::vector<std::string>& args) {
+  po::options_description extra;
+  extra.add_options()("shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
+  auto a = two_args(args, "key", "the metadata key",
+                    "usage: ggufkit get FILE KEY [--json]\n\n"
+                    "Prints one metadata value, for scripts: a string as it is stored (then a newline),\n"
+                    "a number or bool as text, an array one item per line. --json prints\n"
+                    "{\"key\", \"type\", \"items\", \"value\"}, typed. A key the file lacks exits 1.",
+                    extra);
+  if (!a) return 0;
+  Scanned s = load_model(a->file, a->vm["shard-only"].as<bool>()).s;
+  const Value* v = s.model.find(a->second);
+  if (!v) {
+    std::string near = nearest_key(s.model, a->second);
+    throw Error(Error::Kind::format, a->file, std::nullopt, a->second,
+                "no such key" + (near.empty() ? std::string() : " (did you mean " + near + "?)"));
+  }
+  if (a->json) {
+    std::cout << "{\"key\": " << json_string(a->second) << ", \"type\": \"" << value_type_name(v->type) << "\"";
+    if (v->type == ValueType::array) std::cout << ", \"items\": \"" << value_type_name(v->elem) << "\"";
+    std::cout << ", \"value\": " << value_json(*v) << "}\n";
+    return 0;
+  }
+  auto print = [](const Value& x) {
+    if (x.type == ValueType::string) std::fwrite(x.str.data(), 1, x.str.size(), stdout);
+    else if (x.type == ValueType::array) std::fputs(value_json(x).c_str(), stdout);
+    else std::fputs(number_text(x).c_str(), stdout);
+    std::fputc('\n', stdout);
+  };
+  if (v->type != ValueType::array) print(*v);
+  else if (v->elem == ValueType::string)
+    for (std::string_view item : v->strs) std::fwrite(item.data(), 1, item.size(), stdout), std::fputc('\n', stdout);
+  else
+    for (size_t i = 0; i < v->size(); ++i) print(v->at(i));
+  return 0;
+}
+
+int cmd_template(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file, or any shard of a set")(
+      "name", po::value<std::string>()->default_value("default"), "which template: tokenizer.chat_template.NAME")(
+      "list", po::bool_switch(), "name the templates the file has, with their sizes")(
+      "json", po::bool_switch(), "with --list: {\"templates\": [{\"name\", \"key\", \"bytes\"}]}")(
+      "shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  auto vm = parse(args, desc, pos,
+                  "usage: ggufkit template FILE [--name NAME] [--list]\n\n"
+                  "Prints a chat template exactly as the file stores it, byte for byte, with no\n"
+                  "newline added: tokenizer.chat_template, or tokenizer.chat_template.NAME with\n"
+                  "--name NAME. --list names the templates the file has.");
+  if (!vm) return 0;
+  const std::string file = (*vm)["file"].as<std::string>();
+  Scanned s = load_model(file, (*vm)["shard-only"].as<bool>()).s;
+  std::vector<const KV*> found;
+  for (const KV& kv : s.model.metadata)
+    if (is_template_key(kv.key) && kv.value.type == ValueType::string) found.push_back(&kv);
+  auto name_of = [](const std::string& key) {
+    return key == "tokenizer.chat_template" ? std::string("default") : key.substr(std::strlen("tokenizer.chat_template."));
+  };
+  if ((*vm)["list"].as<bool>()) {
+    if ((*vm)["json"].as<bool>()) {
+      std::cout << "{\"templates\": [";
+      for (size_t i = 0; i < found.size(); ++i)
+        std::cout << (i ? ", " : "") << "{\"name\": " << json_string(name_of(found[i]->key)) << ", \"key\": "
+                  << json_string(found[i]->key) << ", \"bytes\": " << found[i]->value.str.size() << "}";
+      std::cout << "]}\n";
+    } else {
+      for (const KV* kv : found) std::printf("%-16s %-40s %zu bytes\n", name_of(kv->key).c_str(), kv->key.c_str(), kv->value.str.size());
+      if (found.empty()) std::printf("no chat templates\n");
+    }
+    return 0;
+  }
+  const std::string name = (*vm)["name"].as<std::string>();
+  for (const KV* kv : found)
+    if (name_of(kv->key) == name) {
+      std::fwrite(kv->value.str.data(), 1, kv->value.str.size(), stdout);
+      return 0;
+    }
+  std::string have;
+  for (const KV* kv : found) have += (have.empty() ? "" : ", ") + name_of(kv->key);
+  throw Error(Error::Kind::format, file, std::nullopt, name == "default" ? "tokenizer.chat_template" : "tokenizer.chat_template." + name,
+              "the file has no such template" + (have.empty() ? std::string(" (it has none)") : " (it has: " + have + ")"));
 }
 
 int cmd_tensors(const std::vector<std::string>& args) {

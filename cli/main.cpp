@@ -45,6 +45,8 @@ const char* kUsage =
     "  show FILE              the summary: counts, alignment, architecture, hyperparameters,\n"
     "                         vocabulary, quant mix and bits per weight\n"
     "  meta FILE              every metadata entry: index, key, type, value (--full)\n"
+    "  get FILE KEY           one value, for scripts: a string raw, an array one item per line\n"
+    "  template FILE          a chat template byte for byte (--name NAME, --list)\n"
     "  tensors FILE           every tensor: name, dims, type, offset, bytes\n"
     "  stack FILE             the repeated blocks: tensor names, shapes, types, bytes\n"
     "  layer FILE N           block N tensor by tensor, and which blocks match it\n"
@@ -757,6 +759,8 @@ int main(int argc, char** argv) {
     if (cmd == "hash") return cmd_hash(args);
     if (cmd == "validate") return cmd_validate(args);
     if (cmd == "map") return cmd_map(args);
+    if (cmd == "get") return cmd_get(args);
+    if (cmd == "template") return cmd_template(args);
     if (cmd == "rewrite") return cmd_rewrite(args);
     if (cmd == "edit") return cmd_edit(args);
     if (cmd == "realign") return cmd_realign(args);

@@ -138,8 +138,10 @@ TEST(Inspect, ShowGivesTheSummaryOfTheTinyLlama) {
   EXPECT_EQ(j["head_size"].as<int>(), 16);  // 64 wide / 4 heads
   EXPECT_EQ(j["vocabulary_size"].as<int>(), 32000);
   EXPECT_EQ(j["tokenizer"].as<std::string>(), "llama");
-  EXPECT_EQ(j["special_tokens"]["eos"].as<int>(), 2);
-  EXPECT_EQ(j["special_tokens"]["bos"].as<int>(), 1);
+  EXPECT_EQ(j["special_tokens"]["eos"]["id"].as<int>(), 2);
+  EXPECT_EQ(j["special_tokens"]["eos"]["text"].as<std::string>(), "</s>");
+  EXPECT_EQ(j["special_tokens"]["eos"]["type"].as<std::string>(), "control");
+  EXPECT_EQ(j["special_tokens"]["bos"]["id"].as<int>(), 1);
   EXPECT_TRUE(j["chat_template"].as<bool>());
   // weights: 2 x 64x32000 (q8_0) + 5 x 64 (f32) + 2 x (64x64x2 + 64x32x2) (f16) + 2 x 3 x 64x128 (q8_0)
   uint64_t q8w = 2 * 64 * 32000 + 6 * 64 * 128, f16w = 2 * (64 * 64 * 2 + 64 * 32 * 2), f32w = 5 * 64;
@@ -151,7 +153,59 @@ TEST(Inspect, ShowGivesTheSummaryOfTheTinyLlama) {
   EXPECT_EQ(j["types"][0]["bytes"].as<uint64_t>(), q8w / 32 * 34);
   CliRun text = run_cli("show " + path);
   EXPECT_NE(text.out.find("file type     7 (MOSTLY_Q8_0)"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("special ids   bos 1, eos 2, unknown 0"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("special tokens\n"
+                          "  bos               1  \"<s>\"                    control\n"
+                          "  eos               2  \"</s>\"                   control\n"
+                          "  unknown           0  \"<unk>\"                  unknown\n"), std::string::npos) << text.out;
+}
+
+TEST(Inspect, ShowNamesEverySpecialTokenWithItsTextTypeAndTheAddFlags) {
+  // phi-3's vocabulary: eos and padding are <|endoftext|>; its template ends turns with <|end|>.
+  const std::string phi3 = corpus("vocab/ggml-vocab-phi-3.gguf");
+  YAML::Node j = json_of("show --json " + phi3);
+  EXPECT_EQ(j["special_tokens"]["eos"]["id"].as<int>(), 32000);
+  EXPECT_EQ(j["special_tokens"]["eos"]["text"].as<std::string>(), "<|endoftext|>");
+  EXPECT_EQ(j["special_tokens"]["padding"]["id"].as<int>(), 32000);
+  EXPECT_EQ(j["special_tokens"].size(), 4u);
+  EXPECT_TRUE(j["add_bos_token"].as<bool>());
+  EXPECT_FALSE(j["add_eos_token"].as<bool>());
+  CliRun text = run_cli("show " + phi3);
+  EXPECT_NE(text.out.find("  eos           32000  \"<|endoftext|>\"          control\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("adds tokens   bos yes, eos no\n"), std::string::npos);
+  // An id past the vocabulary says so instead of a text.
+  std::string out = temp_path("phi3-badid.gguf");
+  ASSERT_EQ(run_cli("edit " + phi3 + " --set tokenizer.ggml.eot_token_id=99999 --allow-broken -o " + out).code, 0);
+  EXPECT_NE(run_cli("show " + out).out.find("  eot           99999  (not in the vocabulary)"), std::string::npos);
+}
+
+TEST(Inspect, GetPrintsOneValueAndTemplatePrintsTheStoredBytes) {
+  const std::string phi3 = corpus("vocab/ggml-vocab-phi-3.gguf");
+  EXPECT_EQ(run_cli("get " + phi3 + " tokenizer.ggml.eos_token_id").out, "32000\n");
+  EXPECT_EQ(run_cli("get " + phi3 + " tokenizer.ggml.model").out, "llama\n");
+  EXPECT_EQ(run_cli("get " + phi3 + " tokenizer.ggml.add_bos_token --json").out,
+            "{\"key\": \"tokenizer.ggml.add_bos_token\", \"type\": \"bool\", \"value\": true}\n");
+  CliRun tokens = run_cli("get " + phi3 + " tokenizer.ggml.tokens");
+  EXPECT_EQ(std::count(tokens.out.begin(), tokens.out.end(), '\n'), 32064);  // one per line (a newline is the byte token <0x0A>)
+  EXPECT_NE(tokens.out.find("\n<|end|>\n"), std::string::npos);
+  CliRun missing = run_cli("get " + phi3 + " general.nam");
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("general.nam: no such key (did you mean general.name?)"), std::string::npos) << missing.err;
+  // template: the stored bytes, no newline added; --list and --name.
+  const ggufkit::Value* t = ggufkit::scan_file(phi3).model.find("tokenizer.chat_template");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(run_cli("template " + phi3).out, t->str);
+  EXPECT_EQ(run_cli("template " + phi3 + " --list --json").out,
+            "{\"templates\": [{\"name\": \"default\", \"key\": \"tokenizer.chat_template\", \"bytes\": " +
+                std::to_string(t->str.size()) + "}]}\n");
+  std::string two = temp_path("two-templates.gguf");
+  ASSERT_EQ(run_cli("edit " + phi3 + " --set 'tokenizer.chat_template.tool_use=\"{{ tools }}\"' -o " + two).code, 0);
+  EXPECT_EQ(run_cli("template " + two + " --name tool_use").out, "{{ tools }}");
+  CliRun list = run_cli("template " + two + " --list");
+  EXPECT_NE(list.out.find("tool_use         tokenizer.chat_template.tool_use         11 bytes\n"), std::string::npos) << list.out;
+  CliRun none = run_cli("template " + two + " --name rag");
+  EXPECT_EQ(none.code, 1);
+  EXPECT_NE(none.err.find("tokenizer.chat_template.rag: the file has no such template (it has: default, tool_use)"),
+            std::string::npos) << none.err;
 }
 
 TEST(Inspect, TensorsListsRecordsWithOffsetsFromTheDataStart) {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "ggufkit/error.h"
+#include "ggufkit/inspect.h"
 #include "ggufkit/text.h"
 #include "ggufkit/yaml_values.h"
 
@@ -206,31 +207,6 @@ class Applier : YamlReader {
            entry + ": the key '" + shown() + "' is not ASCII lower-case words with dots (as general.name); readers look keys up exactly");
   }
 
-  // The existing key nearest to `key` by edit distance, for "did you mean".
-  std::string nearest(const std::string& key) const {
-    std::string best;
-    size_t best_d = std::max<size_t>(2, key.size() / 4) + 1;
-    for (const KV& kv : m_.metadata) {
-      const std::string& k = kv.key;
-      std::vector<size_t> row(k.size() + 1);
-      for (size_t j = 0; j <= k.size(); ++j) row[j] = j;
-      for (size_t i = 1; i <= key.size(); ++i) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= k.size(); ++j) {
-          size_t up = row[j];
-          row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (key[i - 1] == k[j - 1] ? 0 : 1)});
-          diag = up;
-        }
-      }
-      if (row[k.size()] < best_d) {
-        best_d = row[k.size()];
-        best = k;
-      }
-    }
-    return best;
-  }
-
   KV* find(const std::string& key) {
     for (KV& kv : m_.metadata)
       if (kv.key == key) return &kv;
@@ -278,7 +254,7 @@ class Applier : YamlReader {
       kv->value = std::move(v);
     } else {
       if (!type && !spec) {
-        std::string near = nearest(s.key);
+        std::string near = nearest_key(m_, s.key);
         fail(n, entry, s.key + " is not in the file nor in the key registry" +
                            (near.empty() ? std::string() : " (did you mean " + near + "?)") +
                            "; to add it, give its type: --set-typed " + s.key + "=f32:VALUE on the command line, " +

@@ -198,16 +198,80 @@ uint64_t vocabulary_size(const Model& m) {
   return t ? t->size() : 0;
 }
 
-std::vector<std::pair<std::string, uint64_t>> special_tokens(const Model& m) {
-  std::vector<std::pair<std::string, uint64_t>> out;
-  const std::string prefix = "tokenizer.ggml.", suffix = "_token_id";
+namespace {
+const std::string kTokenPrefix = "tokenizer.ggml.", kTokenSuffix = "_token_id";
+}  // namespace
+
+const std::vector<std::string>& special_token_names() {
+  static const std::vector<std::string> names = {"bos",     "eos",     "eot",     "eom",     "unknown",
+                                                 "seperator", "padding", "cls",   "mask",    "fim_pre",
+                                                 "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep"};
+  return names;
+}
+
+std::string special_token_key(std::string_view name) {
+  if (name == "sep" || name == "separator") name = "seperator";  // llama.cpp's spelling
+  if (name == "pad") name = "padding";
+  if (name == "unk") name = "unknown";
+  const auto& names = special_token_names();
+  if (std::find(names.begin(), names.end(), name) == names.end()) return "";
+  return kTokenPrefix + std::string(name) + kTokenSuffix;
+}
+
+std::string token_type_name(int64_t type) {
+  static const char* const names[] = {"undefined", "normal", "unknown", "control", "user_defined", "unused", "byte"};
+  return type >= 0 && type < 7 ? names[type] : "type " + std::to_string(type);
+}
+
+std::vector<SpecialToken> special_tokens(const Model& m) {
+  std::vector<SpecialToken> known, other;
+  const Value* tokens = m.find("tokenizer.ggml.tokens");
+  const Value* types = m.find("tokenizer.ggml.token_type");
+  const auto& names = special_token_names();
   for (const KV& kv : m.metadata) {
-    if (kv.key.size() <= prefix.size() + suffix.size() || kv.key.compare(0, prefix.size(), prefix) != 0 ||
-        kv.key.compare(kv.key.size() - suffix.size(), suffix.size(), suffix) != 0 || !kv.value.is_integer())
+    const std::string& k = kv.key;
+    if (k.size() <= kTokenPrefix.size() + kTokenSuffix.size() || k.compare(0, kTokenPrefix.size(), kTokenPrefix) != 0 ||
+        k.compare(k.size() - kTokenSuffix.size(), kTokenSuffix.size(), kTokenSuffix) != 0 || !kv.value.is_integer())
       continue;
-    out.emplace_back(kv.key.substr(prefix.size(), kv.key.size() - prefix.size() - suffix.size()), kv.value.as_u64());
+    SpecialToken t{k.substr(kTokenPrefix.size(), k.size() - kTokenPrefix.size() - kTokenSuffix.size()), k, kv.value.as_u64(), {}, {}};
+    if (tokens && tokens->type == ValueType::array && tokens->elem == ValueType::string && t.id < tokens->strs.size())
+      t.text = tokens->strs[t.id];
+    if (types && types->type == ValueType::array && types->elem != ValueType::string && types->elem != ValueType::array &&
+        t.id < types->nums.size())
+      t.type = Value::scalar(types->elem, types->nums[t.id]).as_i64();
+    (std::find(names.begin(), names.end(), t.name) != names.end() ? known : other).push_back(std::move(t));
   }
-  return out;
+  std::stable_sort(known.begin(), known.end(), [&](const SpecialToken& a, const SpecialToken& b) {
+    return std::find(names.begin(), names.end(), a.name) < std::find(names.begin(), names.end(), b.name);
+  });
+  known.insert(known.end(), other.begin(), other.end());
+  return known;
+}
+
+std::string nearest_key(const Model& m, std::string_view key) {
+  std::string best;
+  size_t best_d = std::max<size_t>(2, key.size() / 4) + 1;
+  for (const KV& kv : m.metadata)
+    if (size_t d = edit_distance(key, kv.key); d < best_d) {
+      best_d = d;
+      best = kv.key;
+    }
+  return best;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
 }
 
 std::optional<std::pair<uint64_t, std::string>> block_of(const std::string& name) {

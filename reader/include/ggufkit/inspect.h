@@ -36,8 +36,28 @@ std::vector<Hyperparameter> hyperparameters(const Model& m);
 // The attention head size: {arch}.attention.key_length, or embedding / heads; 0 if unknown.
 uint64_t head_size(const Model& m);
 
-// Special token ids present in the file: label ("eos") and id.
-std::vector<std::pair<std::string, uint64_t>> special_tokens(const Model& m);
+// A special token id in the file (tokenizer.ggml.NAME_token_id), named as llama.cpp names
+// it (bos, eos, eot, ...), with the token's text and type when the id is in the vocabulary.
+struct SpecialToken {
+  std::string name, key;
+  uint64_t id = 0;
+  std::optional<std::string_view> text;  // a view of the model's vocabulary
+  std::optional<int64_t> type;           // tokenizer.ggml.token_type: 1 normal ... 6 byte
+};
+// llama.cpp's special tokens first, in its order, then any other *_token_id key.
+std::vector<SpecialToken> special_tokens(const Model& m);
+// The key of a special token by llama.cpp's name (eos, seperator, fim_pre, ...) or a
+// common alias (sep, pad, unk); empty when there is none.
+std::string special_token_key(std::string_view name);
+// The names special_token_key knows, for help and errors.
+const std::vector<std::string>& special_token_names();
+// llama.cpp's name of a token type: normal, unknown, control, user_defined, unused, byte.
+std::string token_type_name(int64_t type);
+// Levenshtein distance, for "did you mean".
+size_t edit_distance(std::string_view a, std::string_view b);
+// The model's key nearest to `key` (within a quarter of its length, at least 2 edits);
+// empty when none is that close.
+std::string nearest_key(const Model& m, std::string_view key);
 uint64_t vocabulary_size(const Model& m);  // items of tokenizer.ggml.tokens, or 0
 
 // The repeated block stack: tensors named blk.N.REST grouped by REST.
