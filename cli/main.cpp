@@ -448,6 +448,11 @@ int cmd_edit(const std::vector<std::string>& args) {
       "rename", po::value<std::vector<std::string>>()->composing(), "OLD=NEW: rename a key")(
       "chat-template-file", po::value<std::string>(), "set tokenizer.chat_template from a file")(
       "eos-token-id", po::value<std::string>(), "set tokenizer.ggml.eos_token_id")(
+      "special-token", po::value<std::vector<std::string>>()->composing(),
+      "NAME=TEXT: set a special token by its text, matched exactly against the vocabulary (NAME: bos, eos, eot, "
+      "eom, unknown, seperator, padding, cls, mask, fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep; also "
+      "sep, pad, unk), e.g. eos='<|im_end|>'")(
+      "special-token-id", po::value<std::vector<std::string>>()->composing(), "NAME=ID: set a special token by its id")(
       "alignment", po::value<std::string>(), "re-lay the data at this alignment (a power of two, or 'default')")(
       "no-template-check", po::bool_switch(),
       "write a chat template even if it does not parse as Jinja (a syntax error is otherwise refused, with its "
@@ -480,6 +485,12 @@ int cmd_edit(const std::vector<std::string>& args) {
       auto [k, v] = pair(s, "--set");
       job.patch.add_set(k, v);
     }
+  for (const char* opt : {"special-token", "special-token-id"})
+    if (vm->count(opt))
+      for (const auto& s : (*vm)[opt].as<std::vector<std::string>>()) {
+        auto [name, value] = pair(s, (std::string("--") + opt).c_str());
+        job.patch.add_special(name, value, std::string(opt) == "special-token-id");
+      }
   if (vm->count("set-typed"))
     for (const auto& s : (*vm)["set-typed"].as<std::vector<std::string>>()) {
       auto [k, tv] = pair(s, "--set-typed");

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "ggufkit/error.h"
 #include "ggufkit/patch.h"
@@ -348,4 +349,86 @@ TEST(EditRefusals, HostilePatchesAreRefusedWithTheirPosition) {
   EXPECT_EQ(e.message, "nested deeper than 64");
   e = patch_error(tiny_llama(), "- just\n- a list\n");
   EXPECT_EQ(e.message, "expected a mapping with set:, remove:, rename: or alignment:");
+}
+
+namespace {
+// The model with `special` applied as --special-token (or --special-token-id) would.
+Model with_special(const std::string& file, const std::string& name, const std::string& value, bool by_id) {
+  Model m = scan_file(file).model;
+  Patch p;
+  p.add_special(name, value, by_id);
+  apply_patch(m, p);
+  return m;
+}
+}  // namespace
+
+TEST(SpecialTokens, EachNameSetsTheKeyLlamaCppReadsByTextOrById) {
+  const std::string phi3 = corpus("vocab/ggml-vocab-phi-3.gguf");
+  const std::vector<std::pair<std::string, std::string>> names = {
+      {"bos", "bos"},         {"eos", "eos"},         {"eot", "eot"},         {"eom", "eom"},
+      {"unknown", "unknown"}, {"unk", "unknown"},     {"seperator", "seperator"}, {"sep", "seperator"},
+      {"padding", "padding"}, {"pad", "padding"},     {"cls", "cls"},         {"mask", "mask"},
+      {"fim_pre", "fim_pre"}, {"fim_suf", "fim_suf"}, {"fim_mid", "fim_mid"}, {"fim_pad", "fim_pad"},
+      {"fim_rep", "fim_rep"}, {"fim_sep", "fim_sep"}};
+  for (const auto& [name, spelled] : names) {
+    SCOPED_TRACE(name);
+    const std::string key = "tokenizer.ggml." + spelled + "_token_id";
+    Model by_text = with_special(phi3, name, "<|end|>", false);
+    ASSERT_TRUE(by_text.find(key));
+    EXPECT_EQ(by_text.find(key)->type, ValueType::u32);
+    EXPECT_EQ(by_text.find(key)->bits, 32007u);  // phi-3's <|end|>
+    Model by_id = with_special(phi3, name, "32010", true);
+    EXPECT_EQ(by_id.find(key)->bits, 32010u);
+  }
+  // On the command line, as a publisher would fix phi-3's end token, read back from the file.
+  std::string out = temp_path("phi3-eos.gguf");
+  CliRun r = run_cli("edit " + phi3 + " --special-token 'eos=<|end|>' -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("set     tokenizer.ggml.eos_token_id: 32000 -> 32007"), std::string::npos) << r.out;
+  EXPECT_EQ(run_cli("get " + out + " tokenizer.ggml.eos_token_id").out, "32007\n");
+  // And in a patch.
+  std::string patch = temp_path("special.yaml");
+  std::ofstream(patch) << "special_tokens:\n  eot: \"<|end|>\"\n  pad: {id: 32000}\n";
+  std::string out2 = temp_path("phi3-patched.gguf");
+  ASSERT_EQ(run_cli("edit " + phi3 + " --patch " + patch + " -o " + out2).code, 0);
+  Model m = scan_file(out2).model;
+  EXPECT_EQ(m.find("tokenizer.ggml.eot_token_id")->bits, 32007u);
+  EXPECT_EQ(m.find("tokenizer.ggml.padding_token_id")->bits, 32000u);
+}
+
+TEST(SpecialTokens, AMissingAnAmbiguousOrAnOutOfRangeTokenIsRefusedWithSuggestions) {
+  const std::string phi3 = corpus("vocab/ggml-vocab-phi-3.gguf");
+  auto refusal = [&](const std::string& name, const std::string& value, bool by_id, const std::string& file) {
+    try {
+      with_special(file, name, value, by_id);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(refusal("eos", "<|ed|>", false, phi3).find("special token eos: no token is exactly \"<|ed|>\"; nearest: \"<|end|>\" (32007)"),
+            std::string::npos);
+  EXPECT_NE(refusal("eos", "32064", true, phi3).find("token id 32064 is past the vocabulary of 32064 tokens (ids 0 to 32063)"),
+            std::string::npos);
+  EXPECT_NE(refusal("eoq", "<|end|>", false, phi3).find("'eoq' is not a special token llama.cpp reads"), std::string::npos);
+  // Two tokens with one text: the id must be given.
+  std::string dup = temp_path("dup-vocab.gguf");
+  Model m;
+  m.metadata.push_back({"general.architecture", Value::of_string("llama")});
+  m.metadata.push_back({"tokenizer.ggml.model", Value::of_string("llama")});
+  m.metadata.push_back({"tokenizer.ggml.tokens", Value::strings({"<unk>", "<end>", "x", "<end>"})});
+  write_file_bytes(dup, to_bytes(m));
+  EXPECT_NE(refusal("eos", "<end>", false, dup).find("\"<end>\" is more than one token (ids 1, 3); give the one meant by id: "
+                                                     "--special-token-id eos=ID"),
+            std::string::npos) << refusal("eos", "<end>", false, dup);
+  EXPECT_EQ(with_special(dup, "eos", "3", true).find("tokenizer.ggml.eos_token_id")->bits, 3u);
+  // A token that is not a control token is taken, with a warning.
+  CliRun warn = run_cli("edit " + phi3 + " --special-token eot=hello --dry-run");
+  EXPECT_EQ(warn.code, 0);
+  EXPECT_NE(warn.err.find("special token eot: token 12199 \"hello\" is a normal token, not a control token"), std::string::npos)
+      << warn.err;
+  // Given twice, or both as a special token and by --set, is refused.
+  CliRun twice = run_cli("edit " + phi3 + " --special-token 'eos=<|end|>' --set tokenizer.ggml.eos_token_id=2 --dry-run");
+  EXPECT_EQ(twice.code, 1);
+  EXPECT_NE(twice.err.find("tokenizer.ggml.eos_token_id is also set by set:"), std::string::npos) << twice.err;
 }

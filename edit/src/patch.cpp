@@ -1,6 +1,7 @@
 #include "ggufkit/patch.h"
 
 #include <algorithm>
+#include <deque>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -68,6 +69,14 @@ void Patch::add_set_file(const std::string& key, const std::string& path) {
   set.push_back({key, std::move(m)});
 }
 
+void Patch::add_special(const std::string& name, const std::string& value, bool by_id) {
+  for (const Special& s : special)
+    if (s.name == name)
+      throw Error(Error::Kind::format, "command line", std::nullopt, "special token " + name,
+                  name + " is given twice: at " + s.from + " and on the command line; give it once");
+  special.push_back({name, scalar_node(value), by_id});
+}
+
 void Patch::add_remove(const std::string& key) { remove.push_back({key, "", {}}); }
 void Patch::add_rename(const std::string& from, const std::string& to) { rename.push_back({from, to, {}}); }
 
@@ -96,7 +105,7 @@ Patch parse_patch(const std::string& text, const std::string& name, const std::s
   YamlNode root = load_yaml(text, name);
   YamlReader y(name, base_dir);
   if (!root.IsMap()) y.fail(root, "patch", "expected a mapping with set:, remove:, rename: or alignment:");
-  y.fields(root, "patch", {"set", "remove", "rename", "alignment"});
+  y.fields(root, "patch", {"set", "remove", "rename", "alignment", "special_tokens"});
   Patch p;
   p.name = name;
   p.base_dir = base_dir;
@@ -115,6 +124,17 @@ Patch parse_patch(const std::string& text, const std::string& name, const std::s
     y.keys_once(r, "rename");
     for (size_t i = 0; i + 1 < r.items.size(); i += 2)
       p.rename.push_back({y.scalar(r.items[i], "rename"), y.scalar(r.items[i + 1], "rename"), r.items[i]});
+  }
+  if (const YamlNode& sp = root["special_tokens"]; sp) {
+    if (!sp.IsMap()) y.fail(sp, "special_tokens", "expected a mapping of NAME: TEXT or NAME: {id: ID}");
+    y.keys_once(sp, "special_tokens");
+    for (size_t i = 0; i + 1 < sp.items.size(); i += 2) {
+      const YamlNode& v = sp.items[i + 1];
+      bool by_id = v.IsMap();
+      if (by_id) y.fields(v, "special_tokens", {"id"});
+      p.special.push_back({y.scalar(sp.items[i], "special_tokens"), by_id ? v["id"] : v, by_id,
+                           yaml_where(name, sp.items[i].line, sp.items[i].column)});
+    }
   }
   if (const YamlNode& a = root["alignment"]; a) {
     p.alignment = alignment_of(y, a);
@@ -175,6 +195,7 @@ class Applier : YamlReader {
       touched_.push_back(rm.key);
     }
     for (const auto& s : p_.set) set(s);
+    for (const auto& sp : p_.special) special(sp);
     if (p_.alignment) align(*p_.alignment);
     check();
     // A new alignment re-lays the data section: gaps the source had are closed.
@@ -299,6 +320,72 @@ class Applier : YamlReader {
     return YamlReader::value(t, value, holder, entry);
   }
 
+  // A special token by its text or id becomes a set of its key to the id, checked against
+  // the vocabulary: a text must be exactly one token; an id must be in the vocabulary.
+  void special(const Patch::Special& sp) {
+    const std::string entry = "special token " + sp.name;
+    const std::string key = special_token_key(sp.name);
+    if (key.empty()) {
+      std::string names;
+      for (const std::string& n : special_token_names()) names += (names.empty() ? "" : ", ") + n;
+      fail(sp.value, entry, "'" + sp.name + "' is not a special token llama.cpp reads; the names are " + names +
+                                " (also sep, pad, unk)");
+    }
+    for (const Patch::Set& s : p_.set)
+      if (s.key == key) fail(sp.value, entry, key + " is also set by set: at " + s.from + "; give it once");
+    const KV* tokens = find("tokenizer.ggml.tokens");
+    if (!tokens || tokens->value.type != ValueType::array || tokens->value.elem != ValueType::string)
+      fail(sp.value, entry, "the file has no vocabulary (tokenizer.ggml.tokens) to find the token in");
+    const StringList& vocab = tokens->value.strs;
+    uint64_t id = 0;
+    if (sp.by_id) {
+      id = unsigned_of(sp.value, entry, 4);
+      if (id >= vocab.size())
+        fail(sp.value, entry, "token id " + std::to_string(id) + " is past the vocabulary of " + std::to_string(vocab.size()) +
+                                  " tokens (ids 0 to " + std::to_string(vocab.size() - 1) + ")");
+    } else {
+      const std::string text = scalar(sp.value, entry);
+      std::vector<uint64_t> hits;
+      uint64_t i = 0;
+      for (std::string_view t : vocab) {
+        if (t == text) hits.push_back(i);
+        ++i;
+      }
+      if (hits.empty()) fail(sp.value, entry, "no token is exactly \"" + printable(text) + "\"; nearest: " + nearest_tokens(vocab, text));
+      if (hits.size() > 1) {
+        std::string ids;
+        for (uint64_t h : hits) ids += (ids.empty() ? "" : ", ") + std::to_string(h);
+        fail(sp.value, entry, "\"" + printable(text) + "\" is more than one token (ids " + ids +
+                                  "); give the one meant by id: --special-token-id " + sp.name + "=ID, or {id: ID} in a patch");
+      }
+      id = hits[0];
+    }
+    const KV* types = find("tokenizer.ggml.token_type");
+    if (types && types->value.type == ValueType::array && id < types->value.nums.size()) {
+      int64_t type = Value::scalar(types->value.elem, types->value.nums[id]).as_i64();
+      if (type != 3)
+        note(yaml_where(name(), sp.value.line, sp.value.column),
+             entry + ": token " + std::to_string(id) + " \"" + printable(std::string(vocab[id])) + "\" is a " +
+                 token_type_name(type) + " token, not a control token");
+    }
+    specials_.push_back({key, scalar_node(std::to_string(id)), sp.from});
+    set(specials_.back());
+  }
+
+  // The three tokens nearest to `text` by edit distance, with their ids.
+  static std::string nearest_tokens(const StringList& vocab, const std::string& text) {
+    std::vector<std::pair<size_t, uint64_t>> best;  // distance, id
+    uint64_t i = 0;
+    for (std::string_view t : vocab) {
+      best.emplace_back(edit_distance(text, t), i++);
+      std::sort(best.begin(), best.end());
+      if (best.size() > 3) best.pop_back();
+    }
+    std::string out;
+    for (const auto& [d, id] : best) out += (out.empty() ? "" : ", ") + ("\"" + printable(std::string(vocab[id])) + "\" (" + std::to_string(id) + ")");
+    return out;
+  }
+
   static std::string type_text(ValueType t, ValueType items) {
     return t == ValueType::array ? std::string("array of ") + value_type_name(items) : value_type_name(t);
   }
@@ -358,6 +445,7 @@ class Applier : YamlReader {
   std::vector<std::string> touched_;
   std::map<std::string, const YamlNode*> where_;
   std::set<std::string> fresh_;  // keys the patch added or renamed to
+  std::deque<Patch::Set> specials_;  // the sets special tokens became (where_ points into them)
 };
 
 }  // namespace

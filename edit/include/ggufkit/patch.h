@@ -17,14 +17,22 @@ namespace ggufkit {
 //   remove: [KEY, ...]
 //   rename: {OLD: NEW}
 //   alignment: N | default      (default: no general.alignment key, so 32)
+//   special_tokens: {NAME: TEXT, NAME: {id: ID}}   (eos, bos, eot, ..., as llama.cpp names them)
 //
 // Values stay as YAML until the patch meets a file, because an existing key's type is
-// known only then. Applied in this order: rename, remove, set, alignment.
+// known only then. Applied in this order: rename, remove, set, special_tokens, alignment.
 struct Patch {
   struct Set {
     std::string key;
     YamlNode value;  // a scalar, a list, {file:}/{hex:}, or {type:, items:, value:|file:}
     std::string from = "command line";  // where it was given: the patch file's name:line:col
+  };
+  // A special token set by its text (looked up in tokenizer.ggml.tokens) or by its id.
+  struct Special {
+    std::string name;
+    YamlNode value;  // the text, or the id
+    bool by_id = false;
+    std::string from = "command line";
   };
   struct Named {
     std::string key, to;  // `to` only for renames
@@ -34,6 +42,7 @@ struct Patch {
   std::string base_dir = ".";         // file: paths are relative to it
   std::vector<Set> set;
   std::vector<Named> remove, rename;
+  std::vector<Special> special;
   std::optional<uint64_t> alignment;  // 0: the default (the key removed)
   YamlNode alignment_at;
   std::string alignment_from;         // where the alignment was given
@@ -41,7 +50,7 @@ struct Patch {
   // with a NUL, a bool byte other than 0 and 1, a string that is not UTF-8), with a note.
   bool allow_broken = false;
 
-  bool empty() const { return set.empty() && remove.empty() && rename.empty() && !alignment; }
+  bool empty() const { return set.empty() && remove.empty() && rename.empty() && special.empty() && !alignment; }
 
   // The command line's shortcuts build the same patch. A key set twice (by the patch and
   // on the command line, or twice there) and a second alignment are refused, not resolved.
@@ -49,6 +58,8 @@ struct Patch {
   // --set-typed KEY=TYPE:VALUE: TYPE is a value type, or array[ELEM]; VALUE as YAML.
   void add_set_typed(const std::string& key, const std::string& type, const std::string& text);
   void add_set_file(const std::string& key, const std::string& path);
+  // --special-token NAME=TEXT and --special-token-id NAME=ID.
+  void add_special(const std::string& name, const std::string& value, bool by_id);
   void add_remove(const std::string& key);
   void add_rename(const std::string& from, const std::string& to);
   void set_alignment(const std::string& text);
