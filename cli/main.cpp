@@ -446,7 +446,8 @@ int cmd_edit(const std::vector<std::string>& args) {
       "KEY=TYPE:VALUE: add a key of the given type (u8 ... f64, bool, string, array[u32], ...)")(
       "remove", po::value<std::vector<std::string>>()->composing(), "KEY: remove a key")(
       "rename", po::value<std::vector<std::string>>()->composing(), "OLD=NEW: rename a key")(
-      "chat-template-file", po::value<std::string>(), "set tokenizer.chat_template from a file")(
+      "chat-template-file", po::value<std::string>(),
+      "set tokenizer.chat_template from a file ('-' for standard input; pipes and /dev/fd/N are read whole)")(
       "eos-token-id", po::value<std::string>(), "set tokenizer.ggml.eos_token_id")(
       "special-token", po::value<std::vector<std::string>>()->composing(),
       "NAME=TEXT: set a special token by its text, matched exactly against the vocabulary (NAME: bos, eos, eot, "
@@ -505,7 +506,10 @@ int cmd_edit(const std::vector<std::string>& args) {
       auto [k, v] = pair(s, "--rename");
       job.patch.add_rename(k, v);
     }
-  if (vm->count("chat-template-file")) job.patch.add_set_file("tokenizer.chat_template", (*vm)["chat-template-file"].as<std::string>());
+  if (vm->count("chat-template-file")) {
+    std::string path = (*vm)["chat-template-file"].as<std::string>();
+    job.patch.add_set_file("tokenizer.chat_template", path == "-" ? "/dev/stdin" : path);  // read whole, under the cap
+  }
   if (vm->count("eos-token-id")) job.patch.add_set("tokenizer.ggml.eos_token_id", (*vm)["eos-token-id"].as<std::string>());
   if (vm->count("alignment")) job.patch.set_alignment((*vm)["alignment"].as<std::string>());
   job.patch.allow_broken = job.allow_broken;

@@ -16,16 +16,21 @@ namespace ggufkit {
 namespace {
 // Opens without blocking (a named pipe with no writer would hang a plain open) and says
 // what kind of file it is before anything is read.
-int open_checked(const std::string& path, struct stat& st, bool allow_device) {
+// allow_stream: devices, pipes and sockets too (a small document read whole, under a cap).
+int open_checked(const std::string& path, struct stat& st, bool allow_stream) {
   int fd = open_path(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) throw_io(path, "cannot open for reading");
   if (::fstat(fd, &st) != 0) {
     ::close(fd);
     throw_io(path, "cannot stat");
   }
-  const char* kind = S_ISFIFO(st.st_mode) ? "a named pipe" : S_ISSOCK(st.st_mode) ? "a socket"
-                     : S_ISDIR(st.st_mode) ? "a folder" : S_ISBLK(st.st_mode) ? "a block device"
-                     : S_ISCHR(st.st_mode) && !allow_device ? "a device" : nullptr;
+  const char* kind = S_ISDIR(st.st_mode)                          ? "a folder"
+                     : S_ISBLK(st.st_mode)                        ? "a block device"
+                     : allow_stream                               ? nullptr
+                     : S_ISFIFO(st.st_mode)                       ? "a named pipe"
+                     : S_ISSOCK(st.st_mode)                       ? "a socket"
+                     : S_ISCHR(st.st_mode)                        ? "a device"
+                                                                  : nullptr;
   if (kind) {
     ::close(fd);
     throw Error(Error::Kind::usage, path, std::nullopt, "", std::string("is ") + kind + ", not a regular file");
@@ -38,6 +43,11 @@ int open_checked(const std::string& path, struct stat& st, bool allow_device) {
 std::string read_small_file(const std::string& path, uint64_t cap) {
   struct stat st {};
   int fd = open_checked(path, st, true);
+  if (S_ISFIFO(st.st_mode)) {  // opened again to wait for its writer, as cat does, and read to its end
+    ::close(fd);
+    fd = open_path(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw_io(path, "cannot open for reading");
+  }
   std::string text;
   char buf[1 << 16];
   for (;;) {  // to the end of the file, whatever st_size says (/proc files say 0)

@@ -169,7 +169,7 @@ std::string YamlReader::resolve(const std::string& path) const {
 std::string YamlReader::read_text_file(const YamlNode& n, const std::string& entry) {
   std::string p = resolve(scalar(n, entry));
   try {
-    return read_small_file(p, kMaxFileString);  // never a pipe that has no end; /proc files whole
+    return read_small_file(p, kMaxFileString);  // pipes and /proc files whole, under the cap
   } catch (const Error& e) {
     fail(n, entry, e.what());
   }

@@ -61,9 +61,11 @@ class MemorySource final : public ByteSource {
 // A model file: a regular file only. A named pipe, socket, folder or device is refused at
 // once (the file is opened without blocking and checked before it is read).
 std::shared_ptr<const ByteSource> open_file(const std::string& path);
+
 // A small text input (a patch, a sketch, a template): read to its end under `cap`, so a
-// file that reports size 0 (/proc) is read whole; named pipes, sockets and folders are
-// refused without blocking, a device past the cap.
+// file that reports size 0 (/proc) is read whole, and so are a pipe (`-`, /dev/fd/N, a
+// named pipe), a socket and a device, past the cap refused. Folders and block devices are
+// refused.
 std::string read_small_file(const std::string& path, uint64_t cap);
 std::shared_ptr<const ByteSource> from_bytes(std::string name, std::vector<uint8_t> bytes);
 
