@@ -454,6 +454,9 @@ int cmd_edit(const std::vector<std::string>& args) {
       "eom, unknown, seperator, padding, cls, mask, fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep; also "
       "sep, pad, unk), e.g. eos='<|im_end|>'")(
       "special-token-id", po::value<std::vector<std::string>>()->composing(), "NAME=ID: set a special token by its id")(
+      "from-hf", po::value<std::string>(),
+      "DIR or DIR/tokenizer_config.json: take the chat template(s), bos/eos/pad/unk tokens and add_bos/add_eos "
+      "flags a Hugging Face model folder gives (chat_template.jinja beside the config wins)")(
       "alignment", po::value<std::string>(), "re-lay the data at this alignment (a power of two, or 'default')")(
       "no-template-check", po::bool_switch(),
       "write a chat template even if it does not parse as Jinja (a syntax error is otherwise refused, with its "
@@ -486,6 +489,7 @@ int cmd_edit(const std::vector<std::string>& args) {
       auto [k, v] = pair(s, "--set");
       job.patch.add_set(k, v);
     }
+  if (vm->count("from-hf")) job.patch.add_from_hf((*vm)["from-hf"].as<std::string>());
   for (const char* opt : {"special-token", "special-token-id"})
     if (vm->count(opt))
       for (const auto& s : (*vm)[opt].as<std::vector<std::string>>()) {

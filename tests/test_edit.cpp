@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "ggufkit/error.h"
 #include "ggufkit/patch.h"
@@ -431,4 +432,82 @@ TEST(SpecialTokens, AMissingAnAmbiguousOrAnOutOfRangeTokenIsRefusedWithSuggestio
   CliRun twice = run_cli("edit " + phi3 + " --special-token 'eos=<|end|>' --set tokenizer.ggml.eos_token_id=2 --dry-run");
   EXPECT_EQ(twice.code, 1);
   EXPECT_NE(twice.err.find("tokenizer.ggml.eos_token_id is also set by set:"), std::string::npos) << twice.err;
+}
+
+namespace {
+// The keys by which `after` differs from `before`: each added or changed key with its value
+// as text, and "-KEY" for each removed one.
+std::map<std::string, std::string> changed_keys(const Model& before, const Model& after) {
+  std::map<std::string, std::string> out;
+  auto text = [](const Value& v) {
+    if (v.type == ValueType::string) return v.str;
+    return v.type == ValueType::boolean ? std::string(v.bits ? "true" : "false") : std::to_string(v.as_u64());
+  };
+  for (const KV& kv : after.metadata)
+    if (const Value* old = before.find(kv.key); !old || !(*old == kv.value)) out[kv.key] = text(kv.value);
+  for (const KV& kv : before.metadata)
+    if (!after.find(kv.key)) out["-" + kv.key] = "";
+  return out;
+}
+
+std::string hf_folder(const std::string& name, const std::string& config, const std::string& jinja = "") {
+  std::string dir = temp_path(name);
+  fs::create_directories(dir);
+  if (!config.empty()) std::ofstream(dir + "/tokenizer_config.json") << config;
+  if (!jinja.empty()) std::ofstream(dir + "/chat_template.jinja", std::ios::binary) << jinja;
+  return dir;
+}
+}  // namespace
+
+TEST(FromHf, EachShapeOfTokenizerConfigSetsExactlyItsKeys) {
+  const Model before = scan_file(tiny_llama()).model;  // llama-spm: <unk> 0, <s> 1, </s> 2
+  struct Case {
+    std::string name, config, jinja, arg_suffix;
+    std::map<std::string, std::string> want;
+  };
+  const std::vector<Case> cases = {
+      {"string-template",
+       R"({"chat_template": "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}", "bos_token": "<s>",
+           "eos_token": "</s>", "add_bos_token": false, "add_eos_token": true, "model_max_length": 4096})",
+       "", "",
+       {{"tokenizer.chat_template", "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}"},
+        {"tokenizer.ggml.add_bos_token", "false"},
+        {"tokenizer.ggml.add_eos_token", "true"}}},  // bos 1 and eos 2 are what the file has: unchanged
+      {"named-templates",
+       R"({"chat_template": [{"name": "default", "template": "{{ messages }}"}, {"name": "tool_use", "template": "{{ tools }}"}],
+           "eos_token": {"__type": "AddedToken", "content": "<unk>", "lstrip": false}, "pad_token": null,
+           "unk_token": {"content": "</s>"}})",
+       "", "",
+       {{"tokenizer.chat_template", "{{ messages }}"}, {"tokenizer.chat_template.tool_use", "{{ tools }}"},
+        {"tokenizer.ggml.eos_token_id", "0"}, {"tokenizer.ggml.unknown_token_id", "2"}}},
+      {"jinja-beside", R"({"eos_token": "<unk>", "chat_template": "ignored: the .jinja file wins"})",
+       "{% for m in messages %}{{ m.role }}{% endfor %}", "",
+       {{"tokenizer.chat_template", "{% for m in messages %}{{ m.role }}{% endfor %}"}, {"tokenizer.ggml.eos_token_id", "0"}}},
+      {"jinja-alone", "", "{{ 'only' }}", "", {{"tokenizer.chat_template", "{{ 'only' }}"}}},
+      {"config-path", R"({"pad_token": "</s>"})", "", "/tokenizer_config.json", {{"tokenizer.ggml.padding_token_id", "2"}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string dir = hf_folder("hf-" + c.name, c.config, c.jinja), out = dir + "/out.gguf";
+    CliRun r = run_cli("edit " + tiny_llama() + " --from-hf " + dir + c.arg_suffix + " -o " + out);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(changed_keys(before, scan_file(out).model), c.want);
+    CliRun dry = run_cli("edit " + tiny_llama() + " --from-hf " + dir + c.arg_suffix + " --dry-run");
+    for (const auto& [key, value] : c.want) EXPECT_NE(dry.out.find(key), std::string::npos) << dry.out;
+  }
+  // A token the vocabulary lacks, a template that does not parse, and a folder with
+  // neither file are refused, with the place in the config.
+  std::string bad = hf_folder("hf-bad-token", R"({"eos_token": "<|im_end|>"})");
+  CliRun r = run_cli("edit " + tiny_llama() + " --from-hf " + bad + " --dry-run");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("tokenizer_config.json:1:15: special token eos: no token is exactly \"<|im_end|>\"; nearest:"),
+            std::string::npos) << r.err;
+  std::string broken = hf_folder("hf-bad-template", R"({"chat_template": "{% for m in messages %}"})");
+  CliRun b = run_cli("edit " + tiny_llama() + " --from-hf " + broken + " --dry-run");
+  EXPECT_EQ(b.code, 1);
+  EXPECT_NE(b.err.find("[template_syntax] tokenizer.chat_template: line 1"), std::string::npos) << b.err;
+  std::string empty = hf_folder("hf-empty", "");
+  CliRun e = run_cli("edit " + tiny_llama() + " --from-hf " + empty + " --dry-run");
+  EXPECT_EQ(e.code, 2);
+  EXPECT_NE(e.err.find("neither tokenizer_config.json nor chat_template.jinja is there"), std::string::npos) << e.err;
 }

@@ -77,6 +77,65 @@ void Patch::add_special(const std::string& name, const std::string& value, bool 
   special.push_back({name, scalar_node(value), by_id});
 }
 
+void Patch::add_from_hf(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool folder = fs::is_directory(path, ec);
+  const std::string config = folder ? (fs::path(path) / "tokenizer_config.json").string() : path;
+  const std::string dir = folder ? path : fs::path(path).parent_path().string();
+  const std::string jinja = ((dir.empty() ? fs::path(".") : fs::path(dir)) / "chat_template.jinja").string();
+  const bool has_config = fs::exists(config, ec), has_jinja = fs::exists(jinja, ec);
+  if (!has_config && !has_jinja)
+    throw Error(Error::Kind::usage, path, std::nullopt, "--from-hf",
+                "neither tokenizer_config.json nor chat_template.jinja is there");
+  YamlNode root;
+  if (has_config) {
+    root = load_yaml(read_document(config), config);
+    if (!root.IsMap()) throw Error(Error::Kind::format, config, std::nullopt, "", "expected a JSON object");
+  }
+  auto where = [&](const YamlNode& n) { return yaml_where(config, n.line, n.column); };
+  auto bad = [&](const YamlNode& n, const std::string& what) {
+    return Error(Error::Kind::format, where(n), std::nullopt, "--from-hf", what);
+  };
+  auto set_text = [&](const std::string& key, const YamlNode& n) {
+    refuse_twice(*this, key);
+    set.push_back({key, scalar_node(n.text), where(n)});
+  };
+  if (has_jinja) {
+    add_set_file("tokenizer.chat_template", jinja);
+  } else if (const YamlNode& t = root["chat_template"]; t && !t.IsNull()) {
+    if (t.IsScalar()) {
+      set_text("tokenizer.chat_template", t);
+    } else if (t.IsSequence()) {
+      for (const YamlNode& item : t) {
+        const YamlNode &name = item["name"], &text = item["template"];
+        if (!item.IsMap() || !name.IsScalar() || !text.IsScalar())
+          throw bad(item, "chat_template: expected {\"name\": ..., \"template\": ...} in the list");
+        set_text(name.text == "default" ? "tokenizer.chat_template" : "tokenizer.chat_template." + name.text, text);
+      }
+    } else {
+      throw bad(t, "chat_template: expected a string or a list of {name, template}");
+    }
+  }
+  for (const auto& [name, field] : {std::pair{"bos", "bos_token"}, {"eos", "eos_token"}, {"padding", "pad_token"},
+                                    {"unknown", "unk_token"}}) {
+    const YamlNode& v = root[field];
+    if (!v || v.IsNull()) continue;
+    const YamlNode& text = v.IsMap() ? v["content"] : v;
+    if (!text.IsScalar()) throw bad(v, std::string(field) + ": expected a string or {\"content\": ...}");
+    add_special(name, text.text, false);
+    special.back().value = text;
+    special.back().from = where(text);
+  }
+  for (const char* flag : {"add_bos_token", "add_eos_token"}) {
+    const YamlNode& v = root[flag];
+    if (!v || v.IsNull()) continue;
+    if (!v.IsScalar() || (v.text != "true" && v.text != "false")) throw bad(v, std::string(flag) + ": expected true or false");
+    refuse_twice(*this, std::string("tokenizer.ggml.") + flag);
+    set.push_back({std::string("tokenizer.ggml.") + flag, v, where(v)});
+  }
+}
+
 void Patch::add_remove(const std::string& key) { remove.push_back({key, "", {}}); }
 void Patch::add_rename(const std::string& from, const std::string& to) { rename.push_back({from, to, {}}); }
 
@@ -324,24 +383,25 @@ class Applier : YamlReader {
   // the vocabulary: a text must be exactly one token; an id must be in the vocabulary.
   void special(const Patch::Special& sp) {
     const std::string entry = "special token " + sp.name;
+    auto refuse = [&](const std::string& msg) { throw Error(Error::Kind::format, sp.from, std::nullopt, entry, msg); };
     const std::string key = special_token_key(sp.name);
     if (key.empty()) {
       std::string names;
       for (const std::string& n : special_token_names()) names += (names.empty() ? "" : ", ") + n;
-      fail(sp.value, entry, "'" + sp.name + "' is not a special token llama.cpp reads; the names are " + names +
+      refuse("'" + sp.name + "' is not a special token llama.cpp reads; the names are " + names +
                                 " (also sep, pad, unk)");
     }
     for (const Patch::Set& s : p_.set)
-      if (s.key == key) fail(sp.value, entry, key + " is also set by set: at " + s.from + "; give it once");
+      if (s.key == key) refuse(key + " is also set by set: at " + s.from + "; give it once");
     const KV* tokens = find("tokenizer.ggml.tokens");
     if (!tokens || tokens->value.type != ValueType::array || tokens->value.elem != ValueType::string)
-      fail(sp.value, entry, "the file has no vocabulary (tokenizer.ggml.tokens) to find the token in");
+      refuse("the file has no vocabulary (tokenizer.ggml.tokens) to find the token in");
     const StringList& vocab = tokens->value.strs;
     uint64_t id = 0;
     if (sp.by_id) {
       id = unsigned_of(sp.value, entry, 4);
       if (id >= vocab.size())
-        fail(sp.value, entry, "token id " + std::to_string(id) + " is past the vocabulary of " + std::to_string(vocab.size()) +
+        refuse("token id " + std::to_string(id) + " is past the vocabulary of " + std::to_string(vocab.size()) +
                                   " tokens (ids 0 to " + std::to_string(vocab.size() - 1) + ")");
     } else {
       const std::string text = scalar(sp.value, entry);
@@ -351,11 +411,11 @@ class Applier : YamlReader {
         if (t == text) hits.push_back(i);
         ++i;
       }
-      if (hits.empty()) fail(sp.value, entry, "no token is exactly \"" + printable(text) + "\"; nearest: " + nearest_tokens(vocab, text));
+      if (hits.empty()) refuse("no token is exactly \"" + printable(text) + "\"; nearest: " + nearest_tokens(vocab, text));
       if (hits.size() > 1) {
         std::string ids;
         for (uint64_t h : hits) ids += (ids.empty() ? "" : ", ") + std::to_string(h);
-        fail(sp.value, entry, "\"" + printable(text) + "\" is more than one token (ids " + ids +
+        refuse("\"" + printable(text) + "\" is more than one token (ids " + ids +
                                   "); give the one meant by id: --special-token-id " + sp.name + "=ID, or {id: ID} in a patch");
       }
       id = hits[0];
@@ -364,7 +424,7 @@ class Applier : YamlReader {
     if (types && types->value.type == ValueType::array && id < types->value.nums.size()) {
       int64_t type = Value::scalar(types->value.elem, types->value.nums[id]).as_i64();
       if (type != 3)
-        note(yaml_where(name(), sp.value.line, sp.value.column),
+        note(sp.from,
              entry + ": token " + std::to_string(id) + " \"" + printable(std::string(vocab[id])) + "\" is a " +
                  token_type_name(type) + " token, not a control token");
     }

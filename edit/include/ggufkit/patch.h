@@ -60,6 +60,12 @@ struct Patch {
   void add_set_file(const std::string& key, const std::string& path);
   // --special-token NAME=TEXT and --special-token-id NAME=ID.
   void add_special(const std::string& name, const std::string& value, bool by_id);
+  // --from-hf DIR (or DIR/tokenizer_config.json): what a Hugging Face model folder says.
+  // chat_template (a string, or a list of {name, template}: default is the main template,
+  // the others tokenizer.chat_template.NAME), or chat_template.jinja beside the config,
+  // which wins as it does in transformers; bos/eos/pad/unk_token (a string or {content:})
+  // as special tokens by text; add_bos_token and add_eos_token.
+  void add_from_hf(const std::string& path);
   void add_remove(const std::string& key);
   void add_rename(const std::string& from, const std::string& to);
   void set_alignment(const std::string& text);
