@@ -195,6 +195,14 @@ const char* order_name(ByteOrder o) { return o == ByteOrder::big ? "big-endian" 
 // Before that, every chat template the edit sets must parse as Jinja, as llama.cpp and
 // Hugging Face parse it: a syntax error is refused with its line and column, unless
 // --no-template-check.
+// What an edit checks a model against: the rules' errors (check_model) and the chat
+// templates' warnings.
+std::vector<Finding> gate_findings(const Model& m, const Layout& layout = Layout{}) {
+  std::vector<Finding> out = check_model(m, layout, true);
+  for (Finding& f : template_findings(m)) out.push_back(std::move(f));
+  return out;
+}
+
 void check_result(const RewriteJob& job, const std::vector<Finding>& was, const Model& model,
                   const std::vector<Change>& changes) {
   std::string bad;
@@ -211,10 +219,13 @@ void check_result(const RewriteJob& job, const std::vector<Finding>& was, const 
     throw Error(Error::Kind::format, job.in, std::nullopt, "",
                 "refusing to write a chat template that does not parse as Jinja:" + bad +
                     "\nnothing was written; give --no-template-check to write it anyway");
-  for (const Finding& f : check_model(model, Layout{}, true)) {  // no spans: the rules, not their offsets
-    if (f.severity != "error") continue;
+  for (const Finding& f : gate_findings(model)) {  // no spans: the rules, not their offsets
     if (std::any_of(was.begin(), was.end(), [&](const Finding& w) { return w.code == f.code && w.message == f.message; }))
       continue;
+    if (f.severity != "error") {  // a template warning the edit brings in: said, not refused
+      if (f.code != "template_syntax") note(job.in, "warning [" + f.code + "] " + f.message);
+      continue;
+    }
     if (job.allow_broken) note(job.in, "written anyway (--allow-broken): [" + f.code + "] " + f.message);
     else bad += "\n  [" + f.code + "] " + f.message;
   }
@@ -239,7 +250,7 @@ int run_set_rewrite(const RewriteJob& job, ShardSet& set) {
     if (is_split_key(r.key) || is_split_key(r.to)) throw_usage("rename " + r.key + ": the split.* keys describe the set");
   if (job.byte_order) throw_usage("convert works on one file: merge the set, convert it, split it again");
   Model whole = set.model();
-  const std::vector<Finding> was = check_model(whole, Layout{}, true);
+  const std::vector<Finding> was = gate_findings(whole);
   const uint32_t alignment_before = whole.alignment();
   std::vector<Change> changes = apply_patch(whole, job.patch);
   check_result(job, was, whole, changes);
@@ -302,7 +313,7 @@ int run_rewrite(const RewriteJob& job) {
   }
   Scanned s = set ? std::move(set->shards[0].file) : scan_file(job.in);  // a set of one is read once
   Model& model = s.model;  // patched in place: a large vocabulary is not copied
-  const std::vector<Finding> was = check_model(model, s.layout, true);
+  const std::vector<Finding> was = gate_findings(model, s.layout);
   std::vector<Change> changes = apply_patch(model, job.patch);
   Layout before = s.layout;
   std::string order_change;

@@ -273,3 +273,68 @@ TEST(JinjaParser, AnEditRefusesATemplateThatDoesNotParseUnlessTold) {
   EXPECT_EQ(ok.code, 0) << ok.err;
   EXPECT_EQ(ok.err, "");
 }
+
+namespace {
+// The codes of validate's template warnings for a file.
+std::vector<std::string> template_codes(const std::string& file) {
+  CliRun r = run_cli("validate --json " + file);
+  std::vector<std::string> out;
+  for (size_t at = r.out.find("\"code\": \"template_"); at != std::string::npos; at = r.out.find("\"code\": \"template_", at + 1))
+    out.push_back(r.out.substr(at + 9, r.out.find('"', at + 9) - at - 9));
+  return out;
+}
+
+bool has(const std::vector<std::string>& codes, const std::string& code) {
+  return std::find(codes.begin(), codes.end(), code) != codes.end();
+}
+}  // namespace
+
+// phi-3's vocabulary as published: eos is <|endoftext|> while its template ends turns with
+// <|end|>, and the template prints bos_token while add_bos_token is true.
+TEST(TemplateWarnings, EachIsRaisedWhereItAppliesAndNotWhereItDoesNot) {
+  const std::string phi3 = corpus("vocab/ggml-vocab-phi-3.gguf");
+  auto edited = [&](const std::string& name, const std::string& args) {
+    std::string out = temp_path("tw-" + name + ".gguf");
+    CliRun r = run_cli("edit " + phi3 + " " + args + " -o " + out);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return out;
+  };
+  auto with_template = [&](const std::string& name, const std::string& text) {
+    std::string t = temp_path("tw-" + name + ".jinja");
+    std::ofstream(t, std::ios::binary) << text;
+    return edited(name, "--chat-template-file " + t);
+  };
+  const auto original = template_codes(phi3);
+  // end of turn: <|end|> is neither eos nor eot; with eos set to it, or eot, no warning.
+  EXPECT_TRUE(has(original, "template_end_of_turn"));
+  EXPECT_FALSE(has(template_codes(edited("eos", "--special-token 'eos=<|end|>'")), "template_end_of_turn"));
+  EXPECT_FALSE(has(template_codes(edited("eot", "--special-token 'eot=<|end|>'")), "template_end_of_turn"));
+  // double BOS: bos_token printed while add_bos_token is true.
+  EXPECT_TRUE(has(original, "template_double_bos"));
+  EXPECT_FALSE(has(template_codes(edited("nobos", "--set tokenizer.ggml.add_bos_token=false")), "template_double_bos"));
+  // a literal that looks like a special token but is no token: <|im_start|> is not in phi-3.
+  EXPECT_FALSE(has(original, "template_token"));
+  const auto chatml = template_codes(with_template("chatml", "{% for m in messages %}<|im_start|>{{ m.content }}<|end|>{% endfor %}"));
+  EXPECT_TRUE(has(chatml, "template_token"));
+  CliRun v = run_cli("validate " + temp_path("tw-chatml.gguf"));
+  EXPECT_NE(v.out.find("the template writes \"<|im_start|>\", which looks like a special token but is no token"),
+            std::string::npos) << v.out;
+  EXPECT_EQ(v.out.find("\"<|end|>\", which looks like"), std::string::npos);
+  EXPECT_TRUE(has(template_codes(with_template("inst", "[INST] {{ x }} [/INST]")), "template_token"));
+  EXPECT_FALSE(has(template_codes(with_template("plain", "<|user|>{{ x }}<|end|>[note]")), "template_token"));
+  // named templates without a default.
+  EXPECT_FALSE(has(original, "template_no_default"));
+  EXPECT_TRUE(has(template_codes(edited("named", "--rename tokenizer.chat_template=tokenizer.chat_template.main")),
+                  "template_no_default"));
+  // validate on a template that does not parse (written with --no-template-check).
+  EXPECT_FALSE(has(original, "template_syntax"));
+  std::string broken = temp_path("tw-broken.jinja");
+  std::ofstream(broken) << "{% if x %}";
+  EXPECT_TRUE(has(template_codes(edited("broken", "--chat-template-file " + broken + " --no-template-check")), "template_syntax"));
+  // An edit says which warnings it brings in, and not the ones the file already had.
+  CliRun bring = run_cli("edit " + phi3 + " --chat-template-file " + temp_path("tw-chatml.jinja") + " --dry-run");
+  EXPECT_NE(bring.err.find("warning [template_token] the template writes \"<|im_start|>\""), std::string::npos) << bring.err;
+  EXPECT_EQ(bring.err.find("template_double_bos"), std::string::npos) << bring.err;  // the original had it
+  CliRun quiet = run_cli("edit " + phi3 + " --set general.name=x --dry-run");
+  EXPECT_EQ(quiet.err, "");
+}

@@ -1,10 +1,13 @@
 // validate_file: the strict reader's verdict, then what a reader lets through but a
 // user or llama.cpp would trip on later.
 #include <algorithm>
+#include <cctype>
+#include <functional>
 #include <map>
 
 #include "ggufkit/error.h"
 #include "ggufkit/inspect.h"
+#include "ggufkit/jinja.h"
 
 namespace ggufkit {
 
@@ -41,6 +44,93 @@ bool is_utf8(std::string_view s) {
   return true;
 }
 
+// The literals in `text` that look like special tokens: <|NAME|>, <start_of_turn> and
+// <end_of_turn>, [NAME] and [/NAME] in capitals (Mistral's [INST]).
+void special_looking(std::string_view text, std::vector<std::string>& out) {
+  auto add = [&](std::string_view s) {
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.emplace_back(s);
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text.compare(i, 2, "<|") == 0) {
+      size_t j = i + 2;
+      while (j < text.size() && j - i < 66 && text[j] != '|' && text[j] != '<' && text[j] != '>' &&
+             !std::isspace(static_cast<unsigned char>(text[j])))
+        ++j;
+      if (j > i + 2 && text.compare(j, 2, "|>") == 0) add(text.substr(i, j + 2 - i));
+    } else if (text.compare(i, 15, "<start_of_turn>") == 0 || text.compare(i, 13, "<end_of_turn>") == 0) {
+      add(text.substr(i, text[i + 1] == 's' ? 15 : 13));
+    } else if (text[i] == '[') {
+      size_t j = i + 1 + (i + 1 < text.size() && text[i + 1] == '/');
+      size_t k = j;
+      while (k < text.size() && ((text[k] >= 'A' && text[k] <= 'Z') || text[k] == '_')) ++k;
+      if (k - j >= 3 && k < text.size() && text[k] == ']') add(text.substr(i, k + 1 - i));
+    }
+  }
+}
+
+// The template rules, each finding under the key it is about.
+void template_rules(const Model& m, const std::function<void(const std::string&, const char*, std::string)>& add) {
+  bool named = false, plain = false;
+  std::vector<std::string> candidates;  // special-looking literals of every template
+  const std::string* first_key = nullptr;
+  bool prints_bos = false;
+  for (const KV& kv : m.metadata) {
+    if (!is_template_key(kv.key) || kv.value.type != ValueType::string) continue;
+    (kv.key == "tokenizer.chat_template" ? plain : named) = true;
+    if (!first_key) first_key = &kv.key;
+    try {
+      jinja::Template t = jinja::parse(kv.value.str);
+      for (std::string_view lit : jinja::literals(t)) special_looking(lit, candidates);
+      prints_bos = prints_bos || jinja::mentions(t, "bos_token");
+    } catch (const jinja::SyntaxError& e) {
+      add(kv.key, "template_syntax", kv.key + ": " + e.what() + " (jinja2 refuses it, so do llama.cpp and Hugging Face)");
+    }
+  }
+  if (!first_key) return;
+  if (named && !plain)
+    add(*first_key, "template_no_default", "named chat templates but no tokenizer.chat_template: readers that use the default find none");
+  const Value* tokens = m.find("tokenizer.ggml.tokens");
+  if (!tokens || tokens->type != ValueType::array || tokens->elem != ValueType::string) return;
+  // One pass over the vocabulary, for every candidate and the texts of eos and eot (by
+  // number, a list of views would build an index of every token first).
+  auto id_of = [&](const char* key) {
+    const Value* id = m.find(key);
+    return id && id->is_integer() ? id->as_u64() : UINT64_MAX;
+  };
+  const uint64_t eos_id = id_of("tokenizer.ggml.eos_token_id"), eot_id = id_of("tokenizer.ggml.eot_token_id");
+  std::optional<std::string_view> eos, eot;
+  std::vector<bool> known(candidates.size(), false);
+  uint64_t i = 0;
+  for (std::string_view tok : tokens->strs) {
+    if (i == eos_id) eos = tok;
+    if (i == eot_id) eot = tok;
+    ++i;
+    if (!tok.empty() && (tok[0] == '<' || tok[0] == '['))
+      for (size_t c = 0; c < candidates.size(); ++c) known[c] = known[c] || tok == candidates[c];
+  }
+  for (size_t c = 0; c < candidates.size(); ++c)
+    if (!known[c])
+      add(*first_key, "template_token", "the template writes \"" + candidates[c] +
+                                            "\", which looks like a special token but is no token of the vocabulary "
+                                            "(it is tokenized as plain text)");
+  std::vector<std::string> ends;  // the turn-ending tokens the template writes
+  for (const std::string& c : candidates) {
+    bool end = c.find("end") != std::string::npos || c.find("eot") != std::string::npos;
+    bool opening = c.find("start") != std::string::npos || c.find("begin") != std::string::npos ||
+                   c.find("header") != std::string::npos || c.find('/') != std::string::npos;
+    if (end && !opening) ends.push_back(c);
+  }
+  if ((eos || eot) && !ends.empty() &&
+      std::none_of(ends.begin(), ends.end(), [&](const std::string& c) { return c == eos || c == eot; }))
+    add(*first_key, "template_end_of_turn",
+        "the template ends turns with \"" + ends.front() + "\" but eos is " + (eos ? "\"" + std::string(*eos) + "\"" : "unset") +
+            " and eot " + (eot ? "\"" + std::string(*eot) + "\"" : "unset") + ": generation will not stop at the end of a turn");
+  const Value* add_bos = m.find("tokenizer.ggml.add_bos_token");
+  if (prints_bos && add_bos && add_bos->type == ValueType::boolean && add_bos->bits)
+    add(*first_key, "template_double_bos",
+        "the template prints bos_token and tokenizer.ggml.add_bos_token is true: the prompt starts with two BOS tokens");
+}
+
 // The rules of what llama.cpp loads, over a model and its layout (metadata() and
 // shapes(): also what an edit is checked against before it writes), and over the bytes
 // of a file (data()).
@@ -59,6 +149,10 @@ class Validator {
       metadata();
       shapes();
       names();
+      if (!errors_only_)
+        template_rules(m_, [&](const std::string& key, const char* code, std::string msg) {
+          add(code, "warning", key_at(key), std::move(msg));
+        });
     }
     return std::move(out_);
   }
@@ -287,6 +381,18 @@ std::vector<Finding> validate_file(const std::string& path, bool model_rules) {
 
 std::vector<Finding> check_model(const Model& model, const Layout& layout, bool errors_only) {
   return Validator(model, layout, layout.file_size, nullptr, true, errors_only).run();
+}
+
+}  // namespace ggufkit
+
+namespace ggufkit {
+
+std::vector<Finding> template_findings(const Model& model) {
+  std::vector<Finding> out;
+  template_rules(model, [&](const std::string&, const char* code, std::string msg) {
+    out.push_back({code, "warning", std::nullopt, std::move(msg)});
+  });
+  return out;
 }
 
 }  // namespace ggufkit

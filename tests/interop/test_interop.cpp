@@ -258,6 +258,31 @@ TEST(LlamaCpp, EditedAndRealignedModelsGenerateTheSameTokensAndLlamaCppReportsTh
   }
 }
 
+// A Hugging Face folder's tokenizer_config.json applied with --from-hf: llama.cpp reports
+// the named template, the default one and the end token it says, and generates as before.
+TEST(LlamaCpp, AfterFromHfLlamaCppReportsTheNewTemplatesAndTokensAndGenerates) {
+  llama_api::Run base = llama_run(tiny_llama());
+  std::string dir = temp_path("interop-hf"), out = temp_path("interop-hf.gguf");
+  std::filesystem::create_directories(dir);
+  const std::string main = "{% for m in messages %}<s>{{ m.role }}: {{ m.content }}</s>{% endfor %}";
+  const std::string tools = "{{ tools | tojson }}";
+  std::string config = "{\"chat_template\": [{\"name\": \"default\", \"template\": \"" + main +
+                       "\"}, {\"name\": \"tool_use\", \"template\": \"" + tools +
+                       "\"}], \"eos_token\": {\"content\": \"<s>\"}, \"add_eos_token\": false}";
+  write_file_bytes(dir + "/tokenizer_config.json", std::vector<uint8_t>(config.begin(), config.end()));
+  CliRun e = run_cli("edit " + tiny_llama() + " --from-hf " + dir + " -o " + out);
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_EQ(llama_meta(out, "tokenizer.chat_template"), main);
+  EXPECT_EQ(llama_meta(out, "tokenizer.chat_template.tool_use"), tools);
+  EXPECT_EQ(llama_meta(out, "tokenizer.ggml.eos_token_id"), "1");  // <s>, the vocabulary's other control token
+  llama_api::Run r = llama_run(out);
+  EXPECT_EQ(r.eos, 1);
+  EXPECT_EQ(r.tokens, base.tokens);
+  YAML::Node node = js("llama-run", out);  // node-llama-cpp agrees
+  EXPECT_EQ(node["eos"].as<int>(), 1);
+  EXPECT_EQ(node["chat_template"].as<std::string>(), main);
+}
+
 TEST(LlamaCpp, EveryEditGgufkitRefusesIsRefusedByLlamaCppWhenForced) {
   // Each case of test_edit_rules.cpp, written with --allow-broken, loaded by node-llama-cpp
   // in its own process (llama.cpp aborts on some: a crash counts as a refusal). The one

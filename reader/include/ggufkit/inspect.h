@@ -141,6 +141,14 @@ std::vector<Finding> validate_file(const std::string& path, bool model_rules = t
 // would refuse in its metadata and shapes. Edits are checked with it before they write.
 // errors_only: every error, and warnings only where they cost nothing to find.
 std::vector<Finding> check_model(const Model& model, const Layout& layout, bool errors_only = false);
+// What the chat templates say that the rest of the model contradicts, as warnings (part of
+// validate; an edit shows the ones it brings in): template_syntax (jinja2 would refuse it),
+// template_token (a literal that looks like a special token, <|...|>, <start_of_turn>,
+// [INST], ..., but is no token of the vocabulary), template_end_of_turn (the template ends
+// turns with a token that is neither eos nor eot), template_double_bos (the template
+// prints bos_token and add_bos_token is true), template_no_default (named templates, no
+// tokenizer.chat_template).
+std::vector<Finding> template_findings(const Model& model);
 
 // The alignments llama.cpp loads (its TENSOR_ALIGNMENT) up to the most ggufkit writes
 // without --allow-broken.

@@ -110,6 +110,12 @@ struct Template {
   Body body;
 };
 
+// Every piece of text the template can print as written, in order: its data and its
+// string constants (views into the tree).
+std::vector<std::string_view> literals(const Template& t);
+// Whether the template refers to the variable `name` anywhere.
+bool mentions(const Template& t, std::string_view name);
+
 // Throws SyntaxError for anything jinja2 would refuse when parsing (not when rendering:
 // an unknown filter or an undefined name is a render-time matter).
 Template parse(std::string_view source, const Options& options = {});
