@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <tuple>
 
 #include "ggufkit/error.h"
 #include "ggufkit/patch.h"
@@ -207,8 +208,8 @@ TEST(EditRefusals, EachIsRefusedWithItsReasonAndTheLine) {
   EXPECT_EQ(e.message, "there is no key general.license.link to remove");
   e = patch_error(tiny_llama(), "set: {general.alignment: 64}\n");
   EXPECT_NE(e.message.find("set the alignment with alignment: N"), std::string::npos);
-  e = patch_error(tiny_llama(), "set: {my.unknown.key: 3}\n");
-  EXPECT_EQ(e.message, "my.unknown.key is not in the file nor in the key registry; to add it, give its type: --set-typed "
+  e = patch_error(tiny_llama(), "set: {my.unknown.key: {a: 1}}\n");  // a new key whose value tells no type
+  EXPECT_EQ(e.message, "my.unknown.key is a new key whose type its value does not tell; give its type: --set-typed "
                        "my.unknown.key=f32:VALUE on the command line, {type: f32, value: ...} in a patch");
   e = patch_error(tiny_llama(), "set: {llama.contxt_length: 512}\n");  // a misspelt existing key
   EXPECT_EQ(e.message, "llama.contxt_length is not in the file nor in the key registry (did you mean llama.context_length?); "
@@ -510,4 +511,41 @@ TEST(FromHf, EachShapeOfTokenizerConfigSetsExactlyItsKeys) {
   CliRun e = run_cli("edit " + tiny_llama() + " --from-hf " + empty + " --dry-run");
   EXPECT_EQ(e.code, 2);
   EXPECT_NE(e.err.find("neither tokenizer_config.json nor chat_template.jinja is there"), std::string::npos) << e.err;
+}
+
+TEST(EditOps, ANewKeyWithoutATypeIsTypedAsItsValueReads) {
+  const std::string out = temp_path("inferred.gguf");
+  CliRun r = run_cli("edit " + tiny_llama() +
+                     " --set my.count=5 --set my.flag=true --set my.ratio=0.5 --set my.name=hello --set 'my.list=[1, 2]'"
+                     " --set 'my.words=[a, b]' --set 'my.quoted=\"5\"' --set my.big=5000000000 --set 'my.mix=[1, 2.5]' -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("set my.count: a new key, stored as i32 as its value reads"), std::string::npos) << r.err;
+  Model m = scan_file(out).model;
+  const std::vector<std::tuple<std::string, ValueType, ValueType>> want = {
+      {"my.count", ValueType::i32, ValueType::u8},    {"my.flag", ValueType::boolean, ValueType::u8},
+      {"my.ratio", ValueType::f32, ValueType::u8},    {"my.name", ValueType::string, ValueType::u8},
+      {"my.list", ValueType::array, ValueType::i32},  {"my.words", ValueType::array, ValueType::string},
+      {"my.quoted", ValueType::string, ValueType::u8}, {"my.big", ValueType::i64, ValueType::u8},
+      {"my.mix", ValueType::array, ValueType::f32}};
+  for (const auto& [key, type, elem] : want) {
+    SCOPED_TRACE(key);
+    const Value* v = m.find(key);
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->type, type);
+    if (type == ValueType::array) {
+      EXPECT_EQ(v->elem, elem);
+    }
+  }
+  EXPECT_EQ(m.find("my.count")->as_i64(), 5);
+  EXPECT_EQ(m.find("my.quoted")->str, "5");
+  EXPECT_EQ(m.find("my.big")->as_i64(), 5000000000);
+  EXPECT_EQ(m.find("my.ratio")->as_f64(), 0.5);
+  // A registered key takes the registry's type; a key close to one in the file is a typo.
+  fs::remove(out);
+  ASSERT_EQ(run_cli("edit " + tiny_llama() + " --set tokenizer.ggml.eot_token_id=2 -o " + out).code, 0);
+  EXPECT_EQ(scan_file(out).model.find("tokenizer.ggml.eot_token_id")->type, ValueType::u32);
+  CliRun typo = run_cli("edit " + tiny_llama() + " --set general.nam=x --dry-run");
+  EXPECT_EQ(typo.code, 1);
+  EXPECT_NE(typo.err.find("general.nam is not in the file nor in the key registry (did you mean general.name?)"),
+            std::string::npos) << typo.err;
 }

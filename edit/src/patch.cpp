@@ -1,6 +1,10 @@
 #include "ggufkit/patch.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <climits>
+#include <cctype>
+#include <cerrno>
 #include <deque>
 #include <cstdio>
 #include <filesystem>
@@ -333,12 +337,19 @@ class Applier : YamlReader {
       changes_.push_back({Change::set, s.key, "", old, v});
       kv->value = std::move(v);
     } else {
-      if (!type && !spec) {
-        std::string near = nearest_key(m_, s.key);
-        fail(n, entry, s.key + " is not in the file nor in the key registry" +
-                           (near.empty() ? std::string() : " (did you mean " + near + "?)") +
-                           "; to add it, give its type: --set-typed " + s.key + "=f32:VALUE on the command line, " +
-                           "{type: f32, value: ...} in a patch");
+      if (!type && !spec) {  // a key new to the file and the registry: typed as its value reads
+        const std::string how = "give its type: --set-typed " + s.key + "=f32:VALUE on the command line, " +
+                                "{type: f32, value: ...} in a patch";
+        // (not one this patch adds: two new keys alike are no typo)
+        if (std::string near = nearest_key(m_, s.key, [&](const std::string& k) { return fresh_.count(k) > 0; }); !near.empty())
+          fail(n, entry, s.key + " is not in the file nor in the key registry (did you mean " + near + "?); to add it, " + how);
+        auto inferred = infer_type(*value);
+        if (!inferred) fail(n, entry, s.key + " is a new key whose type its value does not tell; " + how);
+        type = inferred->first;
+        if (*type == ValueType::array) items = inferred->second;
+        note(yaml_where(name(), n.line, n.column),
+             entry + ": a new key, stored as " + type_text(*type, items.value_or(ValueType::u8)) +
+                 " as its value reads (--set-typed or {type: ...} chooses another)");
       }
       check_key(s.key, n, entry);
       if (type && spec && (*type != spec->type || (spec->type == ValueType::array && items && *items != spec->items)))
@@ -444,6 +455,43 @@ class Applier : YamlReader {
     std::string out;
     for (const auto& [d, id] : best) out += (out.empty() ? "" : ", ") + ("\"" + printable(std::string(vocab[id])) + "\" (" + std::to_string(id) + ")");
     return out;
+  }
+
+  // The type a value given without one reads as: true/false a bool, an integer an i32 (an
+  // i64 past its range), another number an f32, anything else (or in quotes) a string; a
+  // list of them an array of the widest.
+  static std::optional<std::pair<ValueType, ValueType>> infer_type(const YamlNode& n) {
+    auto scalar_type = [](const YamlNode& x) -> std::optional<ValueType> {
+      if (!x.IsScalar()) return std::nullopt;
+      const std::string& t = x.text;
+      if (x.quoted || t.empty()) return ValueType::string;
+      if (t == "true" || t == "false") return ValueType::boolean;
+      size_t digits = t[0] == '+' || t[0] == '-' ? 1 : 0;
+      if (digits < t.size() && t.find_first_not_of("0123456789", digits) == std::string::npos) {
+        errno = 0;
+        long long v = std::strtoll(t.c_str(), nullptr, 10);
+        if (errno == ERANGE) return std::nullopt;
+        return v >= INT32_MIN && v <= INT32_MAX ? ValueType::i32 : ValueType::i64;
+      }
+      char* end = nullptr;
+      std::strtod(t.c_str(), &end);
+      return end == t.c_str() + t.size() && !std::isspace(static_cast<unsigned char>(t[0])) ? ValueType::f32 : ValueType::string;
+    };
+    if (!n.IsSequence()) {
+      auto t = scalar_type(n);
+      return t ? std::optional(std::pair(*t, ValueType::u8)) : std::nullopt;
+    }
+    std::optional<ValueType> elem;
+    auto is_int = [](ValueType t) { return t == ValueType::i32 || t == ValueType::i64; };
+    for (const YamlNode& item : n) {
+      auto t = scalar_type(item);
+      if (!t) return std::nullopt;
+      if (!elem || *elem == *t) elem = t;
+      else if (is_int(*elem) && is_int(*t)) elem = ValueType::i64;
+      else if ((is_int(*elem) || *elem == ValueType::f32) && (is_int(*t) || *t == ValueType::f32)) elem = ValueType::f32;
+      else return std::nullopt;
+    }
+    return elem ? std::optional(std::pair(ValueType::array, *elem)) : std::nullopt;
   }
 
   static std::string type_text(ValueType t, ValueType items) {

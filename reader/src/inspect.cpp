@@ -248,11 +248,11 @@ std::vector<SpecialToken> special_tokens(const Model& m) {
   return known;
 }
 
-std::string nearest_key(const Model& m, std::string_view key) {
+std::string nearest_key(const Model& m, std::string_view key, const std::function<bool(const std::string&)>& skip) {
   std::string best;
   size_t best_d = std::max<size_t>(2, key.size() / 4) + 1;
   for (const KV& kv : m.metadata)
-    if (size_t d = edit_distance(key, kv.key); d < best_d) {
+    if (size_t d = edit_distance(key, kv.key); d < best_d && !(skip && skip(kv.key))) {
       best_d = d;
       best = kv.key;
     }

@@ -39,7 +39,7 @@ class Builder : public YAML::EventHandler {
     no_tag(m, tag);
     if (v.size() > limits_.max_scalar)
       fail(m, "a value of " + std::to_string(v.size()) + " bytes is over the cap of " + std::to_string(limits_.max_scalar));
-    add(m, a, YamlNode::scalar, v);
+    add(m, a, YamlNode::scalar, v).quoted = tag == "!";  // yaml-cpp marks a quoted scalar so
   }
   void OnSequenceStart(const YAML::Mark& m, const std::string& tag, YAML::anchor_t a, YAML::EmitterStyle::value) override {
     no_tag(m, tag);

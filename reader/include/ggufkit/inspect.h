@@ -56,8 +56,9 @@ std::string token_type_name(int64_t type);
 // Levenshtein distance, for "did you mean".
 size_t edit_distance(std::string_view a, std::string_view b);
 // The model's key nearest to `key` (within a quarter of its length, at least 2 edits);
-// empty when none is that close.
-std::string nearest_key(const Model& m, std::string_view key);
+// empty when none is that close. Keys `skip` says yes to are not offered.
+std::string nearest_key(const Model& m, std::string_view key,
+                        const std::function<bool(const std::string&)>& skip = nullptr);
 uint64_t vocabulary_size(const Model& m);  // items of tokenizer.ggml.tokens, or 0
 
 // The repeated block stack: tensors named blk.N.REST grouped by REST.

@@ -24,6 +24,7 @@ class YamlNode {
   Kind kind = absent;
   int line = -1, column = -1;  // 0-based, as yaml-cpp counts; -1 for an absent node
   std::string text;            // scalar
+  bool quoted = false;         // a scalar written in quotes: text, never a number or a bool
   std::vector<YamlNode> items; // seq: the items; map: key, value, key, value, ...
 
   explicit operator bool() const { return kind != absent; }
