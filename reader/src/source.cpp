@@ -41,12 +41,16 @@ int open_checked(const std::string& path, struct stat& st, bool allow_stream) {
 }  // namespace
 
 std::string read_small_file(const std::string& path, uint64_t cap) {
+  // A pipe is opened blocking, to wait for its writer as cat does: opened without blocking
+  // first, it would read an end before the writer came, and lose what a writer quick to
+  // come and go had written once it was closed again.
   struct stat st {};
-  int fd = open_checked(path, st, true);
-  if (S_ISFIFO(st.st_mode)) {  // opened again to wait for its writer, as cat does, and read to its end
-    ::close(fd);
+  int fd = -1;
+  if (stat_path(path, st) == 0 && S_ISFIFO(st.st_mode)) {
     fd = open_path(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw_io(path, "cannot open for reading");
+  } else {
+    fd = open_checked(path, st, true);
   }
   std::string text;
   char buf[1 << 16];
