@@ -254,7 +254,10 @@ int cmd_get(const std::vector<std::string>& args) {
   };
   if (v->type != ValueType::array) print(*v);
   else if (v->elem == ValueType::string)
-    for (std::string_view item : v->strs) std::fwrite(item.data(), 1, item.size(), stdout), std::fputc('\n', stdout);
+    for (std::string_view item : v->strs) {
+      std::fwrite(item.data(), 1, item.size(), stdout);
+      std::fputc('\n', stdout);
+    }
   else
     for (size_t i = 0; i < v->size(); ++i) print(v->at(i));
   return 0;
