@@ -19,6 +19,7 @@
 #include "ggufkit/error.h"
 #include "ggufkit/inspect.h"
 #include "ggufkit/jinja.h"
+#include "ggufkit/journal.h"
 #include "ggufkit/output.h"
 #include "ggufkit/patch.h"
 #include "ggufkit/path.h"
@@ -67,6 +68,7 @@ const char* kUsage =
     "  write SKETCH -o OUT    write the GGUF file a YAML sketch describes (-D NAME=VALUE fills [[NAME]])\n"
     "  dump FILE              print a sketch that 'write' turns back into the same bytes\n"
     "  example -o OUT         write the 408-byte walkthrough file (a demo and a fixture)\n"
+    "  recover FILE           finish an interrupted in-place header edit (its journal beside FILE)\n"
     "\n"
     "FILE may be '-' for standard input where a command only reads the header.\n"
     "Run 'ggufkit COMMAND --help' for a command's options.\n"
@@ -182,6 +184,8 @@ struct RewriteJob {
   bool in_place = false, dry_run = false, verify = true, json = false, force = false, allow_broken = false;
   bool always_write = false;            // rewrite: writing the same model is the point
   bool template_check = true;           // edit: every template set must parse (--no-template-check)
+  bool header_only = false;             // edit --in-place: write the header alone, or refuse
+  bool whole_file = false;              // edit --in-place: rewrite the whole file even when the header fits
   std::optional<ByteOrder> byte_order;  // convert
   Patch patch;
 };
@@ -306,6 +310,9 @@ int run_set_rewrite(const RewriteJob& job, ShardSet& set) {
 // The one pipeline behind rewrite, edit and realign: scan, apply, check, plan, safe rewrite.
 int run_rewrite(const RewriteJob& job) {
   if (!job.dry_run && job.in_place == !job.out.empty()) throw_usage("give exactly one of -o OUT and --in-place");
+  if (struct stat st {}; job.in_place && stat_path(job.in, st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0222) == 0)
+    throw Error(Error::Kind::usage, job.in, std::nullopt, "--in-place",
+                "the file is read-only; nothing was changed (make it writable to edit it in place)");
   std::optional<ShardSet> set;
   if (parse_shard_name(job.in)) {
     set = open_shard_set(job.in);
@@ -344,6 +351,17 @@ int run_rewrite(const RewriteJob& job) {
   std::string dropped_note = dropped ? "note: the data is re-laid; the source's " + std::to_string(dropped) +
                                            " bytes of gaps and bytes after the end are not carried over\n"
                                      : "";
+  // In place, an edit whose header fits before the data start writes the header alone.
+  std::string why;
+  std::optional<std::vector<uint8_t>> header;
+  if (job.in_place && !job.always_write && !job.whole_file && order_change.empty()) header = header_in_place(model, s, why);
+  if (job.whole_file) why = "--whole-file";
+  if (job.header_only && !header)
+    throw Error(Error::Kind::usage, job.in, std::nullopt, "--header-only",
+                "the edit does not fit in the header: " + why + "; nothing was written (without --header-only the whole file is rewritten)");
+  const std::string path_text = !job.in_place ? ""
+                                : header      ? "the header alone, in place (it fits before the data start; no tensor byte moves)"
+                                              : "the whole file (" + why + ")";
   if (job.dry_run) {
     Layout after = plan(model);
     if (job.json) {
@@ -358,9 +376,26 @@ int run_rewrite(const RewriteJob& job) {
     if (!order_change.empty()) std::printf("  %s\n", order_change.c_str());
     std::printf("%s", dropped_note.c_str());
     if (changes.empty()) std::printf("  no changes: the output would be a byte-for-byte rewrite\n");
+    if (!path_text.empty()) std::printf("would write %s\n", path_text.c_str());
     std::printf("data start  %llu -> %llu\nfile size   %llu -> %llu\n", static_cast<unsigned long long>(before.data_offset),
                 static_cast<unsigned long long>(after.data_offset), static_cast<unsigned long long>(s.source_size),
                 static_cast<unsigned long long>(after.file_size));
+    return 0;
+  }
+  if (header) {
+    // Said before writing: the model's strings are views of the header about to change.
+    std::string said;
+    if (job.json) {
+      said = "{\"file\": " + json_string(job.in) + ", \"changes\": [";
+      for (size_t i = 0; i < changes.size(); ++i) said += (i ? ", " : "") + change_json(changes[i]);
+      said += "], \"written\": \"header\", \"header_bytes\": " + std::to_string(header->size()) + "}\n";
+    } else {
+      for (const Change& c : changes) said += "  " + change_text(c) + "\n";
+      said += job.in + ": wrote " + path_text + ": " + std::to_string(header->size()) + " bytes\n";
+    }
+    write_options(job.verify, job.force);  // signals stop cleanly
+    write_header_in_place(job.in, plan(model), *header);
+    std::cout << said;
     return 0;
   }
   RewriteOptions opt = write_options(job.verify, job.force);
@@ -392,6 +427,7 @@ int run_rewrite(const RewriteJob& job) {
               static_cast<unsigned long long>(r.layout.data_offset));
   if (job.verify) std::printf("; %llu tensors verified", static_cast<unsigned long long>(r.tensors_verified));
   std::printf("\n");
+  if (!path_text.empty()) std::printf("wrote %s\n", path_text.c_str());
   return 0;
 }
 
@@ -469,6 +505,12 @@ int cmd_edit(const std::vector<std::string>& args) {
       "DIR or DIR/tokenizer_config.json: take the chat template(s), bos/eos/pad/unk tokens and add_bos/add_eos "
       "flags a Hugging Face model folder gives (chat_template.jinja beside the config wins)")(
       "alignment", po::value<std::string>(), "re-lay the data at this alignment (a power of two, or 'default')")(
+      "header-only", po::bool_switch(),
+      "with --in-place: write the header alone (when the edited header fits before the data start), or refuse; "
+      "without it such an edit still takes that path, and one that does not fit rewrites the whole file")(
+      "whole-file", po::bool_switch(),
+      "with --in-place: rewrite the whole file even when the header alone would do (a new inode: hard links "
+      "keep the old bytes)")(
       "no-template-check", po::bool_switch(),
       "write a chat template even if it does not parse as Jinja (a syntax error is otherwise refused, with its "
       "line and column)");
@@ -489,6 +531,11 @@ int cmd_edit(const std::vector<std::string>& args) {
   if (!vm) return 0;
   RewriteJob job = job_of(*vm);
   job.template_check = !(*vm)["no-template-check"].as<bool>();
+  job.header_only = (*vm)["header-only"].as<bool>();
+  job.whole_file = (*vm)["whole-file"].as<bool>();
+  if ((job.header_only || job.whole_file) && !job.in_place)
+    throw_usage(std::string(job.header_only ? "--header-only" : "--whole-file") + " is for edits in place: give --in-place");
+  if (job.header_only && job.whole_file) throw_usage("give one of --header-only and --whole-file");
   if (vm->count("patch")) job.patch = read_patch((*vm)["patch"].as<std::string>());
   auto pair = [](const std::string& s, const char* opt) {
     auto eq = s.find('=');
@@ -745,6 +792,28 @@ int cmd_dump(const std::vector<std::string>& args) {
   return 0;
 }
 
+int cmd_recover(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "the model an in-place edit was interrupted on");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  auto vm = parse(args, desc, pos,
+                  "usage: ggufkit recover FILE\n\n"
+                  "Finishes what an interrupted in-place header edit left (its journal, FILE.ggufkit-journal):\n"
+                  "the new header is kept when all of it is in the file, else the old header is put back;\n"
+                  "the file is flushed and the journal removed. Until then every command refuses FILE.\n"
+                  "A journal that does not match FILE (another inode or size, cut short, a bad\n"
+                  "checksum) is reported and not applied.");
+  if (!vm) return 0;
+  const std::string file = (*vm)["file"].as<std::string>();
+  switch (recover(file)) {
+    case Recovery::none: std::printf("%s: no journal; nothing to recover\n", file.c_str()); break;
+    case Recovery::rolled_back: std::printf("%s: the edit was cut short; the old header is back\n", file.c_str()); break;
+    case Recovery::kept_new: std::printf("%s: the new header was all written; it is kept\n", file.c_str()); break;
+  }
+  return 0;
+}
+
 int cmd_example(const std::vector<std::string>& args) {
   po::options_description desc("options");
   desc.add_options()("output,o", po::value<std::string>()->required(), "where to write it")(
@@ -800,6 +869,7 @@ int main(int argc, char** argv) {
     if (cmd == "write") return cmd_write(args);
     if (cmd == "dump") return cmd_dump(args);
     if (cmd == "example") return cmd_example(args);
+    if (cmd == "recover") return cmd_recover(args);
     std::cerr << "ggufkit: unknown command '" << cmd << "'\n\n" << kUsage;
     return 2;
   } catch (const Error& e) {

@@ -247,7 +247,7 @@ TEST(EditInPlace, ReplacesTheFileByRenameKeepingItsModeAndFollowingALink) {
   fs::create_symlink("model.gguf", link);
   struct stat before {};
   ::stat(f.c_str(), &before);
-  CliRun r = run_cli("edit " + link + " --set general.name=inplace --in-place");
+  CliRun r = run_cli("edit " + link + " --set general.name=inplace --in-place --whole-file");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(fs::is_symlink(link));  // the link still points at the file, which was replaced
   struct stat after {};
@@ -314,9 +314,9 @@ TEST(EditFaults, AFullFileSystemLeavesNothingBehind) {
   auto [dir, src] = fault_dir("fault-full", tiny_llama());
   auto before = read_file_bytes(src);
   // ulimit -f in 512-byte blocks (dash): 1 MB may be written, the model is 5 MB.
-  for (const char* flags : {"", " --no-verify", " --in-place"}) {
+  for (const char* flags : {"", " --no-verify", " --in-place --whole-file"}) {
     SCOPED_TRACE(flags);
-    std::string target = std::string(flags) == " --in-place" ? "" : " -o " + dir + "/out.gguf";
+    std::string target = std::string(flags) == " --in-place --whole-file" ? "" : " -o " + dir + "/out.gguf";
     CliRun r = run_cli("edit " + src + " --eos-token-id 5" + flags + target, "ulimit -f 2048; ");
     EXPECT_EQ(r.code, 3) << r.err;
     EXPECT_NE(r.err.find("File too large; nothing was changed (" + src + " is as it was)"), std::string::npos) << r.err;

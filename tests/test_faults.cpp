@@ -63,7 +63,7 @@ Scene setup(const std::string& name, Dest d) {
   std::tie(s.dir, s.src) = fault_dir(name, tiny_llama());
   s.src_before = read_file_bytes(s.src);
   s.dest = d == Dest::in_place ? s.src : s.dir + "/out.gguf";
-  s.target_args = d == Dest::in_place ? " --in-place" : d == Dest::replace ? " --force -o " + s.dest : " -o " + s.dest;
+  s.target_args = d == Dest::in_place ? " --in-place --whole-file" : d == Dest::replace ? " --force -o " + s.dest : " -o " + s.dest;
   if (d == Dest::replace) write_file_bytes(s.dest, {1, 2, 3});
   if (d != Dest::fresh) s.dest_before = read_file_bytes(s.dest);
   return s;
@@ -267,7 +267,7 @@ TEST(FaultPoints, ARealFullDiskOnASmallTmpfsChangesNothing) {
                small);
   std::string m = dir + "/mnt";
   std::string script = "mount -t tmpfs -o size=2m tmpfs " + m + " && cp " + small + " " + m + "/model.gguf && " +
-                       "{ LC_ALL=C " GGUFKIT_BIN " edit " + m + "/model.gguf --set general.name=x --in-place 2>" + dir +
+                       "{ LC_ALL=C " GGUFKIT_BIN " edit " + m + "/model.gguf --set general.name=x --in-place --whole-file 2>" + dir +
                        "/a.err; echo $? >" + dir + "/a.rc; cmp -s " + small + " " + m + "/model.gguf; echo $? >" + dir +
                        "/a.cmp; ls -A " + m + " >" + dir + "/a.ls; " +
                        "LC_ALL=C " GGUFKIT_BIN " edit " + tiny_llama() + " --set general.name=x -o " + m + "/out.gguf 2>" +

@@ -48,9 +48,9 @@ TEST(Owners, AnInPlaceEditAsRootKeepsOwnerGroupModeAndAttributes) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root, to give the file another owner";
   std::string dir = temp_path("owners-in-place");
   fs::create_directories(dir);
-  for (const char* how : {"--in-place", "--force -o"}) {
+  for (const char* how : {"--in-place --whole-file", "--force -o"}) {
     SCOPED_TRACE(how);
-    std::string model = dir + "/model.gguf", target = std::string(how) == "--in-place" ? model : dir + "/out.gguf";
+    std::string model = dir + "/model.gguf", target = std::string(how) == "--in-place --whole-file" ? model : dir + "/out.gguf";
     fs::copy_file(tiny_llama(), model, fs::copy_options::overwrite_existing);
     if (target != model) write_file_bytes(target, {1, 2, 3});
     ASSERT_EQ(::chown(target.c_str(), 65534, 65534), 0);
@@ -121,7 +121,7 @@ TEST(Owners, AUserWhoCannotKeepTheOwnerIsToldSo) {
   fs::copy_file(GGUFKIT_BIN, bin);
   fs::copy_file(tiny_llama(), model);
   ASSERT_EQ(::chmod(model.c_str(), 0666), 0);
-  CliRun r = run_cli("edit " + model + " --set general.name=theirs --in-place",
+  CliRun r = run_cli("edit " + model + " --set general.name=theirs --in-place --whole-file",
                      "setpriv --reuid=65534 --regid=65534 --clear-groups ", bin);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("ggufkit: note: " + model + ": the owner 0:0 could not be kept (Operation not permitted); "

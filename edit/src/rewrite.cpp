@@ -116,7 +116,7 @@ class VerifyingSink final : public FdSink {
     for (uint64_t done = 0; done < p.n && !bad;) {
       if (stop_ && stop_->load()) break;  // the writer reports the signal
       size_t k = static_cast<size_t>(std::min<uint64_t>(p.n - done, kPiece));
-      read_back(p.at + done, b.data(), k);
+      pread_all(fd_, name_, b.data(), k, p.at + done, "cannot re-read the written file");
       if (st) {
         XXH64_update(st, b.data(), k);
       } else {
@@ -133,17 +133,6 @@ class VerifyingSink final : public FdSink {
       XXH64_freeState(st);
     }
     return bad;
-  }
-
-  void read_back(uint64_t at, uint8_t* dst, size_t n) {
-    while (n > 0) {
-      ssize_t got = ::pread(fd_, dst, n, static_cast<off_t>(at));
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) throw_io(name_, "cannot re-read the written file at byte " + std::to_string(at));
-      dst += got;
-      at += static_cast<uint64_t>(got);
-      n -= static_cast<size_t>(got);
-    }
   }
 
   const std::atomic<bool>* stop_;

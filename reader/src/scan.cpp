@@ -1,5 +1,7 @@
 #include "ggufkit/scan.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -7,6 +9,7 @@
 #include <unordered_map>
 
 #include "ggufkit/error.h"
+#include "ggufkit/path.h"
 
 namespace ggufkit {
 
@@ -497,7 +500,21 @@ Scanned scan(std::shared_ptr<const ByteSource> source, const ScanOptions& option
   return Scanner(c, options).run(source);
 }
 
+std::string journal_path(const std::string& path) {
+  std::string file = path;
+  try {
+    file = follow_links(path);  // beside the file itself, whatever link names it
+  } catch (const Error&) {
+  }
+  return file + ".ggufkit-journal";
+}
+
 Scanned scan_file(const std::string& path, const ScanOptions& options) {
+  struct stat st {};
+  if (const std::string j = journal_path(path); stat_path(j, st) == 0)
+    throw Error(Error::Kind::format, path, std::nullopt, "",
+                "an in-place edit of this file was interrupted and left its journal, " + j +
+                    "; run 'ggufkit recover " + path + "' to put the file back first");
   return scan(open_file(path), options);
 }
 

@@ -95,13 +95,17 @@ void FileSource::read_at(uint64_t offset, void* dst, size_t n) const {
     throw_io(path_, "read of " + std::to_string(n) + " bytes at " + std::to_string(offset) +
                         " is past the end of the file (" + std::to_string(size_) + " bytes)");
   }
+  pread_all(fd_, path_, dst, n, offset);
+}
+
+void pread_all(int fd, const std::string& name, void* dst, size_t n, uint64_t offset, const char* what) {
   auto* out = static_cast<uint8_t*>(dst);
   while (n > 0) {
-    ssize_t got = ::pread(fd_, out, n, static_cast<off_t>(offset));
+    ssize_t got = ::pread(fd, out, n, static_cast<off_t>(offset));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
       if (got == 0) errno = 0;
-      throw_io(path_, "read failed at byte " + std::to_string(offset));
+      throw_io(name, std::string(what) + " at byte " + std::to_string(offset));
     }
     out += got;
     offset += static_cast<uint64_t>(got);

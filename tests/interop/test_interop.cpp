@@ -283,6 +283,22 @@ TEST(LlamaCpp, AfterFromHfLlamaCppReportsTheNewTemplatesAndTokensAndGenerates) {
   EXPECT_EQ(node["chat_template"].as<std::string>(), main);
 }
 
+// An end-token edit that fits in the header is written in place, the header alone: llama.cpp
+// reads the new id from the same file and generates the same tokens.
+TEST(LlamaCpp, AfterAnInPlaceHeaderEditLlamaCppReportsTheNewIdAndGeneratesTheSameTokens) {
+  llama_api::Run base = llama_run(tiny_llama());
+  std::string model = temp_path("interop-in-place.gguf");
+  std::filesystem::copy_file(tiny_llama(), model);
+  CliRun e = run_cli("edit " + model + " --eos-token-id 1 --in-place --header-only");
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(e.out.find("wrote the header alone, in place"), std::string::npos) << e.out;
+  EXPECT_EQ(llama_meta(model, "tokenizer.ggml.eos_token_id"), "1");
+  llama_api::Run r = llama_run(model);
+  EXPECT_EQ(r.eos, 1);
+  EXPECT_EQ(r.tokens, base.tokens);
+  EXPECT_TRUE(r.first_logits == base.first_logits);
+}
+
 TEST(LlamaCpp, EveryEditGgufkitRefusesIsRefusedByLlamaCppWhenForced) {
   // Each case of test_edit_rules.cpp, written with --allow-broken, loaded by node-llama-cpp
   // in its own process (llama.cpp aborts on some: a crash counts as a refusal). The one

@@ -14,6 +14,11 @@
 //   linked         the finished file has a temporary name in the destination's folder
 //   before-rename  just before the rename over the destination
 //   renamed        the destination is the new file; the folder is not yet flushed
+// and, in an in-place header edit (edit/journal.h):
+//   journal-written  the journal is complete, flushed and named; the file is untouched
+//   header-half      the first half of the new header is over the old one
+//   header-written   all of the new header is written and flushed
+//   header-verified  the header was re-read and matched; the journal is still there
 #include <cstddef>
 
 namespace ggufkit {

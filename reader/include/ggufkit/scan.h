@@ -29,7 +29,12 @@ struct Scanned {
 // (see format.h). Tensor data is not read: each tensor points at its byte range of the
 // source. Throws a format Error naming the file, the byte offset and the field.
 Scanned scan(std::shared_ptr<const ByteSource> source, const ScanOptions& options = {});
+// A model file. Refused while an interrupted in-place edit's journal lies beside it
+// (journal_path): `ggufkit recover FILE` first puts the file back.
 Scanned scan_file(const std::string& path, const ScanOptions& options = {});
+// Where the journal of an in-place header edit of the model at `path` lies: beside the
+// file (a symbolic link's target), named FILE.ggufkit-journal.
+std::string journal_path(const std::string& path);
 // From a stream (a pipe, a decompressor): the header only. The size is unknown, so the
 // checks that need it (data inside the file) are skipped and tensors have no source.
 Scanned scan_stream(std::istream& in, const std::string& name, const ScanOptions& options = {});

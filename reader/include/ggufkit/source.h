@@ -62,6 +62,10 @@ class MemorySource final : public ByteSource {
 // once (the file is opened without blocking and checked before it is read).
 std::shared_ptr<const ByteSource> open_file(const std::string& path);
 
+// n bytes of `fd` from `offset`, whatever pread returns at a time; an io Error naming `name`
+// and the byte (`what`: "read failed") when it fails or the file ends first.
+void pread_all(int fd, const std::string& name, void* dst, size_t n, uint64_t offset, const char* what = "read failed");
+
 // A small text input (a patch, a sketch, a template): read to its end under `cap`, so a
 // file that reports size 0 (/proc) is read whole, and so are a pipe (`-`, /dev/fd/N, a
 // named pipe), a socket and a device, past the cap refused. Folders and block devices are

@@ -1,0 +1,155 @@
+// Header-only edits in place: written through a journal, so a crash at any instant leaves
+// the old file or the edited one, byte for byte, and recover (or the refusal of every
+// other command until then) never lets a half-written header be read.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <functional>
+
+#include "ggufkit/scan.h"
+#include "helpers.h"
+
+using namespace testing_helpers;
+namespace fs = std::filesystem;
+
+namespace {
+
+ino_t inode_of(const std::string& path) {
+  struct stat st {};
+  ::stat(path.c_str(), &st);
+  return st.st_ino;
+}
+
+// A fresh copy of the tiny llama in a folder of its own, and what the eos edit makes of it
+// (written as a new file, the whole way).
+struct Case {
+  std::string dir, model;
+  std::vector<uint8_t> before, after;
+};
+Case fresh(const std::string& name) {
+  Case c;
+  c.dir = temp_path(name);
+  fs::create_directories(c.dir);
+  c.model = c.dir + "/model.gguf";
+  fs::copy_file(tiny_llama(), c.model);
+  c.before = read_file_bytes(c.model);
+  std::string whole = temp_path(name + "-whole.gguf");
+  EXPECT_EQ(run_cli("edit " + c.model + " --eos-token-id 1 -o " + whole).code, 0);
+  c.after = read_file_bytes(whole);
+  fs::remove(whole);
+  return c;
+}
+
+}  // namespace
+
+TEST(HeaderInPlace, AnEditThatFitsWritesTheHeaderAloneAndGivesTheSameBytesAsAWholeRewrite) {
+  Case c = fresh("hip-fits");
+  ino_t ino = inode_of(c.model);
+  CliRun dry = run_cli("edit " + c.model + " --eos-token-id 1 --in-place --dry-run");
+  EXPECT_NE(dry.out.find("would write the header alone, in place"), std::string::npos) << dry.out;
+  CliRun r = run_cli("edit " + c.model + " --eos-token-id 1 --in-place");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("wrote the header alone, in place (it fits before the data start; no tensor byte moves): 725376 bytes"),
+            std::string::npos) << r.out;
+  EXPECT_EQ(inode_of(c.model), ino);  // the same file, not a new one renamed over it
+  EXPECT_TRUE(read_file_bytes(c.model) == c.after);
+  EXPECT_EQ(files_in(c.dir), (std::vector<std::string>{"model.gguf"}));  // no journal left
+  // A name of another length within the padding also fits; one that does not is said.
+  CliRun name = run_cli("edit " + c.model + " --set general.name=tiny --in-place");
+  EXPECT_NE(name.out.find("wrote the header alone"), std::string::npos) << name.out;
+  EXPECT_EQ(inode_of(c.model), ino);
+  const std::string big(200, 'x');
+  CliRun only = run_cli("edit " + c.model + " --set general.name=" + big + " --in-place --header-only");
+  EXPECT_EQ(only.code, 2);
+  EXPECT_NE(only.err.find("--header-only: the edit does not fit in the header: the header grows past the data start by"),
+            std::string::npos) << only.err;
+  EXPECT_EQ(inode_of(c.model), ino);
+  CliRun whole = run_cli("edit " + c.model + " --set general.name=" + big + " --in-place");
+  ASSERT_EQ(whole.code, 0) << whole.err;
+  EXPECT_NE(whole.out.find("wrote the whole file (the header grows past the data start by"), std::string::npos) << whole.out;
+  // A read-only model is not edited in place, whichever way.
+  const auto now = read_file_bytes(c.model);
+  fs::permissions(c.model, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  CliRun ro = run_cli("edit " + c.model + " --eos-token-id 2 --in-place");
+  EXPECT_EQ(ro.code, 2);
+  EXPECT_NE(ro.err.find("the file is read-only; nothing was changed"), std::string::npos) << ro.err;
+  EXPECT_TRUE(read_file_bytes(c.model) == now);
+}
+
+TEST(HeaderInPlace, AKillAtEveryStepLeavesTheOldFileOrTheEditedOneAfterRecover) {
+  // Where the kill lands, and which file recover gives back.
+  const std::vector<std::pair<std::string, bool>> points = {
+      {"journal-written", false}, {"header-half", false}, {"header-written", true}, {"header-verified", true}};
+  for (const auto& [point, edited] : points) {
+    SCOPED_TRACE(point);
+    Case c = fresh("hip-kill-" + point);
+    CliRun r = run_cli("edit " + c.model + " --eos-token-id 1 --in-place", "GGUFKIT_FAULT=" + point + ":kill ",
+                       GGUFKIT_FAULTY_BIN);
+    EXPECT_EQ(r.code, 128 + 9);
+    EXPECT_NE(r.err.find("fault point " + point + " reached"), std::string::npos) << r.err;
+    EXPECT_EQ(files_in(c.dir), (std::vector<std::string>{"model.gguf", "model.gguf.ggufkit-journal"}));
+    // Until recover, every command refuses the file.
+    CliRun show = run_cli("show " + c.model);
+    EXPECT_EQ(show.code, 1);
+    EXPECT_NE(show.err.find("an in-place edit of this file was interrupted and left its journal"), std::string::npos) << show.err;
+    CliRun rec = run_cli("recover " + c.model);
+    ASSERT_EQ(rec.code, 0) << rec.err;
+    EXPECT_NE(rec.out.find(edited ? "the new header was all written; it is kept" : "the old header is back"), std::string::npos)
+        << rec.out;
+    EXPECT_TRUE(read_file_bytes(c.model) == (edited ? c.after : c.before));
+    EXPECT_EQ(files_in(c.dir), (std::vector<std::string>{"model.gguf"}));
+    EXPECT_EQ(run_cli("show " + c.model).code, 0);
+    EXPECT_NE(run_cli("recover " + c.model).out.find("no journal; nothing to recover"), std::string::npos);
+  }
+}
+
+TEST(HeaderInPlace, AFullDiskWhileWritingTheJournalLeavesTheModelUntouched) {
+  Case c = fresh("hip-full");
+  CliRun r = run_cli("edit " + c.model + " --eos-token-id 1 --in-place", "GGUFKIT_FAULT=write:fail:28 ", GGUFKIT_FAULTY_BIN);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nothing was changed"), std::string::npos) << r.err;
+  EXPECT_TRUE(read_file_bytes(c.model) == c.before);
+  EXPECT_EQ(files_in(c.dir), (std::vector<std::string>{"model.gguf"}));
+}
+
+TEST(HeaderInPlace, AJournalThatDoesNotMatchTheFileIsReportedAndNotApplied) {
+  // A journal left by a kill, then made wrong three ways.
+  auto journaled = [](const std::string& name) {
+    Case c = fresh(name);
+    run_cli("edit " + c.model + " --eos-token-id 1 --in-place", "GGUFKIT_FAULT=header-half:kill ", GGUFKIT_FAULTY_BIN);
+    return c;
+  };
+  struct Wrong {
+    std::string name, message;
+    std::function<void(Case&)> spoil;
+  };
+  const std::vector<Wrong> wrongs = {
+      {"other-file", "it is the journal of another file (device, inode or size differ)",
+       [](Case& c) {  // the same bytes under a new inode
+         fs::copy_file(c.model, c.model + ".copy");
+         fs::rename(c.model + ".copy", c.model);
+       }},
+      {"cut-short", "it is cut short",
+       [](Case& c) { fs::resize_file(c.model + ".ggufkit-journal", fs::file_size(c.model + ".ggufkit-journal") - 100); }},
+      {"bad-checksum", "its checksum does not match its bytes",
+       [](Case& c) {
+         auto j = read_file_bytes(c.model + ".ggufkit-journal");
+         j[j.size() / 2] ^= 0xff;
+         write_file_bytes(c.model + ".ggufkit-journal", j);
+       }},
+  };
+  for (const Wrong& w : wrongs) {
+    SCOPED_TRACE(w.name);
+    Case c = journaled("hip-wrong-" + w.name);
+    w.spoil(c);
+    const auto model = read_file_bytes(c.model), journal = read_file_bytes(c.model + ".ggufkit-journal");
+    CliRun r = run_cli("recover " + c.model);
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find(w.message), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("neither it nor " + c.model + " was changed"), std::string::npos) << r.err;
+    EXPECT_TRUE(read_file_bytes(c.model) == model);
+    EXPECT_TRUE(read_file_bytes(c.model + ".ggufkit-journal") == journal);
+  }
+}
