@@ -310,9 +310,6 @@ int run_set_rewrite(const RewriteJob& job, ShardSet& set) {
 // The one pipeline behind rewrite, edit and realign: scan, apply, check, plan, safe rewrite.
 int run_rewrite(const RewriteJob& job) {
   if (!job.dry_run && job.in_place == !job.out.empty()) throw_usage("give exactly one of -o OUT and --in-place");
-  if (struct stat st {}; job.in_place && stat_path(job.in, st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0222) == 0)
-    throw Error(Error::Kind::usage, job.in, std::nullopt, "--in-place",
-                "the file is read-only; nothing was changed (make it writable to edit it in place)");
   std::optional<ShardSet> set;
   if (parse_shard_name(job.in)) {
     set = open_shard_set(job.in);
@@ -355,6 +352,10 @@ int run_rewrite(const RewriteJob& job) {
   std::string why;
   std::optional<std::vector<uint8_t>> header;
   if (job.in_place && !job.always_write && !job.whole_file && order_change.empty()) header = header_in_place(model, s, why);
+  if (struct stat st {}; header && stat_path(job.in, st) == 0 && (st.st_mode & 0222) == 0) {
+    header.reset();  // never written into: replaced by rename, as before, keeping its mode
+    why = "the file is read-only: it is replaced, not written into";
+  }
   if (job.whole_file) why = "--whole-file";
   if (job.header_only && !header)
     throw Error(Error::Kind::usage, job.in, std::nullopt, "--header-only",

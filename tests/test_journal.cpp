@@ -68,13 +68,19 @@ TEST(HeaderInPlace, AnEditThatFitsWritesTheHeaderAloneAndGivesTheSameBytesAsAWho
   CliRun whole = run_cli("edit " + c.model + " --set general.name=" + big + " --in-place");
   ASSERT_EQ(whole.code, 0) << whole.err;
   EXPECT_NE(whole.out.find("wrote the whole file (the header grows past the data start by"), std::string::npos) << whole.out;
-  // A read-only model is not edited in place, whichever way.
+  // A read-only model is never written into: --header-only refuses, and an edit replaces
+  // it whole (by rename, keeping its mode).
   const auto now = read_file_bytes(c.model);
   fs::permissions(c.model, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
-  CliRun ro = run_cli("edit " + c.model + " --eos-token-id 2 --in-place");
+  CliRun ro = run_cli("edit " + c.model + " --eos-token-id 2 --in-place --header-only");
   EXPECT_EQ(ro.code, 2);
-  EXPECT_NE(ro.err.find("the file is read-only; nothing was changed"), std::string::npos) << ro.err;
+  EXPECT_NE(ro.err.find("the file is read-only: it is replaced, not written into"), std::string::npos) << ro.err;
   EXPECT_TRUE(read_file_bytes(c.model) == now);
+  CliRun whole_ro = run_cli("edit " + c.model + " --eos-token-id 2 --in-place");
+  ASSERT_EQ(whole_ro.code, 0) << whole_ro.err;
+  EXPECT_NE(whole_ro.out.find("wrote the whole file (the file is read-only"), std::string::npos) << whole_ro.out;
+  EXPECT_EQ(fs::status(c.model).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
 }
 
 TEST(HeaderInPlace, AKillAtEveryStepLeavesTheOldFileOrTheEditedOneAfterRecover) {
