@@ -191,7 +191,8 @@ TEST(Inspect, GetPrintsOneValueAndTemplatePrintsTheStoredBytes) {
   EXPECT_EQ(missing.code, 1);
   EXPECT_NE(missing.err.find("general.nam: no such key (did you mean general.name?)"), std::string::npos) << missing.err;
   // template: the stored bytes, no newline added; --list and --name.
-  const ggufkit::Value* t = ggufkit::scan_file(phi3).model.find("tokenizer.chat_template");
+  const ggufkit::Scanned phi3_file = ggufkit::scan_file(phi3);  // kept: the value lives in it
+  const ggufkit::Value* t = phi3_file.model.find("tokenizer.chat_template");
   ASSERT_TRUE(t);
   EXPECT_EQ(run_cli("template " + phi3).out, t->str);
   EXPECT_EQ(run_cli("template " + phi3 + " --list --json").out,
