@@ -239,6 +239,33 @@ void check_result(const RewriteJob& job, const std::vector<Finding>& was, const 
                     "\nnothing was written; give --allow-broken to write it anyway (a broken fixture on purpose)");
 }
 
+// In place, an edit whose header fits before the data start writes the header alone (set
+// in the result); otherwise the whole file is rewritten, and `why` says why.
+// --header-only refuses instead. `model` (planned as `after`) was read from `path`.
+std::optional<HeaderEdit> header_path(const RewriteJob& job, const std::string& path, const Model& model, const Layout& after,
+                                      const Layout& source, uint64_t source_size, std::string& why) {
+  std::optional<HeaderEdit> header;
+  if (job.in_place && !job.always_write && !job.whole_file) header = header_in_place(model, after, source, source_size, why);
+  if (struct stat st {}; header && stat_path(path, st) == 0 && (st.st_mode & 0222) == 0) {
+    header.reset();  // never written into: replaced by rename, as before, keeping its mode
+    why = "the file is read-only: it is replaced, not written into";
+  }
+  if (job.whole_file) why = "--whole-file";
+  if (job.header_only && !header)
+    throw Error(Error::Kind::usage, path, std::nullopt, "--header-only",
+                "the edit does not fit in the header: " + why + "; nothing was written (without --header-only the whole file is rewritten)");
+  return header;
+}
+
+const char* kHeaderPath = "the header alone, in place (it fits before the data start; no tensor byte moves)";
+
+// What the header path says it wrote.
+std::string header_written(const std::string& path, const HeaderEdit& h) {
+  if (h.bytes.empty()) return path + ": no byte of the header differs; nothing was written\n";
+  return path + ": wrote " + kHeaderPath + ": " + std::to_string(h.bytes.size()) + " of its " + std::to_string(h.header_size) +
+         " bytes differ, at " + std::to_string(h.offset) + "\n";
+}
+
 // An edit, realign or rewrite of a shard set: the patch applies to the model (its keys are
 // in shard 1), checked as one model. A metadata change rewrites shard 1 alone (the other
 // shards are read as far as their headers and neither rewritten nor touched); a new
@@ -283,10 +310,33 @@ int run_set_rewrite(const RewriteJob& job, ShardSet& set) {
     shards.push_back(std::move(m));
   }
   const size_t written = every ? n : 1;
+  // Shard 1 takes the header path when its header fits, as a single file does.
+  const std::string first = follow_links(set.shards[0].path);
+  std::string why = "every shard is rewritten (the alignment changes)";
+  std::optional<HeaderEdit> header;
+  Layout first_after;
+  if (!every) {
+    first_after = plan(shards[0]);
+    header = header_path(job, first, shards[0], first_after, set.shards[0].file.layout, set.shards[0].file.source_size, why);
+  }
+  else if (job.header_only) throw Error(Error::Kind::usage, job.in, std::nullopt, "--header-only", why + "; nothing was written");
+  const std::string path_text = !job.in_place ? "" : header ? kHeaderPath : "the whole of shard 1 (" + why + ")";
   if (job.dry_run) {
     std::printf("%s: dry run, nothing written (shard set: %zu files; %s)\n", job.in.c_str(), n,
                 every ? "every shard would be written" : "shard 1 alone would be written");
     for (const Change& c : changes) std::printf("  %s\n", change_text(c).c_str());
+    if (!path_text.empty() && !every) std::printf("would write %s\n", path_text.c_str());
+    return 0;
+  }
+  if (header) {
+    std::string said;  // said before writing: the model's strings are views of the header about to change
+    for (const Change& c : changes) said += "  " + change_text(c) + "\n";
+    said += header_written(set.shards[0].path, *header);
+    said += "shard set: " + std::to_string(n) + " files; shard 1's header written in place, the other " + std::to_string(n - 1) +
+            " untouched\n";
+    write_options(job.verify, job.force);  // signals stop cleanly
+    write_header_in_place(first, first_after, *header);
+    std::cout << said;
     return 0;
   }
   RewriteOptions opt = write_options(job.verify, job.force || job.in_place);
@@ -303,7 +353,10 @@ int run_set_rewrite(const RewriteJob& job, ShardSet& set) {
   for (const RewriteResult& r : rs)
     std::printf("%s: %llu bytes%s\n", r.path.c_str(), static_cast<unsigned long long>(r.layout.file_size),
                 job.verify ? (", " + std::to_string(r.tensors_verified) + " tensors verified").c_str() : "");
-  if (job.in_place && written < n) std::printf("shard set: %zu files; shard 1 rewritten, the other %zu untouched\n", n, n - 1);
+  if (job.in_place && written < n) {
+    std::printf("wrote %s\n", path_text.c_str());
+    std::printf("shard set: %zu files; shard 1 rewritten, the other %zu untouched\n", n, n - 1);
+  }
   return 0;
 }
 
@@ -341,30 +394,22 @@ int run_rewrite(const RewriteJob& job) {
   }
   check_result(job, was, model, changes);
   // What the source had beyond its fields goes only where the data is re-laid: say so.
+  const Layout after = plan(model);
   uint64_t dropped = 0;
-  if (!keeps_tail(model, plan(model)))
+  if (!keeps_tail(model, after))
     for (const LabeledSpan& sp : before.spans)
       if (sp.kind == SpanKind::gap || sp.kind == SpanKind::trailing) dropped += sp.span.size;
   std::string dropped_note = dropped ? "note: the data is re-laid; the source's " + std::to_string(dropped) +
                                            " bytes of gaps and bytes after the end are not carried over\n"
                                      : "";
-  // In place, an edit whose header fits before the data start writes the header alone.
   std::string why;
-  std::optional<std::vector<uint8_t>> header;
-  if (job.in_place && !job.always_write && !job.whole_file && order_change.empty()) header = header_in_place(model, s, why);
-  if (struct stat st {}; header && stat_path(job.in, st) == 0 && (st.st_mode & 0222) == 0) {
-    header.reset();  // never written into: replaced by rename, as before, keeping its mode
-    why = "the file is read-only: it is replaced, not written into";
-  }
-  if (job.whole_file) why = "--whole-file";
-  if (job.header_only && !header)
-    throw Error(Error::Kind::usage, job.in, std::nullopt, "--header-only",
-                "the edit does not fit in the header: " + why + "; nothing was written (without --header-only the whole file is rewritten)");
+  std::optional<HeaderEdit> header;
+  if (order_change.empty()) header = header_path(job, job.in, model, after, before, s.source_size, why);
+  else why = "the byte order changes";
   const std::string path_text = !job.in_place ? ""
-                                : header      ? "the header alone, in place (it fits before the data start; no tensor byte moves)"
+                                : header      ? kHeaderPath
                                               : "the whole file (" + why + ")";
   if (job.dry_run) {
-    Layout after = plan(model);
     if (job.json) {
       std::cout << "{\"dry_run\": true, \"changes\": [";
       for (size_t i = 0; i < changes.size(); ++i) std::cout << (i ? ", " : "") << change_json(changes[i]);
@@ -389,13 +434,14 @@ int run_rewrite(const RewriteJob& job) {
     if (job.json) {
       said = "{\"file\": " + json_string(job.in) + ", \"changes\": [";
       for (size_t i = 0; i < changes.size(); ++i) said += (i ? ", " : "") + change_json(changes[i]);
-      said += "], \"written\": \"header\", \"header_bytes\": " + std::to_string(header->size()) + "}\n";
+      said += "], \"written\": \"header\", \"header_bytes\": " + std::to_string(header->header_size) +
+              ", \"bytes_written\": " + std::to_string(header->bytes.size()) + ", \"at\": " + std::to_string(header->offset) + "}\n";
     } else {
       for (const Change& c : changes) said += "  " + change_text(c) + "\n";
-      said += job.in + ": wrote " + path_text + ": " + std::to_string(header->size()) + " bytes\n";
+      said += header_written(job.in, *header);
     }
     write_options(job.verify, job.force);  // signals stop cleanly
-    write_header_in_place(job.in, plan(model), *header);
+    write_header_in_place(job.in, after, *header);
     std::cout << said;
     return 0;
   }

@@ -21,13 +21,14 @@ ino_t inode_of(const std::string& path) {
   return st.st_ino;
 }
 
-// A fresh copy of the tiny llama in a folder of its own, and what the eos edit makes of it
-// (written as a new file, the whole way).
+// A fresh copy of the tiny llama in a folder of its own, and what the edit makes of it
+// (written as a new file, the whole way). The default edit changes the eos id alone: one
+// byte of the header.
 struct Case {
   std::string dir, model;
   std::vector<uint8_t> before, after;
 };
-Case fresh(const std::string& name) {
+Case fresh(const std::string& name, const std::string& edit = "--eos-token-id 1") {
   Case c;
   c.dir = temp_path(name);
   fs::create_directories(c.dir);
@@ -35,7 +36,7 @@ Case fresh(const std::string& name) {
   fs::copy_file(tiny_llama(), c.model);
   c.before = read_file_bytes(c.model);
   std::string whole = temp_path(name + "-whole.gguf");
-  EXPECT_EQ(run_cli("edit " + c.model + " --eos-token-id 1 -o " + whole).code, 0);
+  EXPECT_EQ(run_cli("edit " + c.model + " " + edit + " -o " + whole).code, 0);
   c.after = read_file_bytes(whole);
   fs::remove(whole);
   return c;
@@ -50,8 +51,15 @@ TEST(HeaderInPlace, AnEditThatFitsWritesTheHeaderAloneAndGivesTheSameBytesAsAWho
   EXPECT_NE(dry.out.find("would write the header alone, in place"), std::string::npos) << dry.out;
   CliRun r = run_cli("edit " + c.model + " --eos-token-id 1 --in-place");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("wrote the header alone, in place (it fits before the data start; no tensor byte moves): 725376 bytes"),
+  // Only the byte that differs is written: the eos id's low byte.
+  EXPECT_NE(r.out.find("wrote the header alone, in place (it fits before the data start; no tensor byte moves): 1 of its "
+                       "725376 bytes differ, at "),
             std::string::npos) << r.out;
+  size_t diff = 0, at = 0;
+  for (size_t i = 0; i < c.before.size(); ++i)
+    if (c.before[i] != c.after[i]) ++diff, at = i;
+  EXPECT_EQ(diff, 1u);
+  EXPECT_NE(r.out.find("differ, at " + std::to_string(at) + "\n"), std::string::npos) << r.out;
   EXPECT_EQ(inode_of(c.model), ino);  // the same file, not a new one renamed over it
   EXPECT_TRUE(read_file_bytes(c.model) == c.after);
   EXPECT_EQ(files_in(c.dir), (std::vector<std::string>{"model.gguf"}));  // no journal left
@@ -84,17 +92,24 @@ TEST(HeaderInPlace, AnEditThatFitsWritesTheHeaderAloneAndGivesTheSameBytesAsAWho
 }
 
 TEST(HeaderInPlace, AKillAtEveryStepLeavesTheOldFileOrTheEditedOneAfterRecover) {
-  // Where the kill lands, and which file recover gives back.
+  // Where the kill lands, and which file recover gives back. A shorter name moves every byte
+  // after it (into the padding), so the range written is most of the header and a kill in
+  // the middle leaves it torn.
+  const std::string edit = "--eos-token-id 1 --set general.name=tiny";
   const std::vector<std::pair<std::string, bool>> points = {
       {"journal-written", false}, {"header-half", false}, {"header-written", true}, {"header-verified", true}};
   for (const auto& [point, edited] : points) {
     SCOPED_TRACE(point);
-    Case c = fresh("hip-kill-" + point);
-    CliRun r = run_cli("edit " + c.model + " --eos-token-id 1 --in-place", "GGUFKIT_FAULT=" + point + ":kill ",
-                       GGUFKIT_FAULTY_BIN);
+    Case c = fresh("hip-kill-" + point, edit);
+    CliRun r = run_cli("edit " + c.model + " " + edit + " --in-place", "GGUFKIT_FAULT=" + point + ":kill ", GGUFKIT_FAULTY_BIN);
     EXPECT_EQ(r.code, 128 + 9);
     EXPECT_NE(r.err.find("fault point " + point + " reached"), std::string::npos) << r.err;
     EXPECT_EQ(files_in(c.dir), (std::vector<std::string>{"model.gguf", "model.gguf.ggufkit-journal"}));
+    const auto now = read_file_bytes(c.model);
+    if (point == "header-half") {  // torn: neither file
+      EXPECT_FALSE(now == c.before);
+      EXPECT_FALSE(now == c.after);
+    }
     // Until recover, every command refuses the file.
     CliRun show = run_cli("show " + c.model);
     EXPECT_EQ(show.code, 1);
@@ -125,6 +140,9 @@ TEST(HeaderInPlace, AJournalThatDoesNotMatchTheFileIsReportedAndNotApplied) {
   auto journaled = [](const std::string& name) {
     Case c = fresh(name);
     run_cli("edit " + c.model + " --eos-token-id 1 --in-place", "GGUFKIT_FAULT=header-half:kill ", GGUFKIT_FAULTY_BIN);
+    // The journal holds the range alone: 80 bytes of head, the old byte, the new one, and
+    // 8 bytes of checksum.
+    EXPECT_EQ(fs::file_size(c.model + ".ggufkit-journal"), 80u + 1 + 1 + 8);
     return c;
   };
   struct Wrong {
@@ -138,7 +156,13 @@ TEST(HeaderInPlace, AJournalThatDoesNotMatchTheFileIsReportedAndNotApplied) {
          fs::rename(c.model + ".copy", c.model);
        }},
       {"cut-short", "it is cut short",
-       [](Case& c) { fs::resize_file(c.model + ".ggufkit-journal", fs::file_size(c.model + ".ggufkit-journal") - 100); }},
+       [](Case& c) { fs::resize_file(c.model + ".ggufkit-journal", fs::file_size(c.model + ".ggufkit-journal") - 5); }},
+      {"other-header", "the file's header is neither the old one nor the new one, even outside the 1 bytes at",
+       [](Case& c) {  // the same file, changed since outside the range the edit wrote
+         auto m = read_file_bytes(c.model);
+         m[40] ^= 0xff;
+         write_file_bytes(c.model, m);
+       }},
       {"bad-checksum", "its checksum does not match its bytes",
        [](Case& c) {
          auto j = read_file_bytes(c.model + ".ggufkit-journal");
@@ -158,4 +182,50 @@ TEST(HeaderInPlace, AJournalThatDoesNotMatchTheFileIsReportedAndNotApplied) {
     EXPECT_TRUE(read_file_bytes(c.model) == model);
     EXPECT_TRUE(read_file_bytes(c.model + ".ggufkit-journal") == journal);
   }
+}
+
+TEST(HeaderInPlace, AShardSetsFirstShardTakesTheHeaderPathAndTheOtherShardsAreNotTouched) {
+  const std::string dir = temp_path("hip-set");
+  fs::create_directories(dir);
+  ASSERT_EQ(run_cli("split " + tiny_llama() + " -o " + dir + "/m --max-tensors 8").code, 0);
+  const std::string first = dir + "/m-00001-of-00003.gguf";
+  // What the same edit gives written as a new set.
+  fs::create_directories(dir + "-new");
+  ASSERT_EQ(run_cli("edit " + first + " --eos-token-id 1 -o " + dir + "-new/m").code, 0);
+  std::vector<std::vector<uint8_t>> before;
+  std::vector<ino_t> inodes;
+  for (int k = 1; k <= 3; ++k) {
+    std::string p = dir + "/m-0000" + std::to_string(k) + "-of-00003.gguf";
+    before.push_back(read_file_bytes(p));
+    inodes.push_back(inode_of(p));
+  }
+  CliRun dry = run_cli("edit " + first + " --eos-token-id 1 --in-place --dry-run");
+  EXPECT_NE(dry.out.find("would write the header alone, in place"), std::string::npos) << dry.out;
+  CliRun r = run_cli("edit " + dir + "/m-00002-of-00003.gguf --eos-token-id 1 --in-place");  // any shard names the set
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("m-00001-of-00003.gguf: wrote the header alone, in place (it fits before the data start; no tensor "
+                       "byte moves): 1 of its"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("shard set: 3 files; shard 1's header written in place, the other 2 untouched"), std::string::npos) << r.out;
+  EXPECT_TRUE(read_file_bytes(first) == read_file_bytes(dir + "-new/m-00001-of-00003.gguf"));
+  EXPECT_FALSE(read_file_bytes(first) == before[0]);
+  for (int k = 1; k <= 3; ++k) {
+    std::string p = dir + "/m-0000" + std::to_string(k) + "-of-00003.gguf";
+    EXPECT_EQ(inode_of(p), inodes[k - 1]) << p;
+    if (k > 1) {
+      EXPECT_TRUE(read_file_bytes(p) == before[k - 1]) << p;
+    }
+  }
+  EXPECT_EQ(files_in(dir).size(), 3u);  // no journal left
+  // A kill in the middle leaves a journal beside shard 1: the set is refused until recover.
+  CliRun k = run_cli("edit " + first + " --eos-token-id 2 --in-place", "GGUFKIT_FAULT=header-half:kill ", GGUFKIT_FAULTY_BIN);
+  EXPECT_EQ(k.code, 128 + 9);
+  EXPECT_NE(run_cli("show " + dir + "/m-00003-of-00003.gguf").err.find("was interrupted and left its journal"), std::string::npos);
+  ASSERT_EQ(run_cli("recover " + first).code, 0);
+  EXPECT_TRUE(read_file_bytes(first) == read_file_bytes(dir + "-new/m-00001-of-00003.gguf"));
+  // A header that no longer fits rewrites shard 1 whole, and says why.
+  CliRun grow = run_cli("edit " + first + " --set general.name=" + std::string(300, 'x') + " --in-place");
+  ASSERT_EQ(grow.code, 0) << grow.err;
+  EXPECT_NE(grow.out.find("wrote the whole of shard 1 (the header grows past the data start by"), std::string::npos) << grow.out;
+  EXPECT_NE(inode_of(first), inodes[0]);
 }

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "ggufkit/error.h"
 #include "ggufkit/fault.h"
@@ -18,25 +19,45 @@ namespace ggufkit {
 namespace {
 
 constexpr char kMagic[16] = {'G', 'G', 'U', 'F', 'K', 'I', 'T', '-', 'J', 'O', 'U', 'R', 'N', 'A', 'L', '1'};
-constexpr size_t kFixed = 16 + 6 * 8;  // magic, dev, ino, size, length, two checksums
+constexpr size_t kFixed = 16 + 8 * 8;  // magic; dev, ino, size, header length, two checksums, offset, length
 
-// Keeps the bytes written before `limit` and nothing after: the header and its padding.
-// Tensor data is never read (copies are not passed on).
-class HeaderSink final : public Sink {
+// Compares the header as it is emitted with the source's and keeps the one range where they
+// differ: from the first differing byte to the last, the old bytes filling any equal run
+// between two differences. Tensor data is never read (copies are not passed on).
+class DiffSink final : public Sink {
  public:
-  explicit HeaderSink(uint64_t limit) : limit_(limit) {}
+  DiffSink(const ByteSource& old, uint64_t limit) : old_(old), limit_(limit) {}
+  uint64_t first = 0;
   std::vector<uint8_t> bytes;
 
  protected:
   void put(const void* data, size_t n) override {
-    if (pos() >= limit_) return;
     const auto* p = static_cast<const uint8_t*>(data);
-    bytes.insert(bytes.end(), p, p + std::min<uint64_t>(n, limit_ - pos()));
+    for (uint64_t at = pos(); at < limit_ && n > 0;) {  // in pieces, so a source with no map needs little memory
+      size_t k = static_cast<size_t>(std::min<uint64_t>({n, limit_ - at, 1 << 20}));
+      const uint8_t* o = old_.data() ? old_.data() + at : (buf_.resize(k), old_.read_at(at, buf_.data(), k), buf_.data());
+      if (o != p && std::memcmp(o, p, k) != 0) {
+        size_t lo = 0, hi = k;
+        while (o[lo] == p[lo]) ++lo;
+        while (o[hi - 1] == p[hi - 1]) --hi;
+        if (bytes.empty()) first = at + lo;
+        else if (uint64_t end = first + bytes.size(); end < at + lo) {  // the equal run between, as it was
+          bytes.resize(bytes.size() + (at + lo - end));
+          old_.read_at(end, bytes.data() + (end - first), at + lo - end);
+        }
+        bytes.insert(bytes.end(), p + lo, p + hi);
+      }
+      at += k;
+      p += k;
+      n -= k;
+    }
   }
   void transfer(const ByteSource&, uint64_t, uint64_t) override {}
 
  private:
+  const ByteSource& old_;
   uint64_t limit_;
+  std::vector<uint8_t> buf_;
 };
 
 struct Fd {
@@ -73,10 +94,13 @@ void flush(int fd, const std::string& name) {
   }
 }
 
-// The folder of `path`, flushed so a name made or removed in it is durable.
-void flush_folder(const std::string& path) {
-  PathAt at(path);
-  ::fsync(at.dir());
+// The folder of `path`, flushed so a name made or removed in it is durable. (PathAt's
+// descriptor cannot be used: it is AT_FDCWD or O_PATH, which fsync refuses.)
+bool flush_folder(const std::string& path) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  Fd d{open_path(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  return d.fd >= 0 && ::fsync(d.fd) == 0;
 }
 
 // unlink() and rename() within one folder, for paths of any length.
@@ -85,15 +109,37 @@ int unlink_path(const std::string& path) {
   return ::unlinkat(at.dir(), at.name(), 0);
 }
 
+
+// XXH64 of the first n bytes of `file` with [at, at + len) read as `range`: the new
+// header's checksum from the old one and the new bytes (or the other way round).
+uint64_t sum_with(const uint8_t* file, uint64_t n, uint64_t at, const uint8_t* range, size_t len) {
+  XXH64_state_t* sum = XXH64_createState();
+  XXH64_reset(sum, 0);
+  XXH64_update(sum, file, at);
+  XXH64_update(sum, range, len);
+  XXH64_update(sum, file + at + len, n - at - len);
+  uint64_t h = XXH64_digest(sum);
+  XXH64_freeState(sum);
+  return h;
+}
+
+// The file open as `fd` (stat `st`), mapped: the map it was read from when that is this
+// file still (its pages, already read, are the page cache's: a write through `fd` shows in
+// them), else a new one. Throws an io Error if the map is shorter than n.
+std::shared_ptr<const ByteSource> mapped(const std::string& path, const struct stat& st, std::shared_ptr<const ByteSource> read,
+                                         uint64_t n) {
+  const auto* f = dynamic_cast<const FileSource*>(read.get());
+  if (!f || f->device() != static_cast<uint64_t>(st.st_dev) || f->inode() != static_cast<uint64_t>(st.st_ino) ||
+      f->size() != static_cast<uint64_t>(st.st_size))
+    read = open_file(path);
+  if (read->size() < n || (n && !read->data())) throw_io(path, "cannot map its header");
+  return read;
+}
+
 }  // namespace
 
-std::optional<std::vector<uint8_t>> header_in_place(const Model& model, const Scanned& source, std::string& why) {
-  if (model.order != source.model.order) {
-    why = "the byte order changes";
-    return std::nullopt;
-  }
-  Layout L = plan(model);
-  const Layout& S = source.layout;
+std::optional<HeaderEdit> header_in_place(const Model& model, const Layout& L, const Layout& S, uint64_t source_size,
+                                          std::string& why) {
   if (L.data_offset != S.data_offset) {
     uint64_t header = L.header_size;
     why = header > S.data_offset
@@ -102,39 +148,43 @@ std::optional<std::vector<uint8_t>> header_in_place(const Model& model, const Sc
                     " bytes before the data start";
     return std::nullopt;
   }
-  if (L.alignment != S.alignment || L.tensor_offsets != S.tensor_offsets || L.file_size != source.source_size) {
+  if (L.alignment != S.alignment || L.tensor_offsets != S.tensor_offsets || L.file_size != source_size || !model.tail ||
+      !model.tail->source || model.tail->data_offset != S.data_offset) {
     why = "the tensor data would move";
     return std::nullopt;
   }
-  HeaderSink sink(L.data_offset);
+  DiffSink sink(*model.tail->source, L.data_offset);
   emit(model, L, sink);
-  return std::move(sink.bytes);
+  return HeaderEdit{L.data_offset, sink.first, std::move(sink.bytes), model.tail->source};
 }
 
-void write_header_in_place(const std::string& path, const Layout& planned, const std::vector<uint8_t>& header) {
+void write_header_in_place(const std::string& path, const Layout& planned, const HeaderEdit& edit) {
+  const size_t len = edit.bytes.size();
+  if (len == 0) return;  // not a byte differs
   Fd f{open_path(path, O_RDWR | O_CLOEXEC)};
   if (f.fd < 0) throw_io(path, "cannot open for writing in place");
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) throw_io(path, "cannot stat");
   if (!S_ISREG(st.st_mode)) throw Error(Error::Kind::usage, path, std::nullopt, "", "is not a regular file; it is not edited in place");
-  const size_t n = header.size();
-  if (static_cast<uint64_t>(st.st_size) < n) throw Error(Error::Kind::format, path, std::nullopt, "", "is shorter than its header");
-  std::vector<uint8_t> old(n);
-  pread_all(f.fd, path, old.data(), n, 0);
+  const uint64_t n = edit.header_size, at = edit.offset;
+  if (static_cast<uint64_t>(st.st_size) < n || at > n || len > n - at)
+    throw Error(Error::Kind::format, path, std::nullopt, "", "is shorter than its header");
+  std::vector<uint8_t> old(len);
+  pread_all(f.fd, path, old.data(), len, at);
 
-  // (a) The journal: written whole under a temporary name, flushed, then named. Its parts
-  // are written from where they are (a header is megabytes), its checksum taken as it goes.
+  // (a) The journal: written whole under a temporary name, flushed, then named.
   const std::string journal = journal_path(path), tmp = journal + ".tmp";
   std::string head(kMagic, sizeof kMagic);
-  for (uint64_t v : {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
-                     static_cast<uint64_t>(n), static_cast<uint64_t>(XXH64(old.data(), n, 0)),
-                     static_cast<uint64_t>(XXH64(header.data(), n, 0))})
+  const auto map = mapped(path, st, edit.file, n);
+  for (uint64_t v : {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size), n,
+                     static_cast<uint64_t>(XXH64(map->data(), n, 0)), sum_with(map->data(), n, at, edit.bytes.data(), len),
+                     at, static_cast<uint64_t>(len)})
     put_u64(head, v);
   XXH64_state_t* sum = XXH64_createState();
   XXH64_reset(sum, 0);
   XXH64_update(sum, head.data(), head.size());
-  XXH64_update(sum, old.data(), n);
-  XXH64_update(sum, header.data(), n);
+  XXH64_update(sum, old.data(), len);
+  XXH64_update(sum, edit.bytes.data(), len);
   std::string tail;
   put_u64(tail, XXH64_digest(sum));
   XXH64_freeState(sum);
@@ -143,47 +193,52 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
     if (jf.fd < 0) throw_io(tmp, "cannot create the journal; nothing was changed");
     try {
       write_at(jf.fd, tmp, reinterpret_cast<const uint8_t*>(head.data()), head.size(), 0);
-      write_at(jf.fd, tmp, old.data(), n, head.size());
-      write_at(jf.fd, tmp, header.data(), n, head.size() + n);
-      write_at(jf.fd, tmp, reinterpret_cast<const uint8_t*>(tail.data()), tail.size(), head.size() + 2 * n);
+      write_at(jf.fd, tmp, old.data(), len, head.size());
+      write_at(jf.fd, tmp, edit.bytes.data(), len, head.size() + len);
+      write_at(jf.fd, tmp, reinterpret_cast<const uint8_t*>(tail.data()), tail.size(), head.size() + 2 * len);
       flush(jf.fd, tmp);
-      PathAt at(journal);
-      if (::renameat(at.dir(), (std::string(at.name()) + ".tmp").c_str(), at.dir(), at.name()) != 0)
+      PathAt pa(journal);
+      if (::renameat(pa.dir(), (std::string(pa.name()) + ".tmp").c_str(), pa.dir(), pa.name()) != 0)
         throw_io(journal, "cannot name the journal");
+      if (!flush_folder(journal)) {  // a journal whose name may not survive a crash protects nothing
+        int saved = errno;
+        unlink_path(journal);
+        errno = saved;
+        throw_io(journal, "cannot flush the journal's folder");
+      }
     } catch (const Error& e) {
       unlink_path(tmp);
       throw Error(e.kind, e.file, e.offset, e.field, e.message + "; nothing was changed");
     }
   }
-  flush_folder(journal);
   fault_point("journal-written");
 
-  // (b) The new header over the old, in two writes (a crash between them is tested), flushed.
+  // (b) The new bytes over the old, in two writes (a crash between them is tested), flushed.
   try {
-    write_at(f.fd, path, header.data(), n / 2, 0);
+    write_at(f.fd, path, edit.bytes.data(), len / 2, at);
     fault_point("header-half");
-    write_at(f.fd, path, header.data() + n / 2, n - n / 2, n / 2);
+    write_at(f.fd, path, edit.bytes.data() + len / 2, len - len / 2, at + len / 2);
     flush(f.fd, path);
     fault_point("header-written");
     // (c) Read back: the bytes written, which the strict reader finds laid out as planned.
     // (Not against the model: its strings are views of this file's old header.)
     bool same = true;
-    std::vector<uint8_t> now(std::min<size_t>(n, 1 << 20));
-    for (size_t at = 0; at < n && same; at += now.size()) {
-      size_t k = std::min(now.size(), n - at);
-      pread_all(f.fd, path, now.data(), k, at);
-      same = std::memcmp(now.data(), header.data() + at, k) == 0;
+    std::vector<uint8_t> now(std::min<size_t>(len, 1 << 20));
+    for (size_t i = 0; i < len && same; i += now.size()) {
+      size_t k = std::min(now.size(), len - i);
+      pread_all(f.fd, path, now.data(), k, at + i);
+      same = std::memcmp(now.data(), edit.bytes.data() + i, k) == 0;
     }
-    Scanned back = scan(open_file(path));
+    Scanned back = scan(map);
     if (!same || back.layout.data_offset != planned.data_offset || back.layout.tensor_offsets != planned.tensor_offsets ||
         back.source_size != planned.file_size) {
       errno = 0;
       throw_io(path, "verification failed: the header written in place does not read back as planned");
     }
     fault_point("header-verified");
-  } catch (const Error& e) {  // put the old header back; the journal stays if even that fails
+  } catch (const Error& e) {  // put the old bytes back; the journal stays if even that fails
     try {
-      write_at(f.fd, path, old.data(), n, 0);
+      write_at(f.fd, path, old.data(), len, at);
       flush(f.fd, path);
     } catch (const Error&) {
       throw Error(e.kind, e.file, e.offset, e.field,
@@ -213,21 +268,23 @@ Recovery recover(const std::string& path) {
     throw refuse("it is not a journal of this file (its size cannot be)");
   std::string j = read_small_file(journal, static_cast<uint64_t>(js.st_size));
   if (j.size() < kFixed + 8 || std::memcmp(j.data(), kMagic, sizeof kMagic) != 0) throw refuse("it is not a ggufkit journal, or it is cut short");
-  const uint64_t n = get_u64(j, 40);
-  if (n > j.size() || j.size() != kFixed + 2 * n + 8) throw refuse("it is cut short (" + std::to_string(j.size()) + " bytes)");
+  const uint64_t n = get_u64(j, 40), at = get_u64(j, 64), len = get_u64(j, 72);
+  if (len > j.size() || j.size() != kFixed + 2 * len + 8) throw refuse("it is cut short (" + std::to_string(j.size()) + " bytes)");
   if (XXH64(j.data(), j.size() - 8, 0) != get_u64(j, j.size() - 8)) throw refuse("its checksum does not match its bytes");
-  const auto* old = reinterpret_cast<const uint8_t*>(j.data() + kFixed);
-  const auto* fresh = old + n;
-  if (XXH64(old, n, 0) != get_u64(j, 48) || XXH64(fresh, n, 0) != get_u64(j, 56)) throw refuse("a header's checksum does not match");
   if (get_u64(j, 16) != static_cast<uint64_t>(st.st_dev) || get_u64(j, 24) != static_cast<uint64_t>(st.st_ino) ||
-      get_u64(j, 32) != static_cast<uint64_t>(st.st_size))
+      get_u64(j, 32) != static_cast<uint64_t>(st.st_size) || n > get_u64(j, 32) || at > n || len > n - at)
     throw refuse("it is the journal of another file (device, inode or size differ)");
-  std::vector<uint8_t> now(n);
-  pread_all(f.fd, path, now.data(), n, 0);
-  Recovery done = Recovery::kept_new;
-  if (std::memcmp(now.data(), fresh, n) != 0) {  // not all of the new header is there: the old goes back
-    write_at(f.fd, path, old, n, 0);
+  const auto* old = reinterpret_cast<const uint8_t*>(j.data() + kFixed);  // the new bytes follow; the checksums decide
+  Recovery done;
+  const auto map = mapped(path, st, nullptr, n);
+  if (XXH64(map->data(), n, 0) == get_u64(j, 56)) {
+    done = Recovery::kept_new;  // the new header is all there
+  } else if (sum_with(map->data(), n, at, old, len) == get_u64(j, 48)) {
+    write_at(f.fd, path, old, len, at);  // the old header but for the range: the old bytes go back
     done = Recovery::rolled_back;
+  } else {
+    throw refuse("the file's header is neither the old one nor the new one, even outside the " + std::to_string(len) +
+                 " bytes at " + std::to_string(at) + " the edit wrote");
   }
   flush(f.fd, path);
   if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal (the file itself is recovered)");

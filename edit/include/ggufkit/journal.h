@@ -15,26 +15,42 @@
 
 namespace ggufkit {
 
-// The header `model` would have in the place of `source`'s, as bytes up to the data start:
-// when the new header, padded to the alignment, ends exactly where the data starts now and
-// every tensor stays where it is. Otherwise nullopt, and `why` says by how much it misses.
-std::optional<std::vector<uint8_t>> header_in_place(const Model& model, const Scanned& source, std::string& why);
+// What an edit changes in a header that stays where it is: the bytes of [offset, offset +
+// bytes.size()) of the first `header_size` bytes (the header and its padding, up to the
+// data start). Everything else in the file stays as it is.
+struct HeaderEdit {
+  uint64_t header_size = 0;
+  uint64_t offset = 0;
+  std::vector<uint8_t> bytes;
+  // The file as it was read (its map is reused for the checksums and the re-read).
+  std::shared_ptr<const ByteSource> file;
+};
 
-// Writes `header` over the start of the model at `path`: (a) a journal (journal_path) with
-// the old and the new header, their checksums and the model's device, inode and size,
-// flushed with its folder; (b) the new header over the old, flushed; (c) the file re-read:
-// its first bytes must be `header`, and the strict reader must find `planned`'s data start
-// and tensor offsets in it; (d) the journal removed and the folder flushed. The tensor
-// data is neither read nor written. A failure puts the old header back; a crash leaves the
-// journal, which recover() (and every command, by refusing until then) sees.
+// The header `model` (planned as `planned`) would have in the place of the one it was read
+// from (model.tail: the file, `source` its layout as read, `source_size` its size): when
+// the new header, padded to the alignment, ends exactly where the data starts now and
+// every tensor stays where it is, the one range of bytes that differs (empty when none
+// does). Otherwise nullopt, and `why` says by how much it misses. Tensor data is not read.
+// The byte order must be the file's (a conversion moves every byte).
+std::optional<HeaderEdit> header_in_place(const Model& model, const Layout& planned, const Layout& source,
+                                          uint64_t source_size, std::string& why);
+
+// Writes `edit` into the model at `path`: (a) a journal (journal_path) with the old and the
+// new bytes of the range, checksums of the whole old and new header, and the model's
+// device, inode and size, flushed with its folder; (b) the new bytes over the old,
+// flushed; (c) the file re-read: the range must read back as written, and the strict
+// reader must find `planned`'s data start and tensor offsets in it; (d) the journal
+// removed and the folder flushed. The tensor data is neither read nor written. A failure
+// puts the old bytes back; a crash leaves the journal, which recover() (and every
+// command, by refusing until then) sees.
 // A model read from this file holds views of its header: they are stale once this returns.
-void write_header_in_place(const std::string& path, const Layout& planned, const std::vector<uint8_t>& header);
+void write_header_in_place(const std::string& path, const Layout& planned, const HeaderEdit& edit);
 
 enum class Recovery { none, rolled_back, kept_new };
 // Finishes what an interrupted in-place edit left: the new header is kept when it is all
-// there, else the old one is put back; the file is flushed and the journal removed. A
-// journal that does not match the file (another inode or size, cut short, a bad checksum)
-// is an Error and neither the file nor the journal is touched.
+// there, else the old bytes are put back; the file is flushed and the journal removed. A
+// journal that does not match the file (another inode or size, cut short, a bad checksum,
+// a header that is neither the old nor the new one outside the range) is an Error and neither the file nor the journal is touched.
 Recovery recover(const std::string& path);
 
 }  // namespace ggufkit
