@@ -1,0 +1,988 @@
+// The evaluator: walks the parser's tree with jinja2's semantics in Hugging Face's
+// sandbox (ImmutableSandboxedEnvironment): Python's values and operators, jinja2's
+// scoping (a for loop's assignments stay in the loop, a namespace's do not), its
+// undefined, filters, tests and the methods a sandbox allows. Limits make it finish.
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+
+#include "renderer.h"
+
+namespace ggufkit::jinja {
+
+// ---- UTF-8: Python counts and slices strings by code point ----
+
+std::vector<std::string> code_points(const std::string& s) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < s.size();) {
+    size_t n = 1;
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0xF0) n = 4;
+    else if (c >= 0xE0) n = 3;
+    else if (c >= 0xC0) n = 2;
+    n = std::min(n, s.size() - i);
+    out.push_back(s.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
+size_t code_point_count(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1f); }
+
+std::string strip(const std::string& s, const Value* chars, bool left, bool right) {
+  if (!chars || chars->type == Value::Type::none) {
+    size_t a = 0, b = s.size();
+    if (left)
+      while (a < b && is_space(s[a])) ++a;
+    if (right)
+      while (b > a && is_space(s[b - 1])) --b;
+    return s.substr(a, b - a);
+  }
+  std::vector<std::string> set = code_points(chars->s), cps = code_points(s);
+  auto in = [&](const std::string& c) { return std::find(set.begin(), set.end(), c) != set.end(); };
+  size_t a = 0, b = cps.size();
+  if (left)
+    while (a < b && in(cps[a])) ++a;
+  if (right)
+    while (b > a && in(cps[b - 1])) --b;
+  std::string out;
+  for (size_t i = a; i < b; ++i) out += cps[i];
+  return out;
+}
+
+std::string ascii_case(std::string s, bool upper) {
+  for (char& c : s) c = static_cast<char>(upper ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string title_case(const std::string& s) {
+  std::string out = s;
+  bool prev_letter = false;
+  for (char& c : out) {
+    unsigned char u = static_cast<unsigned char>(c);
+    bool letter = std::isalpha(u) != 0;
+    if (letter) c = static_cast<char>(prev_letter ? std::tolower(u) : std::toupper(u));
+    prev_letter = letter || u >= 0x80;  // digits are not cased: "1st" is "1St", as Python has it
+  }
+  return out;
+}
+
+std::string replace_all(const std::string& s, const std::string& from, const std::string& to, int64_t count) {
+  std::string out;
+  if (from.empty()) {  // Python puts `to` between every code point
+    std::vector<std::string> cps = code_points(s);
+    int64_t done = 0;
+    for (size_t i = 0; i <= cps.size(); ++i) {
+      if (count < 0 || done < count) {
+        out += to;
+        ++done;
+      }
+      if (i < cps.size()) out += cps[i];
+    }
+    return out;
+  }
+  size_t at = 0;
+  int64_t done = 0;
+  for (;;) {
+    size_t hit = s.find(from, at);
+    if (hit == std::string::npos || (count >= 0 && done >= count)) break;
+    out.append(s, at, hit - at);
+    out += to;
+    at = hit + from.size();
+    ++done;
+  }
+  out.append(s, at, std::string::npos);
+  return out;
+}
+
+// Python's slice.indices(): the positions a[start:stop:step] takes.
+std::vector<int64_t> slice_positions(int64_t len, const Value& start, const Value& stop, const Value& step_v, int line) {
+  auto given = [](const Value& v) { return v.type != Value::Type::none && v.type != Value::Type::undefined; };
+  int64_t step = given(step_v) ? step_v.i : 1;
+  if (step == 0) throw RenderError("ValueError", line, "slice step cannot be zero");
+  auto clamp = [&](const Value& v, int64_t dflt) {
+    if (!given(v)) return dflt;
+    int64_t x = v.i;
+    if (x < 0) x += len;
+    if (step > 0) return std::clamp<int64_t>(x, 0, len);
+    return std::clamp<int64_t>(x, -1, len - 1);
+  };
+  int64_t a = clamp(start, step > 0 ? 0 : len - 1), b = clamp(stop, step > 0 ? len : -1);
+  std::vector<int64_t> out;
+  for (int64_t i = a; step > 0 ? i < b : i > b; i += step) out.push_back(i);
+  return out;
+}
+
+namespace {
+const std::vector<std::string> kUnsafeMethods = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse",
+                                                  "update", "setdefault", "popitem", "__setitem__", "__delitem__"};
+}  // namespace
+
+
+Value callable(std::string name, std::function<Value(Renderer&, CallArgs&, int)> fn) {
+  Value v;
+  v.type = Value::Type::callable;
+  v.fn = std::make_shared<Callable>(Callable{std::move(name), std::move(fn)});
+  return v;
+}
+
+Value arg(const CallArgs& a, size_t n, std::string_view name, Value dflt) {
+  if (n < a.pos.size()) return a.pos[n];
+  if (const Value* v = a.keyword(name)) return *v;
+  return dflt;
+}
+
+static void expect_string(const Value& v, int line, const char* what) {
+  if (v.type != Value::Type::string)
+    throw RenderError("TypeError", line, std::string(what) + " must be str, not " + type_name(v));
+}
+
+int64_t to_int(const Value& v, int line) {
+  if (v.type == Value::Type::integer || v.type == Value::Type::boolean) return v.i;
+  throw RenderError("TypeError", line, "'" + std::string(type_name(v)) + "' object cannot be interpreted as an integer");
+}
+
+// str.format: {} {0} {name}, with !r and !s; the spec after ':' is read for width and
+// alignment only when it is empty.
+static std::string py_format(Renderer& r, const std::string& fmt, CallArgs& a, int line) {
+  std::string out;
+  size_t auto_index = 0;
+  for (size_t i = 0; i < fmt.size(); ++i) {
+    char c = fmt[i];
+    if (c == '}' && i + 1 < fmt.size() && fmt[i + 1] == '}') {
+      out += '}';
+      ++i;
+      continue;
+    }
+    if (c != '{') {
+      out += c;
+      continue;
+    }
+    if (i + 1 < fmt.size() && fmt[i + 1] == '{') {
+      out += '{';
+      ++i;
+      continue;
+    }
+    size_t end = fmt.find('}', i);
+    if (end == std::string::npos) throw RenderError("ValueError", line, "Single '{' encountered in format string");
+    std::string field = fmt.substr(i + 1, end - i - 1), conv, spec;
+    if (size_t colon = field.find(':'); colon != std::string::npos) {
+      spec = field.substr(colon + 1);
+      field = field.substr(0, colon);
+    }
+    if (size_t bang = field.find('!'); bang != std::string::npos) {
+      conv = field.substr(bang + 1);
+      field = field.substr(0, bang);
+    }
+    Value v;
+    if (field.empty()) {
+      if (auto_index >= a.pos.size()) throw RenderError("IndexError", line, "Replacement index " + std::to_string(auto_index) + " out of range");
+      v = a.pos[auto_index++];
+    } else if (std::all_of(field.begin(), field.end(), ::isdigit)) {
+      size_t k = std::stoul(field);
+      if (k >= a.pos.size()) throw RenderError("IndexError", line, "Replacement index " + field + " out of range");
+      v = a.pos[k];
+    } else {
+      const Value* kv = a.keyword(field);
+      if (!kv) throw RenderError("KeyError", line, "'" + field + "'");
+      v = *kv;
+    }
+    if (!spec.empty()) throw RenderError("ValueError", line, "format specs ('" + spec + "') are not supported by ggufkit's sandbox");
+    out += conv == "r" ? repr(v) : str(v);
+    r.sized(out.size(), line);
+    i = end;
+  }
+  return out;
+}
+
+std::string percent_format(const std::string& fmt, const List& args, int line) {
+  std::string out;
+  size_t k = 0;
+  for (size_t i = 0; i < fmt.size(); ++i) {
+    if (fmt[i] != '%') {
+      out += fmt[i];
+      continue;
+    }
+    if (++i >= fmt.size()) throw RenderError("ValueError", line, "incomplete format");
+    char c = fmt[i];
+    if (c == '%') {
+      out += '%';
+      continue;
+    }
+    if (k >= args.size()) throw RenderError("TypeError", line, "not enough arguments for format string");
+    const Value& v = args[k++];
+    if (c == 's') out += str(v);
+    else if (c == 'r') out += repr(v);
+    else if (c == 'd' || c == 'i') {
+      if (!is_number(v)) throw RenderError("TypeError", line, std::string("%d format: a real number is required, not ") + type_name(v));
+      out += std::to_string(v.type == Value::Type::floating ? static_cast<int64_t>(v.f) : v.i);
+    } else throw RenderError("ValueError", line, std::string("unsupported format character '") + c + "'");
+  }
+  if (k < args.size()) throw RenderError("TypeError", line, "not all arguments converted during string formatting");
+  return out;
+}
+
+
+Value Renderer::method(const Value& self, const std::string& name, int line) {
+  if (std::find(kUnsafeMethods.begin(), kUnsafeMethods.end(), name) != kUnsafeMethods.end() &&
+      (self.type == Value::Type::list || self.type == Value::Type::dict))
+    throw RenderError("SecurityError", line, "access to attribute '" + name + "' of '" + type_name(self) + "' object is unsafe.");
+  auto bound = [&](std::function<Value(Renderer&, const Value&, CallArgs&, int)> f) {
+    Value s = self;
+    return callable(name, [s, f](Renderer& r, CallArgs& a, int l) { return f(r, s, a, l); });
+  };
+  if (self.type == Value::Type::string) {
+    if (name == "strip" || name == "lstrip" || name == "rstrip")
+      return bound([name](Renderer&, const Value& s, CallArgs& a, int) {
+        Value chars = arg(a, 0, "chars");
+        return Value::string(strip(s.s, &chars, name != "rstrip", name != "lstrip"));
+      });
+    if (name == "upper" || name == "lower")
+      return bound([name](Renderer&, const Value& s, CallArgs&, int) { return Value::string(ascii_case(s.s, name == "upper")); });
+    if (name == "title") return bound([](Renderer&, const Value& s, CallArgs&, int) { return Value::string(title_case(s.s)); });
+    if (name == "capitalize")
+      return bound([](Renderer&, const Value& s, CallArgs&, int) {
+        std::string t = ascii_case(s.s, false);
+        if (!t.empty()) t[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(t[0])));
+        return Value::string(t);
+      });
+    if (name == "startswith" || name == "endswith")
+      return bound([name](Renderer&, const Value& s, CallArgs& a, int l) {
+        Value p = arg(a, 0, "prefix");
+        List options = p.type == Value::Type::list ? *p.list : List{p};
+        for (const Value& o : options) {
+          expect_string(o, l, name == "startswith" ? "startswith first arg" : "endswith first arg");
+          bool hit = name == "startswith" ? s.s.compare(0, o.s.size(), o.s) == 0 && s.s.size() >= o.s.size()
+                                          : s.s.size() >= o.s.size() && s.s.compare(s.s.size() - o.s.size(), o.s.size(), o.s) == 0;
+          if (hit) return Value::boolean(true);
+        }
+        return Value::boolean(false);
+      });
+    if (name == "split" || name == "rsplit")
+      return bound([name](Renderer&, const Value& s, CallArgs& a, int l) {
+        Value sep = arg(a, 0, "sep");
+        int64_t max = arg(a, 1, "maxsplit", Value::integer(-1)).i;
+        List parts;
+        if (sep.type == Value::Type::none) {  // runs of whitespace, none at the ends
+          std::vector<std::string> words;
+          size_t i = 0;
+          while (i < s.s.size()) {
+            while (i < s.s.size() && is_space(s.s[i])) ++i;
+            if (i >= s.s.size()) break;
+            size_t j = i;
+            while (j < s.s.size() && !is_space(s.s[j])) ++j;
+            if (max >= 0 && static_cast<int64_t>(words.size()) == max) j = s.s.size();
+            std::string w = s.s.substr(i, j - i);
+            if (max >= 0 && static_cast<int64_t>(words.size()) == max) w = strip(w, nullptr, false, true);
+            words.push_back(w);
+            i = j;
+          }
+          for (auto& w : words) parts.push_back(Value::string(w));
+          return Value::new_list(parts);
+        }
+        expect_string(sep, l, "must be str or None; sep");
+        if (sep.s.empty()) throw RenderError("ValueError", l, "empty separator");
+        std::vector<std::string> pieces;
+        if (name == "split") {
+          size_t at = 0;
+          for (;;) {
+            size_t hit = s.s.find(sep.s, at);
+            if (hit == std::string::npos || (max >= 0 && static_cast<int64_t>(pieces.size()) >= max)) break;
+            pieces.push_back(s.s.substr(at, hit - at));
+            at = hit + sep.s.size();
+          }
+          pieces.push_back(s.s.substr(at));
+        } else {
+          size_t end = s.s.size();
+          for (;;) {
+            size_t hit = end >= sep.s.size() ? s.s.rfind(sep.s, end - sep.s.size()) : std::string::npos;
+            if (hit == std::string::npos || (max >= 0 && static_cast<int64_t>(pieces.size()) >= max)) break;
+            pieces.insert(pieces.begin(), s.s.substr(hit + sep.s.size(), end - hit - sep.s.size()));
+            end = hit;
+          }
+          pieces.insert(pieces.begin(), s.s.substr(0, end));
+        }
+        for (auto& p : pieces) parts.push_back(Value::string(p));
+        return Value::new_list(parts);
+      });
+    if (name == "replace")
+      return bound([](Renderer& r, const Value& s, CallArgs& a, int l) {
+        Value from = arg(a, 0, "old"), to = arg(a, 1, "new");
+        expect_string(from, l, "replace() argument 1");
+        expect_string(to, l, "replace() argument 2");
+        std::string out = replace_all(s.s, from.s, to.s, arg(a, 2, "count", Value::integer(-1)).i);
+        r.sized(out.size(), l);
+        return Value::string(out);
+      });
+    if (name == "format") return bound([](Renderer& r, const Value& s, CallArgs& a, int l) { return Value::string(py_format(r, s.s, a, l)); });
+    if (name == "join")
+      return bound([](Renderer& r, const Value& s, CallArgs& a, int l) {
+        std::string out;
+        List items = r.items_of(arg(a, 0, "iterable"), l);
+        for (size_t i = 0; i < items.size(); ++i) {
+          expect_string(items[i], l, ("sequence item " + std::to_string(i) + ": expected str instance,").c_str());
+          out += (i ? s.s : "") + items[i].s;
+          r.sized(out.size(), l);
+        }
+        return Value::string(out);
+      });
+    if (name == "find" || name == "rfind" || name == "index" || name == "count")
+      return bound([name](Renderer&, const Value& s, CallArgs& a, int l) {
+        Value sub = arg(a, 0, "sub");
+        expect_string(sub, l, "must be str");
+        if (name == "count") {
+          if (sub.s.empty()) return Value::integer(static_cast<int64_t>(code_point_count(s.s)) + 1);
+          int64_t n = 0;
+          for (size_t at = s.s.find(sub.s); at != std::string::npos; at = s.s.find(sub.s, at + sub.s.size())) ++n;
+          return Value::integer(n);
+        }
+        size_t at = name == "rfind" ? s.s.rfind(sub.s) : s.s.find(sub.s);
+        if (at == std::string::npos) {
+          if (name == "index") throw RenderError("ValueError", l, "substring not found");
+          return Value::integer(-1);
+        }
+        return Value::integer(static_cast<int64_t>(code_point_count(s.s.substr(0, at))));
+      });
+    if (name == "splitlines")
+      return bound([](Renderer&, const Value& s, CallArgs&, int) {
+        List parts;
+        size_t at = 0;
+        while (at < s.s.size()) {
+          size_t nl = s.s.find_first_of("\r\n", at);
+          if (nl == std::string::npos) {
+            parts.push_back(Value::string(s.s.substr(at)));
+            break;
+          }
+          parts.push_back(Value::string(s.s.substr(at, nl - at)));
+          at = nl + ((s.s[nl] == '\r' && nl + 1 < s.s.size() && s.s[nl + 1] == '\n') ? 2 : 1);
+        }
+        return Value::new_list(parts);
+      });
+    if (name == "isdigit" || name == "isalpha" || name == "isspace" || name == "isalnum" || name == "isupper" || name == "islower")
+      return bound([name](Renderer&, const Value& s, CallArgs&, int) {
+        if (s.s.empty()) return Value::boolean(false);
+        bool cased = false;
+        for (unsigned char c : s.s) {
+          bool ok = name == "isdigit"   ? std::isdigit(c) != 0
+                    : name == "isalpha" ? std::isalpha(c) != 0
+                    : name == "isspace" ? is_space(static_cast<char>(c))
+                    : name == "isalnum" ? std::isalnum(c) != 0
+                    : name == "isupper" ? !std::islower(c)
+                                        : !std::isupper(c);
+          if (!ok) return Value::boolean(false);
+          cased = cased || std::isalpha(c);
+        }
+        return Value::boolean(name == "isupper" || name == "islower" ? cased : true);
+      });
+    return Value::undefined("");
+  }
+  if (self.type == Value::Type::dict && !self.fn) {
+    if (name == "get")
+      return bound([](Renderer&, const Value& s, CallArgs& a, int) {
+        const Value* v = s.dict->find(arg(a, 0, "key"));
+        return v ? *v : arg(a, 1, "default");
+      });
+    if (name == "items" || name == "keys" || name == "values")
+      return bound([name](Renderer&, const Value& s, CallArgs&, int) {
+        List out;
+        for (const auto& [k, v] : s.dict->items)
+          out.push_back(name == "items" ? Value::new_list({k, v}) : name == "keys" ? k : v);
+        return Value::new_list(out);
+      });
+    if (name == "copy") return bound([](Renderer&, const Value& s, CallArgs&, int) {
+        Value c = Value::new_dict();
+        *c.dict = *s.dict;
+        return c;
+      });
+    return Value::undefined("");
+  }
+  if (self.type == Value::Type::list) {
+    if (name == "index" || name == "count")
+      return bound([name](Renderer&, const Value& s, CallArgs& a, int l) {
+        Value x = arg(a, 0, "value");
+        int64_t n = 0;
+        for (size_t i = 0; i < s.list->size(); ++i)
+          if (equal((*s.list)[i], x)) {
+            if (name == "index") return Value::integer(static_cast<int64_t>(i));
+            ++n;
+          }
+        if (name == "index") throw RenderError("ValueError", l, repr(x) + " is not in list");
+        return Value::integer(n);
+      });
+    return Value::undefined("");
+  }
+  return Value::undefined("");
+}
+
+CallArgs Renderer::eval_args(const Args& a) {
+  CallArgs out;
+  for (const ExprPtr& p : a.positional) out.pos.push_back(eval(*p));
+  if (a.star) {
+    Value s = eval(*a.star);
+    for (Value& v : items_of(s, a.star->line)) out.pos.push_back(std::move(v));
+  }
+  for (const auto& [k, v] : a.keywords) out.kw.emplace_back(k, eval(*v));
+  if (a.double_star) {
+    Value d = eval(*a.double_star);
+    if (d.type == Value::Type::dict)
+      for (const auto& [k, v] : d.dict->items) out.kw.emplace_back(str(k), v);
+  }
+  return out;
+}
+
+bool Renderer::less(const Value& a, const Value& b, int line) {
+  must_be_defined(a, line);
+  must_be_defined(b, line);
+  if (is_number(a) && is_number(b)) {
+    if (a.type == Value::Type::floating || b.type == Value::Type::floating) return as_double(a) < as_double(b);
+    return a.i < b.i;
+  }
+  if (a.type == Value::Type::string && b.type == Value::Type::string) return a.s < b.s;
+  if (a.type == Value::Type::list && b.type == Value::Type::list) {
+    for (size_t i = 0; i < a.list->size() && i < b.list->size(); ++i) {
+      if (less((*a.list)[i], (*b.list)[i], line)) return true;
+      if (less((*b.list)[i], (*a.list)[i], line)) return false;
+    }
+    return a.list->size() < b.list->size();
+  }
+  throw RenderError("TypeError", line,
+                    std::string("'<' not supported between instances of '") + type_name(a) + "' and '" + type_name(b) + "'");
+}
+
+bool Renderer::compare(const std::string& op, const Value& a, const Value& b, int line) {
+  if (op == "==") return equal(a, b);
+  if (op == "!=") return !equal(a, b);
+  if (op == "<") return less(a, b, line);
+  if (op == ">") return less(b, a, line);
+  if (op == "<=") return !less(b, a, line);
+  if (op == ">=") return !less(a, b, line);
+  if (op == "in" || op == "notin") {
+    bool in = false;
+    if (b.type == Value::Type::string) {
+      if (a.type != Value::Type::string)
+        throw RenderError("TypeError", line, std::string("'in <string>' requires string as left operand, not ") + type_name(a));
+      in = b.s.find(a.s) != std::string::npos;
+    } else if (b.type == Value::Type::list) {
+      in = std::any_of(b.list->begin(), b.list->end(), [&](const Value& x) { return equal(x, a); });
+    } else if (b.type == Value::Type::dict || b.type == Value::Type::ns) {
+      in = b.dict->find(a) != nullptr;
+    } else if (b.type != Value::Type::undefined) {
+      throw RenderError("TypeError", line, std::string("argument of type '") + type_name(b) + "' is not iterable");
+    }
+    return op == "in" ? in : !in;
+  }
+  throw RenderError("TemplateError", line, "unknown comparison " + op);
+}
+
+Value Renderer::binary(const std::string& op, const Value& a, const Value& b, int line) {
+  if (op == "~") {
+    std::string s = str(a) + str(b);
+    sized(s.size(), line);
+    return Value::string(std::move(s));
+  }
+  must_be_defined(a, line);
+  must_be_defined(b, line);
+  auto unsupported = [&]() -> Value {
+    throw RenderError("TypeError", line,
+                      "unsupported operand type(s) for " + op + ": '" + type_name(a) + "' and '" + type_name(b) + "'");
+  };
+  auto overflow = [&]() -> Value { limit(line, "integer overflow (ggufkit's integers are 64-bit)"); };
+  if (is_number(a) && is_number(b)) {
+    bool real = a.type == Value::Type::floating || b.type == Value::Type::floating;
+    double x = as_double(a), y = as_double(b);
+    int64_t r = 0;
+    if (op == "+") return real ? Value::floating(x + y) : __builtin_add_overflow(a.i, b.i, &r) ? overflow() : Value::integer(r);
+    if (op == "-") return real ? Value::floating(x - y) : __builtin_sub_overflow(a.i, b.i, &r) ? overflow() : Value::integer(r);
+    if (op == "*") return real ? Value::floating(x * y) : __builtin_mul_overflow(a.i, b.i, &r) ? overflow() : Value::integer(r);
+    if (op == "/") {
+      if (y == 0) throw RenderError("ZeroDivisionError", line, "division by zero");
+      return Value::floating(x / y);
+    }
+    if (op == "//" || op == "%") {
+      if (y == 0) throw RenderError("ZeroDivisionError", line, op == "%" ? "integer modulo by zero" : "integer division or modulo by zero");
+      if (real) {
+        double m = std::fmod(x, y);
+        if (m != 0 && ((m < 0) != (y < 0))) m += y;
+        return op == "%" ? Value::floating(m) : Value::floating(std::floor(x / y));
+      }
+      if (a.i == INT64_MIN && b.i == -1) return overflow();
+      int64_t q = a.i / b.i, m = a.i % b.i;
+      if (m != 0 && ((m < 0) != (b.i < 0))) {
+        --q;
+        m += b.i;
+      }
+      return op == "%" ? Value::integer(m) : Value::integer(q);
+    }
+    if (op == "**") {
+      if (!real && b.i >= 0) {
+        int64_t acc = 1;
+        for (int64_t k = 0; k < b.i; ++k) {
+          if (__builtin_mul_overflow(acc, a.i, &acc)) return overflow();
+          if (acc == 0 || acc == 1) break;
+        }
+        return Value::integer(acc);
+      }
+      return Value::floating(std::pow(x, y));
+    }
+    return unsupported();
+  }
+  if (op == "+") {
+    if (a.type == Value::Type::string && b.type == Value::Type::string) {
+      sized(a.s.size() + b.s.size(), line);
+      if (!a.safe && !b.safe) return Value::string(a.s + b.s);
+      Value m = Value::string((a.safe ? a.s : html_escape(a.s)) + (b.safe ? b.s : html_escape(b.s)));  // Markup escapes the other side
+      m.safe = true;
+      return m;
+    }
+    if (a.type == Value::Type::list && b.type == Value::Type::list) {
+      List l = *a.list;
+      l.insert(l.end(), b.list->begin(), b.list->end());
+      return Value::new_list(std::move(l));
+    }
+    if (a.type == Value::Type::string)
+      throw RenderError("TypeError", line, std::string("can only concatenate str (not \"") + type_name(b) + "\") to str");
+    return unsupported();
+  }
+  if (op == "*") {
+    const Value* seq = a.type == Value::Type::string || a.type == Value::Type::list ? &a : &b;
+    const Value* n = seq == &a ? &b : &a;
+    if ((seq->type == Value::Type::string || seq->type == Value::Type::list) &&
+        (n->type == Value::Type::integer || n->type == Value::Type::boolean)) {
+      uint64_t times = n->i > 0 ? static_cast<uint64_t>(n->i) : 0;
+      uint64_t unit = seq->type == Value::Type::string ? seq->s.size() : seq->list->size() * 16;
+      if (unit && times > opt_.limits.max_output / unit + 1)
+        sized(opt_.limits.max_output + 1, line);  // refused before anything is built
+      sized(unit * times, line);
+      if (seq->type == Value::Type::string) {
+        std::string out;
+        for (uint64_t k = 0; k < times; ++k) out += seq->s;
+        return Value::string(std::move(out));
+      }
+      List out;
+      for (uint64_t k = 0; k < times; ++k) out.insert(out.end(), seq->list->begin(), seq->list->end());
+      return Value::new_list(std::move(out));
+    }
+    return unsupported();
+  }
+  if (op == "%" && a.type == Value::Type::string) {
+    List args = b.type == Value::Type::list ? *b.list : List{b};
+    if (a.safe)
+      for (Value& x : args)
+        if (x.type == Value::Type::string && !x.safe) x.s = html_escape(x.s);
+    Value s = Value::string(percent_format(a.s, args, line));
+    sized(s.s.size(), line);
+    s.safe = a.safe;
+    return s;
+  }
+  return unsupported();
+}
+
+Value Renderer::eval(const Expr& e) {
+  Nest nest(*this, e.line);
+  tick(e.line);
+  switch (e.kind) {
+    case Expr::Kind::literal:
+      return std::visit(
+          [](const auto& x) -> Value {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, None>) return Value::none();
+            else if constexpr (std::is_same_v<T, bool>) return Value::boolean(x);
+            else if constexpr (std::is_same_v<T, int64_t>) return Value::integer(x);
+            else if constexpr (std::is_same_v<T, double>) return Value::floating(x);
+            else return Value::string(x);
+          },
+          e.value);
+    case Expr::Kind::name: return lookup(e.name);
+    case Expr::Kind::list:
+    case Expr::Kind::tuple: {
+      List items;
+      for (const ExprPtr& k : e.kids) items.push_back(eval(*k));
+      return Value::new_list(std::move(items));
+    }
+    case Expr::Kind::dict: {
+      Value d = Value::new_dict();
+      for (size_t i = 0; i + 1 < e.kids.size(); i += 2) {
+        Value k = eval(*e.kids[i]);
+        d.dict->set(std::move(k), eval(*e.kids[i + 1]));
+      }
+      return d;
+    }
+    case Expr::Kind::attr: return getattr(eval(*e.kids[0]), e.name, e.line);
+    case Expr::Kind::item: {
+      Value obj = eval(*e.kids[0]);
+      const Expr& idx = *e.kids[1];
+      if (idx.kind == Expr::Kind::slice) {
+        must_be_defined(obj, e.line);
+        Value none = Value::none();
+        Value a = idx.kids.size() > 0 && idx.kids[0] ? eval(*idx.kids[0]) : none;
+        Value b = idx.kids.size() > 1 && idx.kids[1] ? eval(*idx.kids[1]) : none;
+        Value c = idx.kids.size() > 2 && idx.kids[2] ? eval(*idx.kids[2]) : none;
+        if (obj.type == Value::Type::list) {
+          List out;
+          for (int64_t i : slice_positions(static_cast<int64_t>(obj.list->size()), a, b, c, e.line)) out.push_back((*obj.list)[static_cast<size_t>(i)]);
+          return Value::new_list(std::move(out));
+        }
+        if (obj.type == Value::Type::string) {
+          std::vector<std::string> cps = code_points(obj.s);
+          std::string out;
+          for (int64_t i : slice_positions(static_cast<int64_t>(cps.size()), a, b, c, e.line)) out += cps[static_cast<size_t>(i)];
+          return Value::string(std::move(out));
+        }
+        throw RenderError("TypeError", e.line, std::string("'") + type_name(obj) + "' object is not subscriptable");
+      }
+      return getitem(obj, eval(idx), e.line);
+    }
+    case Expr::Kind::slice: throw RenderError("TemplateError", e.line, "a slice outside of brackets");
+    case Expr::Kind::call: return eval_call(e);
+    case Expr::Kind::filter: {
+      Value in = e.kids.empty() || !e.kids[0] ? Value::string(out) : eval(*e.kids[0]);
+      CallArgs a = eval_args(e.args);
+      return filter(e.name, in, a, e.line);
+    }
+    case Expr::Kind::test: {
+      Value in = eval(*e.kids[0]);
+      CallArgs a = eval_args(e.args);
+      return Value::boolean(test(e.name, in, a, e.line) != e.negated);
+    }
+    case Expr::Kind::unary: {
+      Value v = eval(*e.kids[0]);
+      if (e.name == "not") return Value::boolean(!truthy(v));
+      must_be_defined(v, e.line);
+      if (!is_number(v)) throw RenderError("TypeError", e.line, "bad operand type for unary " + e.name + ": '" + type_name(v) + "'");
+      if (e.name == "+") return v.type == Value::Type::boolean ? Value::integer(v.i) : v;
+      if (v.type == Value::Type::floating) return Value::floating(-v.f);
+      if (v.i == INT64_MIN) limit(e.line, "integer overflow (ggufkit's integers are 64-bit)");
+      return Value::integer(-v.i);
+    }
+    case Expr::Kind::binary: {
+      Value a = eval(*e.kids[0]);
+      if (e.name == "and") return truthy(a) ? eval(*e.kids[1]) : a;
+      if (e.name == "or") return truthy(a) ? a : eval(*e.kids[1]);
+      return binary(e.name, a, eval(*e.kids[1]), e.line);
+    }
+    case Expr::Kind::compare: {
+      Value a = eval(*e.kids[0]);
+      for (size_t i = 0; i < e.ops.size(); ++i) {
+        Value b = eval(*e.kids[i + 1]);
+        if (!compare(e.ops[i], a, b, e.line)) return Value::boolean(false);
+        a = std::move(b);
+      }
+      return Value::boolean(true);
+    }
+    case Expr::Kind::cond: {
+      if (truthy(eval(*e.kids[1]))) return eval(*e.kids[0]);
+      if (e.kids.size() > 2 && e.kids[2]) return eval(*e.kids[2]);
+      return Value::undefined("the inline if-expression on line " + std::to_string(e.line) +
+                              " evaluated to false and no else section was defined.");
+    }
+  }
+  return Value::undefined("");
+}
+
+Value Renderer::eval_call(const Expr& e) {
+  Value f = eval(*e.kids[0]);
+  CallArgs a = eval_args(e.args);
+  return call(f, a, e.line);
+}
+
+void Renderer::assign(const Expr& target, const Value& v, Frame& into) {
+  if (target.kind == Expr::Kind::name) {
+    into.vars[target.name] = v;
+    return;
+  }
+  if (target.kind == Expr::Kind::tuple || target.kind == Expr::Kind::list) {
+    List items = items_of(v, target.line);
+    if (items.size() != target.kids.size())
+      throw RenderError("ValueError", target.line,
+                        items.size() > target.kids.size()
+                            ? "too many values to unpack (expected " + std::to_string(target.kids.size()) + ")"
+                            : "not enough values to unpack (expected " + std::to_string(target.kids.size()) + ", got " +
+                                  std::to_string(items.size()) + ")");
+    for (size_t i = 0; i < items.size(); ++i) assign(*target.kids[i], items[i], into);
+    return;
+  }
+  if (target.kind == Expr::Kind::attr) {  // ns.attr = v
+    Value ns = eval(*target.kids[0]);
+    if (ns.type != Value::Type::ns) throw RenderError("TemplateRuntimeError", target.line, "cannot assign attribute on non-namespace object");
+    ns.dict->set(Value::string(target.name), v);
+    return;
+  }
+  throw RenderError("TemplateError", target.line, "cannot assign to this expression");
+}
+
+Value Renderer::macro(const Node& n, FramePtr closure, const std::string& name) {
+  const Node* node = &n;
+  return callable(name, [node, closure, name](Renderer& r, CallArgs& a, int line) {
+    Call depth(r, line);
+    auto frame = std::make_shared<Frame>();
+    frame->parent = closure;
+    const size_t first_default = node->params.size() - node->defaults.size();
+    List varargs;
+    for (size_t i = 0; i < a.pos.size(); ++i) {
+      if (i < node->params.size()) frame->vars[node->params[i]] = a.pos[i];
+      else varargs.push_back(a.pos[i]);
+    }
+    Value kwargs = Value::new_dict();
+    for (auto& [k, v] : a.kw) {
+      auto it = std::find(node->params.begin(), node->params.end(), k);
+      if (k == "caller") frame->vars["caller"] = v;
+      else if (it != node->params.end()) frame->vars[k] = v;
+      else kwargs.dict->set(Value::string(k), v);
+    }
+    FramePtr saved = r.scope;
+    r.scope = frame;
+    for (size_t i = 0; i < node->params.size(); ++i) {
+      if (frame->vars.count(node->params[i])) continue;
+      frame->vars[node->params[i]] = i >= first_default ? r.eval(*node->defaults[i - first_default])
+                                                        : Value::undefined("parameter '" + node->params[i] + "' was not provided");
+    }
+    frame->vars["varargs"] = Value::new_list(std::move(varargs));
+    frame->vars["kwargs"] = kwargs;
+    std::string got;
+    try {
+      got = r.capture(node->bodies[0]);
+    } catch (...) {
+      r.scope = saved;
+      throw;
+    }
+    r.scope = saved;
+    return Value::string(std::move(got));
+  });
+}
+
+void Renderer::for_loop(const Node& n, const List& all, int depth) {
+  const Expr& target = *n.exprs[0];
+  auto frame = std::make_shared<Frame>();
+  frame->parent = scope;
+  FramePtr saved = scope;
+  scope = frame;
+  List items;
+  if (n.exprs[2]) {  // `for x in xs if cond`: filtered before the loop counts
+    for (const Value& v : all) {
+      assign(target, v, *frame);
+      if (truthy(eval(*n.exprs[2]))) items.push_back(v);
+    }
+  } else {
+    items = all;
+  }
+  Value loop = Value::new_dict();
+  loop.fn = std::make_shared<Callable>(Callable{"loop", nullptr});
+  if (n.recursive) {
+    const Node* node = &n;
+    loop.fn->fn = [node, depth](Renderer& r, CallArgs& a, int line) {
+      Call guard(r, line);
+      List inner = r.items_of(arg(a, 0, "iterable"), line);
+      std::string saved_out = std::move(r.out);
+      r.out.clear();
+      r.for_loop(*node, inner, depth + 1);
+      std::string got = std::move(r.out);
+      r.out = std::move(saved_out);
+      return Value::string(std::move(got));
+    };
+  }
+  const int64_t len = static_cast<int64_t>(items.size());
+  try {
+    for (int64_t i = 0; i < len; ++i) {
+      iteration(n.line);
+      auto& d = *loop.dict;
+      d.items.clear();
+      d.set(Value::string("index"), Value::integer(i + 1));
+      d.set(Value::string("index0"), Value::integer(i));
+      d.set(Value::string("revindex"), Value::integer(len - i));
+      d.set(Value::string("revindex0"), Value::integer(len - i - 1));
+      d.set(Value::string("first"), Value::boolean(i == 0));
+      d.set(Value::string("last"), Value::boolean(i == len - 1));
+      d.set(Value::string("length"), Value::integer(len));
+      d.set(Value::string("depth"), Value::integer(depth));
+      d.set(Value::string("depth0"), Value::integer(depth - 1));
+      d.set(Value::string("previtem"), i > 0 ? items[static_cast<size_t>(i - 1)] : Value::undefined("there is no previous item"));
+      d.set(Value::string("nextitem"), i + 1 < len ? items[static_cast<size_t>(i + 1)] : Value::undefined("there is no next item"));
+      d.set(Value::string("cycle"), callable("cycle", [i](Renderer&, CallArgs& a, int line) {
+              if (a.pos.empty()) throw RenderError("TypeError", line, "no items for cycling given");
+              return a.pos[static_cast<size_t>(i) % a.pos.size()];
+            }));
+      frame->vars["loop"] = loop;
+      assign(target, items[static_cast<size_t>(i)], *frame);
+      if (exec(n.bodies[0]) == Flow::brk) break;
+    }
+    if (len == 0 && n.bodies.size() > 1) {
+      scope = saved;
+      exec(n.bodies[1]);
+    }
+  } catch (...) {
+    scope = saved;
+    throw;
+  }
+  scope = saved;
+}
+
+Flow Renderer::exec(const Node& n) {
+  Nest nest(*this, n.line);
+  tick(n.line);
+  switch (n.kind) {
+    case Node::Kind::text: emit(n.text, n.line); return Flow::normal;
+    case Node::Kind::output:
+      for (const ExprPtr& e : n.exprs) emit(str(eval(*e)), n.line);
+      return Flow::normal;
+    case Node::Kind::if_block:
+      for (size_t i = 0; i < n.exprs.size(); ++i)
+        if (truthy(eval(*n.exprs[i]))) return exec(n.bodies[i]);
+      return n.bodies.size() > n.exprs.size() ? exec(n.bodies.back()) : Flow::normal;
+    case Node::Kind::for_loop: for_loop(n, items_of(eval(*n.exprs[1]), n.line), 1); return Flow::normal;
+    case Node::Kind::set: assign(*n.exprs[0], eval(*n.exprs[1]), *scope); return Flow::normal;
+    case Node::Kind::set_block: {
+      Value body = Value::string(capture(n.bodies[0]));
+      if (n.exprs.size() > 1 && n.exprs[1]) {
+        std::string saved = std::move(out);
+        out = body.s;  // the filter chain's input
+        try {
+          body = eval(*n.exprs[1]);
+        } catch (...) {
+          out = std::move(saved);
+          throw;
+        }
+        out = std::move(saved);
+      }
+      assign(*n.exprs[0], body, *scope);
+      return Flow::normal;
+    }
+    case Node::Kind::macro: scope->vars[n.name] = macro(n, scope, n.name); return Flow::normal;
+    case Node::Kind::call_block: {
+      const Expr& c = *n.exprs[0];
+      Value f = eval(*c.kids[0]);
+      CallArgs a = eval_args(c.args);
+      a.kw.emplace_back("caller", macro(n, scope, "caller"));
+      emit(str(call(f, a, n.line)), n.line);
+      return Flow::normal;
+    }
+    case Node::Kind::filter_block: {
+      std::string body = capture(n.bodies[0]);
+      std::string saved = std::move(out);
+      out = body;
+      Value v;
+      try {
+        v = eval(*n.exprs[0]);
+      } catch (...) {
+        out = std::move(saved);
+        throw;
+      }
+      out = std::move(saved);
+      emit(str(v), n.line);
+      return Flow::normal;
+    }
+    case Node::Kind::with_block: {
+      auto frame = std::make_shared<Frame>();
+      frame->parent = scope;
+      for (size_t i = 0; i < n.exprs.size(); ++i) assign(*n.exprs[i], eval(*n.defaults[i]), *frame);
+      FramePtr saved = scope;
+      scope = frame;
+      Flow f;
+      try {
+        f = exec(n.bodies[0]);
+      } catch (...) {
+        scope = saved;
+        throw;
+      }
+      scope = saved;
+      return f;
+    }
+    case Node::Kind::generation:
+    case Node::Kind::block:
+    case Node::Kind::autoescape: return exec(n.bodies[0]);
+    case Node::Kind::loop_break: return Flow::brk;
+    case Node::Kind::loop_continue: return Flow::cont;
+    case Node::Kind::extends:
+    case Node::Kind::include:
+    case Node::Kind::import:
+    case Node::Kind::from_import:
+      throw RenderError("TypeError", n.line, "no loader for this environment specified (a chat template cannot load others)");
+  }
+  return Flow::normal;
+}
+
+Value chat_context(const Value& conversation, const std::optional<std::string>& bos_token,
+                   const std::optional<std::string>& eos_token) {
+  if (conversation.type != Value::Type::dict) throw std::invalid_argument("a conversation is a JSON object with \"messages\"");
+  const Value* messages = conversation.dict->find("messages");
+  if (!messages || messages->type != Value::Type::list)
+    throw std::invalid_argument("a conversation needs \"messages\": a list of {\"role\", \"content\"} objects");
+  Value c = Value::new_dict();
+  c.dict->set(Value::string("messages"), *messages);
+  for (const char* k : {"tools", "documents"}) {
+    const Value* v = conversation.dict->find(k);
+    c.dict->set(Value::string(k), v ? *v : Value::none());
+  }
+  const Value* gen = conversation.dict->find("add_generation_prompt");
+  c.dict->set(Value::string("add_generation_prompt"), gen ? *gen : Value::boolean(false));
+  if (bos_token) c.dict->set(Value::string("bos_token"), Value::string(*bos_token));
+  if (eos_token) c.dict->set(Value::string("eos_token"), Value::string(*eos_token));
+  for (const auto& [k, v] : conversation.dict->items) c.dict->set(k, v);  // anything else, and the tokens if given
+  return c;
+}
+
+std::string render(const Template& t, const Value& context, const RenderOptions& options) {
+  Renderer r(options);
+  auto globals = std::make_shared<Frame>();
+  globals->vars["range"] = callable("range", [](Renderer&, CallArgs& a, int line) {
+    int64_t start = 0, stop, step = 1;
+    if (a.pos.empty()) throw RenderError("TypeError", line, "range expected at least 1 argument, got 0");
+    if (a.pos.size() == 1) stop = to_int(a.pos[0], line);
+    else {
+      start = to_int(a.pos[0], line);
+      stop = to_int(a.pos[1], line);
+      if (a.pos.size() > 2) step = to_int(a.pos[2], line);
+    }
+    if (step == 0) throw RenderError("ValueError", line, "range() arg 3 must not be zero");
+    // How many items, without overflow: the unsigned distance over the step.
+    uint64_t n = 0;
+    if (step > 0 && stop > start) n = (static_cast<uint64_t>(stop) - static_cast<uint64_t>(start) - 1) / static_cast<uint64_t>(step) + 1;
+    if (step < 0 && start > stop)
+      n = (static_cast<uint64_t>(start) - static_cast<uint64_t>(stop) - 1) / (0 - static_cast<uint64_t>(step)) + 1;
+    if (n > 100000)
+      throw RenderError("OverflowError", line, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+    List out;
+    for (uint64_t k = 0; k < n; ++k) out.push_back(Value::integer(start + static_cast<int64_t>(k) * step));
+    return Value::new_list(std::move(out));
+  });
+  globals->vars["dict"] = callable("dict", [](Renderer&, CallArgs& a, int) {
+    Value d = Value::new_dict();
+    if (!a.pos.empty() && a.pos[0].type == Value::Type::dict) *d.dict = *a.pos[0].dict;
+    for (auto& [k, v] : a.kw) d.dict->set(Value::string(k), v);
+    return d;
+  });
+  globals->vars["namespace"] = callable("namespace", [](Renderer&, CallArgs& a, int) {
+    Value ns = Value::new_dict();
+    ns.type = Value::Type::ns;
+    if (!a.pos.empty() && a.pos[0].type == Value::Type::dict) *ns.dict = *a.pos[0].dict;
+    for (auto& [k, v] : a.kw) ns.dict->set(Value::string(k), v);
+    return ns;
+  });
+  globals->vars["raise_exception"] = callable("raise_exception", [](Renderer&, CallArgs& a, int line) -> Value {
+    throw RenderError("TemplateError", line, a.pos.empty() ? "" : str(a.pos[0]));
+  });
+  globals->vars["strftime_now"] = callable("strftime_now", [](Renderer& r, CallArgs& a, int line) {
+    Value f = arg(a, 0, "format");
+    expect_string(f, line, "strftime() argument 1");
+    std::time_t now = r.opt_.now ? static_cast<std::time_t>(*r.opt_.now) : std::time(nullptr);
+    std::tm tm{};
+    localtime_r(&now, &tm);
+    char buf[256];
+    size_t n = f.s.empty() ? 0 : std::strftime(buf, sizeof buf, f.s.c_str(), &tm);
+    return Value::string(std::string(buf, n));
+  });
+  auto top = std::make_shared<Frame>();
+  top->parent = globals;
+  if (context.type == Value::Type::dict)
+    for (const auto& [k, v] : context.dict->items) top->vars[str(k)] = v;
+  r.scope = top;
+  r.exec(t.body);
+  return std::move(r.out);
+}
+
+}  // namespace ggufkit::jinja

@@ -1,0 +1,202 @@
+#pragma once
+// The evaluator's state and its helpers, shared by render.cpp (statements, expressions,
+// methods) and filters.cpp (filters and tests).
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ggufkit/jinja_render.h"
+#include "value.h"
+
+namespace ggufkit::jinja {
+
+struct Frame {
+  std::unordered_map<std::string, Value> vars;
+  std::shared_ptr<Frame> parent;
+};
+using FramePtr = std::shared_ptr<Frame>;
+
+enum class Flow { normal, brk, cont };
+
+// Python counts and slices strings by code point.
+std::vector<std::string> code_points(const std::string& s);
+size_t code_point_count(const std::string& s);
+bool is_space(char c);
+// str.strip/lstrip/rstrip: whitespace, or the code points of `chars` when it is a string.
+std::string strip(const std::string& s, const Value* chars, bool left, bool right);
+std::string ascii_case(std::string s, bool upper);
+std::string title_case(const std::string& s);
+std::string replace_all(const std::string& s, const std::string& from, const std::string& to, int64_t count);
+Value callable(std::string name, std::function<Value(Renderer&, CallArgs&, int)> fn);
+// The n-th positional argument or the keyword `name`, else `dflt`.
+Value arg(const CallArgs& a, size_t n, std::string_view name, Value dflt = Value::none());
+int64_t to_int(const Value& v, int line);
+// printf-style: "%s" % x (and the format filter).
+std::string percent_format(const std::string& fmt, const List& args, int line);
+
+class Renderer {
+ public:
+  Renderer(const RenderOptions& o) : opt_(o), start_(std::chrono::steady_clock::now()) {}
+
+  std::string out;
+  FramePtr scope;
+
+  // ---- limits ----
+  [[noreturn]] void limit(int line, const std::string& what) { throw RenderError("LimitError", line, what); }
+  void tick(int line) {
+    if ((++steps_ & 1023) == 0 && std::chrono::steady_clock::now() - start_ > opt_.limits.max_time)
+      limit(line, "the render took longer than " + std::to_string(opt_.limits.max_time.count()) + " ms (the sandbox's time limit)");
+  }
+  void iteration(int line) {
+    if (++iterations_ > opt_.limits.max_iterations)
+      limit(line, "more than " + std::to_string(opt_.limits.max_iterations) + " loop iterations (the sandbox's limit)");
+    tick(line);
+  }
+  void sized(uint64_t n, int line) {
+    if (n > opt_.limits.max_output)
+      limit(line, "a string of " + std::to_string(n) + " bytes is longer than the sandbox's output limit of " +
+                      std::to_string(opt_.limits.max_output) + " bytes");
+  }
+  void emit(const std::string& s, int line) {
+    sized(out.size() + s.size(), line);
+    out += s;
+  }
+  struct Nest {  // C++ depth of the walk: no template exhausts the stack
+    Renderer& r;
+    Nest(Renderer& x, int line) : r(x) {
+      if (++r.nest_ > 1500) r.limit(line, "the template nests deeper than the sandbox allows (1500 levels of calls and expressions)");
+    }
+    ~Nest() { --r.nest_; }
+  };
+  struct Call {
+    Renderer& r;
+    Call(Renderer& x, int line) : r(x) {
+      if (++r.depth_ > r.opt_.limits.max_depth)
+        r.limit(line, "calls nest deeper than " + std::to_string(r.opt_.limits.max_depth) + " (the sandbox's recursion limit)");
+    }
+    ~Call() { --r.depth_; }
+  };
+
+  // ---- names ----
+  Value lookup(const std::string& name) const {
+    for (const Frame* f = scope.get(); f; f = f->parent.get())
+      if (auto it = f->vars.find(name); it != f->vars.end()) return it->second;
+    return Value::undefined("'" + name + "' is undefined");
+  }
+
+  [[noreturn]] void undefined_error(const Value& v, int line) { throw RenderError("UndefinedError", line, v.s); }
+  void must_be_defined(const Value& v, int line) {
+    if (v.type == Value::Type::undefined) undefined_error(v, line);
+  }
+
+  // ---- attributes and items ----
+  Value method(const Value& self, const std::string& name, int line);
+
+  Value getattr(const Value& obj, const std::string& name, int line) {
+    must_be_defined(obj, line);
+    if (!name.empty() && name[0] == '_')
+      throw RenderError("SecurityError", line, "access to attribute '" + name + "' of '" + type_name(obj) + "' object is unsafe.");
+    if (obj.type == Value::Type::ns || (obj.type == Value::Type::dict && obj.fn)) {  // a namespace, the loop
+      if (const Value* v = obj.dict->find(name)) return *v;
+      return Value::undefined("'" + std::string(obj.type == Value::Type::ns ? "Namespace" : "LoopContext") +
+                              " object' has no attribute '" + name + "'");
+    }
+    Value m = method(obj, name, line);
+    if (m.type != Value::Type::undefined) return m;
+    if (obj.type == Value::Type::dict)
+      if (const Value* v = obj.dict->find(name)) return *v;
+    if (obj.type == Value::Type::none) return Value::undefined("'None' has no attribute '" + name + "'");
+    return Value::undefined("'" + std::string(type_name(obj)) + " object' has no attribute '" + name + "'");
+  }
+
+  Value getitem(const Value& obj, const Value& key, int line) {
+    must_be_defined(obj, line);
+    if (obj.type == Value::Type::dict || obj.type == Value::Type::ns) {
+      if (const Value* v = obj.dict->find(key)) return *v;
+      if (key.type == Value::Type::string) return getattr(obj, key.s, line);
+      return Value::undefined("'" + std::string(type_name(obj)) + " object' has no attribute '" + str(key) + "'");
+    }
+    if ((obj.type == Value::Type::list || obj.type == Value::Type::string) &&
+        (key.type == Value::Type::integer || key.type == Value::Type::boolean)) {
+      int64_t n = obj.type == Value::Type::list ? static_cast<int64_t>(obj.list->size()) : static_cast<int64_t>(code_point_count(obj.s));
+      int64_t i = key.i < 0 ? key.i + n : key.i;
+      if (i < 0 || i >= n) return Value::undefined("'" + std::string(type_name(obj)) + " object' has no element " + std::to_string(key.i));
+      if (obj.type == Value::Type::list) return (*obj.list)[static_cast<size_t>(i)];
+      return Value::string(code_points(obj.s)[static_cast<size_t>(i)]);
+    }
+    if (key.type == Value::Type::string) return getattr(obj, key.s, line);
+    return Value::undefined("'" + std::string(type_name(obj)) + " object' has no element " + repr(key));
+  }
+
+  // ---- iteration ----
+  List items_of(const Value& v, int line) {
+    switch (v.type) {
+      case Value::Type::undefined: return {};
+      case Value::Type::list: return *v.list;
+      case Value::Type::dict: {
+        List keys;
+        for (const auto& kv : v.dict->items) keys.push_back(kv.first);
+        return keys;
+      }
+      case Value::Type::string: {
+        List cps;
+        for (std::string& c : code_points(v.s)) cps.push_back(Value::string(std::move(c)));
+        return cps;
+      }
+      default: throw RenderError("TypeError", line, "'" + std::string(type_name(v)) + "' object is not iterable");
+    }
+  }
+
+  // ---- expressions ----
+  Value eval(const Expr& e);
+  Value eval_call(const Expr& e);
+  CallArgs eval_args(const Args& a);
+  Value binary(const std::string& op, const Value& a, const Value& b, int line);
+  bool compare(const std::string& op, const Value& a, const Value& b, int line);
+  bool less(const Value& a, const Value& b, int line);
+  Value call(const Value& f, CallArgs& args, int line) {
+    must_be_defined(f, line);
+    if (!f.fn || !f.fn->fn)
+      throw RenderError("TypeError", line, f.fn ? "Tried to call non recursive loop.  Maybe you forgot the 'recursive' modifier."
+                                                : "'" + std::string(type_name(f)) + "' object is not callable");
+    tick(line);
+    return f.fn->fn(*this, args, line);
+  }
+  Value filter(const std::string& name, const Value& v, CallArgs& args, int line);
+  Value filter_value(const std::string& name, const Value& v, CallArgs& args, int line);
+  bool test(const std::string& name, const Value& v, CallArgs& args, int line);
+
+  // ---- statements ----
+  Flow exec(const Body& body) {
+    for (const NodePtr& n : body) {
+      Flow f = exec(*n);
+      if (f != Flow::normal) return f;
+    }
+    return Flow::normal;
+  }
+  Flow exec(const Node& n);
+  void assign(const Expr& target, const Value& v, Frame& into);
+  void for_loop(const Node& n, const List& items, int depth);
+  std::string capture(const Body& body) {
+    std::string saved = std::move(out);
+    out.clear();
+    exec(body);
+    std::string got = std::move(out);
+    out = std::move(saved);
+    return got;
+  }
+  Value macro(const Node& n, FramePtr closure, const std::string& name);
+
+  const RenderOptions& opt_;
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  uint64_t steps_ = 0, iterations_ = 0;
+  unsigned depth_ = 0, nest_ = 0;
+};
+
+
+}  // namespace ggufkit::jinja
