@@ -6,6 +6,8 @@
 #include <iostream>
 
 #include "ggufkit/error.h"
+#include "ggufkit/inspect.h"
+#include "ggufkit/source.h"
 #include "ggufkit/shards.h"
 #include "ggufkit/text.h"
 
@@ -104,6 +106,34 @@ std::string value_json(const Value& v) {
       std::string t = number_text(v);
       return t == "nan" || t == "inf" || t == "-inf" ? "\"" + t + "\"" : t;
     }
+  }
+}
+
+jinja::Value read_conversation(const std::string& path) {
+  const std::string text = read_small_file(path == "-" ? "/dev/stdin" : path, 64u << 20);
+  try {
+    jinja::Value v = jinja::from_json(text);
+    jinja::chat_context(v, std::nullopt, std::nullopt);  // its shape checked here, before anything else
+    return v;
+  } catch (const std::invalid_argument& e) {
+    throw Error(Error::Kind::usage, path, std::nullopt, "", std::string("is not a conversation: ") + e.what());
+  }
+}
+
+std::string render_prompt(const std::string& file, const std::string& key, const std::string& text, const Model& m,
+                          const jinja::Value& conversation) {
+  std::optional<std::string> bos, eos;
+  for (const SpecialToken& t : special_tokens(m))
+    if (t.text && (t.name == "bos" || t.name == "eos")) (t.name == "bos" ? bos : eos) = std::string(*t.text);
+  try {
+    return jinja::render(jinja::parse(text), jinja::chat_context(conversation, bos, eos));
+  } catch (const jinja::SyntaxError& e) {
+    throw Error(Error::Kind::format, file, std::nullopt, key, std::string("the template does not parse: ") + e.what());
+  } catch (const jinja::RenderError& e) {
+    if (e.kind == "TemplateError")  // raise_exception: the template's own refusal
+      throw Error(Error::Kind::format, file, std::nullopt, key, "the template raised an error at line " + std::to_string(e.line) + ": " + e.message);
+    throw Error(Error::Kind::format, file, std::nullopt, key,
+                "the template failed at line " + std::to_string(e.line) + ": " + e.kind + ": " + e.message);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ggufkit/jinja_render.h"
 #include "ggufkit/scan.h"
 #include "ggufkit/shards.h"
 
@@ -45,6 +46,17 @@ std::optional<ReadArgs> read_args(const std::vector<std::string>& args, const st
 // A value as JSON, in full: numbers as numbers (nan and inf as strings), strings that
 // are not UTF-8 as {"hex": ...}, arrays as lists.
 std::string value_json(const Value& v);
+
+// A conversation to render a template with, from a JSON file (or - for standard input):
+// messages, optionally tools, documents, add_generation_prompt and other variables. A
+// usage Error names the file and the byte when it is not.
+jinja::Value read_conversation(const std::string& path);
+// The prompt the template `text` (stored under `key` of `file`) gives for `conversation`,
+// with the model's bos and eos tokens, rendered as transformers' apply_chat_template does.
+// A template that does not parse, that raises or that hits a sandbox limit is a format
+// Error naming the file, the key and the template's line.
+std::string render_prompt(const std::string& file, const std::string& key, const std::string& text, const Model& m,
+                          const jinja::Value& conversation);
 
 // The reading commands (cli/inspect.cpp).
 int cmd_show(const std::vector<std::string>& args);

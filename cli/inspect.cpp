@@ -268,15 +268,26 @@ int cmd_template(const std::vector<std::string>& args) {
   desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file, or any shard of a set")(
       "name", po::value<std::string>()->default_value("default"), "which template: tokenizer.chat_template.NAME")(
       "list", po::bool_switch(), "name the templates the file has, with their sizes")(
-      "json", po::bool_switch(), "with --list: {\"templates\": [{\"name\", \"key\", \"bytes\"}]}")(
+      "render", po::value<std::string>(), "print the prompt the template gives for the conversation in this JSON file (- for standard input)")(
+      "add-generation-prompt", po::bool_switch(), "with --render: end the prompt with the assistant's turn opening")(
+      "json", po::bool_switch(), "with --list: {\"templates\": [{\"name\", \"key\", \"bytes\"}]}; with --render: {\"prompt\": \"...\"}")(
       "shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos,
-                  "usage: ggufkit template FILE [--name NAME] [--list]\n\n"
+                  "usage: ggufkit template FILE [--name NAME] [--list]\n"
+                  "       ggufkit template FILE --render CONV.json [--add-generation-prompt] [--name NAME] [--json]\n\n"
                   "Prints a chat template exactly as the file stores it, byte for byte, with no\n"
                   "newline added: tokenizer.chat_template, or tokenizer.chat_template.NAME with\n"
-                  "--name NAME. --list names the templates the file has.");
+                  "--name NAME. --list names the templates the file has.\n\n"
+                  "--render prints the prompt the model gets instead, rendered as Hugging Face's\n"
+                  "apply_chat_template renders it (jinja2 in a sandbox, trim_blocks, lstrip_blocks).\n"
+                  "CONV.json holds \"messages\" and optionally \"tools\", \"documents\",\n"
+                  "\"add_generation_prompt\" and any other variables the template reads;\n"
+                  "bos_token and eos_token are the file's. For example:\n"
+                  "  {\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"},\n"
+                  "                {\"role\": \"user\", \"content\": \"Hello!\"}]}\n"
+                  "A template that raises (raise_exception) or fails exits 1 with its line.");
   if (!vm) return 0;
   const std::string file = (*vm)["file"].as<std::string>();
   Scanned s = load_model(file, (*vm)["shard-only"].as<bool>()).s;
@@ -302,7 +313,15 @@ int cmd_template(const std::vector<std::string>& args) {
   const std::string name = (*vm)["name"].as<std::string>();
   for (const KV* kv : found)
     if (name_of(kv->key) == name) {
-      std::fwrite(kv->value.str.data(), 1, kv->value.str.size(), stdout);
+      if (!vm->count("render")) {
+        std::fwrite(kv->value.str.data(), 1, kv->value.str.size(), stdout);
+        return 0;
+      }
+      jinja::Value conv = read_conversation((*vm)["render"].as<std::string>());
+      if ((*vm)["add-generation-prompt"].as<bool>()) conv.dict->set(jinja::Value::string("add_generation_prompt"), jinja::Value::boolean(true));
+      const std::string prompt = render_prompt(file, kv->key, kv->value.str, s.model, conv);
+      if ((*vm)["json"].as<bool>()) std::cout << "{\"prompt\": " << json_string(prompt) << "}\n";
+      else std::fwrite(prompt.data(), 1, prompt.size(), stdout);
       return 0;
     }
   std::string have;

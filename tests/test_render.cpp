@@ -124,3 +124,135 @@ TEST(Render, EveryCorpusTemplateAgreesWithJinja2ForEveryConversation) {
   // Most pairs render: a table of errors would prove little.
   EXPECT_GE(agree, templates.size() * convs.size() * 3 / 4);
 }
+
+namespace {
+
+// What rendering `source` (no variables) throws: "KIND: message".
+std::string failure(const std::string& source, const jinja::RenderOptions& opt = {}) {
+  try {
+    jinja::render(jinja::parse(source), jinja::Value::new_dict(), opt);
+  } catch (const jinja::RenderError& e) {
+    return e.kind + ": " + e.message;
+  }
+  return "rendered";
+}
+
+}  // namespace
+
+// Item 4: the sandbox. Each limit stops a template built to exceed it, with an error that
+// names the limit, long before the time limit would.
+TEST(RenderSandbox, LoopIterationsAreCounted) {
+  jinja::RenderOptions opt;  // the time limit out of the way (a sanitized build is slower)
+  opt.limits.max_time = std::chrono::seconds(600);
+  EXPECT_EQ(failure("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", opt),
+            "LimitError: more than 200000 loop iterations (the sandbox's limit)");
+  // jinja2's own sandbox refuses a range past 100,000 items, and so does ggufkit.
+  EXPECT_EQ(failure("{% for i in range(10**9) %}{% endfor %}"),
+            "OverflowError: Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+  // A loop that recurses through itself counts too.
+  EXPECT_EQ(failure("{% for x in range(100000) recursive %}{% if loop.depth < 3 %}{{ loop(range(100000)) }}{% endif %}{% endfor %}",
+                    opt),
+            "LimitError: more than 200000 loop iterations (the sandbox's limit)");
+  // So does a loop's filter.
+  EXPECT_EQ(failure("{% for i in range(100000) %}{% for j in range(100000) if j > 1 %}{% endfor %}{% endfor %}", opt),
+            "LimitError: more than 200000 loop iterations (the sandbox's limit)");
+}
+
+TEST(RenderSandbox, RecursionIsBounded) {
+  EXPECT_EQ(failure("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"),
+            "LimitError: calls nest deeper than 100 (the sandbox's recursion limit)");
+  EXPECT_EQ(failure("{% for x in [1] recursive %}{{ loop([1]) }}{% endfor %}"),
+            "LimitError: calls nest deeper than 100 (the sandbox's recursion limit)");
+  // A macro that is called 100 deep is fine.
+  EXPECT_EQ(jinja::render(jinja::parse("{% macro f(n) %}{% if n < 99 %}{{ f(n + 1) }}{% else %}{{ n }}{% endif %}{% endmacro %}{{ f(0) }}"),
+                          jinja::Value::new_dict()),
+            "99");
+}
+
+TEST(RenderSandbox, OutputAndStringsAreBounded) {
+  // Refused before a byte is built: 10**12 bytes.
+  EXPECT_EQ(failure("{{ 'x' * 10**12 }}"),
+            "LimitError: a string of 16777217 bytes is longer than the sandbox's output limit of 16777216 bytes");
+  EXPECT_EQ(failure("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}"),
+            "LimitError: a string of 16778000 bytes is longer than the sandbox's output limit of 16777216 bytes");
+  jinja::RenderOptions small;
+  small.limits.max_output = 10;
+  EXPECT_EQ(failure("{{ 'abcdef' ~ 'ghijkl' }}", small),
+            "LimitError: a string of 12 bytes is longer than the sandbox's output limit of 10 bytes");
+  EXPECT_EQ(failure("{{ [1, 2] | join('0123456789') }}", small),
+            "LimitError: a string of 12 bytes is longer than the sandbox's output limit of 10 bytes");
+  EXPECT_EQ(failure("{{ 'abcde' ~ 'fghij' }}", small), "rendered");
+}
+
+TEST(RenderSandbox, TimeIsBounded) {
+  // Under every other limit, but slow: 100,000 strings of 100 kB built one after another.
+  jinja::RenderOptions opt;
+  opt.limits.max_time = std::chrono::milliseconds(100);
+  EXPECT_EQ(failure("{% for i in range(100000) %}{% set s = 'y' * 100000 %}{% endfor %}", opt),
+            "LimitError: the render took longer than 100 ms (the sandbox's time limit)");
+  // The default: half a second, which no real template comes near.
+  EXPECT_EQ(jinja::RenderLimits{}.max_time, std::chrono::milliseconds(500));
+}
+
+TEST(RenderSandbox, NoAttributeOfPythonItselfNorAnyFileIsReachable) {
+  EXPECT_EQ(failure("{{ ''.__class__ }}"), "SecurityError: access to attribute '__class__' of 'str' object is unsafe.");
+  EXPECT_EQ(failure("{{ messages.__init__ }}"), "UndefinedError: 'messages' is undefined");
+  EXPECT_EQ(failure("{% set m = {} %}{{ m._private }}"), "SecurityError: access to attribute '_private' of 'dict' object is unsafe.");
+  EXPECT_EQ(failure("{% set xs = [] %}{{ xs.append(1) }}"), "SecurityError: access to attribute 'append' of 'list' object is unsafe.");
+  EXPECT_EQ(failure("{% include '/etc/passwd' %}"),
+            "TypeError: no loader for this environment specified (a chat template cannot load others)");
+  EXPECT_EQ(failure("{{ environ }}{{ os }}{{ config }}{{ self }}"), "rendered");  // nothing by those names: undefined, printed as nothing
+}
+
+// Item 2: `ggufkit template FILE --render CONV.json` prints the prompt, with the file's
+// own bos and eos tokens, as jinja2 renders it.
+TEST(RenderCli, TheTemplateCommandPrintsThePromptWithTheFilesOwnTokens) {
+  const std::string conv = std::string(GGUFKIT_SOURCE) + "/tests/template/conversations/";
+  CliRun r = run_cli("template " + tiny_llama() + " --render " + conv + "02-system-and-user.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // The tiny llama's eos is "</s>", which its template ends each turn with.
+  EXPECT_EQ(r.out, "<|system|>\nYou are a terse assistant. Answer in one sentence.</s>\n<|user|>\nWhy is the sky blue?</s>\n<|assistant|>\n");
+  // The same as jinja2 gives for the template the file stores.
+  const std::string tmpl = temp_path("tiny-template.jinja"), job = temp_path("tiny-job.json"), out = temp_path("tiny-oracle.json");
+  const std::string stored = run_cli("template " + tiny_llama()).out;
+  write_file_bytes(tmpl, std::vector<uint8_t>(stored.begin(), stored.end()));
+  const std::string j = "{\"templates\": [\"" + tmpl + "\"], \"conversations\": [\"" + conv +
+                        "02-system-and-user.json\"], \"bos_token\": \"<s>\", \"eos_token\": \"</s>\", \"now\": 0}";
+  write_file_bytes(job, std::vector<uint8_t>(j.begin(), j.end()));
+  ASSERT_EQ(std::system(("python3 " + std::string(GGUFKIT_SOURCE) + "/tests/template/render_oracle.py < " + job + " > " + out).c_str()), 0);
+  EXPECT_EQ((*jinja::from_json(slurp(out)).list)[0].dict->find("text")->s, r.out);
+
+  // --json, and --add-generation-prompt over a conversation that says false; standard input.
+  CliRun js = run_cli("template " + tiny_llama() + " --render - --json --add-generation-prompt < " + conv + "08-ends-with-assistant.json");
+  ASSERT_EQ(js.code, 0) << js.err;
+  EXPECT_EQ(js.out,
+            "{\"prompt\": \"<|system|>\\nYou are a poet.</s>\\n<|user|>\\nA haiku about rain, please.</s>\\n<|assistant|>\\n"
+            "Soft rain on the roof\\nthe gutters hum their one note\\nnight drinks slowly in</s>\\n<|assistant|>\\n\"}\n");
+  CliRun no = run_cli("template " + tiny_llama() + " --render " + conv + "08-ends-with-assistant.json");
+  EXPECT_EQ(no.out.find("<|assistant|>\n", no.out.size() - 14), std::string::npos) << no.out;
+}
+
+TEST(RenderCli, ATemplateThatRaisesOrAConversationThatIsNoneExitsWithTheReason) {
+  const std::string dir = temp_path("render-cli");
+  fs::create_directories(dir);
+  const std::string raising = dir + "/raise.jinja", model = dir + "/m.gguf";
+  const std::string text = "{% for m in messages %}\n{% if m.role == 'system' %}{{ raise_exception('no system role here') }}{% endif %}\n{% endfor %}";
+  write_file_bytes(raising, std::vector<uint8_t>(text.begin(), text.end()));
+  ASSERT_EQ(run_cli("edit " + tiny_llama() + " --chat-template-file " + raising + " -o " + model).code, 0);
+  const std::string conv = std::string(GGUFKIT_SOURCE) + "/tests/template/conversations/";
+  CliRun r = run_cli("template " + model + " --render " + conv + "02-system-and-user.json");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("tokenizer.chat_template: the template raised an error at line 2: no system role here"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(run_cli("template " + model + " --render " + conv + "01-one-user-turn.json").code, 0);
+
+  const std::string bad = dir + "/bad.json";
+  write_file_bytes(bad, {'{', '"', 'm', '"', ':', ' ', '[', '}'});
+  CliRun b = run_cli("template " + model + " --render " + bad);
+  EXPECT_EQ(b.code, 2);
+  EXPECT_NE(b.err.find(bad + ": is not a conversation: JSON at byte 7: unexpected '}'"), std::string::npos) << b.err;
+  write_file_bytes(bad, {'[', ']'});
+  CliRun shape = run_cli("template " + model + " --render " + bad);
+  EXPECT_EQ(shape.code, 2);
+  EXPECT_NE(shape.err.find("is not a conversation: a conversation is a JSON object with \"messages\""), std::string::npos) << shape.err;
+}

@@ -756,28 +756,29 @@ Value Renderer::macro(const Node& n, FramePtr closure, const std::string& name) 
   });
 }
 
-void Renderer::for_loop(const Node& n, const List& all, int depth) {
+void Renderer::for_loop(const Node& n, std::shared_ptr<const List> all, int depth) {
   const Expr& target = *n.exprs[0];
   auto frame = std::make_shared<Frame>();
   frame->parent = scope;
   FramePtr saved = scope;
   scope = frame;
-  List items;
   if (n.exprs[2]) {  // `for x in xs if cond`: filtered before the loop counts
-    for (const Value& v : all) {
+    auto kept = std::make_shared<List>();
+    for (const Value& v : *all) {
+      iteration(n.line);
       assign(target, v, *frame);
-      if (truthy(eval(*n.exprs[2]))) items.push_back(v);
+      if (truthy(eval(*n.exprs[2]))) kept->push_back(v);
     }
-  } else {
-    items = all;
+    all = kept;
   }
+  const List& items = *all;
   Value loop = Value::new_dict();
   loop.fn = std::make_shared<Callable>(Callable{"loop", nullptr});
   if (n.recursive) {
     const Node* node = &n;
     loop.fn->fn = [node, depth](Renderer& r, CallArgs& a, int line) {
       Call guard(r, line);
-      List inner = r.items_of(arg(a, 0, "iterable"), line);
+      auto inner = r.iterate(arg(a, 0, "iterable"), line);
       std::string saved_out = std::move(r.out);
       r.out.clear();
       r.for_loop(*node, inner, depth + 1);
@@ -787,27 +788,32 @@ void Renderer::for_loop(const Node& n, const List& all, int depth) {
     };
   }
   const int64_t len = static_cast<int64_t>(items.size());
+  // The loop object's fields, made once and updated in place each iteration.
+  auto at = std::make_shared<int64_t>(0);
+  for (const char* k : {"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0", "previtem",
+                        "nextitem"})
+    loop.dict->items.emplace_back(Value::string(k), Value::none());
+  loop.dict->items.emplace_back(Value::string("cycle"), callable("cycle", [at](Renderer&, CallArgs& a, int line) {
+                                  if (a.pos.empty()) throw RenderError("TypeError", line, "no items for cycling given");
+                                  return a.pos[static_cast<size_t>(*at) % a.pos.size()];
+                                }));
+  frame->vars["loop"] = loop;  // one object, its fields updated in place
   try {
     for (int64_t i = 0; i < len; ++i) {
       iteration(n.line);
-      auto& d = *loop.dict;
-      d.items.clear();
-      d.set(Value::string("index"), Value::integer(i + 1));
-      d.set(Value::string("index0"), Value::integer(i));
-      d.set(Value::string("revindex"), Value::integer(len - i));
-      d.set(Value::string("revindex0"), Value::integer(len - i - 1));
-      d.set(Value::string("first"), Value::boolean(i == 0));
-      d.set(Value::string("last"), Value::boolean(i == len - 1));
-      d.set(Value::string("length"), Value::integer(len));
-      d.set(Value::string("depth"), Value::integer(depth));
-      d.set(Value::string("depth0"), Value::integer(depth - 1));
-      d.set(Value::string("previtem"), i > 0 ? items[static_cast<size_t>(i - 1)] : Value::undefined("there is no previous item"));
-      d.set(Value::string("nextitem"), i + 1 < len ? items[static_cast<size_t>(i + 1)] : Value::undefined("there is no next item"));
-      d.set(Value::string("cycle"), callable("cycle", [i](Renderer&, CallArgs& a, int line) {
-              if (a.pos.empty()) throw RenderError("TypeError", line, "no items for cycling given");
-              return a.pos[static_cast<size_t>(i) % a.pos.size()];
-            }));
-      frame->vars["loop"] = loop;
+      *at = i;
+      auto& f = loop.dict->items;
+      f[0].second = Value::integer(i + 1);
+      f[1].second = Value::integer(i);
+      f[2].second = Value::integer(len - i);
+      f[3].second = Value::integer(len - i - 1);
+      f[4].second = Value::boolean(i == 0);
+      f[5].second = Value::boolean(i == len - 1);
+      f[6].second = Value::integer(len);
+      f[7].second = Value::integer(depth);
+      f[8].second = Value::integer(depth - 1);
+      f[9].second = i > 0 ? items[static_cast<size_t>(i - 1)] : Value::undefined("there is no previous item");
+      f[10].second = i + 1 < len ? items[static_cast<size_t>(i + 1)] : Value::undefined("there is no next item");
       assign(target, items[static_cast<size_t>(i)], *frame);
       if (exec(n.bodies[0]) == Flow::brk) break;
     }
@@ -834,7 +840,7 @@ Flow Renderer::exec(const Node& n) {
       for (size_t i = 0; i < n.exprs.size(); ++i)
         if (truthy(eval(*n.exprs[i]))) return exec(n.bodies[i]);
       return n.bodies.size() > n.exprs.size() ? exec(n.bodies.back()) : Flow::normal;
-    case Node::Kind::for_loop: for_loop(n, items_of(eval(*n.exprs[1]), n.line), 1); return Flow::normal;
+    case Node::Kind::for_loop: for_loop(n, iterate(eval(*n.exprs[1]), n.line), 1); return Flow::normal;
     case Node::Kind::set: assign(*n.exprs[0], eval(*n.exprs[1]), *scope); return Flow::normal;
     case Node::Kind::set_block: {
       Value body = Value::string(capture(n.bodies[0]));
@@ -947,6 +953,7 @@ std::string render(const Template& t, const Value& context, const RenderOptions&
     if (n > 100000)
       throw RenderError("OverflowError", line, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
     List out;
+    out.reserve(n);
     for (uint64_t k = 0; k < n; ++k) out.push_back(Value::integer(start + static_cast<int64_t>(k) * step));
     return Value::new_list(std::move(out));
   });

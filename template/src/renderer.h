@@ -132,7 +132,13 @@ class Renderer {
   }
 
   // ---- iteration ----
-  List items_of(const Value& v, int line) {
+  List items_of(const Value& v, int line) { return *iterate(v, line); }
+  // What `for x in v` goes over (a list's own items, not a copy).
+  std::shared_ptr<const List> iterate(const Value& v, int line) {
+    if (v.type == Value::Type::list) return v.list;
+    return std::make_shared<const List>(listed(v, line));
+  }
+  List listed(const Value& v, int line) {
     switch (v.type) {
       case Value::Type::undefined: return {};
       case Value::Type::list: return *v.list;
@@ -179,7 +185,7 @@ class Renderer {
   }
   Flow exec(const Node& n);
   void assign(const Expr& target, const Value& v, Frame& into);
-  void for_loop(const Node& n, const List& items, int depth);
+  void for_loop(const Node& n, std::shared_ptr<const List> all, int depth);
   std::string capture(const Body& body) {
     std::string saved = std::move(out);
     out.clear();

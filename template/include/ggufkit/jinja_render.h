@@ -70,10 +70,10 @@ struct RenderError : std::runtime_error {
 };
 
 struct RenderLimits {
-  uint64_t max_iterations = 1'000'000;  // loop iterations, all loops together
+  uint64_t max_iterations = 200'000;  // loop iterations, all loops together
   unsigned max_depth = 100;             // macro and recursive-loop calls, nested
   uint64_t max_output = 16u << 20;      // bytes of output (and of any string built)
-  std::chrono::milliseconds max_time{2000};
+  std::chrono::milliseconds max_time{500};
 };
 
 struct RenderOptions {
