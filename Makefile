@@ -4,6 +4,7 @@
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
+FUZZ_TARGETS ?= reader roundtrip sketch patch template render
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 BENCH_RUNS ?= 5
@@ -75,9 +76,13 @@ fuzz: build
 	  $(BUILD)/ggufkit write $$f -o $(FUZZ_BUILD)/seeds/binary/$$(basename $$f .yaml).gguf; done
 	cp examples/*.yaml examples/broken/*.yaml tests/fuzz/regressions/sketch-*.yaml $(FUZZ_BUILD)/seeds/sketch/
 	cp examples/patches/*.yaml $(FUZZ_BUILD)/seeds/patch/
-	for t in reader roundtrip sketch patch template; do \
+	mkdir -p $(FUZZ_BUILD)/seeds/render  # each corpus template with each test conversation, NUL between
+	for t in $(CORPUS)/templates/*.jinja; do for c in tests/template/conversations/*.json; do \
+	  { cat $$t; printf '\0'; cat $$c; } > $(FUZZ_BUILD)/seeds/render/$$(basename $$t .jinja)-$$(basename $$c .json); done; done
+	for t in $(FUZZ_TARGETS); do \
 	  case $$t in reader|roundtrip) seeds="$(FUZZ_BUILD)/seeds/binary $(CORPUS)/vocab";; \
-	    template) seeds=$(CORPUS)/templates;; *) seeds=$(FUZZ_BUILD)/seeds/$$t;; esac; \
+	    template) seeds=$(CORPUS)/templates;; render) seeds="$(FUZZ_BUILD)/seeds/render $(CORPUS)/templates";; \
+	    *) seeds=$(FUZZ_BUILD)/seeds/$$t;; esac; \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
 	  $(FUZZ_BUILD)/fuzz_$$t $(FUZZ_BUILD)/corpus/$$t $$seeds -max_total_time=$(FUZZ_SECONDS) \
 	    -rss_limit_mb=2048 -timeout=10 -max_len=65536 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/crash-$$t- \

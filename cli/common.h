@@ -58,6 +58,10 @@ jinja::Value read_conversation(const std::string& path);
 std::string render_prompt(const std::string& file, const std::string& key, const std::string& text, const Model& m,
                           const jinja::Value& conversation);
 
+// A unified diff of two texts by lines (3 lines of context), as `diff -u` writes it;
+// empty when they are the same.
+std::string unified_diff(const std::string& a, const std::string& b, const std::string& name_a, const std::string& name_b);
+
 // The reading commands (cli/inspect.cpp).
 int cmd_show(const std::vector<std::string>& args);
 int cmd_meta(const std::vector<std::string>& args);

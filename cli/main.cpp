@@ -188,7 +188,29 @@ struct RewriteJob {
   bool whole_file = false;              // edit --in-place: rewrite the whole file even when the header fits
   std::optional<ByteOrder> byte_order;  // convert
   Patch patch;
+  std::optional<jinja::Value> conversation;  // edit --dry-run --render: the prompts before and after
 };
+
+// The prompt the model's default template gives for the conversation, or what stops it,
+// in brackets (a preview shows it; it is no reason to refuse).
+std::string prompt_of(const std::string& file, const Model& m, const jinja::Value& conversation) {
+  const Value* t = m.find("tokenizer.chat_template");
+  if (!t || t->type != ValueType::string) return "[no tokenizer.chat_template]\n";
+  try {
+    return render_prompt(file, "tokenizer.chat_template", t->str, m, conversation);
+  } catch (const Error& e) {
+    return "[" + e.message + "]\n";
+  }
+}
+
+// edit --dry-run --render: the prompt under the old template and tokens and under the new,
+// then a unified diff of them.
+void print_prompts(const std::string& before, const std::string& after) {
+  auto shown = [](const std::string& s) { return s.empty() || s.back() != '\n' ? s + "\n" : s; };
+  std::printf("== the prompt before the edit ==\n%s== the prompt after the edit ==\n%s", shown(before).c_str(), shown(after).c_str());
+  const std::string diff = unified_diff(before, after, "prompt before", "prompt after");
+  std::printf("== diff ==\n%s", diff.empty() ? "the prompt is the same, byte for byte\n" : diff.c_str());
+}
 
 const char* order_name(ByteOrder o) { return o == ByteOrder::big ? "big-endian" : "little-endian"; }
 
@@ -283,7 +305,9 @@ int run_set_rewrite(const RewriteJob& job, ShardSet& set) {
   Model whole = set.model();
   const std::vector<Finding> was = gate_findings(whole);
   const uint32_t alignment_before = whole.alignment();
+  const std::string prompt_before = job.conversation ? prompt_of(job.in, whole, *job.conversation) : "";
   std::vector<Change> changes = apply_patch(whole, job.patch);
+  const std::string prompt_after = job.conversation ? prompt_of(job.in, whole, *job.conversation) : "";
   check_result(job, was, whole, changes);
   const uint32_t alignment = whole.alignment();
   const bool every = alignment != alignment_before || job.always_write;
@@ -326,6 +350,7 @@ int run_set_rewrite(const RewriteJob& job, ShardSet& set) {
                 every ? "every shard would be written" : "shard 1 alone would be written");
     for (const Change& c : changes) std::printf("  %s\n", change_text(c).c_str());
     if (!path_text.empty() && !every) std::printf("would write %s\n", path_text.c_str());
+    if (job.conversation) print_prompts(prompt_before, prompt_after);
     return 0;
   }
   if (header) {
@@ -371,7 +396,9 @@ int run_rewrite(const RewriteJob& job) {
   Scanned s = set ? std::move(set->shards[0].file) : scan_file(job.in);  // a set of one is read once
   Model& model = s.model;  // patched in place: a large vocabulary is not copied
   const std::vector<Finding> was = gate_findings(model, s.layout);
+  const std::string prompt_before = job.conversation ? prompt_of(job.in, model, *job.conversation) : "";
   std::vector<Change> changes = apply_patch(model, job.patch);
+  const std::string prompt_after = job.conversation ? prompt_of(job.in, model, *job.conversation) : "";
   Layout before = s.layout;
   std::string order_change;
   if (job.byte_order && *job.byte_order != model.order) {
@@ -414,7 +441,11 @@ int run_rewrite(const RewriteJob& job) {
       std::cout << "{\"dry_run\": true, \"changes\": [";
       for (size_t i = 0; i < changes.size(); ++i) std::cout << (i ? ", " : "") << change_json(changes[i]);
       std::cout << "], \"data_offset\": {\"before\": " << before.data_offset << ", \"after\": " << after.data_offset
-                << "}, \"file_size\": {\"before\": " << s.source_size << ", \"after\": " << after.file_size << "}}\n";
+                << "}, \"file_size\": {\"before\": " << s.source_size << ", \"after\": " << after.file_size << "}";
+      if (job.conversation)
+        std::cout << ", \"prompt\": {\"before\": " << json_string(prompt_before) << ", \"after\": " << json_string(prompt_after)
+                  << ", \"diff\": " << json_string(unified_diff(prompt_before, prompt_after, "prompt before", "prompt after")) << "}";
+      std::cout << "}\n";
       return 0;
     }
     std::printf("%s: dry run, nothing written\n", job.in.c_str());
@@ -426,6 +457,7 @@ int run_rewrite(const RewriteJob& job) {
     std::printf("data start  %llu -> %llu\nfile size   %llu -> %llu\n", static_cast<unsigned long long>(before.data_offset),
                 static_cast<unsigned long long>(after.data_offset), static_cast<unsigned long long>(s.source_size),
                 static_cast<unsigned long long>(after.file_size));
+    if (job.conversation) print_prompts(prompt_before, prompt_after);
     return 0;
   }
   if (header) {
@@ -560,7 +592,11 @@ int cmd_edit(const std::vector<std::string>& args) {
       "keep the old bytes)")(
       "no-template-check", po::bool_switch(),
       "write a chat template even if it does not parse as Jinja (a syntax error is otherwise refused, with its "
-      "line and column)");
+      "line and column)")(
+      "render", po::value<std::string>(),
+      "with --dry-run: print the prompt the conversation in this JSON file gets under the old template and tokens "
+      "and under the new, and a unified diff (see 'ggufkit template --help')")(
+      "add-generation-prompt", po::bool_switch(), "with --render: end the prompts with the assistant's turn opening");
   add_output_options(desc);
   po::positional_options_description pos;
   pos.add("file", 1);
@@ -583,6 +619,12 @@ int cmd_edit(const std::vector<std::string>& args) {
   if ((job.header_only || job.whole_file) && !job.in_place)
     throw_usage(std::string(job.header_only ? "--header-only" : "--whole-file") + " is for edits in place: give --in-place");
   if (job.header_only && job.whole_file) throw_usage("give one of --header-only and --whole-file");
+  if (vm->count("render")) {
+    if (!job.dry_run) throw_usage("--render shows the prompts of a dry run: add --dry-run");
+    job.conversation = read_conversation((*vm)["render"].as<std::string>());
+    if ((*vm)["add-generation-prompt"].as<bool>())
+      job.conversation->dict->set(jinja::Value::string("add_generation_prompt"), jinja::Value::boolean(true));
+  }
   if (vm->count("patch")) job.patch = read_patch((*vm)["patch"].as<std::string>());
   auto pair = [](const std::string& s, const char* opt) {
     auto eq = s.find('=');

@@ -256,3 +256,80 @@ TEST(RenderCli, ATemplateThatRaisesOrAConversationThatIsNoneExitsWithTheReason) 
   EXPECT_EQ(shape.code, 2);
   EXPECT_NE(shape.err.find("is not a conversation: a conversation is a JSON object with \"messages\""), std::string::npos) << shape.err;
 }
+
+namespace {
+
+// The text between two marker lines of a dry run's output (to the end without `to`).
+std::string section(const std::string& out, const std::string& from, const std::string& to) {
+  size_t a = out.find(from);
+  if (a == std::string::npos) return "";
+  a += from.size();
+  size_t b = to.empty() ? out.size() : out.find(to, a);
+  return out.substr(a, b == std::string::npos ? std::string::npos : b - a);
+}
+
+}  // namespace
+
+// Item 3: an edit's dry run shows the prompt under the old template and tokens and under
+// the new, and a unified diff of them that GNU diff agrees with; nothing is written.
+TEST(RenderCli, AnEditsDryRunShowsThePromptBeforeAndAfterAndTheirDiff) {
+  const std::string conv = std::string(GGUFKIT_SOURCE) + "/tests/template/conversations/03-several-turns.json";
+  // The tiny llama with a template that ends turns with eos_token.
+  const std::string with_eos = temp_path("render-eos.gguf"), eos_tmpl = temp_path("render-eos.jinja");
+  const std::string text = "{% for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] }}{{ eos_token }}\n{% endfor %}"
+                           "{% if add_generation_prompt %}<|assistant|>\n{% endif %}";
+  write_file_bytes(eos_tmpl, std::vector<uint8_t>(text.begin(), text.end()));
+  ASSERT_EQ(run_cli("edit " + tiny_llama() + " --chat-template-file " + eos_tmpl + " -o " + with_eos).code, 0);
+  const auto model = read_file_bytes(with_eos);
+  // eos becomes "<s>" (id 1): every turn's end in the prompt changes with it.
+  CliRun r = run_cli("edit " + with_eos + " --eos-token-id 1 --dry-run --render " + conv);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string before = section(r.out, "== the prompt before the edit ==\n", "== the prompt after the edit ==\n");
+  const std::string after = section(r.out, "== the prompt after the edit ==\n", "== diff ==\n");
+  EXPECT_EQ(before,
+            "<|system|>\nYou are a helpful assistant.</s>\n<|user|>\nHello!</s>\n<|assistant|>\nHi! How can I help you today?</s>\n"
+            "<|user|>\nTell me a joke about compilers.</s>\n<|assistant|>\n");
+  EXPECT_EQ(after,
+            "<|system|>\nYou are a helpful assistant.<s>\n<|user|>\nHello!<s>\n<|assistant|>\nHi! How can I help you today?<s>\n"
+            "<|user|>\nTell me a joke about compilers.<s>\n<|assistant|>\n");
+  const std::string diff = section(r.out, "== diff ==\n", "");
+  EXPECT_EQ(diff.substr(0, diff.find("@@")), "--- prompt before\n+++ prompt after\n");
+  // GNU diff -u of the same two texts gives the same hunks.
+  const std::string a = temp_path("prompt-a.txt"), b = temp_path("prompt-b.txt"), d = temp_path("prompt.diff");
+  write_file_bytes(a, std::vector<uint8_t>(before.begin(), before.end()));
+  write_file_bytes(b, std::vector<uint8_t>(after.begin(), after.end()));
+  std::system(("diff -u " + a + " " + b + " > " + d).c_str());
+  const std::string gnu = slurp(d);
+  EXPECT_EQ(diff.substr(diff.find("@@")), gnu.substr(gnu.find("@@")));
+  EXPECT_TRUE(read_file_bytes(with_eos) == model);  // a dry run writes nothing
+
+  // A new template: one line differs, the rest is context; --json carries all three.
+  const std::string tmpl = temp_path("render-new.jinja");
+  const std::string stored = run_cli("template " + tiny_llama()).out;
+  std::string changed = stored;
+  changed.replace(changed.find("</s>"), 4, "<|end|>");
+  write_file_bytes(tmpl, std::vector<uint8_t>(changed.begin(), changed.end()));
+  CliRun t = run_cli("edit " + tiny_llama() + " --chat-template-file " + tmpl + " --dry-run --render " + conv);
+  ASSERT_EQ(t.code, 0) << t.err;
+  const std::string tdiff = section(t.out, "== diff ==\n", "");
+  EXPECT_NE(tdiff.find("-Hello!</s>\n+Hello!<|end|>\n"), std::string::npos) << tdiff;
+  const std::string ta = section(t.out, "== the prompt before the edit ==\n", "== the prompt after the edit ==\n"),
+                    tb = section(t.out, "== the prompt after the edit ==\n", "== diff ==\n");
+  write_file_bytes(a, std::vector<uint8_t>(ta.begin(), ta.end()));
+  write_file_bytes(b, std::vector<uint8_t>(tb.begin(), tb.end()));
+  std::system(("diff -u " + a + " " + b + " > " + d).c_str());
+  const std::string tgnu = slurp(d);
+  EXPECT_EQ(tdiff.substr(tdiff.find("@@")), tgnu.substr(tgnu.find("@@")));
+  CliRun js = run_cli("edit " + with_eos + " --eos-token-id 1 --dry-run --json --render " + conv);
+  ASSERT_EQ(js.code, 0) << js.err;
+  jinja::Value j = jinja::from_json(js.out);
+  EXPECT_EQ(j.dict->find("prompt")->dict->find("before")->s, before);
+  EXPECT_EQ(j.dict->find("prompt")->dict->find("after")->s, after);
+  EXPECT_EQ(j.dict->find("prompt")->dict->find("diff")->s, diff);
+  // The same prompt both ways is said; --render without --dry-run is refused.
+  CliRun same = run_cli("edit " + tiny_llama() + " --set general.name=x --dry-run --render " + conv);
+  EXPECT_NE(same.out.find("== diff ==\nthe prompt is the same, byte for byte\n"), std::string::npos) << same.out;
+  CliRun wet = run_cli("edit " + tiny_llama() + " --eos-token-id 1 -o " + temp_path("wet.gguf") + " --render " + conv);
+  EXPECT_EQ(wet.code, 2);
+  EXPECT_NE(wet.err.find("--render shows the prompts of a dry run: add --dry-run"), std::string::npos) << wet.err;
+}

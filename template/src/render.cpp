@@ -720,7 +720,7 @@ Value Renderer::macro(const Node& n, FramePtr closure, const std::string& name) 
   const Node* node = &n;
   return callable(name, [node, closure, name](Renderer& r, CallArgs& a, int line) {
     Call depth(r, line);
-    auto frame = std::make_shared<Frame>();
+    auto frame = r.new_frame();
     frame->parent = closure;
     const size_t first_default = node->params.size() - node->defaults.size();
     List varargs;
@@ -758,7 +758,7 @@ Value Renderer::macro(const Node& n, FramePtr closure, const std::string& name) 
 
 void Renderer::for_loop(const Node& n, std::shared_ptr<const List> all, int depth) {
   const Expr& target = *n.exprs[0];
-  auto frame = std::make_shared<Frame>();
+  auto frame = new_frame();
   frame->parent = scope;
   FramePtr saved = scope;
   scope = frame;
@@ -883,7 +883,7 @@ Flow Renderer::exec(const Node& n) {
       return Flow::normal;
     }
     case Node::Kind::with_block: {
-      auto frame = std::make_shared<Frame>();
+      auto frame = new_frame();
       frame->parent = scope;
       for (size_t i = 0; i < n.exprs.size(); ++i) assign(*n.exprs[i], eval(*n.defaults[i]), *frame);
       FramePtr saved = scope;
@@ -934,7 +934,7 @@ Value chat_context(const Value& conversation, const std::optional<std::string>& 
 
 std::string render(const Template& t, const Value& context, const RenderOptions& options) {
   Renderer r(options);
-  auto globals = std::make_shared<Frame>();
+  auto globals = r.new_frame();
   globals->vars["range"] = callable("range", [](Renderer&, CallArgs& a, int line) {
     int64_t start = 0, stop, step = 1;
     if (a.pos.empty()) throw RenderError("TypeError", line, "range expected at least 1 argument, got 0");
@@ -963,9 +963,10 @@ std::string render(const Template& t, const Value& context, const RenderOptions&
     for (auto& [k, v] : a.kw) d.dict->set(Value::string(k), v);
     return d;
   });
-  globals->vars["namespace"] = callable("namespace", [](Renderer&, CallArgs& a, int) {
+  globals->vars["namespace"] = callable("namespace", [](Renderer& r, CallArgs& a, int) {
     Value ns = Value::new_dict();
     ns.type = Value::Type::ns;
+    r.namespaces.push_back(ns.dict);
     if (!a.pos.empty() && a.pos[0].type == Value::Type::dict) *ns.dict = *a.pos[0].dict;
     for (auto& [k, v] : a.kw) ns.dict->set(Value::string(k), v);
     return ns;
@@ -983,7 +984,7 @@ std::string render(const Template& t, const Value& context, const RenderOptions&
     size_t n = f.s.empty() ? 0 : std::strftime(buf, sizeof buf, f.s.c_str(), &tm);
     return Value::string(std::string(buf, n));
   });
-  auto top = std::make_shared<Frame>();
+  auto top = r.new_frame();
   top->parent = globals;
   if (context.type == Value::Type::dict)
     for (const auto& [k, v] : context.dict->items) top->vars[str(k)] = v;

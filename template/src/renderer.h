@@ -40,6 +40,22 @@ std::string percent_format(const std::string& fmt, const List& args, int line);
 class Renderer {
  public:
   Renderer(const RenderOptions& o) : opt_(o), start_(std::chrono::steady_clock::now()) {}
+  // A macro holds the frame it was defined in, which holds the macro; a namespace can hold
+  // itself: the cycles are broken here, so nothing outlives the render.
+  ~Renderer() {
+    for (auto& f : frames_)
+      if (auto live = f.lock()) live->vars.clear();
+    for (auto& d : namespaces)
+      if (auto live = d.lock()) live->items.clear();
+  }
+  Renderer(const Renderer&) = delete;
+  Renderer& operator=(const Renderer&) = delete;
+  FramePtr new_frame() {
+    auto f = std::make_shared<Frame>();
+    frames_.push_back(f);
+    return f;
+  }
+  std::vector<std::weak_ptr<Dict>> namespaces;
 
   std::string out;
   FramePtr scope;
@@ -200,6 +216,7 @@ class Renderer {
 
  private:
   std::chrono::steady_clock::time_point start_;
+  std::vector<std::weak_ptr<Frame>> frames_;
   uint64_t steps_ = 0, iterations_ = 0;
   unsigned depth_ = 0, nest_ = 0;
 };
