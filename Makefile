@@ -73,7 +73,7 @@ fuzz: build
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	mkdir -p $(FUZZ_BUILD)/seeds/binary $(FUZZ_BUILD)/seeds/sketch $(FUZZ_BUILD)/seeds/patch
 	for f in examples/sketch-408.yaml examples/broken/*.yaml; do \
-	  $(BUILD)/ggufkit write $$f -o $(FUZZ_BUILD)/seeds/binary/$$(basename $$f .yaml).gguf; done
+	  $(BUILD)/ggufkit write $$f -o $(FUZZ_BUILD)/seeds/binary/$$(basename $$f .yaml).gguf --force; done
 	cp examples/*.yaml examples/broken/*.yaml tests/fuzz/regressions/sketch-*.yaml $(FUZZ_BUILD)/seeds/sketch/
 	cp examples/patches/*.yaml $(FUZZ_BUILD)/seeds/patch/
 	mkdir -p $(FUZZ_BUILD)/seeds/render  # each corpus template with each test conversation, NUL between
@@ -92,7 +92,7 @@ fuzz: build
 # Benchmarks against the targets of the interop issue; figures go to bench/RESULTS.md.
 bench: build interop-deps
 	@$(MAKE) --no-print-directory deps EXTRA_DEBS="libbenchmark-dev"
-	cmake -S . -B $(BUILD) >/dev/null && cmake --build $(BUILD) -j $(JOBS) --target bench_parse
+	cmake -S . -B $(BUILD) >/dev/null && cmake --build $(BUILD) -j $(JOBS) --target bench_parse bench_render
 	bench/run.sh $(BUILD) $(NPM_DIR) $(BENCH_RUNS)
 
 clean:

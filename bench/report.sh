@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Turns bench/run.sh's measurements into bench/RESULTS.md (printed to stdout).
 set -euo pipefail
-results=$1 gbench=$2 model=$3 runs=$4 nlc_ms=$5 hf_ms=$6 show_ms=$7 pairs=$8 set_ms=$9 inplace=${10}
+export LC_ALL=C  # sort and join agree on the order
+results=$1 gbench=$2 model=$3 runs=$4 nlc_ms=$5 hf_ms=$6 show_ms=$7 pairs=$8 set_ms=$9 inplace=${10} render=${11} render_py=${12}
 read -r set_med set_min set_max < "$set_ms"
 read -r show_med show_min show_max < "$show_ms"
 pair_med=$(awk '{ print $3 }' "$pairs" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
@@ -69,6 +70,7 @@ node-llama-cpp \`readGgufFileInfo\` ${nlc_ms} ms, @huggingface/gguf \`gguf()\` $
 | chat-template edit, verified, against \`cp + sync\` run right before it, 7 pairs (issue 11) | at most 1.15x | median ${pair_med}x (each pair: ${pair_list}) |
 | chat-template fix of the model split with \`--max-size 2G --metadata-only-first\`, verified, in place (issue 14) | at most 50 ms and 40 MiB | ${set_med} ms median of 11 whole runs (${set_min} to ${set_max}), peak RSS $(mib "set: edit template in place, shard 1") MiB; the single 4.7 GB file: $(ms "edit template (verified)") ms |
 $(awk -F'\t' -v whole="$(get "end-token id, --whole-file in place" 2)" '{ printf "| %s, edited in place, header only (issue 17) | under 30 ms and 40 MiB | %s ms median of 11 whole runs (%s to %s), peak RSS %.1f MiB%s |\n", $1, $2, $3, $4, $5 / 1024, (NR == 1 ? "; the same edit rewriting the whole file: " whole " s; llama.cpp'"'"'s gguf_set_metadata.py for it: about 7 s (the issue'"'"'s earlier measurement)" : "") }' "$inplace")
+$(join -t$'\t' <(sort "$render") <(sort "$render_py") | sort -t$'\t' -k4 -g | tail -1 | awk -F'\t' -v py_worst="$(sort -t$'\t' -k4 -g "$render_py" | tail -1 | cut -f4)" '{ printf "| rendering a corpus template, parse and render, the worst of its 8 conversations (issue 16) | under 5 ms | %s ms at worst (%s); jinja2 compiles and renders the same in %s ms (its own worst: %s ms) |\n", $4, $1, $7, py_worst }')
 | the same from the medians of the table above | | $(ratio "edit template (verified)" "cp + sync")x (against plain cp: $(ratio "edit template (verified)" "cp")x) |
 | realign to 64, \`--no-verify\` / verified, against \`cp\` | 1.10x / 1.6x | $(ratio "realign 64 --no-verify" "cp")x / $(ratio "realign 64 (verified)" "cp")x |
 | peak RSS of edit and realign | under 64 MiB | $(mib "edit template (verified)") MiB / $(mib "realign 64 (verified)") MiB |
@@ -83,6 +85,15 @@ The commands, as run:
 \`\`\`
 $(awk -F'\t' '{ printf "%-34s %s\n", $1, $6 }' "$inplace")
 \`\`\`
+
+Rendering the 42 corpus templates (\`bench/bench_render.cpp\` beside
+\`bench/render_peer.py\`, Python's jinja2 as transformers sets it up), each with the 8
+conversations in \`tests/template/conversations\`, in-process, medians of 21 runs: the
+template's parse (jinja2: its compile), the slowest of its renders, and both. ms:
+
+| template | ggufkit parse | render | both | jinja2 compile | render | both |
+|---|---:|---:|---:|---:|---:|---:|
+$(join -t$'\t' <(sort "$render") <(sort "$render_py") | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7 }')
 
 ggufkit flushes the file to disk (fsync) before it renames it into place; plain \`cp\`
 does not, so \`cp + sync\` is the like-for-like floor. The verified edit copies the tensor

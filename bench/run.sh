@@ -145,6 +145,13 @@ in_place "chat template that fits" "--chat-template-file $here/chat_template.jin
 measure "end-token id, --whole-file in place" "$bin" edit "$inplace" --eos-token-id 151644 --in-place --whole-file
 rm -f "$inplace"
 
+# Rendering every corpus template with every test conversation (issue 16), in-process:
+# ggufkit's parse and render beside jinja2's compile and render of the same.
+echo "== rendering the corpus templates"
+"$build/bench/bench_render" "$here/../../shared/corpus/templates" "$here/../tests/template/conversations" > "$dir/render.tsv"
+python3 "$here/render_peer.py" "$here/../../shared/corpus/templates" "$here/../tests/template/conversations" > "$dir/render_py.tsv"
+sort -t$'\t' -k4 -g "$dir/render.tsv" | tail -3
+
 # The verified edit against cp + sync in pairs, one right after the other, 7 times: this
 # disk's speed drifts by 2x within minutes, so the ratio of each pair is steadier than a
 # ratio of medians taken minutes apart. Records each pair's seconds and ratio.
@@ -159,5 +166,5 @@ for ((i = 0; i < 7; i++)); do
 done
 rm -f "$dir/out.gguf" "$dir/cp.gguf"
 
-"$here/report.sh" "$results" "$dir/bench_parse.txt" "$model" "$runs" "$nlc_ms" "$hf_ms" "$dir/show_ms.txt" "$dir/pairs.txt" "$dir/set_ms.txt" "$dir/inplace.tsv" > "$here/RESULTS.md"
+"$here/report.sh" "$results" "$dir/bench_parse.txt" "$model" "$runs" "$nlc_ms" "$hf_ms" "$dir/show_ms.txt" "$dir/pairs.txt" "$dir/set_ms.txt" "$dir/inplace.tsv" "$dir/render.tsv" "$dir/render_py.tsv" > "$here/RESULTS.md"
 echo "wrote $here/RESULTS.md"
