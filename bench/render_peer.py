@@ -3,38 +3,17 @@
 times: per template, the median of 21 compiles (env.from_string) and, over the
 conversations, the worst median of 21 renders. Prints TSV: template, compile ms,
 render ms, both ms.   render_peer.py TEMPLATES_DIR CONVERSATIONS_DIR"""
-import datetime
 import json
 import os
 import statistics
 import sys
 import time
 
-from jinja2 import nodes
-from jinja2.exceptions import TemplateError
-from jinja2.ext import Extension, loopcontrols
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "template"))
+from hf_env import environment, render_kwargs  # noqa: E402
 
-
-class Generation(Extension):
-    tags = {"generation"}
-
-    def parse(self, parser):
-        lineno = next(parser.stream).lineno
-        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
-        return nodes.Scope(body, lineno=lineno)
-
-
-def raise_exception(message):
-    raise TemplateError(message)
-
-
-env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[Generation, loopcontrols])
-env.filters["tojson"] = lambda x, ensure_ascii=False, indent=None, separators=None, sort_keys=False: json.dumps(
-    x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
-env.globals["raise_exception"] = raise_exception
-now = datetime.datetime.fromtimestamp(1795000000)
-env.globals["strftime_now"] = lambda fmt: now.strftime(fmt)
+env = environment(1795000000)
 
 
 def median_ms(f):
@@ -52,12 +31,7 @@ def main():
     for name in sorted(os.listdir(cdir)):
         if name.endswith(".json"):
             with open(os.path.join(cdir, name), encoding="utf-8") as f:
-                c = json.load(f)
-            kw = {k: v for k, v in c.items() if k not in ("messages", "tools", "documents", "add_generation_prompt")}
-            kw.setdefault("bos_token", "<s>")
-            kw.setdefault("eos_token", "</s>")
-            convs.append(dict(messages=c["messages"], tools=c.get("tools"), documents=c.get("documents"),
-                              add_generation_prompt=c.get("add_generation_prompt", False), **kw))
+                convs.append(render_kwargs(json.load(f), "<s>", "</s>"))
     for name in sorted(os.listdir(tdir)):
         if not name.endswith(".jinja"):
             continue

@@ -26,6 +26,10 @@ struct Lexed {
   int column(size_t pos) const;  // from 1, in characters
 };
 
+// A code point as UTF-8, and a hex digit's value (-1 for none): Python's escapes and JSON's.
+void append_utf8(std::string& out, uint32_t cp);
+int hex_value(char c);
+
 // Throws SyntaxError as jinja2's lexer does: an unexpected character, an unbalanced
 // bracket, a comment or raw block without its end.
 Lexed lex(std::string_view source, const Options& options);

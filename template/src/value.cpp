@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "ggufkit/jinja_render.h"
+#include "lexer.h"
 #include "value.h"
 
 namespace ggufkit::jinja {
@@ -278,32 +279,13 @@ struct JsonReader {
     p += w.size();
     return true;
   }
-  static void utf8(std::string& out, uint32_t c) {
-    if (c < 0x80) out += static_cast<char>(c);
-    else if (c < 0x800) {
-      out += static_cast<char>(0xC0 | (c >> 6));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-      out += static_cast<char>(0xE0 | (c >> 12));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (c >> 18));
-      out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    }
-  }
   uint32_t hex4() {
     if (p + 4 > t.size()) fail("a \\u escape is cut short");
     uint32_t c = 0;
     for (int k = 0; k < 4; ++k) {
-      char h = t[p++];
-      c <<= 4;
-      if (h >= '0' && h <= '9') c |= static_cast<uint32_t>(h - '0');
-      else if (h >= 'a' && h <= 'f') c |= static_cast<uint32_t>(h - 'a' + 10);
-      else if (h >= 'A' && h <= 'F') c |= static_cast<uint32_t>(h - 'A' + 10);
-      else fail("a \\u escape needs four hex digits");
+      int h = detail::hex_value(t[p++]);
+      if (h < 0) fail("a \\u escape needs four hex digits");
+      c = (c << 4) | static_cast<uint32_t>(h);
     }
     return c;
   }
@@ -339,7 +321,7 @@ struct JsonReader {
             if (c2 >= 0xDC00 && c2 < 0xE000) c1 = 0x10000 + ((c1 - 0xD800) << 10) + (c2 - 0xDC00);
             else p = back;
           }
-          utf8(out, c1);
+          detail::append_utf8(out, c1);
           break;
         }
         default: fail(std::string("an unknown escape \\") + e);

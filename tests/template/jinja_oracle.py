@@ -3,25 +3,16 @@
 sets it up (a sandbox, trim_blocks, lstrip_blocks, loop controls, the generation tag).
 
 For each file named, prints one line: `ok`, or `error LINE MESSAGE` for a syntax error."""
+import os
 import sys
 
-from jinja2 import TemplateSyntaxError, nodes
-from jinja2.ext import Extension, loopcontrols
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2 import TemplateSyntaxError
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_env import environment  # noqa: E402
 
-class Generation(Extension):
-    """transformers' {% generation %} ... {% endgeneration %}: renders its body."""
-
-    tags = {"generation"}
-
-    def parse(self, parser):
-        lineno = next(parser.stream).lineno
-        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
-        return nodes.Scope(body, lineno=lineno)
-
-
-env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols, Generation])
+env = environment()
 for path in sys.argv[1:]:
     with open(path, encoding="utf-8", newline="") as f:
         text = f.read()
