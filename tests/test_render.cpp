@@ -195,9 +195,11 @@ TEST(RenderSandbox, TimeIsBounded) {
 }
 
 TEST(RenderSandbox, NoAttributeOfPythonItselfNorAnyFileIsReachable) {
-  EXPECT_EQ(failure("{{ ''.__class__ }}"), "SecurityError: access to attribute '__class__' of 'str' object is unsafe.");
+  // As jinja2's sandbox: an unsafe attribute prints as nothing and fails when used.
+  EXPECT_EQ(failure("{{ ''.__class__.__mro__ }}"), "SecurityError: access to attribute '__class__' of 'str' object is unsafe.");
+  EXPECT_EQ(failure("{{ ''.__class__ }}"), "rendered");
   EXPECT_EQ(failure("{{ messages.__init__ }}"), "UndefinedError: 'messages' is undefined");
-  EXPECT_EQ(failure("{% set m = {} %}{{ m._private }}"), "SecurityError: access to attribute '_private' of 'dict' object is unsafe.");
+  EXPECT_EQ(failure("{% set m = {} %}{{ m._private() }}"), "SecurityError: access to attribute '_private' of 'dict' object is unsafe.");
   EXPECT_EQ(failure("{% set xs = [] %}{{ xs.append(1) }}"), "SecurityError: access to attribute 'append' of 'list' object is unsafe.");
   EXPECT_EQ(failure("{% include '/etc/passwd' %}"),
             "TypeError: no loader for this environment specified (a chat template cannot load others)");
@@ -332,4 +334,51 @@ TEST(RenderCli, AnEditsDryRunShowsThePromptBeforeAndAfterAndTheirDiff) {
   CliRun wet = run_cli("edit " + tiny_llama() + " --eos-token-id 1 -o " + temp_path("wet.gguf") + " --render " + conv);
   EXPECT_EQ(wet.code, 2);
   EXPECT_NE(wet.err.find("--render shows the prompts of a dry run: add --dry-run"), std::string::npos) << wet.err;
+}
+
+// jinja2's semantics one construct at a time (tests/template/snippets.txt: scoping, tuples,
+// Markup, generators, undefined, numbers, string methods, JSON, errors), each line a
+// template rendered by both with tests/template/snippets-context.json.
+TEST(Render, EverySnippetAgreesWithJinja2) {
+  const std::string dir = temp_path("snippets");
+  fs::create_directories(dir);
+  std::vector<std::string> lines, paths;
+  {
+    std::ifstream in(std::string(GGUFKIT_SOURCE) + "/tests/template/snippets.txt");
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  ASSERT_GE(lines.size(), 60u);
+  std::string job = "{\"templates\": [";
+  for (size_t i = 0; i < lines.size(); ++i) {
+    paths.push_back(dir + "/" + std::to_string(i) + ".jinja");
+    write_file_bytes(paths.back(), std::vector<uint8_t>(lines[i].begin(), lines[i].end()));
+    job += (i ? ", " : "") + jinja::to_json(jinja::Value::string(paths.back()));
+  }
+  const std::string ctx = std::string(GGUFKIT_SOURCE) + "/tests/template/snippets-context.json";
+  job += "], \"conversations\": [" + jinja::to_json(jinja::Value::string(ctx)) +
+         "], \"bos_token\": \"<s>\", \"eos_token\": \"</s>\", \"now\": " + std::to_string(kNow) + "}";
+  write_file_bytes(dir + "/job.json", std::vector<uint8_t>(job.begin(), job.end()));
+  ASSERT_EQ(std::system(("python3 " + std::string(GGUFKIT_SOURCE) + "/tests/template/render_oracle.py < " + dir + "/job.json > " +
+                         dir + "/out.json")
+                            .c_str()),
+            0);
+  jinja::Value oracle = jinja::from_json(slurp(dir + "/out.json"));
+  ASSERT_EQ(oracle.list->size(), lines.size());
+  const jinja::Value conv = jinja::from_json(slurp(ctx));
+  size_t same = 0, raised = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const jinja::Value& want = (*oracle.list)[i];
+    Outcome got = ours(lines[i], conv);
+    if (want.dict->find("ok")->i) {
+      EXPECT_TRUE(got.ok) << "line " << i + 1 << ": " << lines[i] << "\n  ggufkit raises: " << got.text;
+      if (got.ok) {
+        EXPECT_EQ(got.text, want.dict->find("text")->s) << "line " << i + 1 << ": " << lines[i];
+      }
+      same += got.ok && got.text == want.dict->find("text")->s;
+    } else {
+      EXPECT_FALSE(got.ok) << "line " << i + 1 << ": " << lines[i] << "\n  jinja2 raises " << want.dict->find("error")->s;
+      raised += !got.ok;
+    }
+  }
+  std::printf("%zu snippets: %zu the same text, %zu raise in both\n", lines.size(), same, raised);
 }

@@ -117,8 +117,7 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
     std::string out;
     try {
       dump_json(out, v, style);
-    } catch (const JsonError& e) {
-      if (v.type == Value::Type::undefined) undefined_error(v, line);
+    } catch (const JsonError& e) {  // json.dumps: "Object of type Undefined is not JSON serializable"
       throw RenderError("TypeError", line, e.what());
     }
     sized(out.size(), line);
@@ -128,7 +127,7 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
     if (v.type == Value::Type::undefined) return Value::new_list();
     if (v.type != Value::Type::dict) throw RenderError("TypeError", line, "Can only get item pairs from a mapping.");
     List out;
-    for (const auto& [k, x] : v.dict->items) out.push_back(Value::new_list({k, x}));
+    for (const auto& [k, x] : v.dict->items) out.push_back(pair(k, x));
     return Value::new_list(out);
   }
   if (name == "dictsort") {
@@ -137,7 +136,7 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
     bool by_value = str(arg(a, 1, "by", Value::string("key"))) == "value";
     bool rev = truthy(arg(a, 2, "reverse", Value::boolean(false)));
     List out;
-    for (const auto& [k, x] : v.dict->items) out.push_back(Value::new_list({k, x}));
+    for (const auto& [k, x] : v.dict->items) out.push_back(pair(k, x));
     std::stable_sort(out.begin(), out.end(), [&](const Value& p, const Value& q) {
       const Value& x = (*p.list)[by_value], &y = (*q.list)[by_value];
       return rev ? less(sort_key(y, cs), sort_key(x, cs), line) : less(sort_key(x, cs), sort_key(y, cs), line);
@@ -275,7 +274,7 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
     std::string method = str(arg(a, 1, "method", Value::string("common")));
     if (!is_number(v)) throw RenderError("TypeError", line, std::string("type ") + type_name(v) + " doesn't define __round__ method");
     double scale = std::pow(10.0, static_cast<double>(precision)), x = as_double(v) * scale;
-    double r = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::round(x);
+    double r = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::nearbyint(x);  // Python's round: half to even
     return Value::floating(r / scale);
   }
   if (name == "sum") {

@@ -392,7 +392,7 @@ Value Renderer::method(const Value& self, const std::string& name, int line) {
       return bound([name](Renderer&, const Value& s, CallArgs&, int) {
         List out;
         for (const auto& [k, v] : s.dict->items)
-          out.push_back(name == "items" ? Value::new_list({k, v}) : name == "keys" ? k : v);
+          out.push_back(name == "items" ? pair(k, v) : name == "keys" ? k : v);
         return Value::new_list(out);
       });
     if (name == "copy") return bound([](Renderer&, const Value& s, CallArgs&, int) {
@@ -603,7 +603,9 @@ Value Renderer::eval(const Expr& e) {
     case Expr::Kind::tuple: {
       List items;
       for (const ExprPtr& k : e.kids) items.push_back(eval(*k));
-      return Value::new_list(std::move(items));
+      Value l = Value::new_list(std::move(items));
+      l.tuple = e.kind == Expr::Kind::tuple;
+      return l;
     }
     case Expr::Kind::dict: {
       Value d = Value::new_dict();
@@ -743,6 +745,7 @@ Value Renderer::macro(const Node& n, FramePtr closure, const std::string& name) 
                                                         : Value::undefined("parameter '" + node->params[i] + "' was not provided");
     }
     frame->vars["varargs"] = Value::new_list(std::move(varargs));
+    frame->vars["varargs"].tuple = true;
     frame->vars["kwargs"] = kwargs;
     std::string got;
     try {
@@ -758,6 +761,8 @@ Value Renderer::macro(const Node& n, FramePtr closure, const std::string& name) 
 
 void Renderer::for_loop(const Node& n, std::shared_ptr<const List> all, int depth) {
   const Expr& target = *n.exprs[0];
+  // The body's frame: cleared each iteration, so what the body sets lasts one iteration
+  // (jinja2: `{% set c = c + 1 %}` in a loop reads the outer c every time).
   auto frame = new_frame();
   frame->parent = scope;
   FramePtr saved = scope;
@@ -797,11 +802,12 @@ void Renderer::for_loop(const Node& n, std::shared_ptr<const List> all, int dept
                                   if (a.pos.empty()) throw RenderError("TypeError", line, "no items for cycling given");
                                   return a.pos[static_cast<size_t>(*at) % a.pos.size()];
                                 }));
-  frame->vars["loop"] = loop;  // one object, its fields updated in place
   try {
     for (int64_t i = 0; i < len; ++i) {
       iteration(n.line);
       *at = i;
+      frame->vars.clear();
+      frame->vars["loop"] = loop;  // one object, its fields updated in place
       auto& f = loop.dict->items;
       f[0].second = Value::integer(i + 1);
       f[1].second = Value::integer(i);
@@ -912,6 +918,47 @@ Flow Renderer::exec(const Node& n) {
   return Flow::normal;
 }
 
+namespace {
+
+// jinja2's compiler refuses a filter or test it does not know, unless the name sits in an
+// if statement or an inline if (a "soft" frame), where only reaching it fails.
+const std::vector<std::string> kFilters = {
+    "abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e", "escape", "filesizeformat",
+    "first", "float", "forceescape", "format", "groupby", "indent", "int", "items", "join", "last", "length", "list", "lower",
+    "map", "max", "min", "pprint", "random", "reject", "rejectattr", "replace", "reverse", "round", "safe", "select",
+    "selectattr", "slice", "sort", "string", "striptags", "sum", "title", "tojson", "trim", "truncate", "unique", "upper",
+    "urlencode", "urlize", "wordcount", "wordwrap", "xmlattr"};
+const std::vector<std::string> kTests = {
+    "boolean", "callable", "defined", "divisibleby", "eq", "equalto", "escaped", "even", "false", "filter", "float", "ge",
+    "greaterthan", "gt", "in", "integer", "iterable", "le", "lessthan", "lower", "lt", "mapping", "ne", "none", "number",
+    "odd", "sameas", "sequence", "string", "test", "true", "undefined", "upper", "==", "!=", ">", ">=", "<", "<="};
+
+void compile_expr(const Expr* e, bool soft) {
+  if (!e) return;
+  if (e->kind == Expr::Kind::cond) soft = true;
+  if (!soft && e->kind == Expr::Kind::filter && std::find(kFilters.begin(), kFilters.end(), e->name) == kFilters.end())
+    throw RenderError("TemplateAssertionError", e->line, "No filter named '" + e->name + "'.");
+  if (!soft && e->kind == Expr::Kind::test && std::find(kTests.begin(), kTests.end(), e->name) == kTests.end())
+    throw RenderError("TemplateAssertionError", e->line, "No test named '" + e->name + "'.");
+  for (const ExprPtr& k : e->kids) compile_expr(k.get(), soft);
+  for (const ExprPtr& a : e->args.positional) compile_expr(a.get(), soft);
+  for (const auto& [name, a] : e->args.keywords) compile_expr(a.get(), soft);
+  compile_expr(e->args.star.get(), soft);
+  compile_expr(e->args.double_star.get(), soft);
+}
+
+void compile_body(const Body& body, bool soft) {
+  for (const NodePtr& n : body) {
+    const bool here = soft || n->kind == Node::Kind::if_block;  // an if's tests and bodies are soft
+    for (size_t i = 0; i < n->exprs.size(); ++i)  // a loop's filter is in the loop's own frame
+      compile_expr(n->exprs[i].get(), n->kind == Node::Kind::for_loop && i == 2 ? false : here);
+    for (const ExprPtr& d : n->defaults) compile_expr(d.get(), false);
+    for (const Body& inner : n->bodies) compile_body(inner, n->kind == Node::Kind::if_block ? here : false);
+  }
+}
+
+}  // namespace
+
 Value chat_context(const Value& conversation, const std::optional<std::string>& bos_token,
                    const std::optional<std::string>& eos_token) {
   if (conversation.type != Value::Type::dict) throw std::invalid_argument("a conversation is a JSON object with \"messages\"");
@@ -933,6 +980,7 @@ Value chat_context(const Value& conversation, const std::optional<std::string>& 
 }
 
 std::string render(const Template& t, const Value& context, const RenderOptions& options) {
+  compile_body(t.body, false);  // what jinja2 refuses when it compiles, before a byte is rendered
   Renderer r(options);
   auto globals = r.new_frame();
   globals->vars["range"] = callable("range", [](Renderer&, CallArgs& a, int line) {

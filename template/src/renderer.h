@@ -31,6 +31,12 @@ std::string ascii_case(std::string s, bool upper);
 std::string title_case(const std::string& s);
 std::string replace_all(const std::string& s, const std::string& from, const std::string& to, int64_t count);
 Value callable(std::string name, std::function<Value(Renderer&, CallArgs&, int)> fn);
+// A dict's item: the tuple (key, value).
+inline Value pair(const Value& k, const Value& v) {
+  Value p = Value::new_list({k, v});
+  p.tuple = true;
+  return p;
+}
 // The n-th positional argument or the keyword `name`, else `dflt`.
 Value arg(const CallArgs& a, size_t n, std::string_view name, Value dflt = Value::none());
 int64_t to_int(const Value& v, int line);
@@ -103,7 +109,9 @@ class Renderer {
     return Value::undefined("'" + name + "' is undefined");
   }
 
-  [[noreturn]] void undefined_error(const Value& v, int line) { throw RenderError("UndefinedError", line, v.s); }
+  // An undefined value fails when used; one that stands for an unsafe attribute (i set)
+  // fails as the sandbox's SecurityError.
+  [[noreturn]] void undefined_error(const Value& v, int line) { throw RenderError(v.i ? "SecurityError" : "UndefinedError", line, v.s); }
   void must_be_defined(const Value& v, int line) {
     if (v.type == Value::Type::undefined) undefined_error(v, line);
   }
@@ -113,8 +121,11 @@ class Renderer {
 
   Value getattr(const Value& obj, const std::string& name, int line) {
     must_be_defined(obj, line);
-    if (!name.empty() && name[0] == '_')
-      throw RenderError("SecurityError", line, "access to attribute '" + name + "' of '" + type_name(obj) + "' object is unsafe.");
+    if (!name.empty() && name[0] == '_') {  // as jinja2's sandbox: nothing when printed, an error when used
+      Value u = Value::undefined("access to attribute '" + name + "' of '" + type_name(obj) + "' object is unsafe.");
+      u.i = 1;
+      return u;
+    }
     if (obj.type == Value::Type::ns || (obj.type == Value::Type::dict && obj.fn)) {  // a namespace, the loop
       if (const Value* v = obj.dict->find(name)) return *v;
       return Value::undefined("'" + std::string(obj.type == Value::Type::ns ? "Namespace" : "LoopContext") +
@@ -133,18 +144,18 @@ class Renderer {
     if (obj.type == Value::Type::dict || obj.type == Value::Type::ns) {
       if (const Value* v = obj.dict->find(key)) return *v;
       if (key.type == Value::Type::string) return getattr(obj, key.s, line);
-      return Value::undefined("'" + std::string(type_name(obj)) + " object' has no attribute '" + str(key) + "'");
+      return Value::undefined(std::string(type_name(obj)) + " object has no element " + repr(key));
     }
     if ((obj.type == Value::Type::list || obj.type == Value::Type::string) &&
         (key.type == Value::Type::integer || key.type == Value::Type::boolean)) {
       int64_t n = obj.type == Value::Type::list ? static_cast<int64_t>(obj.list->size()) : static_cast<int64_t>(code_point_count(obj.s));
       int64_t i = key.i < 0 ? key.i + n : key.i;
-      if (i < 0 || i >= n) return Value::undefined("'" + std::string(type_name(obj)) + " object' has no element " + std::to_string(key.i));
+      if (i < 0 || i >= n) return Value::undefined(std::string(type_name(obj)) + " object has no element " + std::to_string(key.i));
       if (obj.type == Value::Type::list) return (*obj.list)[static_cast<size_t>(i)];
       return Value::string(code_points(obj.s)[static_cast<size_t>(i)]);
     }
     if (key.type == Value::Type::string) return getattr(obj, key.s, line);
-    return Value::undefined("'" + std::string(type_name(obj)) + " object' has no element " + repr(key));
+    return Value::undefined(std::string(type_name(obj)) + " object has no element " + repr(key));
   }
 
   // ---- iteration ----

@@ -143,6 +143,7 @@ bool equal(const Value& a, const Value& b) {
     case Value::Type::string: return a.s == b.s;
     case Value::Type::list:
       if (a.generator || b.generator) return a.list == b.list;
+      if (a.tuple != b.tuple) return false;  // (1, 2) != [1, 2]
       if (a.list->size() != b.list->size()) return false;
       for (size_t i = 0; i < a.list->size(); ++i)
         if (!equal((*a.list)[i], (*b.list)[i])) return false;
@@ -220,9 +221,9 @@ std::string repr(const Value& v) {
     case Value::Type::string: return string_repr(v.s);
     case Value::Type::list: {
       if (v.generator) return "<generator object at 0x" + std::to_string(reinterpret_cast<uintptr_t>(v.list.get())) + ">";
-      std::string out = "[";
+      std::string out = v.tuple ? "(" : "[";
       for (size_t i = 0; i < v.list->size(); ++i) out += (i ? ", " : "") + repr((*v.list)[i]);
-      return out + "]";
+      return out + (v.tuple ? (v.list->size() == 1 ? ",)" : ")") : "]");
     }
     case Value::Type::dict: {
       std::string out = "{";

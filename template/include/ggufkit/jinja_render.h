@@ -35,6 +35,7 @@ struct Value {
   // list: a generator (what map, select and their kin return): no len(), no JSON, no
   // indexing, always true.
   bool safe = false, generator = false;
+  bool tuple = false;  // list: a tuple (a literal, a dict's item pair, varargs): printed (a, b)
   double f = 0;    // floating
   std::string s;   // string; for undefined, what was undefined ("'x' is undefined")
   std::shared_ptr<List> list;
