@@ -69,7 +69,10 @@ class Renderer {
   // ---- limits ----
   [[noreturn]] void limit(int line, const std::string& what) { throw RenderError("LimitError", line, what); }
   void tick(int line) {
-    if ((++steps_ & 1023) == 0 && std::chrono::steady_clock::now() - start_ > opt_.limits.max_time)
+    if ((++steps_ & 15) == 0) check_time(line);
+  }
+  void check_time(int line) {
+    if (std::chrono::steady_clock::now() - start_ > opt_.limits.max_time)
       limit(line, "the render took longer than " + std::to_string(opt_.limits.max_time.count()) + " ms (the sandbox's time limit)");
   }
   void iteration(int line) {
@@ -78,6 +81,7 @@ class Renderer {
     tick(line);
   }
   void sized(uint64_t n, int line) {
+    if (n > (64u << 10)) check_time(line);  // building a long string is where time goes
     if (n > opt_.limits.max_output)
       limit(line, "a string of " + std::to_string(n) + " bytes is longer than the sandbox's output limit of " +
                       std::to_string(opt_.limits.max_output) + " bytes");
