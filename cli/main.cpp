@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <filesystem>
+#include <future>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -21,6 +22,7 @@
 #include "ggufkit/jinja.h"
 #include "ggufkit/journal.h"
 #include "ggufkit/output.h"
+#include "ggufkit/registry.h"
 #include "ggufkit/patch.h"
 #include "ggufkit/path.h"
 #include "ggufkit/rewrite.h"
@@ -395,9 +397,20 @@ int run_rewrite(const RewriteJob& job) {
   }
   Scanned s = set ? std::move(set->shards[0].file) : scan_file(job.in);  // a set of one is read once
   Model& model = s.model;  // patched in place: a large vocabulary is not copied
-  const std::vector<Finding> was = gate_findings(model, s.layout);
+  // The source's own findings (what the edit is not blamed for) are found while the key
+  // registry the patch needs is read: both only read.
+  auto was_found = std::async(std::launch::async, [&] { return gate_findings(model, s.layout); });
+  const Registry& registry = [&]() -> const Registry& {
+    try {
+      return Registry::builtin();
+    } catch (...) {
+      was_found.wait();
+      throw;
+    }
+  }();
+  const std::vector<Finding> was = was_found.get();
   const std::string prompt_before = job.conversation ? prompt_of(job.in, model, *job.conversation) : "";
-  std::vector<Change> changes = apply_patch(model, job.patch);
+  std::vector<Change> changes = apply_patch(model, job.patch, registry);
   const std::string prompt_after = job.conversation ? prompt_of(job.in, model, *job.conversation) : "";
   Layout before = s.layout;
   std::string order_change;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <future>
 
 #include "ggufkit/error.h"
 #include "ggufkit/fault.h"
@@ -218,7 +219,15 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
     write_at(f.fd, path, edit.bytes.data(), len / 2, at);
     fault_point("header-half");
     write_at(f.fd, path, edit.bytes.data() + len / 2, len - len / 2, at + len / 2);
-    flush(f.fd, path);
+    // (c) The strict re-read of the header (the page cache has the new bytes) runs while the
+    // file is flushed: it is checked against the plan once both are done.
+    auto back = std::async(std::launch::async, [&map] { return scan(map); });
+    try {
+      flush(f.fd, path);
+    } catch (...) {
+      back.wait();
+      throw;
+    }
     fault_point("header-written");
     // (c) Read back: the bytes written, which the strict reader finds laid out as planned.
     // (Not against the model: its strings are views of this file's old header.)
@@ -229,9 +238,9 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
       pread_all(f.fd, path, now.data(), k, at + i);
       same = std::memcmp(now.data(), edit.bytes.data() + i, k) == 0;
     }
-    Scanned back = scan(map);
-    if (!same || back.layout.data_offset != planned.data_offset || back.layout.tensor_offsets != planned.tensor_offsets ||
-        back.source_size != planned.file_size) {
+    const Scanned read = back.get();  // a format Error if it does not read
+    if (!same || read.layout.data_offset != planned.data_offset || read.layout.tensor_offsets != planned.tensor_offsets ||
+        read.source_size != planned.file_size) {
       errno = 0;
       throw_io(path, "verification failed: the header written in place does not read back as planned");
     }

@@ -96,6 +96,23 @@ class Cursor {
   // An array's string item straight from the window into the list: no string of its own.
   // Steps over a string in the window whose length was checked.
   void skip_string(Where w, uint64_t cap) { p_ += string_length(w, cap); }
+  // Steps over n strings in the window, each length checked as string_length checks it,
+  // in one tight loop: a vocabulary is hundreds of thousands of them. A length that fails
+  // goes to string_length, which says why.
+  void skip_strings(uint64_t n, uint64_t cap) {
+    for (uint64_t i = 0; i < n; ++i) {
+      if (static_cast<size_t>(end_ - p_) >= sizeof(uint64_t)) {
+        uint64_t len;
+        std::memcpy(&len, p_, sizeof len);
+        if (swap) len = byteswap(len);
+        if (len <= cap && len <= static_cast<uint64_t>(end_ - p_) - sizeof len) {
+          p_ += sizeof len + len;
+          continue;
+        }
+      }
+      skip_string({"item length", static_cast<int64_t>(i)}, cap);
+    }
+  }
   // Steps over n bytes the caller has checked are in the window.
   void skip(uint64_t n) { p_ += n; }
 
@@ -401,7 +418,7 @@ class Scanner {
         size_t reserve = static_cast<size_t>(std::min<uint64_t>(n, left ? n : 1 << 16));
         if (v.elem == ValueType::string && c_.owner) {  // every length checked, the bytes left where they are
           const uint8_t* start = c_.here();
-          for (uint64_t i = 0; i < n; ++i) c_.skip_string({"item length", static_cast<int64_t>(i)}, opt_.max_string);
+          c_.skip_strings(n, opt_.max_string);
           v.strs = StringList::view(c_.owner, start, static_cast<size_t>(c_.here() - start), static_cast<size_t>(n), c_.swap);
         } else if (v.elem == ValueType::string) {
           for (uint64_t i = 0; i < n; ++i)
