@@ -398,16 +398,10 @@ int run_rewrite(const RewriteJob& job) {
   Scanned s = set ? std::move(set->shards[0].file) : scan_file(job.in);  // a set of one is read once
   Model& model = s.model;  // patched in place: a large vocabulary is not copied
   // The source's own findings (what the edit is not blamed for) are found while the key
-  // registry the patch needs is read: both only read.
+  // registry the patch needs is read: both only read. (The future waits in its destructor
+  // should the registry throw.)
   auto was_found = std::async(std::launch::async, [&] { return gate_findings(model, s.layout); });
-  const Registry& registry = [&]() -> const Registry& {
-    try {
-      return Registry::builtin();
-    } catch (...) {
-      was_found.wait();
-      throw;
-    }
-  }();
+  const Registry& registry = Registry::builtin();
   const std::vector<Finding> was = was_found.get();
   const std::string prompt_before = job.conversation ? prompt_of(job.in, model, *job.conversation) : "";
   std::vector<Change> changes = apply_patch(model, job.patch, registry);
@@ -902,10 +896,11 @@ int cmd_recover(const std::vector<std::string>& args) {
   auto vm = parse(args, desc, pos,
                   "usage: ggufkit recover FILE\n\n"
                   "Finishes what an interrupted in-place header edit left (its journal, FILE.ggufkit-journal):\n"
-                  "the new header is kept when all of it is in the file, else the old header is put back;\n"
-                  "the file is flushed and the journal removed. Until then every command refuses FILE.\n"
-                  "A journal that does not match FILE (another inode or size, cut short, a bad\n"
-                  "checksum) is reported and not applied.");
+                  "the new header is kept when all of it is in the file, else the old bytes of the range\n"
+                  "the edit wrote are put back; the file is flushed and the journal removed. Until then\n"
+                  "every command refuses FILE. A journal that does not match FILE (another inode or size,\n"
+                  "cut short, a bad checksum, a header that is neither the old nor the new one outside\n"
+                  "the range) is reported and not applied.");
   if (!vm) return 0;
   const std::string file = (*vm)["file"].as<std::string>();
   switch (recover(file)) {

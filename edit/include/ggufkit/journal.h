@@ -50,7 +50,8 @@ enum class Recovery { none, rolled_back, kept_new };
 // Finishes what an interrupted in-place edit left: the new header is kept when it is all
 // there, else the old bytes are put back; the file is flushed and the journal removed. A
 // journal that does not match the file (another inode or size, cut short, a bad checksum,
-// a header that is neither the old nor the new one outside the range) is an Error and neither the file nor the journal is touched.
+// a header that is neither the old nor the new one outside the range) is an Error, and
+// neither the file nor the journal is touched.
 Recovery recover(const std::string& path);
 
 }  // namespace ggufkit

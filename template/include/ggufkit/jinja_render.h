@@ -30,7 +30,8 @@ struct Callable;
 struct Value {
   enum class Type { undefined, none, boolean, integer, floating, string, list, dict, ns, callable };
   Type type = Type::undefined;
-  int64_t i = 0;   // boolean and integer
+  int64_t i = 0;   // boolean and integer; for undefined, non-zero when it stands for an
+                   // attribute the sandbox refuses (using it is a SecurityError)
   // string: a Markup (the safe and escape filters): what is added to it is escaped.
   // list: a generator (what map, select and their kin return): no len(), no JSON, no
   // indexing, always true.
