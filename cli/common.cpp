@@ -1,5 +1,7 @@
 #include "common.h"
 
+#include <sstream>
+#include <utility>
 #include <boost/iostreams/device/file_descriptor.hpp>
 #include <boost/iostreams/stream.hpp>
 #include <cctype>
@@ -91,22 +93,34 @@ std::optional<ReadArgs> read_args(const std::vector<std::string>& args, const st
   return ReadArgs{(*vm)["file"].as<std::string>(), (*vm)["json"].as<bool>(), (*vm)["shard-only"].as<bool>()};
 }
 
-std::string value_json(const Value& v) {
+void value_json(std::ostream& out, const Value& v) {
   switch (v.type) {
-    case ValueType::string: {
-      if (is_valid_utf8(v.str)) return json_string(v.str);
-      return "{\"hex\": \"" + hex_text(v.str) + "\"}";
-    }
+    case ValueType::string:
+      if (is_valid_utf8(v.str)) out << json_string(v.str);
+      else out << "{\"hex\": \"" << hex_text(v.str) << "\"}";
+      return;
     case ValueType::array: {
-      std::string s = "[";
-      for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + value_json(v.at(i));
-      return s + "]";
+      out << '[';
+      bool first = true;
+      v.each([&](const Value& item) {
+        if (!std::exchange(first, false)) out << ", ";
+        value_json(out, item);
+        return true;
+      });
+      out << ']';
+      return;
     }
     default: {
       std::string t = number_text(v);
-      return t == "nan" || t == "inf" || t == "-inf" ? "\"" + t + "\"" : t;
+      out << (t == "nan" || t == "inf" || t == "-inf" ? "\"" + t + "\"" : t);
     }
   }
+}
+
+std::string value_json(const Value& v) {
+  std::ostringstream out;
+  value_json(out, v);
+  return out.str();
 }
 
 jinja::Value read_conversation(const std::string& path) {

@@ -46,6 +46,7 @@ std::optional<ReadArgs> read_args(const std::vector<std::string>& args, const st
 // A value as JSON, in full: numbers as numbers (nan and inf as strings), strings that
 // are not UTF-8 as {"hex": ...}, arrays as lists.
 std::string value_json(const Value& v);
+void value_json(std::ostream& out, const Value& v);  // written as it is made: arrays may be large
 
 // A conversation to render a template with, from a JSON file (or - for standard input):
 // messages, optionally tools, documents, add_generation_prompt and other variables. A

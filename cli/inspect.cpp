@@ -205,7 +205,9 @@ int cmd_meta(const std::vector<std::string>& args) {
       std::cout << (i ? ",\n  " : "\n  ") << "{\"key\": " << json_string(kv.key) << ", \"type\": \""
                 << value_type_name(kv.value.type) << "\"";
       if (kv.value.type == ValueType::array) std::cout << ", \"items\": \"" << value_type_name(kv.value.elem) << "\"";
-      std::cout << ", \"value\": " << value_json(kv.value) << "}";
+      std::cout << ", \"value\": ";
+      value_json(std::cout, kv.value);
+      std::cout << "}";
     }
     std::cout << "\n]}\n";
     return 0;
@@ -215,9 +217,10 @@ int cmd_meta(const std::vector<std::string>& args) {
     const KV& kv = m.metadata[i];
     std::string type = kv.value.type == ValueType::array ? std::string("array[") + value_type_name(kv.value.elem) + "]"
                                                          : value_type_name(kv.value.type);
-    std::string value = full ? (kv.value.type == ValueType::array ? value_json(kv.value) : brief_value(kv.value, SIZE_MAX))
-                             : brief_value(kv.value);
-    std::printf("%4zu  %s %s %s\n", i, col(kv.key, 40).c_str(), col(type, 14).c_str(), value.c_str());
+    std::printf("%4zu  %s %s ", i, col(kv.key, 40).c_str(), col(type, 14).c_str());
+    if (full && kv.value.type == ValueType::array) value_json(std::cout, kv.value);
+    else std::cout << (full ? brief_value(kv.value, SIZE_MAX) : brief_value(kv.value));
+    std::cout << '\n';
   }
   return 0;
 }
@@ -243,14 +246,16 @@ int cmd_get(const std::vector<std::string>& args) {
   if (a->json) {
     std::cout << "{\"key\": " << json_string(a->second) << ", \"type\": \"" << value_type_name(v->type) << "\"";
     if (v->type == ValueType::array) std::cout << ", \"items\": \"" << value_type_name(v->elem) << "\"";
-    std::cout << ", \"value\": " << value_json(*v) << "}\n";
+    std::cout << ", \"value\": ";
+    value_json(std::cout, *v);
+    std::cout << "}\n";
     return 0;
   }
   auto print = [](const Value& x) {
     if (x.type == ValueType::string) std::fwrite(x.str.data(), 1, x.str.size(), stdout);
-    else if (x.type == ValueType::array) std::fputs(value_json(x).c_str(), stdout);
-    else std::fputs(number_text(x).c_str(), stdout);
-    std::fputc('\n', stdout);
+    else if (x.type == ValueType::array) value_json(std::cout, x);
+    else std::cout << number_text(x);
+    std::cout << '\n';
   };
   if (v->type != ValueType::array) print(*v);
   else if (v->elem == ValueType::string)
@@ -259,7 +264,10 @@ int cmd_get(const std::vector<std::string>& args) {
       std::fputc('\n', stdout);
     }
   else
-    for (size_t i = 0; i < v->size(); ++i) print(v->at(i));
+    v->each([&](const Value& x) {
+      print(x);
+      return true;
+    });
   return 0;
 }
 

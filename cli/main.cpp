@@ -1,5 +1,6 @@
 // ggufkit: parse options, call the library, print. Nothing here knows the format.
 #include <signal.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "ggufkit/byteorder.h"
+#include "ggufkit/background.h"
 #include "ggufkit/error.h"
 #include "ggufkit/inspect.h"
 #include "ggufkit/jinja.h"
@@ -400,7 +402,7 @@ int run_rewrite(const RewriteJob& job) {
   // The source's own findings (what the edit is not blamed for) are found while the key
   // registry the patch needs is read: both only read. (The future waits in its destructor
   // should the registry throw.)
-  auto was_found = std::async(std::launch::async, [&] { return gate_findings(model, s.layout); });
+  auto was_found = in_background([&] { return gate_findings(model, s.layout); });
   const Registry& registry = Registry::builtin();
   const std::vector<Finding> was = was_found.get();
   const std::string prompt_before = job.conversation ? prompt_of(job.in, model, *job.conversation) : "";
@@ -931,6 +933,10 @@ int cmd_example(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // One malloc arena for every thread: glibc reserves 64 MiB of address space for each
+  // extra one, which the few small buffers of the helper threads never need and which
+  // would count against a memory limit (ulimit -v) the header's size sets.
+  mallopt(M_ARENA_MAX, 1);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && (args[0] == "--version" || args[0] == "version")) {
     std::cout << "ggufkit " << GGUFKIT_VERSION << "\n";

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <future>
 
+#include "ggufkit/background.h"
 #include "ggufkit/error.h"
 #include "ggufkit/fault.h"
 #include "ggufkit/path.h"
@@ -221,7 +222,7 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
     write_at(f.fd, path, edit.bytes.data() + len / 2, len - len / 2, at + len / 2);
     // (c) The strict re-read of the header (the page cache has the new bytes) runs while the
     // file is flushed: it is checked against the plan once both are done.
-    auto back = std::async(std::launch::async, [&map] { return scan(map); });
+    auto back = in_background([&map] { return scan(map); });
     try {
       flush(f.fd, path);
     } catch (...) {

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "ggufkit/background.h"
 #include "ggufkit/error.h"
 #include "ggufkit/fault.h"
 #include "ggufkit/output.h"
@@ -45,14 +46,20 @@ struct Mismatch {
 class VerifyingSink final : public FdSink {
  public:
   VerifyingSink(int fd, std::string name, const std::atomic<bool>* stop)
-      : FdSink(fd, std::move(name)), stop_(stop), worker_([this] { work(); }) {}
+      : FdSink(fd, std::move(name)), stop_(stop) {
+    try {
+      worker_ = std::thread([this] { work(); });
+    } catch (const std::system_error&) {  // no thread to be had (ulimit -v): each piece is checked as it is written
+      inline_ = true;
+    }
+  }
   ~VerifyingSink() override {
     {
       std::lock_guard<std::mutex> g(m_);
       closed_ = abandoned_ = true;
     }
     cv_.notify_all();
-    worker_.join();
+    if (worker_.joinable()) worker_.join();
   }
   // Once every piece is written: waits for the worker, rethrows what it hit, and returns
   // the mismatch it found, if any.
@@ -60,7 +67,7 @@ class VerifyingSink final : public FdSink {
     std::unique_lock<std::mutex> g(m_);
     closed_ = true;
     cv_.notify_all();
-    cv_.wait(g, [&] { return finished_; });
+    cv_.wait(g, [&] { return finished_ || inline_; });
     if (error_) std::rethrow_exception(error_);
     verified = verified_;
     return mismatch_;
@@ -69,6 +76,12 @@ class VerifyingSink final : public FdSink {
  protected:
   void copied(const ByteSource* src, uint64_t offset, const uint8_t* bytes, uint64_t at, uint64_t n) override {
     Piece p{src, offset, bytes ? XXH64(bytes, n, 0) : 0, at, n};
+    if (inline_) {
+      if (mismatch_) return;
+      mismatch_ = check(p, a_, b_);
+      if (!mismatch_) verified_ += n;
+      return;
+    }
     std::unique_lock<std::mutex> g(m_);
     cv_.wait(g, [&] { return queue_.size() < kMaxLag || finished_; });
     queue_.push_back(p);
@@ -143,7 +156,9 @@ class VerifyingSink final : public FdSink {
   std::optional<Mismatch> mismatch_;
   std::exception_ptr error_;
   uint64_t verified_ = 0;
-  std::thread worker_;  // last: starts once everything above is ready
+  bool inline_ = false;
+  std::vector<uint8_t> a_, b_;  // the pieces compared, when checked inline
+  std::thread worker_;  // started once everything above is ready
 };
 
 // The Error for a mismatch, naming the tensor (or the kept bytes) it lies in.
@@ -207,7 +222,7 @@ std::unique_ptr<PendingFile> write_verified(const Model& model, const std::strin
     fault_point("written", {out->fd()});
     // The header, re-read by the strict reader, must be what was planned. It is read while
     // the file is flushed, as the verifier goes on checking the data.
-    auto header = std::async(std::launch::async, [&] {
+    auto header = in_background([&] {
       Scanned back = scan(open_file(out->proc_path()));
       return back.layout == result.layout && back.model.metadata == model.metadata && same_tensors(back.model, model) &&
              back.source_size == result.layout.file_size;

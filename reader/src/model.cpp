@@ -47,10 +47,126 @@ Value Value::array(ValueType elem, std::vector<Value> items) {
       throw Error(Error::Kind::format, "", std::nullopt, "array",
                   std::string("an item of type ") + value_type_name(item.type) + " in an array of " + value_type_name(elem));
     if (elem == ValueType::string) v.strs.push_back(item.str);
-    else if (elem == ValueType::array) v.items.push_back(std::move(item));
+    else if (elem == ValueType::array) v.items.push_back(item);
     else v.nums.push_back(item.bits);
   }
   return v;
+}
+
+namespace {
+
+// A number of `width` bytes at p, big-endian when `big`.
+uint64_t load(const uint8_t* p, unsigned width, bool big) {
+  uint64_t b = 0;
+  std::memcpy(&b, p, width);  // little-endian hosts only, as the rest
+  return big ? __builtin_bswap64(b) >> (64 - 8 * width) : b;
+}
+
+const uint8_t* skip_array(const uint8_t* p, bool big);
+
+// How many bytes `count` items of type `elem` at p take; the reader checked them.
+size_t body_bytes(const uint8_t* p, ValueType elem, uint64_t count, bool big) {
+  const uint8_t* q = p;
+  if (elem == ValueType::string) {
+    for (uint64_t i = 0; i < count; ++i) q += 8 + load(q, 8, big);
+  } else if (elem == ValueType::array) {
+    for (uint64_t i = 0; i < count; ++i) q = skip_array(q, big);
+  } else {
+    return static_cast<size_t>(count * value_type_width(elem));
+  }
+  return static_cast<size_t>(q - p);
+}
+
+// Past the array at p: its element type, count and items.
+const uint8_t* skip_array(const uint8_t* p, bool big) {
+  return p + 12 + body_bytes(p + 12, static_cast<ValueType>(load(p, 4, big)), load(p + 4, 8, big), big);
+}
+
+// The array at p as a Value whose lists view the bytes `keep` holds.
+Value array_at(const uint8_t* p, bool big, const std::shared_ptr<const void>& keep) {
+  Value v;
+  v.type = ValueType::array;
+  v.elem = static_cast<ValueType>(load(p, 4, big));
+  uint64_t n = load(p + 4, 8, big);
+  p += 12;
+  size_t bytes = body_bytes(p, v.elem, n, big);
+  if (v.elem == ValueType::string) v.strs = StringList::view(keep, p, bytes, static_cast<size_t>(n), big);
+  else if (v.elem == ValueType::array) v.items = ValueList::view(keep, p, bytes, static_cast<size_t>(n), big);
+  else v.nums = NumberList::view(keep, p, static_cast<size_t>(n), value_type_width(v.elem), big);
+  return v;
+}
+
+void put(std::string& out, uint64_t bits, unsigned width) {
+  out.append(reinterpret_cast<const char*>(&bits), width);  // little-endian hosts only, as the rest
+}
+
+// Appends the array v as a little-endian file lays it out.
+void append_array(std::string& out, const Value& v) {
+  put(out, static_cast<uint32_t>(v.elem), 4);
+  put(out, v.size(), 8);
+  if (v.elem == ValueType::string && v.strs.big()) {
+    for (std::string_view s : v.strs) put(out, s.size(), 8), out.append(s);
+  } else if (v.elem == ValueType::string) {
+    out.append(v.strs.region());
+  } else if (v.elem == ValueType::array && v.items.big()) {
+    for (const Value item : v.items) append_array(out, item);
+  } else if (v.elem == ValueType::array) {
+    out.append(v.items.region());
+  } else if (v.nums.big()) {
+    for (size_t i = 0; i < v.nums.size(); ++i) put(out, v.nums[i], v.nums.width());
+  } else {
+    out.append(v.nums.region());
+  }
+}
+
+}  // namespace
+
+ValueList ValueList::view(std::shared_ptr<const void> keep, const uint8_t* data, size_t bytes, size_t count, bool big) {
+  ValueList l;
+  l.keep_ = std::move(keep);
+  l.data_ = data;
+  l.bytes_ = bytes;
+  l.count_ = count;
+  l.big_ = big;
+  return l;
+}
+
+void ValueList::push_back(const Value& v) {
+  if (v.type != ValueType::array) throw std::logic_error("an item that is not an array in an array of arrays");
+  if (!buf_ || buf_.use_count() > 1) {  // a view, or bytes shared with a copy or an item: ours first
+    auto mine = std::make_shared<std::string>();
+    if (buf_) *mine = *buf_;
+    else for (const Value item : *this) append_array(*mine, item);
+    buf_ = std::move(mine);
+    keep_.reset();
+    big_ = false;
+  }
+  append_array(*buf_, v);
+  data_ = reinterpret_cast<const uint8_t*>(buf_->data());
+  bytes_ = buf_->size();
+  ++count_;
+}
+
+Value ValueList::at(size_t i) const {
+  if (i >= count_) throw std::out_of_range("item " + std::to_string(i) + " of " + std::to_string(count_));
+  auto it = begin();
+  for (; i > 0; --i) ++it;
+  return *it;
+}
+
+Value ValueList::operator[](size_t i) const { return at(i); }
+
+Value ValueList::iterator::operator*() const { return array_at(p_, l_->big_, l_->keep()); }
+
+ValueList::iterator& ValueList::iterator::operator++() {
+  p_ = skip_array(p_, l_->big_);
+  return *this;
+}
+
+bool ValueList::operator==(const ValueList& o) const {
+  if (count_ != o.count_) return false;
+  if (big_ == o.big_) return bytes_ == o.bytes_ && (bytes_ == 0 || std::memcmp(data_, o.data_, bytes_) == 0);
+  return std::equal(begin(), end(), o.begin(), o.end());
 }
 
 uint64_t StringList::iterator::length() const {

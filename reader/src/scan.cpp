@@ -423,8 +423,11 @@ class Scanner {
         } else if (v.elem == ValueType::string) {
           for (uint64_t i = 0; i < n; ++i)
             c_.append_string({"item length", static_cast<int64_t>(i)}, opt_.max_string, v.strs);
+        } else if (v.elem == ValueType::array && c_.owner) {  // each item checked, the bytes left where they are
+          const uint8_t* start = c_.here();
+          for (uint64_t i = 0; i < n; ++i) value(v.elem, depth + 1, static_cast<int64_t>(i));
+          v.items = ValueList::view(c_.owner, start, static_cast<size_t>(c_.here() - start), static_cast<size_t>(n), c_.swap);
         } else if (v.elem == ValueType::array) {
-          v.items.reserve(reserve);
           for (uint64_t i = 0; i < n; ++i) v.items.push_back(value(v.elem, depth + 1, static_cast<int64_t>(i)));
         } else if (c_.owner) {  // n * width bytes, checked above: the items stay where they are
           unsigned width = static_cast<unsigned>(value_type_width(v.elem));

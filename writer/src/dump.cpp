@@ -153,8 +153,7 @@ Doc value_doc(const Value& v) {
     case ValueType::f32: case ValueType::f64: return float_doc(v);
     case ValueType::array: {
       Doc seq = new_seq(v.size() == 0);
-      for (size_t i = 0; i < v.size(); ++i) {
-        const Value item = v.at(i);
+      v.each([&](const Value& item) {
         if (v.elem == ValueType::array) {
           Doc m = new_map();
           m.add("items", Doc::name(value_type_name(item.elem)));
@@ -163,7 +162,8 @@ Doc value_doc(const Value& v) {
         } else {
           seq.items.push_back(value_doc(item));
         }
-      }
+        return true;
+      });
       return seq;
     }
     default: return Doc::of(number_text(v));

@@ -108,7 +108,11 @@ std::string brief_value(const Value& v, size_t max) {
   if (v.type != ValueType::array) return number_text(v);
   std::string s = "[";
   size_t shown = 0;
-  for (; shown < v.size() && s.size() < max; ++shown) s += (shown ? ", " : "") + brief_value(v.at(shown), max / 3);
+  v.each([&](const Value& item) {
+    if (s.size() >= max) return false;
+    s += (shown++ ? ", " : "") + brief_value(item, max / 3);
+    return true;
+  });
   if (shown < v.size()) s += ", ...";
   return s + "] (" + std::to_string(v.size()) + " " + value_type_name(v.elem) + ")";
 }

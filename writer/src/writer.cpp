@@ -228,13 +228,10 @@ class Walker {
       sink_.write(v.strs.region().data(), v.strs.region().size());  // already in the file's layout
     } else if (v.elem == ValueType::string) {
       for (std::string_view s : v.strs) str(s);
+    } else if (v.elem == ValueType::array && v.items.big() == (m_.order == ByteOrder::big)) {
+      sink_.write(v.items.region().data(), v.items.region().size());  // already in the file's layout
     } else if (v.elem == ValueType::array) {
-      for (const Value& item : v.items) {
-        if (item.type != ValueType::array)
-          throw Error(Error::Kind::format, "", std::nullopt, path, std::string("an item of type ") +
-                                                                      value_type_name(item.type) + " in an array of arrays");
-        value(item, path);
-      }
+      for (const Value item : v.items) value(item, path);
     } else {
       numbers(v.elem, v.nums, path);
     }

@@ -122,6 +122,61 @@ class NumberList {
   bool big_ = false;
 };
 
+struct Value;
+
+// The arrays of an array of arrays as they lie in a file: `count` items, each a u32
+// element type, a u64 count and its items. Like the lists above, one read from a map is a
+// view of that region, so a header of millions of nested arrays costs no Value each; one
+// built in memory keeps the same layout, little-endian, in a buffer its copies share (and
+// copy before a change). Items are made as Values when read, walking from the start: go
+// through them in order.
+class ValueList {
+ public:
+  ValueList() = default;
+  // A region the reader has checked item by item.
+  static ValueList view(std::shared_ptr<const void> keep, const uint8_t* data, size_t bytes, size_t count, bool big);
+
+  void reserve(size_t) {}
+  void push_back(const Value& v);  // v must be an array (a std::logic_error otherwise)
+  size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  Value at(size_t i) const;  // throws std::out_of_range
+  Value operator[](size_t i) const;  // at(i)
+
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Value;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = Value;
+    iterator() = default;
+    iterator(const ValueList* l, const uint8_t* p) : l_(l), p_(p) {}
+    Value operator*() const;
+    iterator& operator++();
+    bool operator==(const iterator& o) const { return p_ == o.p_; }
+
+   private:
+    const ValueList* l_ = nullptr;
+    const uint8_t* p_ = nullptr;
+  };
+  iterator begin() const { return {this, data_}; }
+  iterator end() const { return {this, data_ + bytes_}; }
+
+  bool operator==(const ValueList& o) const;  // item by item, bitwise
+
+  std::string_view region() const { return {reinterpret_cast<const char*>(data_), bytes_}; }
+  bool big() const { return big_; }
+
+ private:
+  std::shared_ptr<const void> keep() const { return keep_ ? keep_ : buf_; }
+  std::shared_ptr<const void> keep_;  // a view: what holds its bytes
+  std::shared_ptr<std::string> buf_;  // otherwise: the region itself
+  const uint8_t* data_ = nullptr;
+  size_t bytes_ = 0, count_ = 0;
+  bool big_ = false;
+};
+
 // A metadata value exactly as it stands on disk: fixed-width values keep their bits
 // (float bit patterns, the bool byte), strings their bytes, arrays their element type.
 // An array keeps its elements compactly, by element type: a 150,000-token vocabulary is
@@ -133,7 +188,7 @@ struct Value {
   std::string str;                 // type string
   NumberList nums;                 // array of fixed-width elements
   StringList strs;                 // array of strings
-  std::vector<Value> items;        // array of arrays
+  ValueList items;                 // array of arrays
 
   static Value scalar(ValueType t, uint64_t bits);
   static Value of_u32(uint32_t v) { return scalar(ValueType::u32, v); }
@@ -149,6 +204,19 @@ struct Value {
 
   size_t size() const;             // an array's element count
   Value at(size_t i) const;        // an array's element i, as a Value
+  // f(item) for each element of an array, in order, as at() gives it; stops when f
+  // returns false. Arrays of arrays are walked once, not once per item.
+  template <typename F>
+  void each(F f) const {
+    if (type != ValueType::array) return;
+    if (elem == ValueType::array) {
+      for (const Value item : items)
+        if (!f(item)) return;
+      return;
+    }
+    for (size_t i = 0, n = size(); i < n; ++i)
+      if (!f(at(i))) return;
+  }
 
   bool is_integer() const;          // u8 ... i64 (not bool)
   uint64_t as_u64() const;          // integers and bool; signed ones sign-extended
