@@ -300,8 +300,8 @@ int cmd_template(const std::vector<std::string>& args) {
   const std::string file = (*vm)["file"].as<std::string>();
   Scanned s = load_model(file, (*vm)["shard-only"].as<bool>()).s;
   std::vector<const KV*> found;
-  for (const KV& kv : s.model.metadata)
-    if (is_template_key(kv.key) && kv.value.type == ValueType::string) found.push_back(&kv);
+  for (size_t i = 0; i < s.model.metadata.size(); ++i)
+    if (const KV& kv = s.model.metadata.ref(i); is_template_key(kv.key) && kv.value.type == ValueType::string) found.push_back(&kv);
   auto name_of = [](const std::string& key) {
     return key == "tokenizer.chat_template" ? std::string("default") : key.substr(std::strlen("tokenizer.chat_template."));
   };

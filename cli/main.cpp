@@ -327,7 +327,7 @@ int run_set_rewrite(const RewriteJob& job, ShardSet& set) {
     std::vector<KV> split_keys;
     for (const KV& kv : m.metadata)
       if (is_split_key(kv.key) || (k > 0 && kv.key == kAlignmentKey)) split_keys.push_back(kv);
-    m.metadata = k == 0 ? std::move(whole.metadata) : std::vector<KV>{};
+    m.metadata = k == 0 ? std::move(whole.metadata) : Metadata{};
     for (const KV& kv : split_keys)
       if (kv.key != kAlignmentKey) m.metadata.push_back(kv);
     if (k > 0 && alignment != 32) m.metadata.push_back({kAlignmentKey, Value::of_u32(alignment)});

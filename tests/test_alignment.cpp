@@ -88,6 +88,6 @@ TEST(Alignment, TheWriterRefusesAnAlignmentThatIsNotAU32PowerOfTwo) {
     EXPECT_EQ(e.field, "general.alignment");
     EXPECT_EQ(e.message, "48 is not a power of two");
   }
-  m.metadata[0].value = Value::of_u64(64);
+  m.metadata.edit(0).value = Value::of_u64(64);
   EXPECT_THROW(plan(m), Error);
 }

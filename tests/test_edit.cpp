@@ -90,8 +90,8 @@ TEST(EditOps, EachOperationChangesExactlyWhatItNamesOnEveryCorpusFile) {
     // remove and rename
     Scanned c = edit_to(in, "remove: [tokenizer.ggml.model]\nrename: {general.architecture: general.arch2}", out);
     want = before;
-    for (auto& kv : want.metadata)
-      if (kv.key == "general.architecture") kv.key = "general.arch2";
+    for (size_t i = 0; i < want.metadata.size(); ++i)
+      if (want.metadata.key(i) == "general.architecture") want.metadata.edit(i).key = "general.arch2";
     want.metadata.erase(std::find_if(want.metadata.begin(), want.metadata.end(),
                                      [](const KV& kv) { return kv.key == "tokenizer.ggml.model"; }));
     EXPECT_EQ(c.model.metadata, want.metadata);

@@ -599,7 +599,11 @@ TEST(Diff, EveryKindOfDifferenceIsReportedAndExitCodeSaysSo) {
   std::string renamed = temp_path("diff-renamed.gguf");
   ASSERT_EQ(run_cli("edit " + a + " --rename general.name=general.title -o " + renamed).code, 0);
   for (const Case& c : {
-           Case{"swapped keys", with_model("diff-swap.gguf", [](Model& m) { std::swap(m.metadata[1], m.metadata[2]); }),
+           Case{"swapped keys", with_model("diff-swap.gguf", [](Model& m) {
+             KV one = m.metadata[1];
+             m.metadata.set(1, m.metadata[2]);
+             m.metadata.set(2, one);
+           }),
                 "key_order       general.name: position 1 of the shared keys -> general.file_type stands there"},
            Case{"version", with_model("diff-v2.gguf", [](Model& m) { m.version = 2; }), "version         3 -> 2"},
            Case{"byte order", big, "byte_order      little -> big"},

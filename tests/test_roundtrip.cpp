@@ -258,7 +258,7 @@ TEST(Layouts, OneCheckEnforcesTheLayoutRules) {
 TEST(Layouts, EmitCatchesAModelThatDriftedFromItsPlan) {
   Model m = walkthrough_model();
   Layout L = plan(m);
-  m.metadata[1].value = Value::of_string("a longer name than before");
+  m.metadata.edit(1).value = Value::of_string("a longer name than before");
   VectorSink sink;
   EXPECT_THROW(emit(m, L, sink), std::logic_error);
 }

@@ -291,10 +291,15 @@ class Applier : YamlReader {
            entry + ": the key '" + shown() + "' is not ASCII lower-case words with dots (as general.name); readers look keys up exactly");
   }
 
+  std::optional<size_t> index_of(const std::string& key) const {
+    for (size_t i = 0; i < m_.metadata.size(); ++i)
+      if (m_.metadata.key(i) == key) return i;
+    return std::nullopt;
+  }
+  // The pair, kept by the metadata as a KV to be changed in place; nullptr when absent.
   KV* find(const std::string& key) {
-    for (KV& kv : m_.metadata)
-      if (kv.key == key) return &kv;
-    return nullptr;
+    auto i = index_of(key);
+    return i ? &m_.metadata.edit(*i) : nullptr;
   }
 
   std::string arch() {
@@ -508,7 +513,7 @@ class Applier : YamlReader {
     if (a == 0) {  // the default: no key at all
       if (kv) {
         changes_.push_back({Change::alignment, kAlignmentKey, "", kv->value, std::nullopt});
-        m_.metadata.erase(m_.metadata.begin() + (kv - m_.metadata.data()));
+        m_.metadata.erase(*index_of(kAlignmentKey));
       }
       return;
     }

@@ -386,10 +386,10 @@ std::vector<Difference> diff_files(const Scanned& x, const Scanned& y, bool layo
     add("alignment", "", Value::of_u32(x.layout.alignment), Value::of_u32(y.layout.alignment));
   // Keys: a key gone from A whose value turns up under a key new in B was renamed.
   std::vector<const KV*> gone, fresh;
-  for (const KV& kv : ma.metadata)
-    if (!mb.find(kv.key)) gone.push_back(&kv);
-  for (const KV& kv : mb.metadata)
-    if (!ma.find(kv.key)) fresh.push_back(&kv);
+  for (size_t i = 0; i < ma.metadata.size(); ++i)
+    if (!mb.find(ma.metadata.key(i))) gone.push_back(&ma.metadata.ref(i));
+  for (size_t i = 0; i < mb.metadata.size(); ++i)
+    if (!ma.find(mb.metadata.key(i))) fresh.push_back(&mb.metadata.ref(i));
   for (const KV*& g : gone)
     for (const KV*& f : fresh)
       if (g && f && g->value == f->value) {

@@ -119,7 +119,73 @@ void append_array(std::string& out, const Value& v) {
   }
 }
 
+// The value of type t at p, its lists viewing the bytes `keep` holds.
+Value value_at(const uint8_t* p, ValueType t, bool big, const std::shared_ptr<const void>& keep) {
+  if (t == ValueType::string) return Value::of_string(std::string(reinterpret_cast<const char*>(p + 8), load(p, 8, big)));
+  if (t == ValueType::array) return array_at(p, big, keep);
+  return Value::scalar(t, load(p, value_type_width(t), big));
+}
+
 }  // namespace
+
+Metadata::Metadata(std::initializer_list<KV> kvs) {
+  for (const KV& kv : kvs) push_back(kv);
+}
+
+std::string_view Metadata::key(size_t i) const {
+  if (at_[i] & kOwned) return owned_[at_[i] & ~kOwned].key;
+  const uint8_t* p = base_ + at_[i];
+  return {reinterpret_cast<const char*>(p + 8), static_cast<size_t>(load(p, 8, big_))};
+}
+
+const KV Metadata::operator[](size_t i) const {
+  if (at_[i] & kOwned) return owned_[at_[i] & ~kOwned];
+  KV kv;
+  kv.key = key(i);
+  const uint8_t* p = base_ + at_[i] + 8 + kv.key.size();
+  kv.value = value_at(p + 4, static_cast<ValueType>(load(p, 4, big_)), big_, keep_);
+  return kv;
+}
+
+const KV& Metadata::ref(size_t i) const {
+  if (!(at_[i] & kOwned)) {
+    owned_.push_back((*this)[i]);
+    at_[i] = kOwned | (owned_.size() - 1);
+  }
+  return owned_[at_[i] & ~kOwned];
+}
+
+std::optional<uint64_t> Metadata::offset(size_t i) const {
+  if (at_[i] & kOwned) return std::nullopt;
+  return at_[i];
+}
+
+void Metadata::push_back(KV kv) {
+  owned_.push_back(std::move(kv));
+  at_.push_back(kOwned | (owned_.size() - 1));
+}
+
+void Metadata::set(size_t i, KV kv) { edit(i) = std::move(kv); }
+
+void Metadata::erase(size_t i) { at_.erase(at_.begin() + static_cast<std::ptrdiff_t>(i)); }  // an owned KV stays till clear()
+
+void Metadata::clear() {
+  at_.clear();
+  owned_.clear();
+}
+
+bool Metadata::operator==(const Metadata& o) const {
+  if (size() != o.size()) return false;
+  for (size_t i = 0; i < size(); ++i)
+    if (key(i) != o.key(i) || !((*this)[i] == o[i])) return false;
+  return true;
+}
+
+void Metadata::view(std::shared_ptr<const void> keep, const uint8_t* base, bool big) {
+  keep_ = std::move(keep);
+  base_ = base;
+  big_ = big;
+}
 
 ValueList ValueList::view(std::shared_ptr<const void> keep, const uint8_t* data, size_t bytes, size_t count, bool big) {
   ValueList l;
@@ -393,13 +459,13 @@ uint64_t Tensor::nbytes() const {
 }
 
 const Value* Model::find(std::string_view key) const {
-  for (const auto& kv : metadata)
-    if (kv.key == key) return &kv.value;
+  for (size_t i = 0; i < metadata.size(); ++i)
+    if (metadata.key(i) == key) return &metadata.ref(i).value;
   return nullptr;
 }
 
 Value* Model::find(std::string_view key) {
-  return const_cast<Value*>(static_cast<const Model*>(this)->find(key));
+  return const_cast<Value*>(static_cast<const Model*>(this)->find(key));  // ref() keeps it as a KV of its own
 }
 
 uint32_t Model::alignment() const {

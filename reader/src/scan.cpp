@@ -218,15 +218,17 @@ class Scanner {
     head(m, L);
     uint64_t n_tensors = n_tensors_, n_kv = n_kv_;
 
-    std::unordered_map<std::string, uint64_t> seen;
-    m.metadata.reserve(static_cast<size_t>(std::min<uint64_t>(n_kv, 1 << 16)));
+    // Pairs read from a map stay there (Metadata keeps where each starts); from a stream
+    // they are copied.
+    if (c_.owner) m.metadata.view(c_.owner, c_.here() - c_.pos(), c_.swap);
+    m.metadata.reserve(static_cast<size_t>(std::min<uint64_t>(n_kv, c_.owner ? n_kv : 1 << 16)));
+    std::vector<uint64_t> starts;  // of copied pairs, for the duplicate check
     for (uint64_t i = 0; i < n_kv; ++i) {
       uint64_t start = c_.pos();
       c_.context = "kv[" + std::to_string(i) + "]";
       KV kv;
       kv.key = c_.string({"key length"}, opt_.max_string);
       if (kv.key.empty()) c_.fail(start, {"key"}, "the key is empty");
-      once(seen, kv.key, i, start, "key", "key", "kv");
       std::string path = c_.context + " " + kv.key;
       span(L, SpanKind::kv_key, start, path);
       c_.context = path;
@@ -237,12 +239,18 @@ class Scanner {
       kv.value = value(type, 0, -1);
       span(L, SpanKind::kv_value, vstart, path);
       if (kv.key == kAlignmentKey) alignment_at_ = {tstart, vstart, path};
-      m.metadata.push_back(std::move(kv));
+      if (c_.owner) {
+        m.metadata.push_view(start);
+      } else {
+        m.metadata.push_back(std::move(kv));
+        starts.push_back(start);
+      }
     }
+    unique_keys(m.metadata, starts);
     L.alignment = alignment(m);
 
     std::vector<uint64_t> offset_at;
-    seen.clear();
+    std::unordered_map<std::string, uint64_t> seen;
     m.tensors.reserve(static_cast<size_t>(std::min<uint64_t>(n_tensors, 1 << 16)));
     for (uint64_t i = 0; i < n_tensors; ++i) {
       uint64_t start = c_.pos();
@@ -334,6 +342,27 @@ class Scanner {
     if (!fresh)
       c_.fail(at, {field}, std::string("duplicate ") + noun + " '" + name + "', first at " + list + "[" +
                                std::to_string(it->second) + "]");
+  }
+
+  // Refuses a key seen before, at the first pair that repeats one, saying where it was
+  // first. Sorted, not hashed: 8 bytes a pair, for headers of millions of keys.
+  void unique_keys(const Metadata& md, const std::vector<uint64_t>& starts) {
+    std::vector<uint64_t> order(md.size());
+    for (uint64_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) {
+      int c = md.key(a).compare(md.key(b));
+      return c < 0 || (c == 0 && a < b);
+    });
+    std::optional<std::pair<uint64_t, uint64_t>> dup;  // (repeat, first), the earliest repeat
+    for (size_t k = 1, first = 0; k < order.size(); ++k) {
+      if (md.key(order[k]) != md.key(order[first])) first = k;
+      else if (!dup || order[k] < dup->first) dup = std::pair(order[k], order[first]);
+    }
+    if (!dup) return;
+    uint64_t i = dup->first;
+    c_.context = "kv[" + std::to_string(i) + "]";
+    c_.fail(md.offset(i).value_or(starts.empty() ? 0 : starts[i]), {"key"},
+            "duplicate key '" + std::string(md.key(i)) + "', first at kv[" + std::to_string(dup->second) + "]");
   }
 
   void span(Layout& L, SpanKind k, uint64_t start, const std::string& path) {

@@ -31,7 +31,7 @@ std::optional<ShardName> parse_shard_name(const std::string& path) {
 
 Model ShardSet::model() const {
   Model m = shards.at(0).file.model;
-  std::erase_if(m.metadata, [](const KV& kv) { return is_split_key(kv.key); });
+  m.metadata.erase_if([](const KV& kv) { return is_split_key(kv.key); });
   if (shards.size() == 1) return m;
   m.tail.reset();  // the bytes beyond the fields belong to each shard's own layout
   for (size_t k = 1; k < shards.size(); ++k)

@@ -72,12 +72,12 @@ void special_looking(std::string_view text, std::vector<std::string>& out) {
 void template_rules(const Model& m, const std::function<void(const std::string&, const char*, std::string)>& add) {
   bool named = false, plain = false;
   std::vector<std::string> candidates;  // special-looking literals of every template
-  const std::string* first_key = nullptr;
+  std::optional<std::string> first_key;
   bool prints_bos = false;
   for (const KV& kv : m.metadata) {
     if (!is_template_key(kv.key) || kv.value.type != ValueType::string) continue;
     (kv.key == "tokenizer.chat_template" ? plain : named) = true;
-    if (!first_key) first_key = &kv.key;
+    if (!first_key) first_key = kv.key;
     try {
       jinja::Template t = jinja::parse(kv.value.str);
       for (std::string_view lit : jinja::literals(t)) special_looking(lit, candidates);

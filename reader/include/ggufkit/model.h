@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <cstddef>
+#include <deque>
+#include <initializer_list>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -231,6 +233,86 @@ struct KV {
   bool operator==(const KV&) const = default;
 };
 
+// A model's key-value pairs, in file order. A pair read from a mapped file stays there:
+// it costs 8 bytes here (where it starts) and is made into a KV each time it is read, so
+// a header of a million keys costs 8 MB, not a million KVs. A pair set in memory, or
+// found by key (find, edit), is kept as a KV, whose address holds until it is erased.
+// Not for use from two threads at once while find or edit may run.
+class Metadata {
+ public:
+  Metadata() = default;
+  Metadata(std::initializer_list<KV> kvs);
+
+  size_t size() const { return at_.size(); }
+  bool empty() const { return at_.empty(); }
+  const KV operator[](size_t i) const;     // made on each call: a copy
+  const KV back() const { return (*this)[size() - 1]; }
+  std::string_view key(size_t i) const;    // without making the value
+  // Pair i as a KV kept here; with edit, one that may be changed in place.
+  const KV& ref(size_t i) const;
+  KV& edit(size_t i) { return const_cast<KV&>(ref(i)); }
+  // Where pair i starts in the file it was read from, while it is as read.
+  std::optional<uint64_t> offset(size_t i) const;
+
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = KV;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const KV*;
+    using reference = const KV&;
+    iterator() = default;
+    iterator(const Metadata* m, size_t i) : m_(m), i_(i) {}
+    const KV& operator*() const { return cur_ = (*m_)[i_]; }  // valid until the next step
+    const KV* operator->() const { return &**this; }
+    iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    iterator operator++(int) {
+      iterator t = *this;
+      ++i_;
+      return t;
+    }
+    bool operator==(const iterator& o) const { return i_ == o.i_; }
+    difference_type operator-(const iterator& o) const { return static_cast<difference_type>(i_) - static_cast<difference_type>(o.i_); }
+    size_t index() const { return i_; }
+
+   private:
+    const Metadata* m_ = nullptr;
+    size_t i_ = 0;
+    mutable KV cur_;
+  };
+  iterator begin() const { return {this, 0}; }
+  iterator end() const { return {this, size()}; }
+
+  void reserve(size_t n) { at_.reserve(n); }
+  void push_back(KV kv);
+  void set(size_t i, KV kv);
+  void erase(size_t i);
+  void erase(const iterator& it) { erase(it.index()); }
+  void clear();
+  template <typename P>
+  void erase_if(P pred) {
+    for (size_t i = size(); i-- > 0;)
+      if (pred((*this)[i])) erase(i);
+  }
+  bool operator==(const Metadata& o) const;  // pair by pair, bitwise
+
+  // The reader's: the pairs that follow are at these offsets of `base`, which `keep` holds
+  // and whose every field was checked.
+  void view(std::shared_ptr<const void> keep, const uint8_t* base, bool big);
+  void push_view(uint64_t offset) { at_.push_back(offset); }
+
+ private:
+  static constexpr uint64_t kOwned = 1ull << 63;  // set: an index into owned_
+  std::shared_ptr<const void> keep_;
+  const uint8_t* base_ = nullptr;
+  bool big_ = false;
+  mutable std::vector<uint64_t> at_;
+  mutable std::deque<KV> owned_;  // a deque: a KV's address holds as others are added
+};
+
 enum class ByteOrder { little, big };
 
 struct Tensor {
@@ -265,7 +347,7 @@ struct SourceTail {
 struct Model {
   uint32_t version = 3;
   ByteOrder order = ByteOrder::little;
-  std::vector<KV> metadata;      // file order is part of the file
+  Metadata metadata;             // file order is part of the file
   std::vector<Tensor> tensors;   // file order; data is laid out in this order
   // Whether the file ends on an alignment boundary. llama.cpp and gguf-py pad the last
   // tensor; some writers do not, and files with no tensors end right after the header.
@@ -275,6 +357,8 @@ struct Model {
   // then turns every block over as it copies (ggufkit convert).
   std::optional<ByteOrder> data_order;
 
+  // The value of `key`, kept by the metadata as a KV (to be changed in place through the
+  // second) until it is erased; nullptr when absent.
   const Value* find(std::string_view key) const;
   Value* find(std::string_view key);
   // general.alignment, or 32 when absent. Throws a format Error when it is not a u32
