@@ -301,7 +301,8 @@ int cmd_template(const std::vector<std::string>& args) {
   Scanned s = load_model(file, (*vm)["shard-only"].as<bool>()).s;
   std::vector<const KV*> found;
   for (size_t i = 0; i < s.model.metadata.size(); ++i)
-    if (const KV& kv = s.model.metadata.ref(i); is_template_key(kv.key) && kv.value.type == ValueType::string) found.push_back(&kv);
+    if (is_template_key(s.model.metadata.key(i)))
+      if (const KV& kv = s.model.metadata.ref(i); kv.value.type == ValueType::string) found.push_back(&kv);
   auto name_of = [](const std::string& key) {
     return key == "tokenizer.chat_template" ? std::string("default") : key.substr(std::strlen("tokenizer.chat_template."));
   };

@@ -3,8 +3,12 @@
 // shape the header has.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <string>
 
+#include "ggufkit/inspect.h"
+#include "ggufkit/layout.h"
 #include "ggufkit/model.h"
 #include "ggufkit/scan.h"
 #include "ggufkit/source.h"
@@ -82,6 +86,40 @@ TEST(ValueList, ListsReadFromEitherByteOrderAreEqualAndWriteBackByteForByte) {
   EXPECT_EQ(to_bytes(turned), read_file_bytes(little));
 }
 
+TEST(PairSpans, PastTheCapOneSpanCoversThePairsAndFindingsKeepTheirOffsets) {
+  // kMaxPairSpans + 1 pairs k.00000 ...: u8 values, then a bool byte of 2 (a finding).
+  const uint64_t n = kMaxPairSpans + 1;
+  Model m;
+  for (uint64_t i = 0; i + 1 < n; ++i) m.metadata.push_back({"k." + std::to_string(100000 + i), Value::scalar(ValueType::u8, 1)});
+  m.metadata.push_back({"z.flag", Value::scalar(ValueType::boolean, 2)});
+  Layout planned = plan(m);
+  const uint64_t pairs = (n - 1) * (8 + 8 + 4 + 1) + (8 + 6 + 4 + 1);
+  ASSERT_EQ(planned.spans.size(), 6u);  // magic, version, the two counts, the pairs, the end's padding
+  EXPECT_EQ(planned.spans[4], (LabeledSpan{SpanKind::metadata, {24, pairs}, ""}));
+  EXPECT_EQ(planned.spans[5].kind, SpanKind::padding);
+  std::string path = temp_path("pair-spans.gguf");
+  write_file_bytes(path, to_bytes(m));
+  Scanned s = scan_file(path);
+  EXPECT_EQ(s.layout, planned);  // the reader lists them as the writer does
+  EXPECT_EQ(s.model.metadata.offset(n - 1), 24 + pairs - 19);
+  bool found = false;
+  for (const Finding& f : validate_file(path))
+    if (f.code == "bool_value") {
+      found = true;
+      EXPECT_EQ(f.offset, 24 + pairs - 1);  // the value's byte, from where the pair was read
+    }
+  EXPECT_TRUE(found);
+  // A pair changed since it was read has no offset of its own any more.
+  s.model.metadata.set(0, {"k.100000", Value::scalar(ValueType::u8, 2)});
+  EXPECT_EQ(s.model.metadata.offset(n - 1), std::nullopt);
+  // At the cap, each pair has its three spans.
+  m.metadata.erase(0);
+  Layout each = plan(m);
+  EXPECT_EQ(std::count_if(each.spans.begin(), each.spans.end(), [](const LabeledSpan& x) { return x.kind == SpanKind::kv_value; }),
+            static_cast<std::ptrdiff_t>(kMaxPairSpans));
+  EXPECT_EQ(each.spans[4], (LabeledSpan{SpanKind::kv_key, {24, 16}, "kv[0] k.100001"}));
+}
+
 // ulimit -v for a header of `header` bytes: 3x the header plus 32 MiB, in KiB.
 std::string limit_for(uint64_t header) { return "ulimit -v " + std::to_string((3 * header + (32ull << 20)) / 1024) + "; "; }
 
@@ -99,7 +137,7 @@ void run_bounded(const std::string& path, const std::vector<Bounded>& cases) {
 #endif
   uint64_t header = read_file_bytes(path).size();
   for (const Bounded& c : cases) {
-    std::string out = temp_path(std::string("bounded-") + c.name + ".gguf");
+    std::string out = path + "-" + c.name + ".gguf";
     std::string args = c.args;
     for (auto [from, to] : {std::pair<std::string, std::string>{"FILE", path}, {"OUT", out}})
       for (size_t at; (at = args.find(from)) != std::string::npos;) args.replace(at, from.size(), to);
@@ -129,10 +167,52 @@ TEST(Memory, FourMillionNestedEmptyArraysStayWithinThreeTimesTheHeader) {
       {"edit", "edit FILE --set general.name=n -o OUT", 0, "general.name"},
   });
   if (HasFatalFailure() || IsSkipped()) return;
-  EXPECT_EQ(read_file_bytes(temp_path("bounded-rewrite.gguf")), read_file_bytes(path));
-  Scanned edited = scan_file(temp_path("bounded-edit.gguf"));
+  EXPECT_EQ(read_file_bytes(path + "-rewrite.gguf"), read_file_bytes(path));
+  Scanned edited = scan_file(path + "-edit.gguf");
   EXPECT_EQ(edited.model.find("general.name")->str, "n");
   EXPECT_EQ(edited.model.find("nested")->items, scan_file(path).model.find("nested")->items);
+}
+
+TEST(Memory, AMillionKeysStayWithinThreeTimesTheHeader) {
+  // 22 MB of header: a million pairs k.0000000 ... k.0999999, each a u8 holding i % 256.
+  const uint64_t n = 1'000'000;
+  Bytes b;
+  b.head(3, 0, n);
+  b.b.reserve(24 + 22 * n);
+  char key[16];
+  for (uint64_t i = 0; i < n; ++i) {
+    std::snprintf(key, sizeof key, "k.%07llu", static_cast<unsigned long long>(i));
+    b.str(key).u32(0).u8(static_cast<uint8_t>(i));
+  }
+  std::string path = temp_path("keys-1m.gguf");
+  write_file_bytes(path, b.b);
+  b.b.clear();
+  b.b.shrink_to_fit();
+  std::string in_place = temp_path("keys-1m-in-place.gguf");
+  write_file_bytes(in_place, read_file_bytes(path));
+  run_bounded(path, {
+      {"show", "show FILE", 0, "metadata      1000000 keys"},
+      {"validate", "validate FILE", 1, "missing_architecture"},
+      {"get", "get FILE k.0999999", 0, "63\n"},  // 999999 % 256
+      {"account", "account FILE", 0, "metadata"},
+      {"template", "template --list FILE", 0, ""},
+      {"rewrite", "rewrite FILE -o OUT", 0, ""},
+      {"edit", "edit FILE --set k.0500000=7 -o OUT", 0, "k.0500000"},
+      {"in-place", "edit " + in_place + " --set k.0000001=9 --in-place", 0, "k.0000001"},
+  });
+  if (HasFatalFailure() || IsSkipped()) return;
+  EXPECT_EQ(read_file_bytes(path + "-rewrite.gguf"), read_file_bytes(path));
+  Scanned edited = scan_file(path + "-edit.gguf");
+  ASSERT_EQ(edited.model.metadata.size(), n);
+  EXPECT_EQ(edited.model.metadata[500000].value.bits, 7u);  // in its place, still a u8
+  EXPECT_EQ(edited.model.metadata[500001].value.bits, 500001u % 256);
+  std::vector<uint8_t> was = read_file_bytes(path), now = read_file_bytes(in_place);
+  ASSERT_EQ(now.size(), was.size());
+  // One byte differs: kv[1]'s value, at 24 + 22 + 21.
+  size_t differ = 0;
+  for (size_t i = 0; i < was.size(); ++i) differ += was[i] != now[i];
+  EXPECT_EQ(differ, 1u);
+  EXPECT_EQ(now[24 + 22 + 21], 9u);
 }
 
 }  // namespace

@@ -155,9 +155,11 @@ std::optional<HeaderEdit> header_in_place(const Model& model, const Layout& L, c
     why = "the tensor data would move";
     return std::nullopt;
   }
-  DiffSink sink(*model.tail->source, L.data_offset);
+  // The header and its padding; a file with no tensors may end right after the header.
+  const uint64_t n = std::min(L.data_offset, L.file_size);
+  DiffSink sink(*model.tail->source, n);
   emit(model, L, sink);
-  return HeaderEdit{L.data_offset, sink.first, std::move(sink.bytes), model.tail->source};
+  return HeaderEdit{n, sink.first, std::move(sink.bytes), model.tail->source};
 }
 
 void write_header_in_place(const std::string& path, const Layout& planned, const HeaderEdit& edit) {

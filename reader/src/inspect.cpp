@@ -337,7 +337,9 @@ Account account_of(const Scanned& s) {
       case SpanKind::magic: case SpanKind::version: case SpanKind::tensor_count: case SpanKind::kv_count:
         a.head += sp.span.size;
         break;
-      case SpanKind::kv_key: case SpanKind::kv_type: case SpanKind::kv_value: a.metadata += sp.span.size; break;
+      case SpanKind::kv_key: case SpanKind::kv_type: case SpanKind::kv_value: case SpanKind::metadata:
+        a.metadata += sp.span.size;
+        break;
       case SpanKind::tensor_info: a.infos += sp.span.size; break;
       case SpanKind::padding: a.padding += sp.span.size; break;
       case SpanKind::tensor_data: a.tensor_bytes += sp.span.size; break;

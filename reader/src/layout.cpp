@@ -16,6 +16,7 @@ const char* span_kind_name(SpanKind k) {
     case SpanKind::kv_key: return "kv_key";
     case SpanKind::kv_type: return "kv_type";
     case SpanKind::kv_value: return "kv_value";
+    case SpanKind::metadata: return "metadata";
     case SpanKind::tensor_info: return "tensor_info";
     case SpanKind::padding: return "padding";
     case SpanKind::tensor_data: return "tensor_data";

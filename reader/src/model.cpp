@@ -150,28 +150,36 @@ const KV Metadata::operator[](size_t i) const {
 const KV& Metadata::ref(size_t i) const {
   if (!(at_[i] & kOwned)) {
     owned_.push_back((*this)[i]);
+    read_at_[owned_.size() - 1] = at_[i];
     at_[i] = kOwned | (owned_.size() - 1);
   }
   return owned_[at_[i] & ~kOwned];
 }
 
 std::optional<uint64_t> Metadata::offset(size_t i) const {
-  if (at_[i] & kOwned) return std::nullopt;
-  return at_[i];
+  if (!as_read_ || !base_) return std::nullopt;
+  if (!(at_[i] & kOwned)) return at_[i];
+  auto it = read_at_.find(at_[i] & ~kOwned);  // found by key since
+  return it == read_at_.end() ? std::nullopt : std::optional<uint64_t>(it->second);
 }
 
 void Metadata::push_back(KV kv) {
+  as_read_ = false;
   owned_.push_back(std::move(kv));
   at_.push_back(kOwned | (owned_.size() - 1));
 }
 
 void Metadata::set(size_t i, KV kv) { edit(i) = std::move(kv); }
 
-void Metadata::erase(size_t i) { at_.erase(at_.begin() + static_cast<std::ptrdiff_t>(i)); }  // an owned KV stays till clear()
+void Metadata::erase(size_t i) {
+  as_read_ = false;
+  at_.erase(at_.begin() + static_cast<std::ptrdiff_t>(i));  // an owned KV stays till clear()
+}
 
 void Metadata::clear() {
   at_.clear();
   owned_.clear();
+  read_at_.clear();
 }
 
 bool Metadata::operator==(const Metadata& o) const {

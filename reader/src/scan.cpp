@@ -223,6 +223,8 @@ class Scanner {
     if (c_.owner) m.metadata.view(c_.owner, c_.here() - c_.pos(), c_.swap);
     m.metadata.reserve(static_cast<size_t>(std::min<uint64_t>(n_kv, c_.owner ? n_kv : 1 << 16)));
     std::vector<uint64_t> starts;  // of copied pairs, for the duplicate check
+    const bool each = n_kv <= kMaxPairSpans;
+    const uint64_t pairs_start = c_.pos();
     for (uint64_t i = 0; i < n_kv; ++i) {
       uint64_t start = c_.pos();
       c_.context = "kv[" + std::to_string(i) + "]";
@@ -230,14 +232,14 @@ class Scanner {
       kv.key = c_.string({"key length"}, opt_.max_string);
       if (kv.key.empty()) c_.fail(start, {"key"}, "the key is empty");
       std::string path = c_.context + " " + kv.key;
-      span(L, SpanKind::kv_key, start, path);
+      if (each) span(L, SpanKind::kv_key, start, path);
       c_.context = path;
       uint64_t tstart = c_.pos();
       ValueType type = value_type(tstart, {"type"});
-      span(L, SpanKind::kv_type, tstart, path);
+      if (each) span(L, SpanKind::kv_type, tstart, path);
       uint64_t vstart = c_.pos();
       kv.value = value(type, 0, -1);
-      span(L, SpanKind::kv_value, vstart, path);
+      if (each) span(L, SpanKind::kv_value, vstart, path);
       if (kv.key == kAlignmentKey) alignment_at_ = {tstart, vstart, path};
       if (c_.owner) {
         m.metadata.push_view(start);
@@ -246,6 +248,7 @@ class Scanner {
         starts.push_back(start);
       }
     }
+    if (!each) span(L, SpanKind::metadata, pairs_start, "");
     unique_keys(m.metadata, starts);
     L.alignment = alignment(m);
 

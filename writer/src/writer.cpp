@@ -39,18 +39,18 @@ class Walker {
     mark("head", "kv count");
     u64(m_.metadata.size());
     end();
+    const bool each = m_.metadata.size() <= kMaxPairSpans;  // else one span for all (layout.h)
+    if (!each) begin(SpanKind::metadata, "");
     for (size_t i = 0; i < m_.metadata.size(); ++i) {
       const KV& kv = m_.metadata[i];
       std::string index = "kv[" + std::to_string(i) + "]", path = index + " " + kv.key;
-      begin(SpanKind::kv_key, path);
+      if (each) begin(SpanKind::kv_key, path);
       mark(index, "key length");
       str(kv.key);
-      end();
-      begin(SpanKind::kv_type, path);
+      if (each) end(), begin(SpanKind::kv_type, path);
       mark(path, "type");
       u32(static_cast<uint32_t>(kv.value.type));
-      end();
-      begin(SpanKind::kv_value, path);
+      if (each) end(), begin(SpanKind::kv_value, path);
       mark(path, kv.value.type == ValueType::string ? "string length"
                  : kv.value.type == ValueType::array ? "array type"
                                                      : "value");
@@ -61,8 +61,9 @@ class Walker {
       } else {
         value(kv.value, path);
       }
-      end();
+      if (each) end();
     }
+    if (!each) end();
     for (size_t i = 0; i < m_.tensors.size(); ++i) {
       const Tensor& t = m_.tensors[i];
       std::string path = path_of(i);

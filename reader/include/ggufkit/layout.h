@@ -17,7 +17,14 @@ enum class SpanKind {
   tensor_info, padding, tensor_data, tensor_padding,
   gap,       // bytes between a tensor's padding and the next tensor (the format allows them)
   trailing,  // bytes after the last tensor's padding, or after the header's
+  metadata,  // all the key-value pairs, in a header of more than kMaxPairSpans of them
 };
+
+// Each key-value pair is listed as three spans (key, type, value) in a header of up to
+// this many pairs; beyond, one metadata span covers them all, so that a layout's memory
+// stays in proportion to the header (a span is some 90 bytes, a pair may be 14). Where a
+// pair lies in a file read is still known: Metadata::offset.
+constexpr uint64_t kMaxPairSpans = 16384;
 const char* span_kind_name(SpanKind k);
 
 struct LabeledSpan {

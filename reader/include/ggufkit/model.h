@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "ggufkit/format.h"
@@ -250,8 +251,12 @@ class Metadata {
   std::string_view key(size_t i) const;    // without making the value
   // Pair i as a KV kept here; with edit, one that may be changed in place.
   const KV& ref(size_t i) const;
-  KV& edit(size_t i) { return const_cast<KV&>(ref(i)); }
-  // Where pair i starts in the file it was read from, while it is as read.
+  KV& edit(size_t i) {
+    as_read_ = false;
+    return const_cast<KV&>(ref(i));
+  }
+  // Where pair i starts in the file it was read from, while every pair is as read (and so
+  // lies at the same offset in any file written of them: the pairs follow the 24-byte head).
   std::optional<uint64_t> offset(size_t i) const;
 
   class iterator {
@@ -309,8 +314,10 @@ class Metadata {
   std::shared_ptr<const void> keep_;
   const uint8_t* base_ = nullptr;
   bool big_ = false;
+  bool as_read_ = true;  // no pair set, added or erased since the reader's
   mutable std::vector<uint64_t> at_;
   mutable std::deque<KV> owned_;  // a deque: a KV's address holds as others are added
+  mutable std::unordered_map<uint64_t, uint64_t> read_at_;  // owned_ index -> where it was read
 };
 
 enum class ByteOrder { little, big };
