@@ -386,12 +386,18 @@ std::vector<Difference> diff_files(const Scanned& x, const Scanned& y, bool layo
         mb.order == ByteOrder::big ? "big" : "little");
   if (x.layout.alignment != y.layout.alignment)
     add("alignment", "", Value::of_u32(x.layout.alignment), Value::of_u32(y.layout.alignment));
-  // Keys: a key gone from A whose value turns up under a key new in B was renamed.
+  // Keys: a key gone from A whose value turns up under a key new in B was renamed. Keys
+  // are looked up in sorted indices: a header may hold millions.
+  const Metadata &da = ma.metadata, &db = mb.metadata;
+  const std::vector<uint64_t> sa = da.sorted_by_key(), sb = db.sorted_by_key();
   std::vector<const KV*> gone, fresh;
-  for (size_t i = 0; i < ma.metadata.size(); ++i)
-    if (!mb.find(ma.metadata.key(i))) gone.push_back(&ma.metadata.ref(i));
-  for (size_t i = 0; i < mb.metadata.size(); ++i)
-    if (!ma.find(mb.metadata.key(i))) fresh.push_back(&mb.metadata.ref(i));
+  std::vector<size_t> oa, ob;  // the keys both have, in A's order and in B's
+  for (size_t i = 0; i < da.size(); ++i)
+    if (!db.index_of(da.key(i), sb)) gone.push_back(&da.ref(i));
+    else oa.push_back(i);
+  for (size_t i = 0; i < db.size(); ++i)
+    if (!da.index_of(db.key(i), sa)) fresh.push_back(&db.ref(i));
+    else ob.push_back(i);
   for (const KV*& g : gone)
     for (const KV*& f : fresh)
       if (g && f && g->value == f->value) {
@@ -400,20 +406,14 @@ std::vector<Difference> diff_files(const Scanned& x, const Scanned& y, bool layo
       }
   for (const KV* g : gone)
     if (g) add("removed", g->key, g->value, std::nullopt);
-  for (const KV& kv : ma.metadata)
-    if (const Value* other = mb.find(kv.key); other && !(*other == kv.value)) add("changed", kv.key, kv.value, *other);
+  for (size_t i : oa)
+    if (KV a = da[i], b = db[*db.index_of(a.key, sb)]; !(a.value == b.value)) add("changed", a.key, a.value, b.value);
   for (const KV* f : fresh)
     if (f) add("added", f->key, std::nullopt, f->value);
-  // Order: the keys both files have, in A's order and in B's.
-  std::vector<std::string> oa, ob;
-  for (const KV& kv : ma.metadata)
-    if (mb.find(kv.key)) oa.push_back(kv.key);
-  for (const KV& kv : mb.metadata)
-    if (ma.find(kv.key)) ob.push_back(kv.key);
   for (size_t i = 0; i < oa.size(); ++i)
-    if (oa[i] != ob[i]) {
-      add("key_order", oa[i], std::nullopt, std::nullopt, "position " + std::to_string(i) + " of the shared keys",
-          ob[i] + " stands there");
+    if (da.key(oa[i]) != db.key(ob[i])) {
+      add("key_order", std::string(da.key(oa[i])), std::nullopt, std::nullopt, "position " + std::to_string(i) + " of the shared keys",
+          std::string(db.key(ob[i])) + " stands there");
       break;
     }
   // Tensors.

@@ -189,6 +189,22 @@ bool Metadata::operator==(const Metadata& o) const {
   return true;
 }
 
+std::vector<uint64_t> Metadata::sorted_by_key() const {
+  std::vector<uint64_t> order(size());
+  for (uint64_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) {
+    int c = key(a).compare(key(b));
+    return c < 0 || (c == 0 && a < b);
+  });
+  return order;
+}
+
+std::optional<size_t> Metadata::index_of(std::string_view k, const std::vector<uint64_t>& sorted) const {
+  auto it = std::lower_bound(sorted.begin(), sorted.end(), k, [&](uint64_t i, std::string_view x) { return key(i) < x; });
+  if (it == sorted.end() || key(*it) != k) return std::nullopt;
+  return *it;
+}
+
 void Metadata::view(std::shared_ptr<const void> keep, const uint8_t* base, bool big) {
   keep_ = std::move(keep);
   base_ = base;

@@ -348,14 +348,9 @@ class Scanner {
   }
 
   // Refuses a key seen before, at the first pair that repeats one, saying where it was
-  // first. Sorted, not hashed: 8 bytes a pair, for headers of millions of keys.
+  // first. Sorted, not hashed (Metadata::sorted_by_key).
   void unique_keys(const Metadata& md, const std::vector<uint64_t>& starts) {
-    std::vector<uint64_t> order(md.size());
-    for (uint64_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) {
-      int c = md.key(a).compare(md.key(b));
-      return c < 0 || (c == 0 && a < b);
-    });
+    const std::vector<uint64_t> order = md.sorted_by_key();
     std::optional<std::pair<uint64_t, uint64_t>> dup;  // (repeat, first), the earliest repeat
     for (size_t k = 1, first = 0; k < order.size(); ++k) {
       if (md.key(order[k]) != md.key(order[first])) first = k;

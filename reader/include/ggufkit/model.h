@@ -303,6 +303,10 @@ class Metadata {
       if (pred((*this)[i])) erase(i);
   }
   bool operator==(const Metadata& o) const;  // pair by pair, bitwise
+  // The pairs' indices in key order (equal keys by index): 8 bytes a pair, where a hash
+  // of a million keys would take tens of bytes each. index_of looks a key up in it.
+  std::vector<uint64_t> sorted_by_key() const;
+  std::optional<size_t> index_of(std::string_view key, const std::vector<uint64_t>& sorted) const;
 
   // The reader's: the pairs that follow are at these offsets of `base`, which `keep` holds
   // and whose every field was checked.
