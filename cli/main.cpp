@@ -878,15 +878,15 @@ int cmd_dump(const std::vector<std::string>& args) {
   if (format != "yaml" && format != "json") throw_usage("--format must be yaml or json, found '" + format + "'");
   Scanned s = scan_file((*vm)["file"].as<std::string>());
   DumpOptions opt{format == "json", (*vm)["inline-data"].as<bool>(), std::nullopt};
-  if (!vm->count("output")) {
-    std::cout << dump_sketch(s.model, opt);
+  if (!vm->count("output")) {  // printed as it is made: a sketch may be larger than memory allows
+    dump_sketch(s.model, opt, [](std::string_view piece) { std::fwrite(piece.data(), 1, piece.size(), stdout); });
     return 0;
   }
   std::string out = (*vm)["output"].as<std::string>();
   opt.sketch_dir = std::filesystem::path(out).parent_path().string();
-  std::string text = dump_sketch(s.model, opt);
   refuse_same_file((*vm)["file"].as<std::string>(), out, "");
-  write_text_file(out, text, (*vm)["force"].as<bool>());
+  write_text_file(out, (*vm)["force"].as<bool>(),
+                  [&](const std::function<void(std::string_view)>& put) { dump_sketch(s.model, opt, put); });
   return 0;
 }
 

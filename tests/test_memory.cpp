@@ -165,12 +165,17 @@ TEST(Memory, FourMillionNestedEmptyArraysStayWithinThreeTimesTheHeader) {
       {"get", "get --json FILE nested", 0, "[], [1, 2, 3]]}"},
       {"rewrite", "rewrite FILE -o OUT", 0, ""},
       {"edit", "edit FILE --set general.name=n -o OUT", 0, "general.name"},
+      {"dump", "dump FILE -o OUT", 0, ""},
   });
   if (HasFatalFailure() || IsSkipped()) return;
   EXPECT_EQ(read_file_bytes(path + "-rewrite.gguf"), read_file_bytes(path));
   Scanned edited = scan_file(path + "-edit.gguf");
   EXPECT_EQ(edited.model.find("general.name")->str, "n");
   EXPECT_EQ(edited.model.find("nested")->items, scan_file(path).model.find("nested")->items);
+  std::vector<uint8_t> sketch = read_file_bytes(path + "-dump.gguf");  // 144 MB of YAML, each array a line
+  const std::string end = "      - items: u16\n        value:\n          - 1\n          - 2\n          - 3\ntensors: []\n";
+  ASSERT_GT(sketch.size(), 12 * n);
+  EXPECT_EQ(std::string(sketch.end() - end.size(), sketch.end()), end);
 }
 
 TEST(Memory, AMillionKeysStayWithinThreeTimesTheHeader) {
@@ -199,6 +204,7 @@ TEST(Memory, AMillionKeysStayWithinThreeTimesTheHeader) {
       {"rewrite", "rewrite FILE -o OUT", 0, ""},
       {"edit", "edit FILE --set k.0500000=7 -o OUT", 0, "k.0500000"},
       {"in-place", "edit " + in_place + " --set k.0000001=9 --in-place", 0, "k.0000001"},
+      {"dump", "dump FILE -o OUT", 0, ""},
   });
   if (HasFatalFailure() || IsSkipped()) return;
   EXPECT_EQ(read_file_bytes(path + "-rewrite.gguf"), read_file_bytes(path));
@@ -206,6 +212,10 @@ TEST(Memory, AMillionKeysStayWithinThreeTimesTheHeader) {
   ASSERT_EQ(edited.model.metadata.size(), n);
   EXPECT_EQ(edited.model.metadata[500000].value.bits, 7u);  // in its place, still a u8
   EXPECT_EQ(edited.model.metadata[500001].value.bits, 500001u % 256);
+  std::vector<uint8_t> sketch = read_file_bytes(path + "-dump.gguf");
+  const std::string end = "  - key: \"k.0999999\"\n    type: u8\n    value: 63\ntensors: []\n";
+  ASSERT_GT(sketch.size(), 40 * n);  // every pair, three lines each
+  EXPECT_EQ(std::string(sketch.end() - end.size(), sketch.end()), end);
   std::vector<uint8_t> was = read_file_bytes(path), now = read_file_bytes(in_place);
   ASSERT_EQ(now.size(), was.size());
   // One byte differs: kv[1]'s value, at 24 + 22 + 21.

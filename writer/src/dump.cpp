@@ -1,6 +1,8 @@
 // dump_sketch: a model as a sketch that write turns back into the same bytes.
 #include <cmath>
 #include <filesystem>
+#include <functional>
+#include <utility>
 
 #include "ggufkit/error.h"
 #include "ggufkit/text.h"
@@ -243,36 +245,152 @@ Doc tail_doc(const Model& m) {
   return raw;
 }
 
+// What follows prints the document as yaml_map and json_text would print it whole, a piece
+// at a time: a pair, a tensor, an item of a large array. The document is never held, so a
+// header of a million keys or of millions of nested arrays is printed in little memory.
+
+// The block sequence of the non-empty array v at `indent`, item by item.
+void yaml_array(const Value& v, size_t indent, const DumpPut& put) {
+  std::string out;
+  v.each([&](const Value& item) {
+    out.assign(indent, ' ');
+    out += "- ";
+    if (v.elem == ValueType::array) {  // {items: T, value: ...} as a block map
+      out += std::string("items: ") + value_type_name(item.elem) + "\n";
+      out.append(indent + 2, ' ');
+      out += item.size() == 0 ? "value: []\n" : "value:\n";
+      put(out);
+      if (item.size() > 0) yaml_array(item, indent + 4, put);
+    } else {
+      flow_text(value_doc(item), out);
+      out += '\n';
+      put(out);
+    }
+    return true;
+  });
+}
+
+// The JSON array of the non-empty array v, whose line is indented by `indent`.
+void json_array(const Value& v, size_t indent, const DumpPut& put) {
+  std::string out = "[";
+  bool first = true;
+  v.each([&](const Value& item) {
+    out += std::exchange(first, false) ? "\n" : ",\n";
+    out.append(indent + 2, ' ');
+    if (v.elem == ValueType::array) {
+      out += "{\n";
+      out.append(indent + 4, ' ');
+      out += "\"items\": " + json_string(value_type_name(item.elem)) + ",\n";
+      out.append(indent + 4, ' ');
+      out += "\"value\": ";
+      if (item.size() == 0) {
+        out += "[]";
+      } else {
+        put(out);
+        out.clear();
+        json_array(item, indent + 4, put);
+      }
+      out += '\n';
+      out.append(indent + 2, ' ');
+      out += '}';
+    } else {
+      json_text(value_doc(item), indent + 2, out);
+    }
+    put(out);
+    out.clear();
+    return true;
+  });
+  out += '\n';
+  out.append(indent, ' ');
+  out += ']';
+  put(out);
+}
+
+// One pair as an item of the metadata sequence; a non-empty array's items one by one.
+void pair_text(const KV& kv, bool json, bool first, const DumpPut& put) {
+  Doc e = new_map();
+  e.add("key", string_doc(kv.key));
+  e.add("type", Doc::name(value_type_name(kv.value.type)));
+  const bool array = kv.value.type == ValueType::array;
+  if (array) e.add("items", Doc::name(value_type_name(kv.value.elem)));
+  const bool streamed = array && kv.value.size() > 0;
+  if (!streamed) e.add("value", value_doc(kv.value));
+  std::string out;
+  if (json) {
+    out = first ? "\n    " : ",\n    ";
+    json_text(e, 4, out);
+    if (streamed) {
+      out.resize(out.size() - 6);  // reopened: "\n    }"
+      out += ",\n      \"value\": ";
+      put(out);
+      json_array(kv.value, 6, put);
+      put("\n    }");
+      return;
+    }
+  } else {
+    Doc one = new_seq();
+    one.items.push_back(std::move(e));
+    yaml_seq(one, 2, out);
+    if (streamed) out += "    value:\n";
+  }
+  put(out);
+  if (streamed && !json) yaml_array(kv.value, 6, put);
+}
+
 }  // namespace
 
-std::string dump_sketch(const Model& m, const DumpOptions& o) {
-  Doc root = new_map();
-  root.add("version", Doc::of(std::to_string(m.version)));
-  root.add("byte_order", Doc::name(m.order == ByteOrder::big ? "big" : "little"));
-  root.add("pad_end", Doc::of(m.pad_end ? "true" : "false"));
-  Doc md = new_seq(m.metadata.empty());
-  for (const KV& kv : m.metadata) {
-    Doc e = new_map();
-    e.add("key", string_doc(kv.key));
-    e.add("type", Doc::name(value_type_name(kv.value.type)));
-    if (kv.value.type == ValueType::array) e.add("items", Doc::name(value_type_name(kv.value.elem)));
-    e.add("value", value_doc(kv.value));
-    md.items.push_back(std::move(e));
-  }
-  root.add("metadata", std::move(md));
-  Doc ts = new_seq(m.tensors.empty());
-  for (const Tensor& t : m.tensors) ts.items.push_back(tensor_doc(t, o.inline_data, o.sketch_dir));
-  root.add("tensors", std::move(ts));
-  if (Doc raw = tail_doc(m); !raw.keys.empty()) root.add("raw", std::move(raw));
+void dump_sketch(const Model& m, const DumpOptions& o, const DumpPut& put) {
+  std::vector<std::pair<std::string, Doc>> head;
+  head.emplace_back("version", Doc::of(std::to_string(m.version)));
+  head.emplace_back("byte_order", Doc::name(m.order == ByteOrder::big ? "big" : "little"));
+  head.emplace_back("pad_end", Doc::of(m.pad_end ? "true" : "false"));
+  Doc raw = tail_doc(m);
+  bool first = true;
   std::string out;
-  if (o.json) {
-    json_text(root, 0, out);
-    out += '\n';
-  } else {
-    out = "# a ggufkit sketch: 'ggufkit write' turns it back into the same bytes\n";
-    yaml_map(root, 0, false, out);
-  }
-  return out;
+  // One member of the root map, as yaml_map or json_text prints it.
+  auto member = [&](const std::string& key, Doc v) {
+    out.clear();
+    if (o.json) {
+      out += std::exchange(first, false) ? "\n  " : ",\n  ";
+      out += json_string(key) + ": ";
+      json_text(v, 2, out);
+    } else {
+      Doc one = new_map();
+      one.add(key, std::move(v));
+      yaml_map(one, 0, false, out);
+    }
+    put(out);
+  };
+  // A sequence member, item by item.
+  auto sequence = [&](const std::string& key, size_t n, const std::function<void(size_t, bool)>& item) {
+    if (n == 0) return member(key, new_seq(true));
+    put(o.json ? std::string(std::exchange(first, false) ? "\n  " : ",\n  ") + json_string(key) + ": [" : key + ":\n");
+    for (size_t i = 0; i < n; ++i) item(i, i == 0);
+    if (o.json) put("\n  ]");
+  };
+  put(o.json ? "{" : "# a ggufkit sketch: 'ggufkit write' turns it back into the same bytes\n");
+  for (auto& [k, v] : head) member(k, std::move(v));
+  sequence("metadata", m.metadata.size(), [&](size_t i, bool at_first) { pair_text(m.metadata[i], o.json, at_first, put); });
+  sequence("tensors", m.tensors.size(), [&](size_t i, bool at_first) {
+    Doc t = tensor_doc(m.tensors[i], o.inline_data, o.sketch_dir);
+    out = o.json ? (at_first ? "\n    " : ",\n    ") : "";
+    if (o.json) {
+      json_text(t, 4, out);
+    } else {
+      Doc one = new_seq();
+      one.items.push_back(std::move(t));
+      yaml_seq(one, 2, out);
+    }
+    put(out);
+  });
+  if (!raw.keys.empty()) member("raw", std::move(raw));
+  if (o.json) put("\n}\n");
+}
+
+std::string dump_sketch(const Model& m, const DumpOptions& o) {
+  std::string text;
+  dump_sketch(m, o, [&](std::string_view piece) { text += piece; });
+  return text;
 }
 
 }  // namespace ggufkit

@@ -53,13 +53,29 @@ void refuse_same_file(const std::string& input, const std::string& output, const
 }
 
 void write_text_file(const std::string& path, const std::string& text, bool replace) {
+  write_text_file(path, replace, [&](const std::function<void(std::string_view)>& put) { put(text); });
+}
+
+void write_text_file(const std::string& path, bool replace,
+                     const std::function<void(const std::function<void(std::string_view)>&)>& make) {
   PendingFile out(path, 0666, replace);
-  for (size_t done = 0; done < text.size();) {
-    ssize_t w = ::write(out.fd(), text.data() + done, text.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) throw_io(path, "write failed at byte " + std::to_string(done));
-    done += static_cast<size_t>(w);
-  }
+  std::string buf;  // pieces gathered into writes of about 1 MiB
+  uint64_t written = 0;
+  auto drain = [&] {
+    for (size_t done = 0; done < buf.size();) {
+      ssize_t w = ::write(out.fd(), buf.data() + done, buf.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) throw_io(path, "write failed at byte " + std::to_string(written + done));
+      done += static_cast<size_t>(w);
+    }
+    written += buf.size();
+    buf.clear();
+  };
+  make([&](std::string_view piece) {
+    buf += piece;
+    if (buf.size() >= (1u << 20)) drain();
+  });
+  drain();
   out.commit();
 }
 

@@ -3,8 +3,10 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace ggufkit {
 
@@ -52,6 +54,9 @@ void refuse_same_file(const std::string& input, const std::string& output, const
 
 // Writes `text` to `path` through a PendingFile: dump's sketches.
 void write_text_file(const std::string& path, const std::string& text, bool replace);
+// The same for text `make` gives a piece at a time, to the function it is passed.
+void write_text_file(const std::string& path, bool replace,
+                     const std::function<void(const std::function<void(std::string_view)>&)>& make);
 
 // Removes the hidden temporary files that processes killed between naming and renaming
 // them left in `dir` (those whose process no longer exists). Returns how many it removed.

@@ -2,8 +2,10 @@
 
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ggufkit/layout.h"
@@ -66,5 +68,9 @@ struct DumpOptions {
   std::optional<std::string> sketch_dir;
 };
 std::string dump_sketch(const Model& model, const DumpOptions& options = {});
+// The same, given to `put` a piece at a time (a pair, a tensor, an array's item): the
+// document is never whole in memory.
+using DumpPut = std::function<void(std::string_view)>;
+void dump_sketch(const Model& model, const DumpOptions& options, const DumpPut& put);
 
 }  // namespace ggufkit
