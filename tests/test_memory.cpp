@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
+
+#include <unistd.h>
 
 #include "ggufkit/inspect.h"
 #include "ggufkit/layout.h"
@@ -130,12 +133,13 @@ struct Bounded {
   std::string out;   // what its standard output must hold
 };
 
-// Every command on `path` under the limit: the exit code, and what it printed or wrote.
-void run_bounded(const std::string& path, const std::vector<Bounded>& cases) {
+// Every command on `path` under the limit for its header (the whole file unless given):
+// the exit code, and what it printed or wrote.
+void run_bounded(const std::string& path, const std::vector<Bounded>& cases, uint64_t header = 0) {
 #ifdef GGUFKIT_SANITIZED
   GTEST_SKIP() << "the sanitizers reserve terabytes of address space; ulimit -v cannot apply";
 #endif
-  uint64_t header = read_file_bytes(path).size();
+  if (header == 0) header = std::filesystem::file_size(path);
   for (const Bounded& c : cases) {
     std::string out = path + "-" + c.name + ".gguf";
     std::string args = c.args;
@@ -223,6 +227,32 @@ TEST(Memory, AMillionKeysStayWithinThreeTimesTheHeader) {
   for (size_t i = 0; i < was.size(); ++i) differ += was[i] != now[i];
   EXPECT_EQ(differ, 1u);
   EXPECT_EQ(now[24 + 22 + 21], 9u);
+}
+
+TEST(Memory, ATensorOf256MiBIsNeverMappedSoItsHeaderAloneSetsTheLimit) {
+  // A 151-byte header and one f32 tensor of 2^26 elements: 32 MiB of address space and a
+  // few hundred bytes must do for every command, so the file's data is never mapped.
+  Bytes b;
+  b.head(3, 1, 2).str("general.architecture").u32(8).str("llama").str("general.name").u32(8).str("big");
+  b.str("w").u32(1).u64(1ull << 26).u32(0).u64(0).pad_to(32);
+  const uint64_t data_start = b.size();
+  std::string path = temp_path("big-tensor.gguf");
+  write_file_bytes(path, b.b);
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(data_start + (4ull << 26))), 0);  // zeros, sparse
+  std::string in_place = path + "-in-place.gguf";
+  ASSERT_EQ(std::system(("cp --sparse=always " + path + " " + in_place).c_str()), 0);
+  run_bounded(path, {
+      {"show", "show FILE", 0, "tensors       1"},
+      {"validate", "validate FILE", 1, "missing_hparam"},
+      {"rewrite", "rewrite FILE -o OUT", 0, ""},
+      {"edit", "edit FILE --set general.name=bigger -o OUT", 0, "general.name"},
+      {"in-place", "edit " + in_place + " --set general.name=bag --in-place", 0, "general.name"},
+      {"dump", "dump FILE -o OUT", 0, ""},
+  }, data_start);
+  if (HasFatalFailure() || IsSkipped()) return;
+  EXPECT_EQ(scan_file(path + "-rewrite.gguf").source_size, data_start + (4ull << 26));
+  EXPECT_EQ(scan_file(path + "-edit.gguf").model.find("general.name")->str, "bigger");
+  EXPECT_EQ(scan_file(in_place).model.find("general.name")->str, "bag");
 }
 
 }  // namespace

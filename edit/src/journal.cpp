@@ -28,16 +28,18 @@ constexpr size_t kFixed = 16 + 8 * 8;  // magic; dev, ino, size, header length, 
 // between two differences. Tensor data is never read (copies are not passed on).
 class DiffSink final : public Sink {
  public:
-  DiffSink(const ByteSource& old, uint64_t limit) : old_(old), limit_(limit) {}
+  // The old header is mapped once (the reader's own map, still held, when it covers it).
+  DiffSink(const ByteSource& old, uint64_t limit)
+      : old_(old), limit_(std::min(limit, old.size())), head_(old.prefix(limit_)) {}
   uint64_t first = 0;
   std::vector<uint8_t> bytes;
 
  protected:
   void put(const void* data, size_t n) override {
     const auto* p = static_cast<const uint8_t*>(data);
-    for (uint64_t at = pos(); at < limit_ && n > 0;) {  // in pieces, so a source with no map needs little memory
+    for (uint64_t at = pos(); at < limit_ && n > 0;) {
       size_t k = static_cast<size_t>(std::min<uint64_t>({n, limit_ - at, 1 << 20}));
-      const uint8_t* o = old_.data() ? old_.data() + at : (buf_.resize(k), old_.read_at(at, buf_.data(), k), buf_.data());
+      const uint8_t* o = head_.get() + at;
       if (o != p && std::memcmp(o, p, k) != 0) {
         size_t lo = 0, hi = k;
         while (o[lo] == p[lo]) ++lo;
@@ -59,7 +61,7 @@ class DiffSink final : public Sink {
  private:
   const ByteSource& old_;
   uint64_t limit_;
-  std::vector<uint8_t> buf_;
+  std::shared_ptr<const uint8_t> head_;
 };
 
 struct Fd {
@@ -134,7 +136,7 @@ std::shared_ptr<const ByteSource> mapped(const std::string& path, const struct s
   if (!f || f->device() != static_cast<uint64_t>(st.st_dev) || f->inode() != static_cast<uint64_t>(st.st_ino) ||
       f->size() != static_cast<uint64_t>(st.st_size))
     read = open_file(path);
-  if (read->size() < n || (n && !read->data())) throw_io(path, "cannot map its header");
+  if (read->size() < n) throw_io(path, "cannot map its header");
   return read;
 }
 
@@ -180,8 +182,9 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
   const std::string journal = journal_path(path), tmp = journal + ".tmp";
   std::string head(kMagic, sizeof kMagic);
   const auto map = mapped(path, st, edit.file, n);
+  const auto header = map->prefix(n);
   for (uint64_t v : {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size), n,
-                     static_cast<uint64_t>(XXH64(map->data(), n, 0)), sum_with(map->data(), n, at, edit.bytes.data(), len),
+                     static_cast<uint64_t>(XXH64(header.get(), n, 0)), sum_with(header.get(), n, at, edit.bytes.data(), len),
                      at, static_cast<uint64_t>(len)})
     put_u64(head, v);
   XXH64_state_t* sum = XXH64_createState();
@@ -288,10 +291,10 @@ Recovery recover(const std::string& path) {
     throw refuse("it is the journal of another file (device, inode or size differ)");
   const auto* old = reinterpret_cast<const uint8_t*>(j.data() + kFixed);  // the new bytes follow; the checksums decide
   Recovery done;
-  const auto map = mapped(path, st, nullptr, n);
-  if (XXH64(map->data(), n, 0) == get_u64(j, 56)) {
+  const auto header = mapped(path, st, nullptr, n)->prefix(n);
+  if (XXH64(header.get(), n, 0) == get_u64(j, 56)) {
     done = Recovery::kept_new;  // the new header is all there
-  } else if (sum_with(map->data(), n, at, old, len) == get_u64(j, 48)) {
+  } else if (sum_with(header.get(), n, at, old, len) == get_u64(j, 48)) {
     write_at(f.fd, path, old, len, at);  // the old header but for the range: the old bytes go back
     done = Recovery::rolled_back;
   } else {

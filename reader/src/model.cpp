@@ -82,14 +82,15 @@ const uint8_t* skip_array(const uint8_t* p, bool big) {
   return p + 12 + body_bytes(p + 12, static_cast<ValueType>(load(p, 4, big)), load(p + 4, 8, big), big);
 }
 
-// The array at p as a Value whose lists view the bytes `keep` holds.
-Value array_at(const uint8_t* p, bool big, const std::shared_ptr<const void>& keep) {
+// The array at p as a Value whose lists view the bytes `keep` holds; `known`, its items'
+// bytes when they are known.
+Value array_at(const uint8_t* p, bool big, const std::shared_ptr<const void>& keep, std::optional<uint64_t> known = {}) {
   Value v;
   v.type = ValueType::array;
   v.elem = static_cast<ValueType>(load(p, 4, big));
   uint64_t n = load(p + 4, 8, big);
   p += 12;
-  size_t bytes = body_bytes(p, v.elem, n, big);
+  size_t bytes = known ? static_cast<size_t>(*known) : body_bytes(p, v.elem, n, big);
   if (v.elem == ValueType::string) v.strs = StringList::view(keep, p, bytes, static_cast<size_t>(n), big);
   else if (v.elem == ValueType::array) v.items = ValueList::view(keep, p, bytes, static_cast<size_t>(n), big);
   else v.nums = NumberList::view(keep, p, static_cast<size_t>(n), value_type_width(v.elem), big);
@@ -120,9 +121,9 @@ void append_array(std::string& out, const Value& v) {
 }
 
 // The value of type t at p, its lists viewing the bytes `keep` holds.
-Value value_at(const uint8_t* p, ValueType t, bool big, const std::shared_ptr<const void>& keep) {
+Value value_at(const uint8_t* p, ValueType t, bool big, const std::shared_ptr<const void>& keep, std::optional<uint64_t> known) {
   if (t == ValueType::string) return Value::of_string(std::string(reinterpret_cast<const char*>(p + 8), load(p, 8, big)));
-  if (t == ValueType::array) return array_at(p, big, keep);
+  if (t == ValueType::array) return array_at(p, big, keep, known);
   return Value::scalar(t, load(p, value_type_width(t), big));
 }
 
@@ -143,7 +144,9 @@ const KV Metadata::operator[](size_t i) const {
   KV kv;
   kv.key = key(i);
   const uint8_t* p = base_ + at_[i] + 8 + kv.key.size();
-  kv.value = value_at(p + 4, static_cast<ValueType>(load(p, 4, big_)), big_, keep_);
+  auto known = items_at_.find(at_[i]);
+  kv.value = value_at(p + 4, static_cast<ValueType>(load(p, 4, big_)), big_, keep_,
+                      known == items_at_.end() ? std::nullopt : std::optional<uint64_t>(known->second));
   return kv;
 }
 
@@ -180,6 +183,7 @@ void Metadata::clear() {
   at_.clear();
   owned_.clear();
   read_at_.clear();
+  items_at_.clear();
 }
 
 bool Metadata::operator==(const Metadata& o) const {

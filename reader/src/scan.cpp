@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "ggufkit/error.h"
@@ -22,6 +23,10 @@ struct Where {
   int64_t index = -1;
 };
 
+// Thrown by a Cursor over a prefix of a file that needs bytes past it: scan() maps a longer
+// prefix and reads again.
+struct NeedMore {};
+
 // A forward-only reader over memory or a stream. It knows its position, so every error
 // it raises carries the byte offset, and it knows (when it can) how many bytes are left,
 // so lengths and counts are checked before anything is allocated.
@@ -31,8 +36,9 @@ class Cursor {
   std::shared_ptr<const void> owner;
   const uint8_t* here() const { return p_; }
 
-  Cursor(std::string file, const uint8_t* data, uint64_t size)
-      : file_(std::move(file)), win_(data), p_(data), end_(data + size), size_(size) {}
+  // The first `window` bytes of a source of `size` bytes, in memory.
+  Cursor(std::string file, const uint8_t* data, uint64_t window, uint64_t size)
+      : file_(std::move(file)), win_(data), p_(data), end_(data + window), size_(size) {}
   Cursor(std::string file, std::istream& in) : file_(std::move(file)), in_(&in), buf_(1 << 16) {
     win_ = p_ = end_ = buf_.data();
   }
@@ -95,7 +101,7 @@ class Cursor {
   // A u64 length and that many bytes, refused past the cap or past the bytes left.
   // An array's string item straight from the window into the list: no string of its own.
   // Steps over a string in the window whose length was checked.
-  void skip_string(Where w, uint64_t cap) { p_ += string_length(w, cap); }
+  void skip_string(Where w, uint64_t cap) { skip(string_length(w, cap)); }
   // Steps over n strings in the window, each length checked as string_length checks it,
   // in one tight loop: a vocabulary is hundreds of thousands of them. A length that fails
   // goes to string_length, which says why.
@@ -113,8 +119,11 @@ class Cursor {
       skip_string({"item length", static_cast<int64_t>(i)}, cap);
     }
   }
-  // Steps over n bytes the caller has checked are in the window.
-  void skip(uint64_t n) { p_ += n; }
+  // Steps over n bytes the caller has checked are in the source.
+  void skip(uint64_t n) {
+    if (n > static_cast<uint64_t>(end_ - p_)) more();
+    p_ += n;
+  }
 
   void append_string(Where w, uint64_t cap, StringList& out) {
     uint64_t len = string_length(w, cap);
@@ -180,8 +189,17 @@ class Cursor {
     else return static_cast<T>(__builtin_bswap64(static_cast<uint64_t>(v)));
   }
 
+  // Past the end of a prefix of the source: a longer one is needed.
+  void more() const {
+    if (!in_ && size_ && static_cast<uint64_t>(end_ - win_) < *size_) throw NeedMore{};
+    throw std::logic_error("a read past the bytes checked");
+  }
+
   bool refill() {
-    if (!in_) return false;
+    if (!in_) {
+      if (size_ && static_cast<uint64_t>(end_ - win_) < *size_) throw NeedMore{};
+      return false;
+    }
     base_ += static_cast<uint64_t>(end_ - buf_.data());
     in_->read(reinterpret_cast<char*>(buf_.data()), static_cast<std::streamsize>(buf_.size()));
     auto got = static_cast<size_t>(in_->gcount());
@@ -242,7 +260,9 @@ class Scanner {
       if (each) span(L, SpanKind::kv_value, vstart, path);
       if (kv.key == kAlignmentKey) alignment_at_ = {tstart, vstart, path};
       if (c_.owner) {
-        m.metadata.push_view(start);
+        std::optional<uint64_t> items;  // a large array's: not walked again each time it is read
+        if (type == ValueType::array && kv.value.size() >= 4096) items = c_.pos() - vstart - 12;
+        m.metadata.push_view(start, items);
       } else {
         m.metadata.push_back(std::move(kv));
         starts.push_back(start);
@@ -535,16 +555,26 @@ class Scanner {
 }  // namespace
 
 Scanned scan(std::shared_ptr<const ByteSource> source, const ScanOptions& options) {
-  std::vector<uint8_t> copy;
-  const uint8_t* data = source->data();
-  if (!data && source->size() > 0) {  // no map: read the whole source once
-    copy.resize(source->size());
-    source->read_at(0, copy.data(), copy.size());
-    data = copy.data();
+  const uint64_t size = source->size();
+  if (const uint8_t* data = source->data()) {  // in memory already
+    Cursor c(source->name(), data, size, size);
+    c.owner = source;
+    return Scanner(c, options).run(source);
   }
-  Cursor c(source->name(), data, source->size());
-  if (copy.empty()) c.owner = source;
-  return Scanner(c, options).run(source);
+  // A file: its header is mapped, never its tensor data, so that memory (and address space)
+  // goes with the header. A prefix of 4 MiB (or the longer one already mapped), doubled and
+  // read again from the start while the header runs past it: at most twice the header
+  // mapped, and a header past 4 MiB read about twice over.
+  for (uint64_t window = std::min<uint64_t>(size, 4u << 20);; window = std::min(size, window * 2)) {
+    std::shared_ptr<const uint8_t> head = source->prefix(window, &window);
+    Cursor c(source->name(), head.get(), window, size);
+    c.owner = head;
+    try {
+      return Scanner(c, options).run(source);
+    } catch (const NeedMore&) {
+      if (window == size) throw std::logic_error("a header past the end of the whole file");
+    }
+  }
 }
 
 std::string journal_path(const std::string& path) {

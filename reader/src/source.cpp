@@ -78,15 +78,35 @@ FileSource::FileSource(std::string path) : path_(std::move(path)) {
   size_ = static_cast<uint64_t>(st.st_size);
   dev_ = st.st_dev;
   ino_ = st.st_ino;
-  if (size_ > 0) {
-    void* m = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
-    if (m != MAP_FAILED) map_ = static_cast<const uint8_t*>(m);  // else read_at serves
-  }
 }
 
 FileSource::~FileSource() {
-  if (map_) ::munmap(const_cast<uint8_t*>(map_), size_);
   if (fd_ >= 0) ::close(fd_);
+}
+
+std::shared_ptr<const uint8_t> ByteSource::prefix(uint64_t n, uint64_t* held) const {
+  if (held) *held = n;
+  auto buf = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(n));
+  read_at(0, buf->data(), buf->size());
+  return {buf, buf->data()};
+}
+
+std::shared_ptr<const uint8_t> FileSource::prefix(uint64_t n, uint64_t* held) const {
+  if (n > size_) read_at(0, nullptr, static_cast<size_t>(n));  // says it is past the end
+  if (held) *held = n;
+  if (n == 0) return std::make_shared<const uint8_t>(0);
+  std::lock_guard<std::mutex> g(m_);
+  if (auto p = mapped_.lock(); p && mapped_n_ >= n) {
+    if (held) *held = mapped_n_;
+    return p;
+  }
+  void* m = ::mmap(nullptr, static_cast<size_t>(n), PROT_READ, MAP_PRIVATE, fd_, 0);
+  if (m == MAP_FAILED) return ByteSource::prefix(n, held);  // a file that cannot be mapped is read
+  std::shared_ptr<const uint8_t> p{static_cast<const uint8_t*>(m),
+                                   [n](const uint8_t* q) { ::munmap(const_cast<uint8_t*>(q), static_cast<size_t>(n)); }};
+  mapped_ = p;
+  mapped_n_ = n;
+  return p;
 }
 
 void FileSource::read_at(uint64_t offset, void* dst, size_t n) const {

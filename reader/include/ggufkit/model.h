@@ -311,7 +311,12 @@ class Metadata {
   // The reader's: the pairs that follow are at these offsets of `base`, which `keep` holds
   // and whose every field was checked.
   void view(std::shared_ptr<const void> keep, const uint8_t* base, bool big);
-  void push_view(uint64_t offset) { at_.push_back(offset); }
+  // `items` (the bytes of a large array's items, a vocabulary's) saves walking them each
+  // time the pair is read.
+  void push_view(uint64_t offset, std::optional<uint64_t> items = std::nullopt) {
+    at_.push_back(offset);
+    if (items) items_at_[offset] = *items;
+  }
 
  private:
   static constexpr uint64_t kOwned = 1ull << 63;  // set: an index into owned_
@@ -322,6 +327,7 @@ class Metadata {
   mutable std::vector<uint64_t> at_;
   mutable std::deque<KV> owned_;  // a deque: a KV's address holds as others are added
   mutable std::unordered_map<uint64_t, uint64_t> read_at_;  // owned_ index -> where it was read
+  std::unordered_map<uint64_t, uint64_t> items_at_;          // where a pair was read -> its items' bytes
 };
 
 enum class ByteOrder { little, big };

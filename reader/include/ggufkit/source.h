@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -16,8 +17,13 @@ class ByteSource {
   virtual uint64_t size() const = 0;
   // Copies [offset, offset + n) into dst; throws an io Error if the range is not there.
   virtual void read_at(uint64_t offset, void* dst, size_t n) const = 0;
-  // The bytes in memory when the source has them there (a map or a buffer), else nullptr.
+  // The bytes in memory when the source has them there (a buffer), else nullptr.
   virtual const uint8_t* data() const { return nullptr; }
+  // The first n bytes in memory, held while the pointer lives: a file maps them (a model's
+  // tensor data is never mapped, so its address space is its header's), another source
+  // reads them into a buffer. `held`, when given, is set to how many bytes the pointer
+  // holds: a longer prefix already mapped is shared.
+  virtual std::shared_ptr<const uint8_t> prefix(uint64_t n, uint64_t* held = nullptr) const;
   // The file descriptor behind the source, or -1 (lets a sink copy in the kernel).
   virtual int fd() const { return -1; }
 };
@@ -32,7 +38,7 @@ class FileSource final : public ByteSource {
   const std::string& name() const override { return path_; }
   uint64_t size() const override { return size_; }
   void read_at(uint64_t offset, void* dst, size_t n) const override;
-  const uint8_t* data() const override { return map_; }
+  std::shared_ptr<const uint8_t> prefix(uint64_t n, uint64_t* held = nullptr) const override;
   int fd() const override { return fd_; }
   uint64_t device() const { return dev_; }
   uint64_t inode() const { return ino_; }
@@ -41,7 +47,11 @@ class FileSource final : public ByteSource {
   std::string path_;
   int fd_ = -1;
   uint64_t size_ = 0, dev_ = 0, ino_ = 0;
-  const uint8_t* map_ = nullptr;
+  // The longest prefix mapped while it is held: a header read again (the strict re-read,
+  // the journal's checksums) is not mapped a second time.
+  mutable std::mutex m_;
+  mutable std::weak_ptr<const uint8_t> mapped_;
+  mutable uint64_t mapped_n_ = 0;
 };
 
 class MemorySource final : public ByteSource {
