@@ -215,16 +215,6 @@ void Metadata::view(std::shared_ptr<const void> keep, const uint8_t* base, bool 
   big_ = big;
 }
 
-ValueList ValueList::view(std::shared_ptr<const void> keep, const uint8_t* data, size_t bytes, size_t count, bool big) {
-  ValueList l;
-  l.keep_ = std::move(keep);
-  l.data_ = data;
-  l.bytes_ = bytes;
-  l.count_ = count;
-  l.big_ = big;
-  return l;
-}
-
 void ValueList::push_back(const Value& v) {
   if (v.type != ValueType::array) throw std::logic_error("an item that is not an array in an array of arrays");
   if (!buf_ || buf_.use_count() > 1) {  // a view, or bytes shared with a copy or an item: ours first
@@ -271,16 +261,6 @@ uint64_t StringList::iterator::length() const {
 
 StringList::StringList(const std::vector<std::string>& items) {
   for (const auto& s : items) push_back(s);
-}
-
-StringList StringList::view(std::shared_ptr<const void> keep, const uint8_t* data, size_t bytes, size_t count, bool big) {
-  StringList l;
-  l.keep_ = std::move(keep);
-  l.data_ = data;
-  l.bytes_ = bytes;
-  l.count_ = count;
-  l.big_ = big;
-  return l;
 }
 
 StringList& StringList::operator=(const StringList& o) {

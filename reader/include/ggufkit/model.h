@@ -17,6 +17,21 @@
 
 namespace ggufkit {
 
+namespace detail {
+// A list of `count` items viewing the `bytes` bytes at `data`, which `keep` holds: the
+// view() of StringList and ValueList, which lay out a region alike.
+template <typename List>
+List region_view(std::shared_ptr<const void> keep, const uint8_t* data, size_t bytes, size_t count, bool big) {
+  List l;
+  l.keep_ = std::move(keep);
+  l.data_ = data;
+  l.bytes_ = bytes;
+  l.count_ = count;
+  l.big_ = big;
+  return l;
+}
+}  // namespace detail
+
 // The strings of an array as they lie in a file: `count` items, each a u64 length then
 // its bytes. A list read from a mapped file is a view of that region (the source is kept
 // alive), so a vocabulary of 150,000 tokens costs no allocation and no copy; a list built
@@ -27,7 +42,9 @@ class StringList {
   StringList() = default;
   StringList(const std::vector<std::string>& items);  // NOLINT: lists convert
   // A region whose every length the caller has checked against the bytes.
-  static StringList view(std::shared_ptr<const void> keep, const uint8_t* data, size_t bytes, size_t count, bool big);
+  static StringList view(std::shared_ptr<const void> keep, const uint8_t* data, size_t bytes, size_t count, bool big) {
+    return detail::region_view<StringList>(std::move(keep), data, bytes, count, big);
+  }
   StringList(const StringList& o) { *this = o; }
   StringList(StringList&& o) noexcept { *this = std::move(o); }
   StringList& operator=(const StringList& o);
@@ -78,6 +95,8 @@ class StringList {
   bool big() const { return big_; }
 
  private:
+  template <typename List>
+  friend List detail::region_view(std::shared_ptr<const void>, const uint8_t*, size_t, size_t, bool);
   void own();  // copies a view into a buffer of its own, lengths little-endian
   std::shared_ptr<const void> keep_;  // a view: what holds its bytes
   std::string owned_;                 // otherwise: the region itself
@@ -137,7 +156,9 @@ class ValueList {
  public:
   ValueList() = default;
   // A region the reader has checked item by item.
-  static ValueList view(std::shared_ptr<const void> keep, const uint8_t* data, size_t bytes, size_t count, bool big);
+  static ValueList view(std::shared_ptr<const void> keep, const uint8_t* data, size_t bytes, size_t count, bool big) {
+    return detail::region_view<ValueList>(std::move(keep), data, bytes, count, big);
+  }
 
   void reserve(size_t) {}
   void push_back(const Value& v);  // v must be an array (a std::logic_error otherwise)
@@ -172,6 +193,8 @@ class ValueList {
   bool big() const { return big_; }
 
  private:
+  template <typename List>
+  friend List detail::region_view(std::shared_ptr<const void>, const uint8_t*, size_t, size_t, bool);
   std::shared_ptr<const void> keep() const { return keep_ ? keep_ : buf_; }
   std::shared_ptr<const void> keep_;  // a view: what holds its bytes
   std::shared_ptr<std::string> buf_;  // otherwise: the region itself
