@@ -35,6 +35,7 @@ class Cursor {
   // Set when the bytes read are the source's own memory (a map): lists may then point into it.
   std::shared_ptr<const void> owner;
   const uint8_t* here() const { return p_; }
+  uint64_t in_window() const { return static_cast<uint64_t>(end_ - p_); }  // bytes in memory from here
 
   // The first `window` bytes of a source of `size` bytes, in memory.
   Cursor(std::string file, const uint8_t* data, uint64_t window, uint64_t size)
@@ -239,7 +240,9 @@ class Scanner {
     // Pairs read from a map stay there (Metadata keeps where each starts); from a stream
     // they are copied.
     if (c_.owner) m.metadata.view(c_.owner, c_.here() - c_.pos(), c_.swap);
-    m.metadata.reserve(static_cast<size_t>(std::min<uint64_t>(n_kv, c_.owner ? n_kv : 1 << 16)));
+    // A count is checked against the file, which may hold gigabytes of tensor data: room is
+    // made only for the pairs the bytes in memory can hold (13 bytes at least each).
+    m.metadata.reserve(static_cast<size_t>(std::min<uint64_t>(n_kv, c_.owner ? c_.in_window() / 13 : 1 << 16)));
     std::vector<uint64_t> starts;  // of copied pairs, for the duplicate check
     const bool each = n_kv <= kMaxPairSpans;
     const uint64_t pairs_start = c_.pos();
