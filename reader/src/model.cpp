@@ -143,7 +143,7 @@ const KV Metadata::operator[](size_t i) const {
   if (at_[i] & kOwned) return owned_[at_[i] & ~kOwned];
   KV kv;
   kv.key = key(i);
-  const uint8_t* p = base_ + at_[i] + 8 + kv.key.size();
+  const uint8_t* p = base_ + type_at(at_[i], kv.key);
   auto known = items_at_.find(at_[i]);
   kv.value = value_at(p + 4, static_cast<ValueType>(load(p, 4, big_)), big_, keep_,
                       known == items_at_.end() ? std::nullopt : std::optional<uint64_t>(known->second));
@@ -157,6 +157,12 @@ const KV& Metadata::ref(size_t i) const {
     at_[i] = kOwned | (owned_.size() - 1);
   }
   return owned_[at_[i] & ~kOwned];
+}
+
+std::optional<uint64_t> Metadata::value_offset(size_t i) const {
+  auto at = offset(i);
+  if (!at) return std::nullopt;
+  return type_at(*at, key(i)) + 4;
 }
 
 std::optional<uint64_t> Metadata::offset(size_t i) const {

@@ -164,8 +164,8 @@ class Validator {
 
   std::optional<uint64_t> value_at(size_t i, const char* kind = "kv_value") const {
     if (at_.empty())  // a layout without a span for each pair (layout.h): the pairs as read
-      if (auto at = m_.metadata.offset(i)) return kind == std::string_view("kv_key") ? *at : *at + 8 + m_.metadata.key(i).size() + 4;
-    auto it = at_.find("kv[" + std::to_string(i) + "] " + m_.metadata[i].key + "/" + kind);
+      return kind == std::string_view("kv_key") ? m_.metadata.offset(i) : m_.metadata.value_offset(i);
+    auto it = at_.find("kv[" + std::to_string(i) + "] " + std::string(m_.metadata.key(i)) + "/" + kind);
     return it == at_.end() ? std::nullopt : std::optional<uint64_t>(it->second);
   }
 

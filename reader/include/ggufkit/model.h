@@ -281,6 +281,7 @@ class Metadata {
   // Where pair i starts in the file it was read from, while every pair is as read (and so
   // lies at the same offset in any file written of them: the pairs follow the 24-byte head).
   std::optional<uint64_t> offset(size_t i) const;
+  std::optional<uint64_t> value_offset(size_t i) const;  // the same for its value
 
   class iterator {
    public:
@@ -343,6 +344,8 @@ class Metadata {
 
  private:
   static constexpr uint64_t kOwned = 1ull << 63;  // set: an index into owned_
+  // Where the type of a pair starting at `pair` lies: after the key's u64 length and bytes.
+  static uint64_t type_at(uint64_t pair, std::string_view key) { return pair + 8 + key.size(); }
   std::shared_ptr<const void> keep_;
   const uint8_t* base_ = nullptr;
   bool big_ = false;
