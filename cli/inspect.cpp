@@ -443,11 +443,11 @@ int cmd_layer(const std::vector<std::string>& args) {
   Scanned s = load_model(a->file, a->vm["shard-only"].as<bool>()).s;
   // A block's signature: its tensors' names (block number taken out), shapes and types.
   std::map<uint64_t, std::vector<std::string>> sig;
-  std::vector<const Tensor*> mine;
+  std::vector<Tensor> mine;
   for (const Tensor& t : s.model.tensors)
     if (auto b = block_of(t.name)) {
       sig[b->first].push_back(b->second + " " + shape_text(t.dims) + " " + ggml_type(t.type)->name);
-      if (b->first == n) mine.push_back(&t);
+      if (b->first == n) mine.push_back(t);
     }
   if (mine.empty()) {
     throw Error(Error::Kind::usage, a->file, std::nullopt, "layer", "there is no block " + std::to_string(n) + " (the file has " +
@@ -457,18 +457,18 @@ int cmd_layer(const std::vector<std::string>& args) {
   for (const auto& [b, v] : sig)
     if (b != n && v == sig[n]) same.push_back(b);
   uint64_t total = 0;
-  for (const Tensor* t : mine) total += t->nbytes();
+  for (const Tensor& t : mine) total += t.nbytes();
   if (a->json) {
     std::cout << "{\"block\": " << n << ", \"bytes\": " << total << ", \"tensors\": [";
     for (size_t i = 0; i < mine.size(); ++i)
-      std::cout << (i ? ", " : "") << tensor_json(*mine[i]) << ", \"bytes\": " << mine[i]->nbytes() << "}";
+      std::cout << (i ? ", " : "") << tensor_json(mine[i]) << ", \"bytes\": " << mine[i].nbytes() << "}";
     std::cout << "], \"same_as\": [";
     for (size_t i = 0; i < same.size(); ++i) std::cout << (i ? ", " : "") << same[i];
     std::cout << "]}\n";
     return 0;
   }
-  for (const Tensor* t : mine)
-    std::printf("%s%14llu\n", tensor_columns(*t).c_str(), static_cast<unsigned long long>(t->nbytes()));
+  for (const Tensor& t : mine)
+    std::printf("%s%14llu\n", tensor_columns(t).c_str(), static_cast<unsigned long long>(t.nbytes()));
   std::printf("block %llu: %zu tensors, %llu bytes; %zu other blocks have the same names, shapes and types\n",
               static_cast<unsigned long long>(n), mine.size(), static_cast<unsigned long long>(total), same.size());
   return 0;
@@ -571,9 +571,9 @@ int cmd_tensor(const std::vector<std::string>& args) {
                     extra);
   if (!a) return 0;
   Scanned s = load_model(a->file, a->vm["shard-only"].as<bool>()).s;
-  const Tensor* t = nullptr;
-  for (const Tensor& x : s.model.tensors)
-    if (x.name == a->second) t = &x;
+  std::optional<Tensor> t;
+  for (size_t i = 0; i < s.model.tensors.size(); ++i)
+    if (s.model.tensors.name(i) == a->second) t = s.model.tensors[i];
   if (!t) throw Error(Error::Kind::usage, a->file, std::nullopt, "tensor", "there is no tensor named '" + a->second + "'");
   Tensor part = *t;  // the rows asked for: whole rows are whole blocks, contiguous on disk
   if (a->vm.count("rows")) {

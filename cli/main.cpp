@@ -333,7 +333,7 @@ int run_set_rewrite(const RewriteJob& job, ShardSet& set) {
     if (k > 0 && alignment != 32) m.metadata.push_back({kAlignmentKey, Value::of_u32(alignment)});
     if (every && alignment != alignment_before) {
       m.tail.reset();
-      for (Tensor& t : m.tensors) t.offset.reset();
+      m.tensors.pack();
     }
     shards.push_back(std::move(m));
   }

@@ -293,7 +293,7 @@ TEST(EditFaults, AReadErrorPartWayLeavesNothingBehind) {
   auto failing = std::make_shared<FailingSource>(s.model.tensors[0].source, s.source_size / 2);
   for (bool verify : {true, false}) {
     Model m = s.model;
-    for (auto& t : m.tensors) t.source = failing;
+    for (size_t i = 0; i < m.tensors.size(); ++i) m.tensors.edit(i).source = failing;
     try {
       RewriteOptions o;
       o.verify = verify;

@@ -611,7 +611,7 @@ TEST(Diff, EveryKindOfDifferenceIsReportedAndExitCodeSaysSo) {
            Case{"rename", renamed, "renamed         general.name: general.name -> general.title"},
            Case{"changed", with_model("diff-eos.gguf", [](Model& m) { m.find("tokenizer.ggml.eos_token_id")->bits = 7; }),
                 "changed         tokenizer.ggml.eos_token_id: 2 -> 7"},
-           Case{"tensor order", with_model("diff-torder.gguf", [](Model& m) { std::swap(m.tensors[1], m.tensors[2]); }),
+           Case{"tensor order", with_model("diff-torder.gguf", [](Model& m) { std::swap(m.tensors.edit(1), m.tensors.edit(2)); }),
                 "tensor_order"},
            Case{"trailing bytes", appended(), "trailing        0 bytes after the end -> 3 bytes after the end"},
            Case{"padding", padded(), "padding         0 non-zero bytes -> 1 non-zero bytes"}}) {

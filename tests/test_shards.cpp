@@ -164,7 +164,7 @@ TEST(ShardSet, EachFaultNamesTheShardFileAndTheField) {
       {"model_key", [&](std::vector<Model>& s) { s[1].metadata.push_back({"general.name", Value::of_string("x")}); },
        "m-00002-of-00003.gguf", "kv[3] general.name", "a model key in shard 2; only shard 1 carries the model's keys",
        "model_key_in_shard"},
-      {"twice", [&](std::vector<Model>& s) { s[2].tensors[0].name = s[0].tensors[0].name; },
+      {"twice", [&](std::vector<Model>& s) { s[2].tensors.edit(0).name = s[0].tensors[0].name; },
        "m-00003-of-00003.gguf", "tensor[0] token_embd.weight", "is also in", "tensor_in_two_shards"},
       {"wrong_type", [&](std::vector<Model>& s) { set_key(s[1], "split.no", Value::scalar(ValueType::u32, 1)); },
        "m-00002-of-00003.gguf", "split.no", "is u32, expected u16", "split_no"},

@@ -263,7 +263,7 @@ class Applier : YamlReader {
     check();
     // A new alignment re-lays the data section: gaps the source had are closed.
     if (m_.alignment() != alignment_before)
-      for (Tensor& t : m_.tensors) t.offset.reset();
+      m_.tensors.pack();
     return changes_;
   }
 

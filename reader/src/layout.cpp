@@ -22,6 +22,8 @@ const char* span_kind_name(SpanKind k) {
     case SpanKind::tensor_data: return "tensor_data";
     case SpanKind::tensor_padding: return "tensor_padding";
     case SpanKind::gap: return "gap";
+    case SpanKind::infos: return "infos";
+    case SpanKind::data: return "data";
     case SpanKind::trailing: return "trailing";
   }
   return "?";

@@ -200,13 +200,7 @@ bool Metadata::operator==(const Metadata& o) const {
 }
 
 std::vector<uint64_t> Metadata::sorted_by_key() const {
-  std::vector<uint64_t> order(size());
-  for (uint64_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) {
-    int c = key(a).compare(key(b));
-    return c < 0 || (c == 0 && a < b);
-  });
-  return order;
+  return detail::sorted_by(size(), [&](uint64_t i) { return key(i); });
 }
 
 std::optional<size_t> Metadata::index_of(std::string_view k, const std::vector<uint64_t>& sorted) const {
@@ -219,6 +213,59 @@ void Metadata::view(std::shared_ptr<const void> keep, const uint8_t* base, bool 
   keep_ = std::move(keep);
   base_ = base;
   big_ = big;
+}
+
+std::string_view TensorList::name(size_t i) const {
+  if (at_[i] & kOwned) return owned_[at_[i] & ~kOwned].name;
+  const uint8_t* p = base_ + at_[i];
+  return {reinterpret_cast<const char*>(p + 8), static_cast<size_t>(load(p, 8, big_))};
+}
+
+const Tensor TensorList::operator[](size_t i) const {
+  if (at_[i] & kOwned) return owned_[at_[i] & ~kOwned];
+  Tensor t;
+  t.name = name(i);
+  const uint8_t* p = base_ + at_[i] + 8 + t.name.size();  // the record: name, n_dims, dims, type, offset
+  uint64_t n_dims = load(p, 4, big_);
+  p += 4;
+  for (uint64_t d = 0; d < n_dims; ++d, p += 8) t.dims.push_back(load(p, 8, big_));
+  t.type = static_cast<uint32_t>(load(p, 4, big_));
+  t.source = source_;
+  t.source_offset = data_offset_ + load(p + 4, 8, big_);
+  return t;
+}
+
+Tensor& TensorList::edit(size_t i) {
+  if (!(at_[i] & kOwned)) {
+    owned_.push_back((*this)[i]);
+    at_[i] = kOwned | (owned_.size() - 1);
+  }
+  return owned_[at_[i] & ~kOwned];
+}
+
+void TensorList::push_back(Tensor t) {
+  owned_.push_back(std::move(t));
+  at_.push_back(kOwned | (owned_.size() - 1));
+}
+
+void TensorList::clear() {
+  at_.clear();
+  owned_.clear();
+}
+
+void TensorList::pack() {
+  for (Tensor& t : owned_) t.offset.reset();  // a tensor still viewed kept none
+}
+
+void TensorList::view(std::shared_ptr<const void> keep, const uint8_t* base, bool big) {
+  keep_ = std::move(keep);
+  base_ = base;
+  big_ = big;
+}
+
+void TensorList::place(std::shared_ptr<const ByteSource> source, uint64_t data_offset) {
+  source_ = std::move(source);
+  data_offset_ = data_offset;
 }
 
 void ValueList::push_back(const Value& v) {

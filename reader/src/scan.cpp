@@ -275,9 +275,17 @@ class Scanner {
     unique_keys(m.metadata, starts);
     L.alignment = alignment(m);
 
-    std::vector<uint64_t> offset_at;
-    std::unordered_map<std::string, uint64_t> seen;
-    m.tensors.reserve(static_cast<size_t>(std::min<uint64_t>(n_tensors, 1 << 16)));
+    // Tensors read from a map stay there too (TensorList); room is made for what the bytes
+    // in memory can hold (24 bytes at least each).
+    if (c_.owner) m.tensors.view(c_.owner, c_.here() - c_.pos(), c_.swap);
+    const size_t room = static_cast<size_t>(std::min<uint64_t>(n_tensors, c_.owner ? c_.in_window() / 24 : 1 << 16));
+    m.tensors.reserve(room);
+    L.tensor_offsets.reserve(room);
+    nbytes_.reserve(room);
+    std::vector<uint64_t> offset_at;  // where each record's offset field lies
+    offset_at.reserve(room);
+    const bool each_tensor = n_tensors <= kMaxTensorSpans;
+    const uint64_t infos_start = c_.pos();
     for (uint64_t i = 0; i < n_tensors; ++i) {
       uint64_t start = c_.pos();
       c_.context = "tensor[" + std::to_string(i) + "]";
@@ -286,7 +294,6 @@ class Scanner {
       if (t.name.size() > kMaxTensorName)
         c_.fail(start, {"name"}, "a name of " + std::to_string(t.name.size()) +
                                      " bytes; ggml tensor names must be shorter than 64 bytes");
-      once(seen, t.name, i, start, "name", "tensor name", "tensor");
       c_.context += " " + t.name;
       uint64_t at = c_.pos();
       uint32_t n_dims = c_.num<uint32_t>({"n_dims"});
@@ -310,9 +317,12 @@ class Scanner {
       nbytes_.push_back(*nbytes);
       offset_at.push_back(c_.pos());
       L.tensor_offsets.push_back(c_.num<uint64_t>({"offset"}));
-      span(L, SpanKind::tensor_info, start, c_.context);
-      m.tensors.push_back(std::move(t));
+      if (each_tensor) span(L, SpanKind::tensor_info, start, c_.context);
+      if (c_.owner) m.tensors.push_view(start);
+      else m.tensors.push_back(std::move(t));
     }
+    if (!each_tensor) span(L, SpanKind::infos, infos_start, "");
+    unique_names(m.tensors, offset_at);
 
     L.header_size = c_.pos();
     auto data_offset = align_up(L.header_size, L.alignment);
@@ -322,11 +332,11 @@ class Scanner {
     c_.context.clear();
 
     // Tensor data must sit in file order, aligned, without overlap, inside the file.
+    if (source) m.tensors.place(source, L.data_offset);
     uint64_t prev_end = 0;
     for (size_t i = 0; i < m.tensors.size(); ++i) {
-      Tensor& t = m.tensors[i];
       uint64_t off = L.tensor_offsets[i];
-      c_.context = "tensor[" + std::to_string(i) + "] " + t.name;
+      c_.context = "tensor[" + std::to_string(i) + "] " + std::string(m.tensors.name(i));
       if (off % L.alignment != 0)
         c_.fail(offset_at[i], {"offset"}, "offset " + std::to_string(off) + " is not a multiple of the alignment " +
                                              std::to_string(L.alignment));
@@ -336,7 +346,7 @@ class Scanner {
                                              std::to_string(L.tensor_offsets[i - 1]) + "; data must be in file order");
       if (off < prev_end)
         c_.fail(offset_at[i], {"offset"}, "offset " + std::to_string(off) + " overlaps tensor[" +
-                                             std::to_string(i - 1) + "] " + m.tensors[i - 1].name +
+                                             std::to_string(i - 1) + "] " + std::string(m.tensors.name(i - 1)) +
                                              ", which ends at offset " + std::to_string(prev_end));
       auto end = checked_add(off, nbytes_[i]);
       auto abs_end = end ? checked_add(L.data_offset, *end) : std::nullopt;
@@ -346,12 +356,8 @@ class Scanner {
                     " (file offset " + (abs_end ? std::to_string(L.data_offset + off) : "past 2^64") +
                     ") run past the end of the file at " + (size ? std::to_string(*size) : "?"));
       uint64_t packed = i == 0 ? 0 : align_up(prev_end, L.alignment).value_or(0);
-      if (off != packed) t.offset = off;  // a gap before it: kept by a rewrite
+      if (off != packed) m.tensors.edit(i).offset = off;  // a gap before it: kept by a rewrite
       prev_end = *end;
-      if (source) {
-        t.source = source;
-        t.source_offset = L.data_offset + off;
-      }
     }
     c_.context.clear();
     tail(m, L, size);
@@ -362,28 +368,37 @@ class Scanner {
 
  private:
   // Refuses a name seen before, saying where it was first.
-  void once(std::unordered_map<std::string, uint64_t>& seen, const std::string& name, uint64_t i, uint64_t at,
-            const char* field, const char* noun, const char* list) {
-    auto [it, fresh] = seen.emplace(name, i);
-    if (!fresh)
-      c_.fail(at, {field}, std::string("duplicate ") + noun + " '" + name + "', first at " + list + "[" +
-                               std::to_string(it->second) + "]");
-  }
-
-  // Refuses a key seen before, at the first pair that repeats one, saying where it was
-  // first. Sorted, not hashed (Metadata::sorted_by_key).
-  void unique_keys(const Metadata& md, const std::vector<uint64_t>& starts) {
-    const std::vector<uint64_t> order = md.sorted_by_key();
-    std::optional<std::pair<uint64_t, uint64_t>> dup;  // (repeat, first), the earliest repeat
+  // The earliest item whose name repeats one before it, and that first one: sorted, not
+  // hashed (detail::sorted_by).
+  template <typename Name>
+  static std::optional<std::pair<uint64_t, uint64_t>> first_repeat(const std::vector<uint64_t>& order, Name name) {
+    std::optional<std::pair<uint64_t, uint64_t>> dup;  // (repeat, first)
     for (size_t k = 1, first = 0; k < order.size(); ++k) {
-      if (md.key(order[k]) != md.key(order[first])) first = k;
+      if (name(order[k]) != name(order[first])) first = k;
       else if (!dup || order[k] < dup->first) dup = std::pair(order[k], order[first]);
     }
+    return dup;
+  }
+
+  // Refuses a key seen before, at the first pair that repeats one, saying where it was first.
+  void unique_keys(const Metadata& md, const std::vector<uint64_t>& starts) {
+    auto dup = first_repeat(md.sorted_by_key(), [&](uint64_t i) { return md.key(i); });
     if (!dup) return;
     uint64_t i = dup->first;
     c_.context = "kv[" + std::to_string(i) + "]";
     c_.fail(md.offset(i).value_or(starts.empty() ? 0 : starts[i]), {"key"},
             "duplicate key '" + std::string(md.key(i)) + "', first at kv[" + std::to_string(dup->second) + "]");
+  }
+
+  // The same for tensor names, at the record's start (8 + name + 4 + dims + 4 before its offset field).
+  void unique_names(const TensorList& ts, const std::vector<uint64_t>& offset_at) {
+    auto dup = first_repeat(ts.sorted_by_name(), [&](uint64_t i) { return ts.name(i); });
+    if (!dup) return;
+    uint64_t i = dup->first;
+    const Tensor t = ts[i];
+    c_.context = "tensor[" + std::to_string(i) + "]";
+    c_.fail(offset_at[i] - 16 - 8 * t.dims.size() - t.name.size(), {"name"},
+            "duplicate tensor name '" + t.name + "', first at tensor[" + std::to_string(dup->second) + "]");
   }
 
   void span(Layout& L, SpanKind k, uint64_t start, const std::string& path) {
@@ -525,13 +540,16 @@ class Scanner {
     std::string path;
     if (!m.tensors.empty()) {
       add_filler(L, L.header_size, L.data_offset, SpanKind::padding, SpanKind::padding, "");
-      for (size_t i = 0; i < m.tensors.size(); ++i) {
+      const size_t n = m.tensors.size();
+      const bool each = n <= kMaxTensorSpans;  // else one span for all the data (layout.h)
+      for (size_t i = 0; i < n; ++i) {
         uint64_t start = L.data_offset + L.tensor_offsets[i];
-        if (i > 0) add_filler(L, end, start, SpanKind::tensor_padding, SpanKind::gap, path);
-        path = "tensor[" + std::to_string(i) + "] " + m.tensors[i].name;
-        L.spans.push_back({SpanKind::tensor_data, {start, nbytes_[i]}, path});
+        if (i > 0 && each) add_filler(L, end, start, SpanKind::tensor_padding, SpanKind::gap, path);
+        if (each || i + 1 == n) path = "tensor[" + std::to_string(i) + "] " + std::string(m.tensors.name(i));
+        if (each) L.spans.push_back({SpanKind::tensor_data, {start, nbytes_[i]}, path});
         end = start + nbytes_[i];
       }
+      if (!each) L.spans.push_back({SpanKind::data, {L.data_offset, end - L.data_offset}, ""});
     }
     auto aligned_end = align_up(end, L.alignment);
     if (!aligned_end) c_.fail(end, {"padding"}, "the padded end of the data overflows 64 bits");

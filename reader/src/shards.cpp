@@ -36,7 +36,7 @@ Model ShardSet::model() const {
   m.tail.reset();  // the bytes beyond the fields belong to each shard's own layout
   for (size_t k = 1; k < shards.size(); ++k)
     for (const Tensor& t : shards[k].file.model.tensors) m.tensors.push_back(t);
-  for (Tensor& t : m.tensors) t.offset.reset();
+  m.tensors.pack();
   m.pad_end = shards.back().file.model.pad_end;
   return m;
 }

@@ -335,7 +335,7 @@ class Validator {
   void names() {
     std::map<std::string, size_t> seen;
     for (size_t i = 0; i < m_.tensors.size(); ++i) {
-      const std::string& name = m_.tensors[i].name;
+      const std::string name(m_.tensors.name(i));
       std::string label = "tensor[" + std::to_string(i) + "]";
       std::string cut = name.substr(0, name.find('\0'));
       if (cut.size() != name.size())

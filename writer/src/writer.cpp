@@ -64,8 +64,11 @@ class Walker {
       if (each) end();
     }
     if (!each) end();
+    const bool each_tensor = m_.tensors.size() <= kMaxTensorSpans;  // else one span each for infos and data
+    if (!each_tensor) begin(SpanKind::infos, "");
+    quiet_ = !each_tensor;
     for (size_t i = 0; i < m_.tensors.size(); ++i) {
-      const Tensor& t = m_.tensors[i];
+      const Tensor t = m_.tensors[i];
       std::string path = path_of(i);
       begin(SpanKind::tensor_info, path);
       mark("tensor[" + std::to_string(i) + "]", "name length");
@@ -80,6 +83,8 @@ class Walker {
       u64(L_.tensor_offsets.at(i));
       end();
     }
+    quiet_ = false;
+    if (!each_tensor) end();
     uint64_t header_size = sink_.pos();
     uint64_t data_offset = aligned(header_size);
     if (record_) {
@@ -98,8 +103,10 @@ class Walker {
       fill(upto, data_offset, SpanKind::padding, SpanKind::padding, "", same_head ? header_size : kZeros);
       upto = data_offset;
     }
+    if (!each_tensor && !m_.tensors.empty()) begin(SpanKind::data, "");
+    quiet_ = !each_tensor;
     for (size_t i = 0; i < m_.tensors.size(); ++i) {
-      const Tensor& t = m_.tensors[i];
+      const Tensor t = m_.tensors[i];
       uint64_t start = data_offset + L_.tensor_offsets[i];
       if (i > 0) fill(upto, start, SpanKind::tensor_padding, SpanKind::gap, path, tail ? from_tail(upto) : kZeros);
       path = path_of(i);
@@ -115,6 +122,8 @@ class Walker {
       end();
       upto = sink_.pos();
     }
+    quiet_ = false;
+    if (!each_tensor && !m_.tensors.empty()) end();
     uint64_t last = !tail                ? (m_.pad_end ? aligned(upto) : upto)
                     : m_.tensors.empty() ? tail->size
                                          : data_offset + (tail->size - tail->data_offset);
@@ -133,7 +142,7 @@ class Walker {
     return *gt;
   }
 
-  std::string path_of(size_t i) const { return "tensor[" + std::to_string(i) + "] " + m_.tensors[i].name; }
+  std::string path_of(size_t i) const { return "tensor[" + std::to_string(i) + "] " + std::string(m_.tensors.name(i)); }
 
   uint64_t aligned(uint64_t x) const {
     auto a = align_up(x, L_.alignment);
@@ -150,7 +159,9 @@ class Walker {
                            ", the sink is at " + std::to_string(sink_.pos()));
   }
 
+  // Quiet, inside an infos or data span: the spans of single tensors are neither listed nor checked.
   void begin(SpanKind k, const std::string& path) {
+    if (quiet_) return;
     start_ = sink_.pos();
     if (check_) {
       if (next_ >= check_->spans.size()) drift(path + " (not in the plan)", sink_.pos());
@@ -162,6 +173,7 @@ class Walker {
   }
 
   void end() {
+    if (quiet_) return;
     Span s{start_, sink_.pos() - start_};
     if (record_) record_->spans.push_back({kind_, s, path_});
     if (check_ && check_->spans[next_].span != s) drift(path_ + " (end)", check_->spans[next_].span.end());
@@ -289,6 +301,7 @@ class Walker {
   FieldMarks* marks_;
   const Layout& L_;
   size_t next_ = 0;
+  bool quiet_ = false;
   uint64_t start_ = 0;
   SpanKind kind_ = SpanKind::magic;
   std::string path_;

@@ -18,6 +18,8 @@ enum class SpanKind {
   gap,       // bytes between a tensor's padding and the next tensor (the format allows them)
   trailing,  // bytes after the last tensor's padding, or after the header's
   metadata,  // all the key-value pairs, in a header of more than kMaxPairSpans of them
+  infos,     // all the tensor info records, in a header of more than kMaxTensorSpans tensors
+  data,      // all their data, padding and gaps, from the data start to the last tensor's end
 };
 
 // Each key-value pair is listed as three spans (key, type, value) in a header of up to
@@ -25,6 +27,10 @@ enum class SpanKind {
 // stays in proportion to the header (a span is some 90 bytes, a pair may be 14). Where a
 // pair lies in a file read is still known: Metadata::offset.
 constexpr uint64_t kMaxPairSpans = 16384;
+// The same for tensors, each one info span and one data span with its padding: beyond
+// this many, one infos span and one data span cover them all. The tensors' offsets are
+// still listed (Layout::tensor_offsets).
+constexpr uint64_t kMaxTensorSpans = 16384;
 const char* span_kind_name(SpanKind k);
 
 struct LabeledSpan {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstddef>
 #include <deque>
@@ -29,6 +30,52 @@ List region_view(std::shared_ptr<const void> keep, const uint8_t* data, size_t b
   l.count_ = count;
   l.big_ = big;
   return l;
+}
+
+// An iterator over a list whose items are made on each read (Metadata, TensorList): it
+// keeps the last one made, valid until the next step.
+template <typename List, typename Item>
+class made_iterator {
+ public:
+  using iterator_category = std::forward_iterator_tag;
+  using value_type = Item;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const Item*;
+  using reference = const Item&;
+  made_iterator() = default;
+  made_iterator(const List* l, size_t i) : l_(l), i_(i) {}
+  const Item& operator*() const { return cur_ = (*l_)[i_]; }
+  const Item* operator->() const { return &**this; }
+  made_iterator& operator++() {
+    ++i_;
+    return *this;
+  }
+  made_iterator operator++(int) {
+    made_iterator t = *this;
+    ++i_;
+    return t;
+  }
+  bool operator==(const made_iterator& o) const { return i_ == o.i_; }
+  difference_type operator-(const made_iterator& o) const { return static_cast<difference_type>(i_) - static_cast<difference_type>(o.i_); }
+  size_t index() const { return i_; }
+
+ private:
+  const List* l_ = nullptr;
+  size_t i_ = 0;
+  mutable Item cur_;
+};
+
+// Indices 0..n-1 ordered by name(i), equal names by index: 8 bytes an item, where a hash
+// of a million names would take tens of bytes each.
+template <typename Name>
+std::vector<uint64_t> sorted_by(size_t n, Name name) {
+  std::vector<uint64_t> order(n);
+  for (uint64_t i = 0; i < n; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) {
+    int c = name(a).compare(name(b));
+    return c < 0 || (c == 0 && a < b);
+  });
+  return order;
 }
 }  // namespace detail
 
@@ -283,35 +330,7 @@ class Metadata {
   std::optional<uint64_t> offset(size_t i) const;
   std::optional<uint64_t> value_offset(size_t i) const;  // the same for its value
 
-  class iterator {
-   public:
-    using iterator_category = std::forward_iterator_tag;
-    using value_type = KV;
-    using difference_type = std::ptrdiff_t;
-    using pointer = const KV*;
-    using reference = const KV&;
-    iterator() = default;
-    iterator(const Metadata* m, size_t i) : m_(m), i_(i) {}
-    const KV& operator*() const { return cur_ = (*m_)[i_]; }  // valid until the next step
-    const KV* operator->() const { return &**this; }
-    iterator& operator++() {
-      ++i_;
-      return *this;
-    }
-    iterator operator++(int) {
-      iterator t = *this;
-      ++i_;
-      return t;
-    }
-    bool operator==(const iterator& o) const { return i_ == o.i_; }
-    difference_type operator-(const iterator& o) const { return static_cast<difference_type>(i_) - static_cast<difference_type>(o.i_); }
-    size_t index() const { return i_; }
-
-   private:
-    const Metadata* m_ = nullptr;
-    size_t i_ = 0;
-    mutable KV cur_;
-  };
+  using iterator = detail::made_iterator<Metadata, KV>;
   iterator begin() const { return {this, 0}; }
   iterator end() const { return {this, size()}; }
 
@@ -375,6 +394,52 @@ struct Tensor {
   uint64_t elements() const;
 };
 
+// A model's tensors, in file order. A tensor read from a mapped file stays there: it costs
+// 8 bytes here (where its info record starts) and is made into a Tensor each time it is
+// read, so a header of a million tensors costs 8 MB, not a million Tensors (each some 150
+// bytes with its name and dims). A tensor added, or changed through edit, is kept as a
+// Tensor, whose address holds.
+class TensorList {
+ public:
+  size_t size() const { return at_.size(); }
+  bool empty() const { return at_.empty(); }
+  const Tensor operator[](size_t i) const;  // made on each call: a copy
+  const Tensor back() const { return (*this)[size() - 1]; }
+  std::string_view name(size_t i) const;    // without making the tensor
+  Tensor& edit(size_t i);                   // tensor i, kept here to be changed in place
+
+  using iterator = detail::made_iterator<TensorList, Tensor>;
+  iterator begin() const { return {this, 0}; }
+  iterator end() const { return {this, size()}; }
+
+  void reserve(size_t n) { at_.reserve(n); }
+  void push_back(Tensor t);
+  void clear();
+  // Every tensor's data right after the one before it (padded): the offsets kept are
+  // dropped, for a layout made anew.
+  void pack();
+  std::vector<uint64_t> sorted_by_name() const {
+    return detail::sorted_by(size(), [&](uint64_t i) { return name(i); });
+  }
+
+  // The reader's: the info records that follow are at these offsets of `base`, which
+  // `keep` holds and whose every field was checked; their data lies in `source` from
+  // `data_offset` on (place, once the header's end is known).
+  void view(std::shared_ptr<const void> keep, const uint8_t* base, bool big);
+  void push_view(uint64_t record) { at_.push_back(record); }
+  void place(std::shared_ptr<const ByteSource> source, uint64_t data_offset);
+
+ private:
+  static constexpr uint64_t kOwned = 1ull << 63;  // set: an index into owned_
+  std::shared_ptr<const void> keep_;
+  const uint8_t* base_ = nullptr;
+  bool big_ = false;
+  std::shared_ptr<const ByteSource> source_;
+  uint64_t data_offset_ = 0;
+  std::vector<uint64_t> at_;
+  std::deque<Tensor> owned_;  // a deque: a Tensor's address holds as others are added
+};
+
 // The bytes a source file had after its header, which no field describes: non-zero
 // padding, gaps, bytes after the end. The writer copies them back while the data section
 // lies as it did (same alignment, same tensor placement), so a rewrite gives back every
@@ -391,7 +456,7 @@ struct Model {
   uint32_t version = 3;
   ByteOrder order = ByteOrder::little;
   Metadata metadata;             // file order is part of the file
-  std::vector<Tensor> tensors;   // file order; data is laid out in this order
+  TensorList tensors;           // file order; data is laid out in this order
   // Whether the file ends on an alignment boundary. llama.cpp and gguf-py pad the last
   // tensor; some writers do not, and files with no tensors end right after the header.
   bool pad_end = true;
