@@ -408,7 +408,7 @@ int run_rewrite(const RewriteJob& job) {
   const std::string prompt_before = job.conversation ? prompt_of(job.in, model, *job.conversation) : "";
   std::vector<Change> changes = apply_patch(model, job.patch, registry);
   const std::string prompt_after = job.conversation ? prompt_of(job.in, model, *job.conversation) : "";
-  Layout before = s.layout;
+  const Layout& before = s.layout;  // the patch changes the model only
   std::string order_change;
   if (job.byte_order && *job.byte_order != model.order) {
     for (size_t i = 0; i < model.tensors.size(); ++i) {  // refused by name before anything is written
@@ -433,8 +433,9 @@ int run_rewrite(const RewriteJob& job) {
   const Layout after = plan(model);
   uint64_t dropped = 0;
   if (!keeps_tail(model, after))
-    for (const LabeledSpan& sp : before.spans)
+    each_span(before, model.tensors, [&](const LabeledSpan& sp) {  // a patch changes no tensor
       if (sp.kind == SpanKind::gap || sp.kind == SpanKind::trailing) dropped += sp.span.size;
+    });
   std::string dropped_note = dropped ? "note: the data is re-laid; the source's " + std::to_string(dropped) +
                                            " bytes of gaps and bytes after the end are not carried over\n"
                                      : "";

@@ -223,7 +223,9 @@ std::unique_ptr<PendingFile> write_verified(const Model& model, const std::strin
     // The header, re-read by the strict reader, must be what was planned. It is read while
     // the file is flushed, as the verifier goes on checking the data.
     auto header = in_background([&] {
-      Scanned back = scan(open_file(out->proc_path()));
+      ScanOptions exact;
+      exact.header_size = result.layout.header_size;  // mapped once, to its end
+      Scanned back = scan(open_file(out->proc_path()), exact);
       return back.layout == result.layout && back.model.metadata == model.metadata && same_tensors(back.model, model) &&
              back.source_size == result.layout.file_size;
     });

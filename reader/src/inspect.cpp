@@ -332,7 +332,7 @@ Stack stack_of(const Model& m) {
 Account account_of(const Scanned& s) {
   Account a;
   const Layout& L = s.layout;
-  for (const LabeledSpan& sp : L.spans) {
+  each_span(L, s.model.tensors, [&](const LabeledSpan& sp) {
     switch (sp.kind) {
       case SpanKind::magic: case SpanKind::version: case SpanKind::tensor_count: case SpanKind::kv_count:
         a.head += sp.span.size;
@@ -340,13 +340,13 @@ Account account_of(const Scanned& s) {
       case SpanKind::kv_key: case SpanKind::kv_type: case SpanKind::kv_value: case SpanKind::metadata:
         a.metadata += sp.span.size;
         break;
-      case SpanKind::tensor_info: a.infos += sp.span.size; break;
+      case SpanKind::tensor_info: case SpanKind::infos: a.infos += sp.span.size; break;
       case SpanKind::padding: a.padding += sp.span.size; break;
       case SpanKind::tensor_data: a.tensor_bytes += sp.span.size; break;
       case SpanKind::tensor_padding: a.tensor_padding += sp.span.size; break;
-      case SpanKind::gap: case SpanKind::trailing: break;  // left over: counted below
+      case SpanKind::gap: case SpanKind::trailing: case SpanKind::data: break;  // left over: counted below; data taken apart
     }
-  }
+  });
   a.file_size = s.source_size;
   uint64_t total = a.head + a.metadata + a.infos + a.padding + a.tensor_bytes + a.tensor_padding;
   a.left_over = static_cast<int64_t>(a.file_size) - static_cast<int64_t>(total);
@@ -362,13 +362,14 @@ namespace {
 // The bytes of every span of these kinds, in file order: what no field describes.
 std::string filler_bytes(const Scanned& s, std::initializer_list<SpanKind> kinds, bool nonzero_only) {
   std::string out;
-  for (const LabeledSpan& sp : s.layout.spans) {
-    if (std::find(kinds.begin(), kinds.end(), sp.kind) == kinds.end() || !s.model.tail) continue;
+  if (!s.model.tail) return out;
+  each_span(s.layout, s.model.tensors, [&](const LabeledSpan& sp) {
+    if (std::find(kinds.begin(), kinds.end(), sp.kind) == kinds.end()) return;
     std::string b(static_cast<size_t>(sp.span.size), '\0');
     s.model.tail->source->read_at(sp.span.offset, b.data(), b.size());
     if (nonzero_only) b.erase(std::remove(b.begin(), b.end(), '\0'), b.end());
     out += b;
-  }
+  });
   return out;
 }
 }  // namespace

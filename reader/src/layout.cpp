@@ -4,6 +4,7 @@
 
 #include "ggufkit/error.h"
 #include "ggufkit/format.h"
+#include "ggufkit/model.h"
 
 namespace ggufkit {
 
@@ -40,6 +41,29 @@ void add_filler(Layout& L, uint64_t from, uint64_t to, SpanKind pad, SpanKind re
   uint64_t padded = std::min(to, align_up(from, L.alignment).value_or(to));
   if (padded > from) L.spans.push_back({pad, {from, padded - from}, path});
   if (to > padded) L.spans.push_back({rest, {padded, to - padded}, path});
+}
+
+void data_spans(const Layout& L, const TensorList& tensors, const std::function<uint64_t(size_t)>& nbytes, const SpanFn& f) {
+  Layout pieces;
+  pieces.alignment = L.alignment;
+  uint64_t end = 0;
+  std::string path;
+  for (size_t i = 0; i < L.tensor_offsets.size(); ++i) {
+    const uint64_t start = L.data_offset + L.tensor_offsets[i];
+    pieces.spans.clear();
+    if (i > 0) add_filler(pieces, end, start, SpanKind::tensor_padding, SpanKind::gap, path);
+    path = "tensor[" + std::to_string(i) + "] " + std::string(tensors.name(i));
+    pieces.spans.push_back({SpanKind::tensor_data, {start, nbytes(i)}, path});
+    for (const LabeledSpan& s : pieces.spans) f(s);
+    end = start + pieces.spans.back().span.size;
+  }
+}
+
+void each_span(const Layout& L, const TensorList& tensors, const SpanFn& f) {
+  for (const LabeledSpan& s : L.spans) {
+    if (s.kind == SpanKind::data) data_spans(L, tensors, [&](size_t i) { return tensors[i].nbytes(); }, f);
+    else f(s);
+  }
 }
 
 void check_layout(const Layout& l, const std::string& file) {

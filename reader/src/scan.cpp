@@ -281,9 +281,7 @@ class Scanner {
     const size_t room = static_cast<size_t>(std::min<uint64_t>(n_tensors, c_.owner ? c_.in_window() / 24 : 1 << 16));
     m.tensors.reserve(room);
     L.tensor_offsets.reserve(room);
-    nbytes_.reserve(room);
-    std::vector<uint64_t> offset_at;  // where each record's offset field lies
-    offset_at.reserve(room);
+    starts_.reserve(c_.owner ? 0 : room);  // a viewed record's start is kept by the list
     const bool each_tensor = n_tensors <= kMaxTensorSpans;
     const uint64_t infos_start = c_.pos();
     for (uint64_t i = 0; i < n_tensors; ++i) {
@@ -314,15 +312,17 @@ class Scanner {
       std::string why;
       auto nbytes = tensor_nbytes(*gt, t.dims, &why);
       if (!nbytes) c_.fail(dims_at, {"dims"}, why);
-      nbytes_.push_back(*nbytes);
-      offset_at.push_back(c_.pos());
       L.tensor_offsets.push_back(c_.num<uint64_t>({"offset"}));
       if (each_tensor) span(L, SpanKind::tensor_info, start, c_.context);
-      if (c_.owner) m.tensors.push_view(start);
-      else m.tensors.push_back(std::move(t));
+      if (c_.owner) {
+        m.tensors.push_view(start);
+      } else {
+        m.tensors.push_back(std::move(t));
+        starts_.push_back(start);
+      }
     }
     if (!each_tensor) span(L, SpanKind::infos, infos_start, "");
-    unique_names(m.tensors, offset_at);
+    unique_names(m.tensors);
 
     L.header_size = c_.pos();
     auto data_offset = align_up(L.header_size, L.alignment);
@@ -336,23 +336,25 @@ class Scanner {
     uint64_t prev_end = 0;
     for (size_t i = 0; i < m.tensors.size(); ++i) {
       uint64_t off = L.tensor_offsets[i];
+      const uint64_t nbytes = m.tensors[i].nbytes();  // checked as the record was read
+      auto offset_at = [&] { return field_at(m.tensors, i, 0); };  // for an error
       c_.context = "tensor[" + std::to_string(i) + "] " + std::string(m.tensors.name(i));
       if (off % L.alignment != 0)
-        c_.fail(offset_at[i], {"offset"}, "offset " + std::to_string(off) + " is not a multiple of the alignment " +
+        c_.fail(offset_at(), {"offset"}, "offset " + std::to_string(off) + " is not a multiple of the alignment " +
                                              std::to_string(L.alignment));
       if (i > 0 && off < L.tensor_offsets[i - 1])
-        c_.fail(offset_at[i], {"offset"}, "offset " + std::to_string(off) + " comes before tensor[" +
+        c_.fail(offset_at(), {"offset"}, "offset " + std::to_string(off) + " comes before tensor[" +
                                              std::to_string(i - 1) + "]'s offset " +
                                              std::to_string(L.tensor_offsets[i - 1]) + "; data must be in file order");
       if (off < prev_end)
-        c_.fail(offset_at[i], {"offset"}, "offset " + std::to_string(off) + " overlaps tensor[" +
+        c_.fail(offset_at(), {"offset"}, "offset " + std::to_string(off) + " overlaps tensor[" +
                                              std::to_string(i - 1) + "] " + std::string(m.tensors.name(i - 1)) +
                                              ", which ends at offset " + std::to_string(prev_end));
-      auto end = checked_add(off, nbytes_[i]);
+      auto end = checked_add(off, nbytes);
       auto abs_end = end ? checked_add(L.data_offset, *end) : std::nullopt;
       if (!abs_end || (size && opt_.data_in_file && *abs_end > *size))
-        c_.fail(offset_at[i], {"offset"},
-                "the tensor's " + std::to_string(nbytes_[i]) + " bytes at data offset " + std::to_string(off) +
+        c_.fail(offset_at(), {"offset"},
+                "the tensor's " + std::to_string(nbytes) + " bytes at data offset " + std::to_string(off) +
                     " (file offset " + (abs_end ? std::to_string(L.data_offset + off) : "past 2^64") +
                     ") run past the end of the file at " + (size ? std::to_string(*size) : "?"));
       uint64_t packed = i == 0 ? 0 : align_up(prev_end, L.alignment).value_or(0);
@@ -391,13 +393,20 @@ class Scanner {
   }
 
   // The same for tensor names, at the record's start (8 + name + 4 + dims + 4 before its offset field).
-  void unique_names(const TensorList& ts, const std::vector<uint64_t>& offset_at) {
+  // Where a field of tensor i's info record lies: `before` bytes ahead of its offset field
+  // (the record: u64 name length, name, u32 n_dims, dims, u32 type, u64 offset).
+  uint64_t field_at(const TensorList& ts, size_t i, uint64_t before) const {
+    const Tensor t = ts[i];
+    return ts.record(i).value_or(starts_.empty() ? 0 : starts_[i]) + 16 + t.name.size() + 8 * t.dims.size() - before;
+  }
+
+  void unique_names(const TensorList& ts) {
     auto dup = first_repeat(ts.sorted_by_name(), [&](uint64_t i) { return ts.name(i); });
     if (!dup) return;
     uint64_t i = dup->first;
     const Tensor t = ts[i];
     c_.context = "tensor[" + std::to_string(i) + "]";
-    c_.fail(offset_at[i] - 16 - 8 * t.dims.size() - t.name.size(), {"name"},
+    c_.fail(field_at(ts, i, 16 + 8 * t.dims.size() + t.name.size()), {"name"},
             "duplicate tensor name '" + t.name + "', first at tensor[" + std::to_string(dup->second) + "]");
   }
 
@@ -541,15 +550,13 @@ class Scanner {
     if (!m.tensors.empty()) {
       add_filler(L, L.header_size, L.data_offset, SpanKind::padding, SpanKind::padding, "");
       const size_t n = m.tensors.size();
-      const bool each = n <= kMaxTensorSpans;  // else one span for all the data (layout.h)
-      for (size_t i = 0; i < n; ++i) {
-        uint64_t start = L.data_offset + L.tensor_offsets[i];
-        if (i > 0 && each) add_filler(L, end, start, SpanKind::tensor_padding, SpanKind::gap, path);
-        if (each || i + 1 == n) path = "tensor[" + std::to_string(i) + "] " + std::string(m.tensors.name(i));
-        if (each) L.spans.push_back({SpanKind::tensor_data, {start, nbytes_[i]}, path});
-        end = start + nbytes_[i];
-      }
-      if (!each) L.spans.push_back({SpanKind::data, {L.data_offset, end - L.data_offset}, ""});
+      const uint64_t last = L.data_offset + L.tensor_offsets[n - 1], last_bytes = m.tensors[n - 1].nbytes();
+      if (n <= kMaxTensorSpans)
+        data_spans(L, m.tensors, [&](size_t i) { return m.tensors[i].nbytes(); }, [&](const LabeledSpan& s) { L.spans.push_back(s); });
+      else  // one span for all (layout.h)
+        L.spans.push_back({SpanKind::data, {L.data_offset, last + last_bytes - L.data_offset}, ""});
+      path = "tensor[" + std::to_string(n - 1) + "] " + std::string(m.tensors.name(n - 1));
+      end = last + last_bytes;
     }
     auto aligned_end = align_up(end, L.alignment);
     if (!aligned_end) c_.fail(end, {"padding"}, "the padded end of the data overflows 64 bits");
@@ -569,7 +576,7 @@ class Scanner {
   Cursor& c_;
   const ScanOptions& opt_;
   uint64_t n_tensors_ = 0, n_kv_ = 0;
-  std::vector<uint64_t> nbytes_;
+  std::vector<uint64_t> starts_;  // of the tensor records copied from a stream
   std::optional<AlignmentAt> alignment_at_;
 };
 
@@ -584,14 +591,17 @@ Scanned scan(std::shared_ptr<const ByteSource> source, const ScanOptions& option
   }
   // A file: its header is mapped, never its tensor data, so that memory (and address space)
   // goes with the header. A prefix of 4 MiB (or the longer one already mapped), doubled and
-  // read again from the start while the header runs past it: at most twice the header
-  // mapped, and a header past 4 MiB read about twice over.
-  for (uint64_t window = std::min<uint64_t>(size, 4u << 20);; window = std::min(size, window * 2)) {
+  // read again from the start while the header runs past it: a header past 4 MiB read
+  // about twice over, and mapped up to twice its size until it has been read (trim).
+  const uint64_t first = options.header_size ? options.header_size : 4u << 20;
+  for (uint64_t window = std::min<uint64_t>(size, first);; window = std::min(size, window * 2)) {
     std::shared_ptr<const uint8_t> head = source->prefix(window, &window);
     Cursor c(source->name(), head.get(), window, size);
     c.owner = head;
     try {
-      return Scanner(c, options).run(source);
+      Scanned s = Scanner(c, options).run(source);
+      source->trim(head.get(), s.layout.header_size);
+      return s;
     } catch (const NeedMore&) {
       if (window == size) throw std::logic_error("a header past the end of the whole file");
     }

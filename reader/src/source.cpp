@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -102,11 +103,25 @@ std::shared_ptr<const uint8_t> FileSource::prefix(uint64_t n, uint64_t* held) co
   }
   void* m = ::mmap(nullptr, static_cast<size_t>(n), PROT_READ, MAP_PRIVATE, fd_, 0);
   if (m == MAP_FAILED) return ByteSource::prefix(n, held);  // a file that cannot be mapped is read
+  auto len = std::make_shared<size_t>(static_cast<size_t>(n));
   std::shared_ptr<const uint8_t> p{static_cast<const uint8_t*>(m),
-                                   [n](const uint8_t* q) { ::munmap(const_cast<uint8_t*>(q), static_cast<size_t>(n)); }};
+                                   [len](const uint8_t* q) { ::munmap(const_cast<uint8_t*>(q), *len); }};
   mapped_ = p;
   mapped_n_ = n;
+  mapped_len_ = std::move(len);
   return p;
+}
+
+void FileSource::trim(const uint8_t* held, uint64_t n) const {
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t keep = (std::max<uint64_t>(n, 1) + page - 1) / page * page;
+  std::lock_guard<std::mutex> g(m_);
+  auto p = mapped_.lock();
+  if (!p || p.get() != held || keep >= *mapped_len_) return;
+  // Shrinking never moves a map; the pages beyond are unmapped.
+  if (::mremap(const_cast<uint8_t*>(held), *mapped_len_, static_cast<size_t>(keep), 0) == MAP_FAILED) return;
+  *mapped_len_ = static_cast<size_t>(keep);
+  mapped_n_ = std::min(mapped_n_, keep);
 }
 
 void FileSource::read_at(uint64_t offset, void* dst, size_t n) const {

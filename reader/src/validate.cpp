@@ -4,6 +4,7 @@
 #include <cctype>
 #include <functional>
 #include <map>
+#include <unordered_map>
 
 #include "ggufkit/error.h"
 #include "ggufkit/inspect.h"
@@ -196,9 +197,10 @@ class Validator {
         add("trailing_bytes", "warning", sp.span.offset,
             std::to_string(sp.span.size) + " bytes after the end of the " + (m.tensors.empty() ? "header" : "last tensor") +
                 "; readers ignore them, and a rewrite keeps them");
-    for (const LabeledSpan& sp : L.spans) {  // padding should be zeros
-      if (sp.kind != SpanKind::padding && sp.kind != SpanKind::tensor_padding) continue;
-      if (sp.span.offset >= size) continue;
+    bool nonzero = false;
+    each_span(L, m.tensors, [&](const LabeledSpan& sp) {  // padding should be zeros
+      if (nonzero || (sp.kind != SpanKind::padding && sp.kind != SpanKind::tensor_padding)) return;
+      if (sp.span.offset >= size) return;
       uint64_t n = std::min(sp.span.size, size - sp.span.offset);
       std::vector<uint8_t> b(static_cast<size_t>(n));
       src_->read_at(sp.span.offset, b.data(), b.size());
@@ -207,9 +209,9 @@ class Validator {
         uint64_t at = sp.span.offset + static_cast<uint64_t>(nz - b.begin());
         add("nonzero_padding", "warning", at, "padding byte " + std::to_string(*nz) + " where 0 is written" +
                                                   (sp.path.empty() ? "" : " (after " + sp.path + ")"));
-        break;
+        nonzero = true;
       }
-    }
+    });
     // llama.cpp wants each tensor right after the one before, padded; anything else it refuses.
     uint64_t expected = 0;
     for (size_t i = 0; i < m.tensors.size(); ++i) {
@@ -333,19 +335,28 @@ class Validator {
 
   // Tensor names as ggml takes them: a C string, cut at the first NUL, unique.
   void names() {
-    std::map<std::string, size_t> seen;
+    auto cut = [&](uint64_t i) {
+      std::string_view name = m_.tensors.name(i);
+      return name.substr(0, name.find('\0'));
+    };
+    // Repeats found by sorting (8 bytes a tensor), not in a map of every name.
+    const std::vector<uint64_t> order = detail::sorted_by(m_.tensors.size(), cut);
+    std::unordered_map<uint64_t, uint64_t> first;  // a repeat -> the first tensor with its name
+    for (size_t k = 1, f = 0; k < order.size(); ++k) {
+      if (cut(order[k]) != cut(order[f])) f = k;
+      else first[order[k]] = order[f];
+    }
     for (size_t i = 0; i < m_.tensors.size(); ++i) {
       const std::string name(m_.tensors.name(i));
       std::string label = "tensor[" + std::to_string(i) + "]";
-      std::string cut = name.substr(0, name.find('\0'));
-      if (cut.size() != name.size())
-        add("tensor_name", "error", std::nullopt, label + ": the name has a NUL byte at byte " + std::to_string(cut.size()) +
-                                                      "; ggml cuts it there, to '" + cut + "'");
+      const std::string cut_name(cut(i));
+      if (cut_name.size() != name.size())
+        add("tensor_name", "error", std::nullopt, label + ": the name has a NUL byte at byte " + std::to_string(cut_name.size()) +
+                                                      "; ggml cuts it there, to '" + cut_name + "'");
       if (!is_utf8(name)) add("invalid_utf8", "warning", std::nullopt, label + ": the name is not valid UTF-8");
-      auto [it, fresh] = seen.emplace(cut, i);
-      if (!fresh)
+      if (auto it = first.find(i); it != first.end())
         add("duplicate_tensor_name", "error", std::nullopt,
-            label + " and tensor[" + std::to_string(it->second) + "] are both '" + cut + "' to ggml (names are cut at a NUL); it refuses the file");
+            label + " and tensor[" + std::to_string(it->second) + "] are both '" + cut_name + "' to ggml (names are cut at a NUL); it refuses the file");
     }
   }
 

@@ -221,10 +221,10 @@ Doc tail_doc(const Model& m) {
   bare.tail.reset();
   if (uint64_t plain = plan(bare).file_size; plain != L.file_size) raw.add("truncate_at", Doc::of(std::to_string(L.file_size)));
   Doc patches = new_seq();
-  for (const LabeledSpan& sp : L.spans) {
+  each_span(L, m.tensors, [&](const LabeledSpan& sp) {
     if (sp.kind != SpanKind::padding && sp.kind != SpanKind::tensor_padding && sp.kind != SpanKind::gap &&
         sp.kind != SpanKind::trailing)
-      continue;
+      return;
     std::vector<uint8_t> b(static_cast<size_t>(sp.span.size));
     m.tail->source->read_at(sp.span.offset, b.data(), b.size());  // the same offsets: the header is the source's
     for (size_t i = 0; i < b.size();) {
@@ -240,7 +240,7 @@ Doc tail_doc(const Model& m) {
       patches.items.push_back(std::move(p));
       i = j;
     }
-  }
+  });
   if (!patches.items.empty()) raw.add("patches", std::move(patches));
   return raw;
 }

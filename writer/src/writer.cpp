@@ -314,6 +314,7 @@ Layout plan_with(const Model& model, FieldMarks* marks) {
   Layout L;
   L.alignment = model.alignment();
   uint64_t running = 0;
+  L.tensor_offsets.reserve(model.tensors.size());
   for (const Tensor& t : model.tensors) {
     uint64_t start = t.offset.value_or(running);
     if (t.offset && (start < running || start % L.alignment != 0))

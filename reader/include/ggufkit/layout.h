@@ -1,10 +1,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace ggufkit {
+
+class TensorList;
 
 struct Span {
   uint64_t offset = 0, size = 0;
@@ -59,6 +62,15 @@ struct Layout {
 // multiple of the alignment (or `to`), then `rest` for whatever lies beyond. The reader
 // and the writer both describe such bytes with this one rule.
 void add_filler(Layout& layout, uint64_t from, uint64_t to, SpanKind pad, SpanKind rest, const std::string& path);
+
+using SpanFn = std::function<void(const LabeledSpan&)>;
+// The data section's spans from the tensors' offsets and sizes: each tensor's data, and
+// the padding and gap after it up to the next tensor (those after the last are not
+// listed here). `nbytes(i)` is tensor i's size.
+void data_spans(const Layout& layout, const TensorList& tensors, const std::function<uint64_t(size_t)>& nbytes, const SpanFn& f);
+// Every span in file order, with a data span (of a header of many tensors) taken apart as
+// data_spans lists it: one at a time, never all kept.
+void each_span(const Layout& layout, const TensorList& tensors, const SpanFn& f);
 
 // The layout rules in one place: spans in order with no holes, from 0 to file_size; every
 // padding shorter than the alignment (gap and trailing spans may be any length); the data

@@ -427,6 +427,10 @@ class TensorList {
   // `data_offset` on (place, once the header's end is known).
   void view(std::shared_ptr<const void> keep, const uint8_t* base, bool big);
   void push_view(uint64_t record) { at_.push_back(record); }
+  // Where tensor i's info record starts in the file read, while it is viewed there.
+  std::optional<uint64_t> record(size_t i) const {
+    return at_[i] & kOwned ? std::nullopt : std::optional<uint64_t>(at_[i]);
+  }
   void place(std::shared_ptr<const ByteSource> source, uint64_t data_offset);
 
  private:

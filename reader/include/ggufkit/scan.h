@@ -16,6 +16,7 @@ struct ScanOptions {
   uint32_t max_depth = 8;             // deepest nesting of arrays accepted
   bool data_in_file = true;           // refuse tensor data past the end of the file
                                       // (validate turns it off to report a cut file)
+  uint64_t header_size = 0;           // when known (a file just written): mapped at once
 };
 
 struct Scanned {

@@ -24,6 +24,10 @@ class ByteSource {
   // reads them into a buffer. `held`, when given, is set to how many bytes the pointer
   // holds: a longer prefix already mapped is shared.
   virtual std::shared_ptr<const uint8_t> prefix(uint64_t n, uint64_t* held = nullptr) const;
+  // The prefix at `held` is read no further than n bytes from now on: a file's map gives
+  // the address space beyond back (a header mapped in doubling prefixes took up to twice
+  // its size).
+  virtual void trim(const uint8_t* held, uint64_t n) const { (void)held, (void)n; }
   // The file descriptor behind the source, or -1 (lets a sink copy in the kernel).
   virtual int fd() const { return -1; }
 };
@@ -39,6 +43,7 @@ class FileSource final : public ByteSource {
   uint64_t size() const override { return size_; }
   void read_at(uint64_t offset, void* dst, size_t n) const override;
   std::shared_ptr<const uint8_t> prefix(uint64_t n, uint64_t* held = nullptr) const override;
+  void trim(const uint8_t* held, uint64_t n) const override;
   int fd() const override { return fd_; }
   uint64_t device() const { return dev_; }
   uint64_t inode() const { return ino_; }
@@ -52,6 +57,7 @@ class FileSource final : public ByteSource {
   mutable std::mutex m_;
   mutable std::weak_ptr<const uint8_t> mapped_;
   mutable uint64_t mapped_n_ = 0;
+  mutable std::shared_ptr<size_t> mapped_len_;  // what the map's deleter unmaps; trim shortens it
 };
 
 class MemorySource final : public ByteSource {
