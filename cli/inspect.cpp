@@ -751,6 +751,8 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (set && set->is_set()) {
     files.clear();
     for (const Shard& sh : set->shards) files.push_back(sh.path);
+  } else {
+    set.reset();  // a lone file is read again by validate_file: not held twice
   }
   for (const std::string& f : files)
     for (Finding& x : validate_file(f, files.size() == 1)) fs.push_back({f, std::move(x)});

@@ -1,6 +1,7 @@
 // ggufkit: parse options, call the library, print. Nothing here knows the format.
 #include <signal.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -430,7 +431,7 @@ int run_rewrite(const RewriteJob& job) {
   }
   check_result(job, was, model, changes);
   // What the source had beyond its fields goes only where the data is re-laid: say so.
-  const Layout after = plan(model);
+  Layout after = plan(model);
   uint64_t dropped = 0;
   if (!keeps_tail(model, after))
     each_span(before, model.tensors, [&](const LabeledSpan& sp) {  // a patch changes no tensor
@@ -499,6 +500,10 @@ int run_rewrite(const RewriteJob& job) {
       std::fprintf(stderr, "\rggufkit: writing %s of %s (%d%%)", gb(w).c_str(), gb(total).c_str(), pct);
       if (pct == 100) std::fprintf(stderr, "\n");
     };
+  // Both layouts are told above and safe_rewrite plans again: for a million tensors each
+  // holds 8 MB of offsets, which the re-read of the output needs room for.
+  after = Layout{};
+  s.layout = Layout{};
   RewriteResult r = safe_rewrite(model, job.in, job.out, opt);
   if (bar && shown != 100) std::fprintf(stderr, "\n");
   if (job.json) {
@@ -938,6 +943,14 @@ int main(int argc, char** argv) {
   // extra one, which the few small buffers of the helper threads never need and which
   // would count against a memory limit (ulimit -v) the header's size sets.
   mallopt(M_ARENA_MAX, 1);
+  // Helper threads (the verifier, the header's re-read) get 4 MiB stacks, not the 8 MiB of
+  // RLIMIT_STACK (32 when unlimited): their address space counts against that limit too.
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) == 0) {
+    pthread_attr_setstacksize(&attr, 4u << 20);
+    pthread_setattr_default_np(&attr);
+    pthread_attr_destroy(&attr);
+  }
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && (args[0] == "--version" || args[0] == "version")) {
     std::cout << "ggufkit " << GGUFKIT_VERSION << "\n";

@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
 #include <unistd.h>
 
+#include "ggufkit/error.h"
 #include "ggufkit/inspect.h"
 #include "ggufkit/layout.h"
 #include "ggufkit/model.h"
@@ -123,6 +126,66 @@ TEST(PairSpans, PastTheCapOneSpanCoversThePairsAndFindingsKeepTheirOffsets) {
   EXPECT_EQ(each.spans[4], (LabeledSpan{SpanKind::kv_key, {24, 16}, "kv[0] k.100001"}));
 }
 
+TEST(TensorSpans, PastTheCapOneInfosAndOneDataSpanCoverThemAndAreTakenApartForPaddingAndAccounts) {
+  // kMaxTensorSpans + 1 tensors t.00000 ... of 3 f32 each (12 bytes, padded to 32), the
+  // padding after tensor[7] holding a 5.
+  const uint64_t n = kMaxTensorSpans + 1;
+  Model m;
+  auto zeros = from_bytes("zeros", std::vector<uint8_t>(12));
+  for (uint64_t i = 0; i < n; ++i) {
+    Tensor t;
+    t.name = "t." + std::to_string(10000 + i);
+    t.dims = {3};
+    t.source = zeros;
+    m.tensors.push_back(t);
+  }
+  Layout planned = plan(m);
+  const uint64_t infos = n * (8 + 7 + 4 + 8 + 4 + 8), data_start = (24 + infos + 31) / 32 * 32;
+  ASSERT_EQ(planned.spans.size(), 8u);  // magic, version, the two counts, infos, padding, data, the last padding
+  EXPECT_EQ(planned.spans[4], (LabeledSpan{SpanKind::infos, {24, infos}, ""}));
+  EXPECT_EQ(planned.spans[6], (LabeledSpan{SpanKind::data, {data_start, 32 * (n - 1) + 12}, ""}));
+  EXPECT_EQ(planned.spans[7], (LabeledSpan{SpanKind::tensor_padding, {data_start + 32 * (n - 1) + 12, 20}, "tensor[16384] t.26384"}));
+  std::vector<uint8_t> bytes = to_bytes(m);
+  const uint64_t five = data_start + 7 * 32 + 12 + 3;
+  bytes[five] = 5;
+  std::string path = temp_path("tensor-spans.gguf");
+  write_file_bytes(path, bytes);
+  Scanned s = scan_file(path);
+  EXPECT_EQ(s.layout, planned);  // the reader lists them as the writer does
+  EXPECT_EQ(s.model.tensors.record(n - 1), 24 + infos - 39);
+  // Taken apart, the data span is each tensor's data and padding, as under the cap.
+  std::vector<LabeledSpan> each;
+  each_span(s.layout, s.model.tensors, [&](const LabeledSpan& x) { each.push_back(x); });
+  ASSERT_EQ(each.size(), 6 + 2 * n);
+  EXPECT_EQ(each[6], (LabeledSpan{SpanKind::tensor_data, {data_start, 12}, "tensor[0] t.10000"}));
+  EXPECT_EQ(each[7], (LabeledSpan{SpanKind::tensor_padding, {data_start + 12, 20}, "tensor[0] t.10000"}));
+  Account a = account_of(s);
+  EXPECT_EQ(a.infos, infos);
+  EXPECT_EQ(a.tensor_bytes, 12 * n);
+  EXPECT_EQ(a.tensor_padding, 20 * n);
+  EXPECT_EQ(a.left_over, 0);
+  bool found = false;
+  for (const Finding& f : validate_file(path, false))
+    if (f.code == "nonzero_padding") {
+      found = true;
+      EXPECT_EQ(f.offset, five);
+      EXPECT_NE(f.message.find("after tensor[7] t.10007"), std::string::npos) << f.message;
+    }
+  EXPECT_TRUE(found);
+  // A rewrite keeps the 5, and a duplicate name past the cap is still refused at its record.
+  write_file(s.model, path + "-rewrite.gguf", true);
+  EXPECT_EQ(read_file_bytes(path + "-rewrite.gguf"), bytes);
+  m.tensors.edit(n - 1).name = "t.10000";
+  write_file_bytes(path, to_bytes(m));
+  try {
+    scan_file(path);
+    ADD_FAILURE() << "a duplicate name was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.offset, 24 + infos - 39);
+    EXPECT_NE(e.message.find("duplicate tensor name 't.10000', first at tensor[0]"), std::string::npos) << e.message;
+  }
+}
+
 // ulimit -v for a header of `header` bytes: 3x the header plus 32 MiB, in KiB.
 std::string limit_for(uint64_t header) { return "ulimit -v " + std::to_string((3 * header + (32ull << 20)) / 1024) + "; "; }
 
@@ -227,6 +290,67 @@ TEST(Memory, AMillionKeysStayWithinThreeTimesTheHeader) {
   for (size_t i = 0; i < was.size(); ++i) differ += was[i] != now[i];
   EXPECT_EQ(differ, 1u);
   EXPECT_EQ(now[24 + 22 + 21], 9u);
+}
+
+TEST(Memory, AQuarterMillionTensorsStayWithinThreeTimesTheHeader) {
+  // 10 MB of header: 250,000 one-element f32 tensors t.0000000 ... t.0249999, tensor i
+  // holding i, each padded to 32 bytes of data. A Tensor each (some 150 bytes, with its
+  // spans 450) took 90 MB to show 100,000 of them; these now fit under 63 MiB. (A million,
+  // 41 MB of header, fit under their 149 MiB too, but a rewrite of so many tiny tensors
+  // takes 46 s: the verifier checks each piece.)
+  const uint64_t n = 250'000;
+  Bytes b;
+  b.head(3, n, 1).str("general.architecture").u32(8).str("llama");
+  b.b.reserve(24 + 45 + 41 * n + 32 + 32 * n);
+  char name[16];
+  for (uint64_t i = 0; i < n; ++i) {
+    std::snprintf(name, sizeof name, "t.%07llu", static_cast<unsigned long long>(i));
+    b.str(name).u32(1).u64(1).u32(0).u64(32 * i);
+  }
+  const uint64_t header = b.size();
+  ASSERT_EQ(header, 24u + 45 + 41 * n);
+  b.pad_to(32);
+  const uint64_t data_start = b.size();
+  for (uint64_t i = 0; i < n; ++i) b.u32(std::bit_cast<uint32_t>(static_cast<float>(i))).pad_to(32);
+  std::string path = temp_path("tensors-250k.gguf");
+  write_file_bytes(path, b.b);
+  std::string in_place = temp_path("tensors-250k-in-place.gguf");
+  write_file_bytes(in_place, b.b);
+  b.b.clear();
+  b.b.shrink_to_fit();
+  run_bounded(path, {
+      {"show", "show FILE", 0, "tensors       250000"},
+      {"validate", "validate FILE", 1, "missing_hparam"},
+      {"account", "account FILE", 0, "250000 of 250000 tensors start right where the one before ended"},
+      {"rewrite", "rewrite FILE -o OUT", 0, ""},
+      {"edit", "edit FILE --set general.name=n -o OUT", 0, "general.name"},
+      {"in-place", "edit " + in_place + " --set general.architecture=llamb --in-place", 0, "general.architecture"},
+      {"dump", "dump FILE -o OUT", 0, ""},
+  }, header);
+  if (HasFatalFailure() || IsSkipped()) return;
+  EXPECT_EQ(read_file_bytes(path + "-rewrite.gguf"), read_file_bytes(path));
+  Scanned edited = scan_file(path + "-edit.gguf");
+  ASSERT_EQ(edited.model.tensors.size(), n);
+  const Tensor last = edited.model.tensors.back();
+  EXPECT_EQ(last.name, "t.0249999");
+  EXPECT_EQ(edited.layout.tensor_offsets.back(), 32 * (n - 1));
+  std::vector<uint8_t> at(4);
+  last.source->read_at(last.source_offset, at.data(), 4);
+  float value;
+  std::memcpy(&value, at.data(), 4);
+  EXPECT_EQ(value, 249999.0f);  // the data came through, after a header 32 bytes longer
+  EXPECT_EQ(edited.layout.data_offset, data_start + 32);
+  std::vector<uint8_t> was = read_file_bytes(path), now = read_file_bytes(in_place);
+  ASSERT_EQ(now.size(), was.size());
+  size_t differ = 0;  // one byte: the architecture's last letter, at 24 + 8 + 20 + 4 + 8 + 4
+  for (size_t i = 0; i < was.size(); ++i) differ += was[i] != now[i];
+  EXPECT_EQ(differ, 1u);
+  EXPECT_EQ(now[68], 'b');
+  std::vector<uint8_t> sketch = read_file_bytes(path + "-dump.gguf");
+  const std::string end = "  - name: \"t.0249999\"\n    type: f32\n    dims: [1]\n    from: {file: \"tensors-250k.gguf\", offset: " +
+                          std::to_string(data_start + 32 * (n - 1)) + "}\n";
+  ASSERT_GT(sketch.size(), 60 * n);  // every tensor, four lines each
+  EXPECT_EQ(std::string(sketch.end() - end.size(), sketch.end()), end);
 }
 
 TEST(Memory, ATensorOf256MiBIsNeverMappedSoItsHeaderAloneSetsTheLimit) {

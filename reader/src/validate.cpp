@@ -374,8 +374,9 @@ class Validator {
 
 std::vector<Finding> validate_file(const std::string& path, bool model_rules) {
   auto src = open_file(path);
+  std::optional<Scanned> s;
   try {
-    scan(src);  // the strict verdict first
+    s = scan(src);  // the strict verdict first; when it passes, the lenient read is the same
   } catch (const Error& e) {
     ScanOptions lenient;
     lenient.data_in_file = false;
@@ -386,10 +387,7 @@ std::vector<Finding> validate_file(const std::string& path, bool model_rules) {
       return {{"read", "error", e.offset, e.field + ": " + e.message}};
     }
   }
-  ScanOptions lenient;
-  lenient.data_in_file = false;
-  Scanned s = scan(src, lenient);
-  return Validator(s.model, s.layout, s.source_size, src.get(), model_rules).run();
+  return Validator(s->model, s->layout, s->source_size, src.get(), model_rules).run();
 }
 
 std::vector<Finding> check_model(const Model& model, const Layout& layout, bool errors_only) {
