@@ -64,6 +64,11 @@ uint64_t load(const uint8_t* p, unsigned width, bool big) {
 
 const uint8_t* skip_array(const uint8_t* p, bool big);
 
+// The string at p: its u64 length, then its bytes (a key, a tensor's name).
+std::string_view string_at(const uint8_t* p, bool big) {
+  return {reinterpret_cast<const char*>(p + 8), static_cast<size_t>(load(p, 8, big))};
+}
+
 // How many bytes `count` items of type `elem` at p take; the reader checked them.
 size_t body_bytes(const uint8_t* p, ValueType elem, uint64_t count, bool big) {
   const uint8_t* q = p;
@@ -122,7 +127,7 @@ void append_array(std::string& out, const Value& v) {
 
 // The value of type t at p, its lists viewing the bytes `keep` holds.
 Value value_at(const uint8_t* p, ValueType t, bool big, const std::shared_ptr<const void>& keep, std::optional<uint64_t> known) {
-  if (t == ValueType::string) return Value::of_string(std::string(reinterpret_cast<const char*>(p + 8), load(p, 8, big)));
+  if (t == ValueType::string) return Value::of_string(std::string(string_at(p, big)));
   if (t == ValueType::array) return array_at(p, big, keep, known);
   return Value::scalar(t, load(p, value_type_width(t), big));
 }
@@ -135,8 +140,7 @@ Metadata::Metadata(std::initializer_list<KV> kvs) {
 
 std::string_view Metadata::key(size_t i) const {
   if (at_[i] & kOwned) return owned_[at_[i] & ~kOwned].key;
-  const uint8_t* p = base_ + at_[i];
-  return {reinterpret_cast<const char*>(p + 8), static_cast<size_t>(load(p, 8, big_))};
+  return string_at(base_ + at_[i], big_);
 }
 
 const KV Metadata::operator[](size_t i) const {
@@ -217,22 +221,28 @@ void Metadata::view(std::shared_ptr<const void> keep, const uint8_t* base, bool 
 
 std::string_view TensorList::name(size_t i) const {
   if (at_[i] & kOwned) return owned_[at_[i] & ~kOwned].name;
-  const uint8_t* p = base_ + at_[i];
-  return {reinterpret_cast<const char*>(p + 8), static_cast<size_t>(load(p, 8, big_))};
+  return string_at(base_ + (at_[i] & ~kGap), big_);
 }
 
 const Tensor TensorList::operator[](size_t i) const {
   if (at_[i] & kOwned) return owned_[at_[i] & ~kOwned];
   Tensor t;
   t.name = name(i);
-  const uint8_t* p = base_ + at_[i] + 8 + t.name.size();  // the record: name, n_dims, dims, type, offset
+  const uint8_t* p = base_ + (at_[i] & ~kGap) + 8 + t.name.size();  // the record: name, n_dims, dims, type, offset
   uint64_t n_dims = load(p, 4, big_);
   p += 4;
   for (uint64_t d = 0; d < n_dims; ++d, p += 8) t.dims.push_back(load(p, 8, big_));
   t.type = static_cast<uint32_t>(load(p, 4, big_));
   t.source = source_;
-  t.source_offset = data_offset_ + load(p + 4, 8, big_);
+  const uint64_t offset = load(p + 4, 8, big_);
+  t.source_offset = data_offset_ + offset;
+  if (at_[i] & kGap) t.offset = offset;
   return t;
+}
+
+void TensorList::keep_offset(size_t i, uint64_t offset) {
+  if (at_[i] & kOwned) owned_[at_[i] & ~kOwned].offset = offset;
+  else at_[i] |= kGap;
 }
 
 Tensor& TensorList::edit(size_t i) {
@@ -254,7 +264,9 @@ void TensorList::clear() {
 }
 
 void TensorList::pack() {
-  for (Tensor& t : owned_) t.offset.reset();  // a tensor still viewed kept none
+  for (uint64_t& at : at_)
+    if (!(at & kOwned)) at &= ~kGap;
+  for (Tensor& t : owned_) t.offset.reset();
 }
 
 void TensorList::view(std::shared_ptr<const void> keep, const uint8_t* base, bool big) {

@@ -358,7 +358,7 @@ class Scanner {
                     " (file offset " + (abs_end ? std::to_string(L.data_offset + off) : "past 2^64") +
                     ") run past the end of the file at " + (size ? std::to_string(*size) : "?"));
       uint64_t packed = i == 0 ? 0 : align_up(prev_end, L.alignment).value_or(0);
-      if (off != packed) m.tensors.edit(i).offset = off;  // a gap before it: kept by a rewrite
+      if (off != packed) m.tensors.keep_offset(i, off);  // a gap before it: kept by a rewrite
       prev_end = *end;
     }
     c_.context.clear();
@@ -369,7 +369,6 @@ class Scanner {
   }
 
  private:
-  // Refuses a name seen before, saying where it was first.
   // The earliest item whose name repeats one before it, and that first one: sorted, not
   // hashed (detail::sorted_by).
   template <typename Name>
@@ -392,7 +391,6 @@ class Scanner {
             "duplicate key '" + std::string(md.key(i)) + "', first at kv[" + std::to_string(dup->second) + "]");
   }
 
-  // The same for tensor names, at the record's start (8 + name + 4 + dims + 4 before its offset field).
   // Where a field of tensor i's info record lies: `before` bytes ahead of its offset field
   // (the record: u64 name length, name, u32 n_dims, dims, u32 type, u64 offset).
   uint64_t field_at(const TensorList& ts, size_t i, uint64_t before) const {
@@ -400,6 +398,7 @@ class Scanner {
     return ts.record(i).value_or(starts_.empty() ? 0 : starts_[i]) + 16 + t.name.size() + 8 * t.dims.size() - before;
   }
 
+  // The same for tensor names, at the repeating record's start.
   void unique_names(const TensorList& ts) {
     auto dup = first_repeat(ts.sorted_by_name(), [&](uint64_t i) { return ts.name(i); });
     if (!dup) return;

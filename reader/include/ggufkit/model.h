@@ -427,14 +427,19 @@ class TensorList {
   // `data_offset` on (place, once the header's end is known).
   void view(std::shared_ptr<const void> keep, const uint8_t* base, bool big);
   void push_view(uint64_t record) { at_.push_back(record); }
+  // Tensor i's data lies at `offset` of the data section, not right after the tensor
+  // before it (a gap): a rewrite keeps it there. A viewed tensor keeps only a bit, since
+  // its record holds the offset: a header of gaps everywhere costs no more.
+  void keep_offset(size_t i, uint64_t offset);
   // Where tensor i's info record starts in the file read, while it is viewed there.
   std::optional<uint64_t> record(size_t i) const {
-    return at_[i] & kOwned ? std::nullopt : std::optional<uint64_t>(at_[i]);
+    return at_[i] & kOwned ? std::nullopt : std::optional<uint64_t>(at_[i] & ~kGap);
   }
   void place(std::shared_ptr<const ByteSource> source, uint64_t data_offset);
 
  private:
   static constexpr uint64_t kOwned = 1ull << 63;  // set: an index into owned_
+  static constexpr uint64_t kGap = 1ull << 62;    // set on a viewed record: keep its offset
   std::shared_ptr<const void> keep_;
   const uint8_t* base_ = nullptr;
   bool big_ = false;
