@@ -24,6 +24,7 @@
 #include "ggufkit/inspect.h"
 #include "ggufkit/jinja.h"
 #include "ggufkit/journal.h"
+#include "ggufkit/lock.h"
 #include "ggufkit/output.h"
 #include "ggufkit/registry.h"
 #include "ggufkit/patch.h"
@@ -73,7 +74,7 @@ const char* kUsage =
     "  write SKETCH -o OUT    write the GGUF file a YAML sketch describes (-D NAME=VALUE fills [[NAME]])\n"
     "  dump FILE              print a sketch that 'write' turns back into the same bytes\n"
     "  example -o OUT         write the 408-byte walkthrough file (a demo and a fixture)\n"
-    "  recover FILE           finish an interrupted in-place header edit (its journal beside FILE)\n"
+    "  recover FILE           finish an interrupted in-place edit (its journal beside FILE); --discard\n"
     "\n"
     "FILE may be '-' for standard input where a command only reads the header.\n"
     "Run 'ggufkit COMMAND --help' for a command's options.\n"
@@ -293,12 +294,18 @@ std::string header_written(const std::string& path, const HeaderEdit& h) {
          " bytes differ, at " + std::to_string(h.offset) + "\n";
 }
 
+std::vector<std::string> paths_of(const ShardSet& set) {
+  std::vector<std::string> out;
+  for (const Shard& s : set.shards) out.push_back(s.path);
+  return out;
+}
+
 // An edit, realign or rewrite of a shard set: the patch applies to the model (its keys are
 // in shard 1), checked as one model. A metadata change rewrites shard 1 alone (the other
 // shards are read as far as their headers and neither rewritten nor touched); a new
 // alignment or a rewrite writes every shard. --in-place replaces the files, -o PREFIX
 // writes a whole new set; all or nothing either way.
-int run_set_rewrite(const RewriteJob& job, ShardSet& set) {
+int run_set_rewrite(const RewriteJob& job, ShardSet& set, std::vector<std::unique_ptr<PathLock>>& locks) {
   const size_t n = set.shards.size();
   for (const auto& st : job.patch.set)
     if (is_split_key(st.key)) throw_usage("set " + st.key + ": the split.* keys describe the set; ggufkit split and merge write them");
@@ -370,6 +377,8 @@ int run_set_rewrite(const RewriteJob& job, ShardSet& set) {
     return 0;
   }
   RewriteOptions opt = write_options(job.verify, job.force || job.in_place);
+  opt.in_place = job.in_place;
+  locks.clear();
   std::vector<Output> outputs;
   std::vector<std::string> sources;
   for (size_t k = 0; k < n; ++k) {
@@ -393,10 +402,20 @@ int run_set_rewrite(const RewriteJob& job, ShardSet& set) {
 // The one pipeline behind rewrite, edit and realign: scan, apply, check, plan, safe rewrite.
 int run_rewrite(const RewriteJob& job) {
   if (!job.dry_run && job.in_place == !job.out.empty()) throw_usage("give exactly one of -o OUT and --in-place");
+  // An edit in place holds the lock of every file it may write from before it reads them
+  // until it has written the header: a second edit waits, then reads what this one wrote.
+  // (A whole-file rewrite lets go while it copies; it locks the files again to rename.)
+  std::vector<std::unique_ptr<PathLock>> locks;
   std::optional<ShardSet> set;
   if (parse_shard_name(job.in)) {
     set = open_shard_set(job.in);
-    if (set->shards.size() > 1) return run_set_rewrite(job, *set);
+    if (job.in_place && !job.dry_run) {
+      locks = lock_all(paths_of(*set));
+      set = open_shard_set(job.in);  // read again, under the locks
+    }
+    if (set->shards.size() > 1) return run_set_rewrite(job, *set, locks);
+  } else if (job.in_place && !job.dry_run) {
+    locks = lock_all({job.in});
   }
   Scanned s = set ? std::move(set->shards[0].file) : scan_file(job.in);  // a set of one is read once
   Model& model = s.model;  // patched in place: a large vocabulary is not copied
@@ -504,6 +523,7 @@ int run_rewrite(const RewriteJob& job) {
   // holds 8 MB of offsets, which the re-read of the output needs room for.
   after = Layout{};
   s.layout = Layout{};
+  locks.clear();
   RewriteResult r = safe_rewrite(model, job.in, job.out, opt);
   if (bar && shown != 100) std::fprintf(stderr, "\n");
   if (job.json) {
@@ -756,11 +776,6 @@ void print_written(const std::vector<RewriteResult>& rs, const std::vector<Model
 }
 
 // The files of a set (or the one file) a command read: none of them is ever an output.
-std::vector<std::string> paths_of(const ShardSet& set) {
-  std::vector<std::string> out;
-  for (const Shard& s : set.shards) out.push_back(s.path);
-  return out;
-}
 
 int cmd_split(const std::vector<std::string>& args) {
   po::options_description desc("options");
@@ -898,23 +913,33 @@ int cmd_dump(const std::vector<std::string>& args) {
 
 int cmd_recover(const std::vector<std::string>& args) {
   po::options_description desc("options");
-  desc.add_options()("file", po::value<std::string>()->required(), "the model an in-place edit was interrupted on");
+  desc.add_options()("file", po::value<std::string>()->required(), "the model an in-place edit was interrupted on")(
+      "discard", po::bool_switch(), "remove the journal without applying it, when FILE (every file of its set) reads clean");
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos,
-                  "usage: ggufkit recover FILE\n\n"
-                  "Finishes what an interrupted in-place header edit left (its journal, FILE.ggufkit-journal):\n"
-                  "the new header is kept when all of it is in the file, else the old bytes of the range\n"
-                  "the edit wrote are put back; the file is flushed and the journal removed. Until then\n"
-                  "every command refuses FILE. A journal that does not match FILE (another inode or size,\n"
-                  "cut short, a bad checksum, a header that is neither the old nor the new one outside\n"
-                  "the range) is reported and not applied.");
+                  "usage: ggufkit recover FILE [--discard]\n\n"
+                  "Finishes what an interrupted in-place edit left (its journal, FILE.ggufkit-journal),\n"
+                  "holding FILE's lock meanwhile. A header edit: the new header is kept when all of it is\n"
+                  "in the file, else the old bytes of the range the edit wrote are put back; the file must\n"
+                  "then read clean, or it is put back as it was. A shard set's renames: every new shard not\n"
+                  "yet in place is renamed over its old one. The journal is then removed. Until then every\n"
+                  "command refuses FILE.\n\n"
+                  "A journal is trusted only when it is a regular file owned by root, by FILE's owner or by\n"
+                  "you; one that does not match FILE (another owner, inode or size, cut short, a bad\n"
+                  "checksum, a range outside the header, a header that is neither the old nor the new one\n"
+                  "outside the range) is reported and not applied. --discard then removes it, but only when\n"
+                  "FILE reads clean without it.");
   if (!vm) return 0;
   const std::string file = (*vm)["file"].as<std::string>();
-  switch (recover(file)) {
+  switch (recover(file, (*vm)["discard"].as<bool>())) {
     case Recovery::none: std::printf("%s: no journal; nothing to recover\n", file.c_str()); break;
     case Recovery::rolled_back: std::printf("%s: the edit was cut short; the old header is back\n", file.c_str()); break;
     case Recovery::kept_new: std::printf("%s: the new header was all written; it is kept\n", file.c_str()); break;
+    case Recovery::set_finished:
+      std::printf("%s: the set's renames were cut short; every new shard is now in place\n", file.c_str());
+      break;
+    case Recovery::discarded: std::printf("%s: reads clean; its journal was removed without being applied\n", file.c_str()); break;
   }
   return 0;
 }

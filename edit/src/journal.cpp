@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -13,6 +14,8 @@
 #include "ggufkit/background.h"
 #include "ggufkit/error.h"
 #include "ggufkit/fault.h"
+#include "ggufkit/lock.h"
+#include "ggufkit/output.h"
 #include "ggufkit/path.h"
 #include "ggufkit/writer.h"
 
@@ -127,19 +130,6 @@ uint64_t sum_with(const uint8_t* file, uint64_t n, uint64_t at, const uint8_t* r
   return h;
 }
 
-// The file open as `fd` (stat `st`), mapped: the map it was read from when that is this
-// file still (its pages, already read, are the page cache's: a write through `fd` shows in
-// them), else a new one. Throws an io Error if the map is shorter than n.
-std::shared_ptr<const ByteSource> mapped(const std::string& path, const struct stat& st, std::shared_ptr<const ByteSource> read,
-                                         uint64_t n) {
-  const auto* f = dynamic_cast<const FileSource*>(read.get());
-  if (!f || f->device() != static_cast<uint64_t>(st.st_dev) || f->inode() != static_cast<uint64_t>(st.st_ino) ||
-      f->size() != static_cast<uint64_t>(st.st_size))
-    read = open_file(path);
-  if (read->size() < n) throw_io(path, "cannot map its header");
-  return read;
-}
-
 }  // namespace
 
 std::optional<HeaderEdit> header_in_place(const Model& model, const Layout& L, const Layout& S, uint64_t source_size,
@@ -164,59 +154,234 @@ std::optional<HeaderEdit> header_in_place(const Model& model, const Layout& L, c
   return HeaderEdit{n, sink.first, std::move(sink.bytes), model.tail->source};
 }
 
+
+namespace {
+
+constexpr char kSetMagic[16] = {'G', 'G', 'U', 'F', 'K', 'I', 'T', '-', 'S', 'E', 'T', 'J', 'R', 'N', 'L', '1'};
+constexpr uint64_t kMaxSetJournal = 1 << 20;  // a few paths: far more than any set's
+
+// XXH64 over pieces.
+class Sum {
+ public:
+  Sum() : s_(XXH64_createState()) { XXH64_reset(s_, 0); }
+  ~Sum() { XXH64_freeState(s_); }
+  Sum(const Sum&) = delete;
+  Sum& operator=(const Sum&) = delete;
+  void add(const void* p, size_t n) { XXH64_update(s_, p, n); }
+  uint64_t get() const { return XXH64_digest(s_); }
+
+ private:
+  XXH64_state_t* s_;
+};
+
+// [at, at + n) of `fd`, read a MiB at a time, handed to f(piece, size, offset): a journal or
+// a header of any size costs one MiB of memory.
+template <class F>
+void each_piece(int fd, const std::string& name, uint64_t at, uint64_t n, F&& f) {
+  std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(n, 1 << 20)));
+  for (uint64_t done = 0; done < n;) {
+    size_t k = static_cast<size_t>(std::min<uint64_t>(buf.size(), n - done));
+    pread_all(fd, name, buf.data(), k, at + done);
+    f(buf.data(), k, at + done);
+    done += k;
+  }
+}
+
+Error changed_since_read(const std::string& path) {
+  return Error(Error::Kind::io, path, std::nullopt, "",
+               "changed since it was read (another file was put in its place, or another program wrote into it); "
+               "nothing was changed: run the edit again");
+}
+
+// A journal is made through the safe output path under a name of its own, never over
+// anything: a name another user placed there (a link to another file) is refused, not
+// followed. Flushed with its folder, or it protects nothing.
+void write_journal(const std::string& journal, const std::vector<std::pair<const uint8_t*, size_t>>& pieces) {
+  struct stat st {};
+  if (stat_path(journal, st, false) == 0)
+    throw Error(Error::Kind::io, journal, std::nullopt, "",
+                "is already there: another edit's journal, or something put in its place; nothing was changed");
+  PendingFile out(journal, 0600, false);
+  uint64_t at = 0;
+  for (const auto& [p, n] : pieces) {
+    write_at(out.fd(), journal, p, n, at);
+    at += n;
+  }
+  out.commit();
+  if (!flush_folder(journal)) {
+    int saved = errno;
+    unlink_path(journal);
+    errno = saved;
+    throw_io(journal, "cannot flush the journal's folder");
+  }
+}
+
+// Whom a journal may come from: root, the owner of the file it would change, or the user
+// running recover. Anyone else who can write the folder could have planted it.
+void trust_owner(const struct stat& js, const struct stat& model, const std::string& journal, const std::string& path) {
+  if (js.st_uid == 0 || js.st_uid == model.st_uid || js.st_uid == ::geteuid()) return;
+  throw Error(Error::Kind::format, journal, std::nullopt, "journal",
+              "is owned by user " + std::to_string(js.st_uid) + ", neither root nor the owner of " + path + " (user " +
+                  std::to_string(model.st_uid) + ") nor you: it is not trusted and not applied; neither it nor " + path +
+                  " was changed (if " + path + " reads clean, 'ggufkit recover --discard " + path + "' removes it)");
+}
+
+// Opens a journal without following a link or blocking, a regular file only.
+int open_journal(const std::string& journal, struct stat& js) {
+  int fd = open_path(journal, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw_io(journal, "cannot open the journal (a link in its place is never followed)");
+  if (::fstat(fd, &js) != 0 || !S_ISREG(js.st_mode)) {
+    ::close(fd);
+    throw Error(Error::Kind::format, journal, std::nullopt, "journal", "is not a regular file; it is not a journal");
+  }
+  return fd;
+}
+
+// The file reads clean with the strict reader, its header ending at `n` (0: anywhere).
+bool reads_clean(const std::string& path, uint64_t n, std::string* why = nullptr) {
+  try {
+    Scanned s = scan(open_file(path));
+    uint64_t end = std::min(s.layout.data_offset, s.source_size);
+    if (n && end != n) {
+      if (why) *why = "its header ends at byte " + std::to_string(end) + ", not at the journal's " + std::to_string(n);
+      return false;
+    }
+    return true;
+  } catch (const Error& e) {
+    if (why) *why = e.what();
+    return false;
+  }
+}
+
+struct SetEntry {
+  std::string target, hidden;
+};
+
+std::vector<SetEntry> read_set_journal(int fd, const std::string& journal, uint64_t size) {
+  auto refuse = [&](const std::string& why) {
+    return Error(Error::Kind::format, journal, std::nullopt, "journal", why + "; nothing was changed");
+  };
+  if (size > kMaxSetJournal) refuse("is " + std::to_string(size) + " bytes, more than a set's journal can be");
+  std::string j(static_cast<size_t>(size), '\0');
+  pread_all(fd, journal, j.data(), j.size(), 0);
+  if (j.size() < 16 + 8 + 8 || XXH64(j.data(), j.size() - 8, 0) != get_u64(j, j.size() - 8))
+    throw refuse("it is cut short, or its checksum does not match its bytes");
+  std::vector<SetEntry> out;
+  size_t at = 24, end = j.size() - 8;
+  auto text = [&]() {
+    if (end - at < 8 || get_u64(j, at) > end - at - 8) throw refuse("an entry runs past its end");
+    size_t n = static_cast<size_t>(get_u64(j, at));
+    at += 8 + n;
+    return j.substr(at - n, n);
+  };
+  for (uint64_t i = 0, count = get_u64(j, 16); i < count; ++i) {
+    std::string target = text(), hidden = text();
+    if (hidden.find('/') != std::string::npos || hidden.rfind(".ggufkit-", 0) != 0) throw refuse("a new file's name is not ggufkit's");
+    out.push_back({target, hidden});
+  }
+  if (at != end || out.empty()) throw refuse("its entries do not fill it");
+  return out;
+}
+
+std::string beside(const std::string& target, const std::string& name) {
+  std::string dir = std::filesystem::path(target).parent_path().string();
+  return dir.empty() ? name : dir + "/" + name;
+}
+
+// Puts every new file of a set in place that is not yet (a rename is whole or not done),
+// then removes the journals.
+Recovery finish_set(const std::vector<SetEntry>& set, const std::string& path, bool discard) {
+  std::vector<std::string> targets;
+  for (const SetEntry& e : set) targets.push_back(e.target);
+  bool names_path = false;
+  const std::string real = follow_links(path);
+  for (const std::string& t : targets) names_path |= t == real;
+  if (!names_path)
+    throw Error(Error::Kind::format, journal_path(path), std::nullopt, "journal",
+                "is a set's journal that does not name " + path + "; nothing was changed");
+  std::vector<std::unique_ptr<PathLock>> locks;
+  std::vector<std::string> existing;
+  for (const std::string& t : targets)
+    if (struct stat st {}; stat_path(t, st) == 0) existing.push_back(t);
+  locks = lock_all(existing);
+  for (const SetEntry& e : set) {
+    const std::string hidden = beside(e.target, e.hidden);
+    struct stat hs {};
+    if (stat_path(hidden, hs, false) != 0) continue;  // renamed already
+    if (discard) {
+      unlink_path(hidden);
+      continue;
+    }
+    if (!S_ISREG(hs.st_mode)) throw Error(Error::Kind::format, hidden, std::nullopt, "", "is not a regular file; nothing was changed");
+    PathAt from(hidden), to(e.target);
+    if (::renameat(from.dir(), from.name(), to.dir(), to.name()) != 0) throw_io(e.target, "cannot put the new file in place");
+    flush_folder(e.target);
+  }
+  for (const SetEntry& e : set) {
+    if (unlink_path(journal_path(e.target)) != 0 && errno != ENOENT) throw_io(journal_path(e.target), "cannot remove the journal");
+    flush_folder(e.target);
+  }
+  return discard ? Recovery::discarded : Recovery::set_finished;
+}
+
+}  // namespace
+
 void write_header_in_place(const std::string& path, const Layout& planned, const HeaderEdit& edit) {
   const size_t len = edit.bytes.size();
   if (len == 0) return;  // not a byte differs
+  fault_point("in-place");
   Fd f{open_path(path, O_RDWR | O_CLOEXEC)};
   if (f.fd < 0) throw_io(path, "cannot open for writing in place");
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) throw_io(path, "cannot stat");
   if (!S_ISREG(st.st_mode)) throw Error(Error::Kind::usage, path, std::nullopt, "", "is not a regular file; it is not edited in place");
+  // Held until the journal is gone (no other writer, and no reader of the header, meanwhile);
+  // nothing when the edit took it before it read the file, as ggufkit's does.
+  FileLock lock(f.fd, path, FileLock::Mode::exclusive);
+  // The file must still be the one read, and its header the bytes read: another file renamed
+  // over it, or bytes another program wrote, would get this edit's bytes.
+  const auto* src = dynamic_cast<const FileSource*>(edit.file.get());
+  if (!src || !src->same_file(st)) throw changed_since_read(path);
   const uint64_t n = edit.header_size, at = edit.offset;
   if (static_cast<uint64_t>(st.st_size) < n || at > n || len > n - at)
     throw Error(Error::Kind::format, path, std::nullopt, "", "is shorter than its header");
-  std::vector<uint8_t> old(len);
-  pread_all(f.fd, path, old.data(), len, at);
+  const auto header = edit.file->prefix(n);  // the header as it was read
+  each_piece(f.fd, path, 0, n, [&](const uint8_t* p, size_t k, uint64_t off) {
+    if (std::memcmp(p, header.get() + off, k) != 0) throw changed_since_read(path);
+  });
+  const std::vector<uint8_t> old(header.get() + at, header.get() + at + len);
 
-  // (a) The journal: written whole under a temporary name, flushed, then named.
-  const std::string journal = journal_path(path), tmp = journal + ".tmp";
+  // (a) The journal: its room checked first, then written whole under no name, flushed, named.
+  const std::string journal = journal_path(path);
+  const uint64_t need = kFixed + 2 * static_cast<uint64_t>(len) + 8;
+  {
+    std::string dir = std::filesystem::path(journal).parent_path().string();
+    struct statvfs vs {};
+    const bool known = ::statvfs(dir.empty() ? "." : dir.c_str(), &vs) == 0;
+    const uint64_t free = fault_point("statvfs") ? 0 : static_cast<uint64_t>(vs.f_bavail) * vs.f_frsize;  // tests: a full disk
+    if (known && free < need + (64 << 10))
+      throw Error(Error::Kind::io, journal, std::nullopt, "",
+                  "the journal needs " + std::to_string(need) + " bytes beside the model and " + std::to_string(free) +
+                      " are free; nothing was changed (free some room, or edit with -o to another disk)");
+  }
   std::string head(kMagic, sizeof kMagic);
-  const auto map = mapped(path, st, edit.file, n);
-  const auto header = map->prefix(n);
   for (uint64_t v : {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size), n,
                      static_cast<uint64_t>(XXH64(header.get(), n, 0)), sum_with(header.get(), n, at, edit.bytes.data(), len),
                      at, static_cast<uint64_t>(len)})
     put_u64(head, v);
-  XXH64_state_t* sum = XXH64_createState();
-  XXH64_reset(sum, 0);
-  XXH64_update(sum, head.data(), head.size());
-  XXH64_update(sum, old.data(), len);
-  XXH64_update(sum, edit.bytes.data(), len);
+  Sum sum;
+  sum.add(head.data(), head.size());
+  sum.add(old.data(), len);
+  sum.add(edit.bytes.data(), len);
   std::string tail;
-  put_u64(tail, XXH64_digest(sum));
-  XXH64_freeState(sum);
-  {
-    Fd jf{open_path(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)};
-    if (jf.fd < 0) throw_io(tmp, "cannot create the journal; nothing was changed");
-    try {
-      write_at(jf.fd, tmp, reinterpret_cast<const uint8_t*>(head.data()), head.size(), 0);
-      write_at(jf.fd, tmp, old.data(), len, head.size());
-      write_at(jf.fd, tmp, edit.bytes.data(), len, head.size() + len);
-      write_at(jf.fd, tmp, reinterpret_cast<const uint8_t*>(tail.data()), tail.size(), head.size() + 2 * len);
-      flush(jf.fd, tmp);
-      PathAt pa(journal);
-      if (::renameat(pa.dir(), (std::string(pa.name()) + ".tmp").c_str(), pa.dir(), pa.name()) != 0)
-        throw_io(journal, "cannot name the journal");
-      if (!flush_folder(journal)) {  // a journal whose name may not survive a crash protects nothing
-        int saved = errno;
-        unlink_path(journal);
-        errno = saved;
-        throw_io(journal, "cannot flush the journal's folder");
-      }
-    } catch (const Error& e) {
-      unlink_path(tmp);
-      throw Error(e.kind, e.file, e.offset, e.field, e.message + "; nothing was changed");
-    }
+  put_u64(tail, sum.get());
+  try {
+    write_journal(journal, {{reinterpret_cast<const uint8_t*>(head.data()), head.size()},
+                            {old.data(), len},
+                            {edit.bytes.data(), len},
+                            {reinterpret_cast<const uint8_t*>(tail.data()), tail.size()}});
+  } catch (const Error& e) {
+    throw Error(e.kind, e.file, e.offset, e.field, e.message + "; nothing was changed");
   }
   fault_point("journal-written");
 
@@ -225,9 +390,14 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
     write_at(f.fd, path, edit.bytes.data(), len / 2, at);
     fault_point("header-half");
     write_at(f.fd, path, edit.bytes.data() + len / 2, len - len / 2, at + len / 2);
-    // (c) The strict re-read of the header (the page cache has the new bytes) runs while the
-    // file is flushed: it is checked against the plan once both are done.
-    auto back = in_background([&map] { return scan(map); });
+    // (c) The strict re-read of the header, from the file as it is now, runs while the file
+    // is flushed: it is checked against the plan once both are done.
+    const std::string self = "/proc/self/fd/" + std::to_string(f.fd);
+    auto back = in_background([&] {
+      ScanOptions exact;
+      exact.header_size = n;
+      return scan(open_file(self), exact);
+    });
     try {
       flush(f.fd, path);
     } catch (...) {
@@ -268,43 +438,130 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
   flush_folder(journal);
 }
 
-Recovery recover(const std::string& path) {
+Recovery recover(const std::string& path, bool discard) {
   const std::string journal = journal_path(path);
   struct stat js {};
-  if (stat_path(journal, js) != 0) return Recovery::none;
+  if (stat_path(journal, js, false) != 0) return Recovery::none;
   auto refuse = [&](const std::string& why) {
-    return Error(Error::Kind::format, journal, std::nullopt, "journal", why + "; neither it nor " + path + " was changed");
+    return Error(Error::Kind::format, journal, std::nullopt, "journal",
+                 why + "; neither it nor " + path + " was changed" +
+                     (discard ? "" : " (if " + path + " reads clean, 'ggufkit recover --discard " + path + "' removes it)"));
   };
+  Fd j{open_journal(journal, js)};
+  char magic[16];
+  if (js.st_size < 16) throw refuse("it is not a ggufkit journal, or it is cut short");
+  pread_all(j.fd, journal, magic, 16, 0);
+  struct stat ms {};
+  if (stat_path(path, ms) != 0) throw_io(path, "cannot stat");
+  trust_owner(js, ms, journal, path);
+  if (std::memcmp(magic, kSetMagic, 16) == 0) {
+    auto set = read_set_journal(j.fd, journal, static_cast<uint64_t>(js.st_size));
+    if (discard)
+      for (const SetEntry& e : set)
+        if (struct stat st {}; stat_path(e.target, st) == 0 && !reads_clean(e.target, 0))
+          throw refuse("--discard: " + e.target + " of its set does not read clean");
+    return finish_set(set, path, discard);
+  }
+  if (std::memcmp(magic, kMagic, 16) != 0) throw refuse("it is not a ggufkit journal");
+
+  PathLock lock(path, FileLock::Mode::exclusive);  // no other ggufkit writer or reader meanwhile
   Fd f{open_path(path, O_RDWR | O_CLOEXEC)};
   if (f.fd < 0) throw_io(path, "cannot open for writing");
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) throw_io(path, "cannot stat");
-  if (!S_ISREG(js.st_mode) || static_cast<uint64_t>(js.st_size) > 2 * static_cast<uint64_t>(st.st_size) + kFixed + 8)
-    throw refuse("it is not a journal of this file (its size cannot be)");
-  std::string j = read_small_file(journal, static_cast<uint64_t>(js.st_size));
-  if (j.size() < kFixed + 8 || std::memcmp(j.data(), kMagic, sizeof kMagic) != 0) throw refuse("it is not a ggufkit journal, or it is cut short");
-  const uint64_t n = get_u64(j, 40), at = get_u64(j, 64), len = get_u64(j, 72);
-  if (len > j.size() || j.size() != kFixed + 2 * len + 8) throw refuse("it is cut short (" + std::to_string(j.size()) + " bytes)");
-  if (XXH64(j.data(), j.size() - 8, 0) != get_u64(j, j.size() - 8)) throw refuse("its checksum does not match its bytes");
-  if (get_u64(j, 16) != static_cast<uint64_t>(st.st_dev) || get_u64(j, 24) != static_cast<uint64_t>(st.st_ino) ||
-      get_u64(j, 32) != static_cast<uint64_t>(st.st_size) || n > get_u64(j, 32) || at > n || len > n - at)
+  if (discard) {
+    std::string why;
+    if (!reads_clean(path, 0, &why)) throw refuse("--discard: " + path + " does not read clean (" + why + ")");
+    if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal");
+    flush_folder(journal);
+    return Recovery::discarded;
+  }
+  // Its size is checked against its own head before the rest is read; then it is read a
+  // piece at a time, so a journal of any size costs a MiB.
+  if (static_cast<uint64_t>(js.st_size) < kFixed + 8) throw refuse("it is cut short (" + std::to_string(js.st_size) + " bytes)");
+  std::string h(kFixed, '\0');
+  pread_all(j.fd, journal, h.data(), kFixed, 0);
+  const uint64_t n = get_u64(h, 40), at = get_u64(h, 64), len = get_u64(h, 72), size = static_cast<uint64_t>(js.st_size);
+  if (len > (size - kFixed - 8) / 2 || size != kFixed + 2 * len + 8)
+    throw refuse("its size (" + std::to_string(size) + " bytes) is not what its head says");
+  Sum whole;
+  each_piece(j.fd, journal, 0, size - 8, [&](const uint8_t* p, size_t k, uint64_t) { whole.add(p, k); });
+  uint64_t recorded = 0;
+  pread_all(j.fd, journal, &recorded, 8, size - 8);
+  if (whole.get() != recorded) throw refuse("its checksum does not match its bytes");
+  if (get_u64(h, 16) != static_cast<uint64_t>(st.st_dev) || get_u64(h, 24) != static_cast<uint64_t>(st.st_ino) ||
+      get_u64(h, 32) != static_cast<uint64_t>(st.st_size))
     throw refuse("it is the journal of another file (device, inode or size differ)");
-  const auto* old = reinterpret_cast<const uint8_t*>(j.data() + kFixed);  // the new bytes follow; the checksums decide
-  Recovery done;
-  const auto header = mapped(path, st, nullptr, n)->prefix(n);
-  if (XXH64(header.get(), n, 0) == get_u64(j, 56)) {
-    done = Recovery::kept_new;  // the new header is all there
-  } else if (sum_with(header.get(), n, at, old, len) == get_u64(j, 48)) {
-    write_at(f.fd, path, old, len, at);  // the old header but for the range: the old bytes go back
-    done = Recovery::rolled_back;
-  } else {
+  if (n > static_cast<uint64_t>(st.st_size) || at > n || len > n - at)
+    throw refuse("its range (" + std::to_string(len) + " bytes at " + std::to_string(at) + ") does not lie inside the header (" +
+                 std::to_string(n) + " bytes)");
+
+  Sum now, rolled;  // the header as it is, and as it is with the journal's old bytes in the range
+  each_piece(f.fd, path, 0, n, [&](const uint8_t* p, size_t k, uint64_t off) {
+    now.add(p, k);
+    // The parts outside [at, at + len) go into `rolled` as they are.
+    uint64_t lo = std::max(off, at), hi = std::min<uint64_t>(off + k, at + len);
+    if (lo >= hi) return rolled.add(p, k);
+    rolled.add(p, static_cast<size_t>(lo - off));
+    if (lo == at) each_piece(j.fd, journal, kFixed, len, [&](const uint8_t* q, size_t m, uint64_t) { rolled.add(q, m); });
+    rolled.add(p + (hi - off), static_cast<size_t>(off + k - hi));
+  });
+  if (now.get() == get_u64(h, 56)) {
+    // The new header is all there.
+    if (std::string why; !reads_clean(path, n, &why)) throw refuse("the header it says is complete does not read: " + why);
+    flush(f.fd, path);
+    if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal (the file itself is recovered)");
+    flush_folder(journal);
+    return Recovery::kept_new;
+  }
+  if (rolled.get() != get_u64(h, 48))
     throw refuse("the file's header is neither the old one nor the new one, even outside the " + std::to_string(len) +
                  " bytes at " + std::to_string(at) + " the edit wrote");
-  }
+  // The old header but for the range: the old bytes go back, and what was there is kept
+  // until the file reads clean with them.
+  std::vector<uint8_t> was(static_cast<size_t>(len));
+  pread_all(f.fd, path, was.data(), was.size(), at);
+  each_piece(j.fd, journal, kFixed, len,
+             [&](const uint8_t* p, size_t k, uint64_t off) { write_at(f.fd, path, p, k, at + (off - kFixed)); });
   flush(f.fd, path);
+  if (std::string why; !reads_clean(path, n, &why)) {
+    write_at(f.fd, path, was.data(), was.size(), at);
+    flush(f.fd, path);
+    throw refuse("the old header it holds does not read (" + why + "); the file is as it was");
+  }
   if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal (the file itself is recovered)");
   flush_folder(journal);
-  return done;
+  return Recovery::rolled_back;
+}
+
+void write_set_journal(const std::vector<SetRename>& set) {
+  std::string j(kSetMagic, sizeof kSetMagic);
+  put_u64(j, set.size());
+  for (const SetRename& e : set) {
+    put_u64(j, e.target.size());
+    j += e.target;
+    put_u64(j, e.hidden.size());
+    j += e.hidden;
+  }
+  put_u64(j, XXH64(j.data(), j.size(), 0));
+  std::vector<std::string> done;
+  try {
+    for (const SetRename& e : set) {
+      write_journal(journal_path(e.target), {{reinterpret_cast<const uint8_t*>(j.data()), j.size()}});
+      done.push_back(journal_path(e.target));
+    }
+  } catch (...) {
+    for (const std::string& d : done) unlink_path(d);
+    throw;
+  }
+}
+
+void remove_set_journal(const std::vector<SetRename>& set) {
+  for (const SetRename& e : set) {
+    if (unlink_path(journal_path(e.target)) != 0 && errno != ENOENT)
+      throw_io(journal_path(e.target), "cannot remove the set's journal (every file is in place)");
+    flush_folder(e.target);
+  }
 }
 
 }  // namespace ggufkit

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <filesystem>
 #include <deque>
 #include <memory>
 #include <exception>
@@ -20,6 +21,8 @@
 #include "ggufkit/background.h"
 #include "ggufkit/error.h"
 #include "ggufkit/fault.h"
+#include "ggufkit/journal.h"
+#include "ggufkit/lock.h"
 #include "ggufkit/output.h"
 #include "ggufkit/path.h"
 #include "ggufkit/scan.h"
@@ -250,6 +253,37 @@ std::unique_ptr<PendingFile> write_verified(const Model& model, const std::strin
 
 }  // namespace
 
+namespace {
+
+// The file a model was read from, when it was read from one.
+const FileSource* read_from(const Model& m) {
+  std::shared_ptr<const ByteSource> src = m.tail ? m.tail->source : m.tensors.empty() ? nullptr : m.tensors[0].source;
+  return dynamic_cast<const FileSource*>(src.get());
+}
+
+// The files the renames replace, locked until they are done (no in-place edit, no other
+// rewrite of them meanwhile), each checked, when it is the file the model was read from
+// (always with in_place), to be still that file as it was read: a file renamed over it, or
+// bytes another program wrote into it since, would be lost without a word.
+std::vector<std::unique_ptr<PathLock>> lock_replaced(const std::vector<std::pair<const Model*, std::string>>& outs, bool in_place) {
+  std::vector<std::string> existing;
+  for (const auto& [m, path] : outs)
+    if (struct stat st {}; stat_path(path, st) == 0) existing.push_back(path);
+  auto locks = lock_all(existing);
+  for (const auto& [m, path] : outs) {
+    const FileSource* src = read_from(*m);
+    struct stat st {};
+    if (stat_path(path, st) != 0) continue;
+    const bool same_inode = src && src->device() == static_cast<uint64_t>(st.st_dev) && src->inode() == static_cast<uint64_t>(st.st_ino);
+    if ((in_place && src && !same_inode) || (same_inode && !src->same_file(st)))
+      throw Error(Error::Kind::io, path, std::nullopt, "",
+                  "changed since it was read (another file was put in its place, or another program wrote into it)");
+  }
+  return locks;
+}
+
+}  // namespace
+
 RewriteResult safe_rewrite(const Model& model, const std::string& source, const std::string& dest,
                            const RewriteOptions& opt) {
   struct stat src_st {};
@@ -266,6 +300,7 @@ RewriteResult safe_rewrite(const Model& model, const std::string& source, const 
   RewriteResult result;
   auto out = write_verified(model, target, mode, opt.in_place || opt.replace, opt, result, note);
   try {
+    auto locks = lock_replaced({{&model, target}}, opt.in_place);
     out->commit();
   } catch (const Error& e) {
     throw Error(e.kind, e.file.empty() ? target : e.file, e.offset, e.field, e.message + note);
@@ -284,16 +319,39 @@ std::vector<RewriteResult> safe_write_all(const std::vector<Output>& outputs, co
   std::vector<std::unique_ptr<PendingFile>> pending;
   for (size_t i = 0; i < outputs.size(); ++i)
     pending.push_back(write_verified(*outputs[i].model, outputs[i].path, mode, opt.replace, opt, results[i], note));
-  // Every file is complete and verified: now each goes in place, one rename after another.
+  std::vector<std::pair<const Model*, std::string>> replaced;
+  for (const Output& o : outputs) replaced.push_back({o.model, o.path});
+  std::vector<std::unique_ptr<PathLock>> locks;
+  std::vector<SetRename> renames;
+  try {
+    locks = lock_replaced(replaced, opt.in_place);
+    // Every file is complete and verified. Several go in place one rename after another:
+    // the renames are recorded first, so that a crash among them is finished by recover.
+    if (pending.size() > 1) {
+      for (auto& p : pending)
+        renames.push_back({std::filesystem::absolute(p->target()).lexically_normal().string(), p->hidden_name()});
+      write_set_journal(renames);
+    }
+  } catch (const Error& e) {
+    throw Error(e.kind, e.file, e.offset, e.field, e.message + note);
+  }
+  for (auto& p : pending) p->keep_on_failure(!renames.empty());
   for (size_t i = 0; i < pending.size(); ++i) {
     try {
       pending[i]->commit();
     } catch (const Error& e) {
+      if (i == 0) {  // nothing is in place yet: no journal, no new file stays
+        for (auto& p : pending) p->keep_on_failure(false);
+        if (!renames.empty()) remove_set_journal(renames);
+        throw Error(e.kind, e.file, e.offset, e.field, e.message + note);
+      }
       throw Error(e.kind, e.file, e.offset, e.field,
                   e.message + "; " + std::to_string(i) + " of the " + std::to_string(pending.size()) +
-                      " files were already in place, the others were not written");
+                      " files were already in place, the others are not yet: run 'ggufkit recover " + pending[i]->target() +
+                      "' to put them in place");
     }
   }
+  if (!renames.empty()) remove_set_journal(renames);
   return results;
 }
 

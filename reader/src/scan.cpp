@@ -616,12 +616,16 @@ std::string journal_path(const std::string& path) {
   return file + ".ggufkit-journal";
 }
 
-Scanned scan_file(const std::string& path, const ScanOptions& options) {
+void refuse_journal(const std::string& path) {
   struct stat st {};
-  if (const std::string j = journal_path(path); stat_path(j, st) == 0)
+  if (const std::string j = journal_path(path); stat_path(j, st, false) == 0)
     throw Error(Error::Kind::format, path, std::nullopt, "",
                 "an in-place edit of this file was interrupted and left its journal, " + j +
-                    "; run 'ggufkit recover " + path + "' to put the file back first");
+                    "; run 'ggufkit recover " + path + "' to finish it first");
+}
+
+Scanned scan_file(const std::string& path, const ScanOptions& options) {
+  refuse_journal(path);
   return scan(open_file(path), options);
 }
 

@@ -10,11 +10,14 @@
 #include <cstring>
 
 #include "ggufkit/error.h"
+#include "ggufkit/lock.h"
 #include "ggufkit/path.h"
 
 namespace ggufkit {
 
 namespace {
+int64_t ns(const struct timespec& t) { return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; }
+
 // Opens without blocking (a named pipe with no writer would hang a plain open) and says
 // what kind of file it is before anything is read.
 // allow_stream: devices, pipes and sockets too (a small document read whole, under a cap).
@@ -79,6 +82,13 @@ FileSource::FileSource(std::string path) : path_(std::move(path)) {
   size_ = static_cast<uint64_t>(st.st_size);
   dev_ = st.st_dev;
   ino_ = st.st_ino;
+  mtime_ns_ = ns(st.st_mtim);
+  ctime_ns_ = ns(st.st_ctim);
+}
+
+bool FileSource::same_file(const struct stat& st) const {
+  return static_cast<uint64_t>(st.st_dev) == dev_ && static_cast<uint64_t>(st.st_ino) == ino_ &&
+         static_cast<uint64_t>(st.st_size) == size_ && ns(st.st_mtim) == mtime_ns_ && ns(st.st_ctim) == ctime_ns_;
 }
 
 FileSource::~FileSource() {
@@ -101,15 +111,36 @@ std::shared_ptr<const uint8_t> FileSource::prefix(uint64_t n, uint64_t* held) co
     if (held) *held = mapped_n_;
     return p;
   }
-  void* m = ::mmap(nullptr, static_cast<size_t>(n), PROT_READ, MAP_PRIVATE, fd_, 0);
-  if (m == MAP_FAILED) return ByteSource::prefix(n, held);  // a file that cannot be mapped is read
+  // A copy of the header, not a map of the file: what another process writes into the
+  // file afterwards (an edit in place, a copy over it, a truncation) never shows in a model
+  // already read, so no length the scanner checked changes under a later decode, and a file
+  // cut short cannot fault the reader (SIGBUS). Read under a shared lock, so that a ggufkit
+  // edit in place is never seen half-written. Anonymous memory, so that trim() can give
+  // back what lies past the header.
+  void* m = ::mmap(nullptr, static_cast<size_t>(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) throw std::bad_alloc();
   auto len = std::make_shared<size_t>(static_cast<size_t>(n));
   std::shared_ptr<const uint8_t> p{static_cast<const uint8_t*>(m),
                                    [len](const uint8_t* q) { ::munmap(const_cast<uint8_t*>(q), *len); }};
+  {
+    FileLock lock(fd_, path_, FileLock::Mode::shared);
+    try {
+      pread_all(fd_, path_, m, static_cast<size_t>(n), 0);
+    } catch (const Error&) {
+      struct stat st {};
+      if (::fstat(fd_, &st) == 0 && !same_file(st)) changed();
+      throw;
+    }
+  }
   mapped_ = p;
   mapped_n_ = n;
   mapped_len_ = std::move(len);
   return p;
+}
+
+void FileSource::changed() const {
+  throw Error(Error::Kind::io, path_, std::nullopt, "",
+              "the file changed while it was being read (another program wrote, cut or replaced it); read it again");
 }
 
 void FileSource::trim(const uint8_t* held, uint64_t n) const {

@@ -373,6 +373,7 @@ class Validator {
 }  // namespace
 
 std::vector<Finding> validate_file(const std::string& path, bool model_rules) {
+  refuse_journal(path);  // a file half-way through an edit is not judged: recover finishes it
   auto src = open_file(path);
   std::optional<Scanned> s;
   try {

@@ -7,6 +7,7 @@
 //   flip:N    flip every bit of byte N of the output file, once: at a point with a
 //             descriptor, and at `copied` when the piece just written holds byte N
 //   fail:E    make the step at this point fail with errno E; once
+//   run:CMD   run the shell command CMD (another program acting at that instant); once
 #include <signal.h>
 #include <unistd.h>
 
@@ -53,6 +54,9 @@ int act(Spec& spec, const ggufkit::FaultSite& site) {
     if (::pread(site.fd, &b, 1, static_cast<off_t>(at)) != 1) std::abort();
     b ^= 0xFF;
     if (::pwrite(site.fd, &b, 1, static_cast<off_t>(at)) != 1) std::abort();
+  } else if (a.rfind("run:", 0) == 0) {
+    spec.spent = true;
+    if (std::system(a.c_str() + 4) != 0) std::abort();
   } else if (a.rfind("fail:", 0) == 0) {
     spec.spent = true;
     return std::atoi(a.c_str() + 5);

@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 constexpr char kTempPrefix[] = ".ggufkit-";
 
 // Short and independent of the target's name, so any name the file system takes works.
-std::string hidden_name() {
+std::string temp_name() {
   std::random_device rd;
   char buf[48];
   std::snprintf(buf, sizeof buf, "%s%d-%08x.tmp", kTempPrefix, static_cast<int>(::getpid()), rd());
@@ -93,12 +93,21 @@ int remove_stale_temporaries(int folder) {
   }
   ::rewinddir(d);
   int removed = 0;
+  std::vector<std::string> stale;
+  constexpr std::string_view kJournal = ".ggufkit-journal";
   while (dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name.size() > kJournal.size() && name.substr(name.size() - kJournal.size()) == kJournal) {
+      ::closedir(d);
+      return 0;
+    }
     pid_t pid = temp_owner(e->d_name);
     if (pid <= 0 || pid == ::getpid()) continue;
     if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
-    if (::unlinkat(::dirfd(d), e->d_name, 0) == 0) ++removed;
+    stale.push_back(e->d_name);
   }
+  for (const std::string& name : stale)
+    if (::unlinkat(::dirfd(d), name.c_str(), 0) == 0) ++removed;
   ::closedir(d);
   return removed;
 }
@@ -132,7 +141,7 @@ PendingFile::PendingFile(std::string target, mode_t mode, bool replace)
   int injected = fault_point("tmpfile");
   fd_ = injected ? -1 : ::openat(folder_, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode_);
   if (fd_ < 0) {  // no O_TMPFILE here: a hidden named file, removed on failure
-    named_ = hidden_name();
+    named_ = temp_name();
     fd_ = ::openat(folder_, named_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode_);
     if (fd_ < 0) {
       named_.clear();
@@ -143,8 +152,20 @@ PendingFile::PendingFile(std::string target, mode_t mode, bool replace)
 
 PendingFile::~PendingFile() {
   if (fd_ >= 0) ::close(fd_);
-  if (!named_.empty()) ::unlinkat(folder_, named_.c_str(), 0);
+  if (!named_.empty() && !keep_) ::unlinkat(folder_, named_.c_str(), 0);
   if (folder_ >= 0) ::close(folder_);
+}
+
+const std::string& PendingFile::hidden_name() {
+  if (named_.empty()) {
+    if (!flushed_) flush();
+    std::string name = temp_name();
+    if (::linkat(AT_FDCWD, proc_path().c_str(), folder_, name.c_str(), AT_SYMLINK_FOLLOW) != 0)
+      throw_io(target_, "cannot give the finished file a name in " + dir_);
+    named_ = name;
+    fault_point("linked");
+  }
+  return named_;
 }
 
 std::string PendingFile::proc_path() const { return "/proc/self/fd/" + std::to_string(fd_); }
@@ -200,7 +221,7 @@ void PendingFile::commit() {
       if (errno != EEXIST) throw_io(target_, "cannot give the finished file a name in " + dir_);
       if (!replace_)
         throw Error(Error::Kind::usage, target_, std::nullopt, "", "appeared while it was being written; give --force to replace it");
-      std::string name = hidden_name();
+      std::string name = temp_name();
       if (::linkat(AT_FDCWD, proc_path().c_str(), folder_, name.c_str(), AT_SYMLINK_FOLLOW) != 0)
         throw_io(target_, "cannot give the finished file a name in " + dir_);
       named_ = name;

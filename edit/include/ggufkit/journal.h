@@ -46,12 +46,29 @@ std::optional<HeaderEdit> header_in_place(const Model& model, const Layout& plan
 // A model read from this file holds views of its header: they are stale once this returns.
 void write_header_in_place(const std::string& path, const Layout& planned, const HeaderEdit& edit);
 
-enum class Recovery { none, rolled_back, kept_new };
-// Finishes what an interrupted in-place edit left: the new header is kept when it is all
-// there, else the old bytes are put back; the file is flushed and the journal removed. A
-// journal that does not match the file (another inode or size, cut short, a bad checksum,
-// a header that is neither the old nor the new one outside the range) is an Error, and
-// neither the file nor the journal is touched.
-Recovery recover(const std::string& path);
+enum class Recovery { none, rolled_back, kept_new, set_finished, discarded };
+// Finishes what an interrupted in-place edit left, its journal beside `path`, holding the
+// file's lock meanwhile. A header edit: the new header is kept when it is all there, else
+// the old bytes are put back; either way the file must then read clean with its header
+// ending where the journal says, or it is put back as it was. A set's renames: each new
+// file not yet in place is renamed over its shard (set_finished). The journal is removed.
+// A journal is trusted only when it is a regular file (a link is not followed) owned by
+// root, by the file's owner or by the user running this; its size must be what its own
+// head says, read a piece at a time; its range must lie inside the header. Any other
+// journal (another inode or size, cut short, a bad checksum, a header that is neither the
+// old nor the new one outside the range) is an Error, and neither the file nor the
+// journal is touched. `discard`: the journal is removed without being applied, only when
+// the file (every file of a set) reads clean with the strict reader.
+Recovery recover(const std::string& path, bool discard = false);
+
+// The renames that put the new files of a set in place (target, and the name in the
+// target's folder its new file has until then), recorded before the first of them beside
+// every target (journal_path): a crash among them is finished by recover(), and every
+// command refuses each file of the set until then.
+struct SetRename {
+  std::string target, hidden;
+};
+void write_set_journal(const std::vector<SetRename>& set);
+void remove_set_journal(const std::vector<SetRename>& set);
 
 }  // namespace ggufkit

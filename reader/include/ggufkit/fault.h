@@ -15,6 +15,8 @@
 //   before-rename  just before the rename over the destination
 //   renamed        the destination is the new file; the folder is not yet flushed
 // and, in an in-place header edit (edit/journal.h):
+//   in-place         the header was read and the edit planned; the file is not yet opened to write
+//   statvfs          the room for the journal is asked for (fail: no room at all)
 //   journal-written  the journal is complete, flushed and named; the file is untouched
 //   header-half      the first half of the new header is over the old one
 //   header-written   all of the new header is written and flushed

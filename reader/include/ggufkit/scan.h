@@ -36,6 +36,8 @@ Scanned scan_file(const std::string& path, const ScanOptions& options = {});
 // Where the journal of an in-place header edit of the model at `path` lies: beside the
 // file (a symbolic link's target), named FILE.ggufkit-journal.
 std::string journal_path(const std::string& path);
+// Throws the format Error that tells to run recover while a journal lies beside `path`.
+void refuse_journal(const std::string& path);
 // From a stream (a pipe, a decompressor): the header only. The size is unknown, so the
 // checks that need it (data inside the file) are skipped and tensors have no source.
 Scanned scan_stream(std::istream& in, const std::string& name, const ScanOptions& options = {});

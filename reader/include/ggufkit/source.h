@@ -1,5 +1,7 @@
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -8,8 +10,8 @@
 
 namespace ggufkit {
 
-// Random access to bytes: where a model's tensor data lives. A file is opened read-only
-// and memory-mapped; nothing is read until asked for.
+// Random access to bytes: where a model's tensor data lives. A file is opened read-only;
+// nothing is read until asked for.
 class ByteSource {
  public:
   virtual ~ByteSource() = default;
@@ -19,9 +21,9 @@ class ByteSource {
   virtual void read_at(uint64_t offset, void* dst, size_t n) const = 0;
   // The bytes in memory when the source has them there (a buffer), else nullptr.
   virtual const uint8_t* data() const { return nullptr; }
-  // The first n bytes in memory, held while the pointer lives: a file maps them (a model's
-  // tensor data is never mapped, so its address space is its header's), another source
-  // reads them into a buffer. `held`, when given, is set to how many bytes the pointer
+  // The first n bytes in memory, held while the pointer lives: a copy of them as they
+  // were when read (a model's tensor data is never read this way, so its address space is
+  // its header's). `held`, when given, is set to how many bytes the pointer
   // holds: a longer prefix already mapped is shared.
   virtual std::shared_ptr<const uint8_t> prefix(uint64_t n, uint64_t* held = nullptr) const;
   // The prefix at `held` is read no further than n bytes from now on: a file's map gives
@@ -47,11 +49,17 @@ class FileSource final : public ByteSource {
   int fd() const override { return fd_; }
   uint64_t device() const { return dev_; }
   uint64_t inode() const { return ino_; }
+  // Whether `st` (of a file open now) is this file as it was opened: the same device and
+  // inode, size, and times of the last change (a write into it, by anyone, changes them).
+  bool same_file(const struct stat& st) const;
+  // Throws the io Error that says the file changed while it was read.
+  [[noreturn]] void changed() const;
 
  private:
   std::string path_;
   int fd_ = -1;
   uint64_t size_ = 0, dev_ = 0, ino_ = 0;
+  int64_t mtime_ns_ = 0, ctime_ns_ = 0;
   // The longest prefix mapped while it is held: a header read again (the strict re-read,
   // the journal's checksums) is not mapped a second time.
   mutable std::mutex m_;

@@ -37,6 +37,11 @@ class PendingFile {
   std::string proc_path() const;
   void flush();   // the owner, mode and attributes, then fsync; throws an io Error
   void commit();  // flush() if not done, then put in place; throws an io Error
+  // The finished file's name in the folder until commit() renames it (an unnamed file is
+  // given one now): what a set's journal records, so that recover can finish the renames.
+  const std::string& hidden_name();
+  // From now on the hidden name outlives a failure: a set's journal points to it.
+  void keep_on_failure(bool keep = true) { keep_ = keep; }
 
  private:
   void keep_attributes();
@@ -46,7 +51,7 @@ class PendingFile {
   mode_t mode_;
   std::optional<struct stat> replaced_;  // the target as it was, when it exists
   int fd_ = -1;
-  bool flushed_ = false, replace_ = true;
+  bool flushed_ = false, replace_ = true, keep_ = false;
 };
 
 // Refuses (a usage Error) an output that is the input under any name: the same inode.
@@ -60,6 +65,8 @@ void write_text_file(const std::string& path, bool replace,
 
 // Removes the hidden temporary files that processes killed between naming and renaming
 // them left in `dir` (those whose process no longer exists). Returns how many it removed.
+// A folder that holds a journal (FILE.ggufkit-journal) is left alone: a set's journal
+// names the files recover is to put in place.
 int remove_stale_temporaries(const std::string& dir);
 int remove_stale_temporaries(int folder);  // the same, by the folder's descriptor
 
