@@ -453,6 +453,14 @@ Recovery recover(const std::string& path, bool discard) {
   pread_all(j.fd, journal, magic, 16, 0);
   struct stat ms {};
   if (stat_path(path, ms) != 0) throw_io(path, "cannot stat");
+  if (discard && std::memcmp(magic, kSetMagic, 16) != 0) {  // not applied, so whoever made it: the file must read clean
+    PathLock lock(path, FileLock::Mode::exclusive);
+    std::string why;
+    if (!reads_clean(path, 0, &why)) throw refuse("--discard: " + path + " does not read clean (" + why + ")");
+    if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal");
+    flush_folder(journal);
+    return Recovery::discarded;
+  }
   trust_owner(js, ms, journal, path);
   if (std::memcmp(magic, kSetMagic, 16) == 0) {
     auto set = read_set_journal(j.fd, journal, static_cast<uint64_t>(js.st_size));
@@ -469,13 +477,6 @@ Recovery recover(const std::string& path, bool discard) {
   if (f.fd < 0) throw_io(path, "cannot open for writing");
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) throw_io(path, "cannot stat");
-  if (discard) {
-    std::string why;
-    if (!reads_clean(path, 0, &why)) throw refuse("--discard: " + path + " does not read clean (" + why + ")");
-    if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal");
-    flush_folder(journal);
-    return Recovery::discarded;
-  }
   // Its size is checked against its own head before the rest is read; then it is read a
   // piece at a time, so a journal of any size costs a MiB.
   if (static_cast<uint64_t>(js.st_size) < kFixed + 8) throw refuse("it is cut short (" + std::to_string(js.st_size) + " bytes)");
@@ -484,6 +485,8 @@ Recovery recover(const std::string& path, bool discard) {
   const uint64_t n = get_u64(h, 40), at = get_u64(h, 64), len = get_u64(h, 72), size = static_cast<uint64_t>(js.st_size);
   if (len > (size - kFixed - 8) / 2 || size != kFixed + 2 * len + 8)
     throw refuse("its size (" + std::to_string(size) + " bytes) is not what its head says");
+  if (len > static_cast<uint64_t>(st.st_size))  // its range must fit in the file: no header is larger
+    throw refuse("its size (" + std::to_string(size) + " bytes) is more than a journal of " + path + " can be");
   Sum whole;
   each_piece(j.fd, journal, 0, size - 8, [&](const uint8_t* p, size_t k, uint64_t) { whole.add(p, k); });
   uint64_t recorded = 0;
@@ -496,6 +499,17 @@ Recovery recover(const std::string& path, bool discard) {
     throw refuse("its range (" + std::to_string(len) + " bytes at " + std::to_string(at) + ") does not lie inside the header (" +
                  std::to_string(n) + " bytes)");
 
+  // Where the header ends, when the file reads as it is (an edit cut short in a value
+  // still reads): the journal's header must end there too, so its range cannot reach the data.
+  try {
+    Scanned cur = scan(open_file(path));
+    const uint64_t end = std::min(cur.layout.data_offset, cur.source_size);
+    if (end != n)
+      throw refuse("it says the header ends at byte " + std::to_string(n) + ", but the file's ends at byte " + std::to_string(end) +
+                   ": its range (" + std::to_string(len) + " bytes at " + std::to_string(at) + ") would be written outside the header");
+  } catch (const Error& e) {
+    if (e.file == journal) throw;
+  }
   Sum now, rolled;  // the header as it is, and as it is with the journal's old bytes in the range
   each_piece(f.fd, path, 0, n, [&](const uint8_t* p, size_t k, uint64_t off) {
     now.add(p, k);

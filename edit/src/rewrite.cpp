@@ -339,6 +339,7 @@ std::vector<RewriteResult> safe_write_all(const std::vector<Output>& outputs, co
   for (size_t i = 0; i < pending.size(); ++i) {
     try {
       pending[i]->commit();
+      if (!renames.empty() && i + 1 < pending.size()) fault_point("set-renamed");
     } catch (const Error& e) {
       if (i == 0) {  // nothing is in place yet: no journal, no new file stays
         for (auto& p : pending) p->keep_on_failure(false);
