@@ -315,7 +315,8 @@ TEST(Readers, DumpAndMetaDuringTwentyRoundsOfInPlaceEditsNeverCrash) {
     ok += code == 0;
   }
   EXPECT_EQ(n, 40);
-  EXPECT_EQ(ok, 40) << read_file_bytes(model + ".err").size() << " bytes of errors";
+  const auto err = read_file_bytes(model + ".err");
+  EXPECT_EQ(ok, 40) << std::string(err.begin(), err.end());
   EXPECT_EQ(get(model, "general.name"), std::string(3, 'a' + 19) + "\n");
 }
 

@@ -442,6 +442,9 @@ Recovery recover(const std::string& path, bool discard) {
   const std::string journal = journal_path(path);
   struct stat js {};
   if (stat_path(journal, js, false) != 0) return Recovery::none;
+  // Held from here: an edit under way (its journal is not a crash's) is waited for.
+  PathLock lock(path, FileLock::Mode::exclusive);
+  if (stat_path(journal, js, false) != 0) return Recovery::none;
   auto refuse = [&](const std::string& why) {
     return Error(Error::Kind::format, journal, std::nullopt, "journal",
                  why + "; neither it nor " + path + " was changed" +
@@ -454,7 +457,6 @@ Recovery recover(const std::string& path, bool discard) {
   struct stat ms {};
   if (stat_path(path, ms) != 0) throw_io(path, "cannot stat");
   if (discard && std::memcmp(magic, kSetMagic, 16) != 0) {  // not applied, so whoever made it: the file must read clean
-    PathLock lock(path, FileLock::Mode::exclusive);
     std::string why;
     if (!reads_clean(path, 0, &why)) throw refuse("--discard: " + path + " does not read clean (" + why + ")");
     if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal");
@@ -472,7 +474,6 @@ Recovery recover(const std::string& path, bool discard) {
   }
   if (std::memcmp(magic, kMagic, 16) != 0) throw refuse("it is not a ggufkit journal");
 
-  PathLock lock(path, FileLock::Mode::exclusive);  // no other ggufkit writer or reader meanwhile
   Fd f{open_path(path, O_RDWR | O_CLOEXEC)};
   if (f.fd < 0) throw_io(path, "cannot open for writing");
   struct stat st {};

@@ -1,5 +1,10 @@
 #include "ggufkit/scan.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "ggufkit/lock.h"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -618,7 +623,22 @@ std::string journal_path(const std::string& path) {
 
 void refuse_journal(const std::string& path) {
   struct stat st {};
-  if (const std::string j = journal_path(path); stat_path(j, st, false) == 0)
+  const std::string j = journal_path(path);
+  if (stat_path(j, st, false) != 0) return;
+  // An edit under way has a journal too: it is a crash's only when it is still there once
+  // the writer's lock can be had (SQLite's hot journal).
+  bool hot = true;
+  if (int fd = open_path(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); fd >= 0) {
+    try {
+      FileLock lock(fd, path, FileLock::Mode::shared);
+      hot = stat_path(j, st, false) == 0;
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    ::close(fd);
+  }
+  if (hot)
     throw Error(Error::Kind::format, path, std::nullopt, "",
                 "an in-place edit of this file was interrupted and left its journal, " + j +
                     "; run 'ggufkit recover " + path + "' to finish it first");

@@ -17,6 +17,7 @@
 
 #include "ggufkit/error.h"
 #include "ggufkit/fault.h"
+#include "ggufkit/lock.h"
 #include "ggufkit/path.h"
 
 namespace ggufkit {
@@ -232,9 +233,26 @@ void PendingFile::commit() {
     struct stat st {};  // the fallback's file was named from the start: the same checks here
     if (!replace_ && ::fstatat(folder_, base_.c_str(), &st, 0) == 0)
       throw Error(Error::Kind::usage, target_, std::nullopt, "", "exists; give --force to replace it");
+    // The file replaced is locked while it is (no in-place edit of it is lost under the
+    // rename); nothing when this process holds its lock already, as a rewrite does.
+    FileLock lock;
+    int old = ::openat(folder_, base_.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    struct stat os {};
+    if (old >= 0 && ::fstat(old, &os) == 0 && S_ISREG(os.st_mode)) {
+      try {
+        lock = FileLock(old, target_, FileLock::Mode::exclusive);
+      } catch (...) {
+        ::close(old);
+        throw;
+      }
+    }
     fault_point("before-rename");
-    if (::renameat(folder_, named_.c_str(), folder_, base_.c_str()) != 0)
-      throw_io(target_, "cannot rename the finished file into place");
+    int renamed = ::renameat(folder_, named_.c_str(), folder_, base_.c_str());
+    int saved = errno;
+    lock = FileLock();
+    if (old >= 0) ::close(old);
+    errno = saved;
+    if (renamed != 0) throw_io(target_, "cannot rename the finished file into place");
     named_.clear();  // it is the target now
     fault_point("renamed");
   }
