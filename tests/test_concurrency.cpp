@@ -149,10 +149,25 @@ TEST(Planted, AJournalWhoseRangeRunsIntoTheTensorDataIsRefusedAndTheFileKept) {
   const auto before = read_file_bytes(model);
   CliRun r = run_cli("recover " + model);
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("it says the header ends at byte " + std::to_string(size) + ", but the file's ends at byte " +
-                       std::to_string(start) + ": its range (5 bytes at " + std::to_string(start + 16) +
-                       ") would be written outside the header"),
+  EXPECT_NE(r.err.find("its range (5 bytes at " + std::to_string(start + 16) + ") runs past the end of the file's header (byte " +
+                       std::to_string(start) + "): it would be written outside it"),
             std::string::npos) << r.err;
+  EXPECT_TRUE(read_file_bytes(model) == before);
+  EXPECT_TRUE(fs::exists(journal));
+}
+
+TEST(Planted, AJournalWhoseOldHeaderDoesNotReadIsUndoneAndTheFileKept) {
+  // Its range lies in the header, but its "old bytes" make the name's length absurd: once
+  // written the file must read clean, so they are taken out again.
+  const std::string model = fresh_model("planted-unread"), journal = model + ".ggufkit-journal";
+  const std::string name = get(model, "general.name");
+  const uint64_t at = offset_of(model, name.substr(0, name.size() - 1)) - 8, start = data_start(model);
+  write_file_bytes(journal, crafted_journal(model, start, at + 4, std::string(4, '\xff')));
+  const auto before = read_file_bytes(model);
+  CliRun r = run_cli("recover " + model);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("the old header it holds does not read ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("); the file is as it was"), std::string::npos) << r.err;
   EXPECT_TRUE(read_file_bytes(model) == before);
   EXPECT_TRUE(fs::exists(journal));
 }

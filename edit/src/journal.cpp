@@ -501,13 +501,14 @@ Recovery recover(const std::string& path, bool discard) {
                  std::to_string(n) + " bytes)");
 
   // Where the header ends, when the file reads as it is (an edit cut short in a value
-  // still reads): the journal's header must end there too, so its range cannot reach the data.
+  // still reads): the range must lie before it, never in the tensor data. (The header it
+  // leaves must end where the journal says: checked once it is written.)
   try {
     Scanned cur = scan(open_file(path));
     const uint64_t end = std::min(cur.layout.data_offset, cur.source_size);
-    if (end != n)
-      throw refuse("it says the header ends at byte " + std::to_string(n) + ", but the file's ends at byte " + std::to_string(end) +
-                   ": its range (" + std::to_string(len) + " bytes at " + std::to_string(at) + ") would be written outside the header");
+    if (at + len > end)
+      throw refuse("its range (" + std::to_string(len) + " bytes at " + std::to_string(at) +
+                   ") runs past the end of the file's header (byte " + std::to_string(end) + "): it would be written outside it");
   } catch (const Error& e) {
     if (e.file == journal) throw;
   }
