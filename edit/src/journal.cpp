@@ -207,8 +207,7 @@ void write_journal(const std::string& journal, const std::vector<std::pair<const
     write_at(out.fd(), journal, p, n, at);
     at += n;
   }
-  out.commit();
-  if (!flush_folder(journal)) {
+  if (!out.commit()) {
     int saved = errno;
     unlink_path(journal);
     errno = saved;
@@ -346,10 +345,10 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
   if (static_cast<uint64_t>(st.st_size) < n || at > n || len > n - at)
     throw Error(Error::Kind::format, path, std::nullopt, "", "is shorter than its header");
   const auto header = edit.file->prefix(n);  // the header as it was read
-  each_piece(f.fd, path, 0, n, [&](const uint8_t* p, size_t k, uint64_t off) {
-    if (std::memcmp(p, header.get() + off, k) != 0) throw changed_since_read(path);
-  });
   const std::vector<uint8_t> old(header.get() + at, header.get() + at + len);
+  each_piece(f.fd, path, at, len, [&](const uint8_t* p, size_t k, uint64_t off) {  // the bytes to replace, as read
+    if (std::memcmp(p, old.data() + (off - at), k) != 0) throw changed_since_read(path);
+  });
 
   // (a) The journal: its room checked first, then written whole under no name, flushed, named.
   const std::string journal = journal_path(path);

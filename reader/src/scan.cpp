@@ -598,6 +598,7 @@ Scanned scan(std::shared_ptr<const ByteSource> source, const ScanOptions& option
   // read again from the start while the header runs past it: a header past 4 MiB read
   // about twice over, and mapped up to twice its size until it has been read (trim).
   const uint64_t first = options.header_size ? options.header_size : 4u << 20;
+  const auto hold = source->read_lock();  // every prefix of one moment
   for (uint64_t window = std::min<uint64_t>(size, first);; window = std::min(size, window * 2)) {
     std::shared_ptr<const uint8_t> head = source->prefix(window, &window);
     Cursor c(source->name(), head.get(), window, size);

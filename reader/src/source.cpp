@@ -116,16 +116,28 @@ std::shared_ptr<const uint8_t> FileSource::prefix(uint64_t n, uint64_t* held) co
   // already read, so no length the scanner checked changes under a later decode, and a file
   // cut short cannot fault the reader (SIGBUS). Read under a shared lock, so that a ggufkit
   // edit in place is never seen half-written. Anonymous memory, so that trim() can give
-  // back what lies past the header.
-  void* m = ::mmap(nullptr, static_cast<size_t>(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // back what lies past the header, and a longer prefix of the one being read (a header
+  // past the first window) grows it and reads only the rest.
+  uint64_t from = 0;
+  void* m = MAP_FAILED;
+  if (growing_ && growing_.use_count() == 1 && mapped_n_ < n) {
+    m = ::mremap(const_cast<uint8_t*>(growing_.get()), *mapped_len_, static_cast<size_t>(n), MREMAP_MAYMOVE);
+    if (m != MAP_FAILED) {
+      from = mapped_n_;
+      *mapped_len_ = 0;  // the old region moved: its deleter unmaps nothing
+    }
+  }
+  growing_.reset();
+  if (m == MAP_FAILED) m = ::mmap(nullptr, static_cast<size_t>(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) throw std::bad_alloc();
   auto len = std::make_shared<size_t>(static_cast<size_t>(n));
-  std::shared_ptr<const uint8_t> p{static_cast<const uint8_t*>(m),
-                                   [len](const uint8_t* q) { ::munmap(const_cast<uint8_t*>(q), *len); }};
+  std::shared_ptr<const uint8_t> p{static_cast<const uint8_t*>(m), [len](const uint8_t* q) {
+                                     if (*len) ::munmap(const_cast<uint8_t*>(q), *len);
+                                   }};
   {
     FileLock lock(fd_, path_, FileLock::Mode::shared);
     try {
-      pread_all(fd_, path_, m, static_cast<size_t>(n), 0);
+      pread_all(fd_, path_, static_cast<uint8_t*>(m) + from, static_cast<size_t>(n - from), from);
     } catch (const Error&) {
       struct stat st {};
       if (::fstat(fd_, &st) == 0 && !same_file(st)) changed();
@@ -133,9 +145,14 @@ std::shared_ptr<const uint8_t> FileSource::prefix(uint64_t n, uint64_t* held) co
     }
   }
   mapped_ = p;
+  growing_ = p;
   mapped_n_ = n;
   mapped_len_ = std::move(len);
   return p;
+}
+
+std::shared_ptr<const void> FileSource::read_lock() const {
+  return std::make_shared<FileLock>(fd_, path_, FileLock::Mode::shared);
 }
 
 void FileSource::changed() const {
@@ -147,6 +164,7 @@ void FileSource::trim(const uint8_t* held, uint64_t n) const {
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   const uint64_t keep = (std::max<uint64_t>(n, 1) + page - 1) / page * page;
   std::lock_guard<std::mutex> g(m_);
+  growing_.reset();  // read to its end
   auto p = mapped_.lock();
   if (!p || p.get() != held || keep >= *mapped_len_) return;
   // Shrinking never moves a map; the pages beyond are unmapped.

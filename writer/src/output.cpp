@@ -212,7 +212,7 @@ void PendingFile::flush() {
   fault_point("flushed", {fd_});
 }
 
-void PendingFile::commit() {
+bool PendingFile::commit() {
   if (!flushed_) flush();
   if (named_.empty()) {  // an O_TMPFILE gets a name only now
     // A new target: link it straight to its name, atomically, and the job is done.
@@ -256,7 +256,7 @@ void PendingFile::commit() {
     named_.clear();  // it is the target now
     fault_point("renamed");
   }
-  ::fsync(folder_);  // the new name itself is durable once the folder is
+  return ::fsync(folder_) == 0;  // the new name itself is durable once the folder is
 }
 
 }  // namespace ggufkit

@@ -32,6 +32,9 @@ class ByteSource {
   virtual void trim(const uint8_t* held, uint64_t n) const { (void)held, (void)n; }
   // The file descriptor behind the source, or -1 (lets a sink copy in the kernel).
   virtual int fd() const { return -1; }
+  // Held while a header is read in several prefixes: a file's shared lock, so that no
+  // ggufkit edit writes between two of them. Null for a source that needs none.
+  virtual std::shared_ptr<const void> read_lock() const { return nullptr; }
 };
 
 class FileSource final : public ByteSource {
@@ -47,6 +50,7 @@ class FileSource final : public ByteSource {
   std::shared_ptr<const uint8_t> prefix(uint64_t n, uint64_t* held = nullptr) const override;
   void trim(const uint8_t* held, uint64_t n) const override;
   int fd() const override { return fd_; }
+  std::shared_ptr<const void> read_lock() const override;
   uint64_t device() const { return dev_; }
   uint64_t inode() const { return ino_; }
   // Whether `st` (of a file open now) is this file as it was opened: the same device and
@@ -66,6 +70,7 @@ class FileSource final : public ByteSource {
   mutable std::weak_ptr<const uint8_t> mapped_;
   mutable uint64_t mapped_n_ = 0;
   mutable std::shared_ptr<size_t> mapped_len_;  // what the map's deleter unmaps; trim shortens it
+  mutable std::shared_ptr<const uint8_t> growing_;  // the last prefix, until trim(): a longer one grows it
 };
 
 class MemorySource final : public ByteSource {

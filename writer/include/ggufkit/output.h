@@ -36,7 +36,9 @@ class PendingFile {
   // "/proc/self/fd/N": a path that opens the same file, for reading it back.
   std::string proc_path() const;
   void flush();   // the owner, mode and attributes, then fsync; throws an io Error
-  void commit();  // flush() if not done, then put in place; throws an io Error
+  // flush() if not done, then put in place; throws an io Error. Returns whether the folder
+  // was flushed too (the new name is durable only then).
+  bool commit();
   // The finished file's name in the folder until commit() renames it (an unnamed file is
   // given one now): what a set's journal records, so that recover can finish the renames.
   const std::string& hidden_name();
