@@ -222,7 +222,13 @@ void Patch::set_alignment(const std::string& text) {
   alignment_from = "command line";
   alignment_at = scalar_node(text);
   YamlReader y(name, base_dir);
-  alignment = alignment_of(y, alignment_at);
+  try {
+    alignment = alignment_of(y, alignment_at);
+  } catch (const Error& e) {  // an option's value not of its form: a usage error, as any option's
+    throw Error(Error::Kind::usage, "", std::nullopt, "--alignment", e.message);
+  }
+  if (*alignment != 0 && !is_power_of_two(*alignment))
+    throw Error(Error::Kind::usage, "", std::nullopt, "--alignment", "alignment " + text + " is not a power of two");
 }
 
 Patch parse_patch(const std::string& text, const std::string& name, const std::string& base_dir) {
