@@ -678,6 +678,18 @@ TEST(JsonInputs, ATokenThatIsNotAStringAndAKeyGivenTwiceAreRefusedWithTheirPlace
   }
 }
 
+TEST(EditOps, AChatTemplateFileIsReadFromTheCurrentFolderNotThePatchs) {
+  std::string dir = temp_path("template-beside");
+  fs::remove_all(dir);
+  fs::create_directories(dir + "/sub");
+  std::ofstream(dir + "/sub/p.yaml") << "set: {general.name: x}\n";
+  std::ofstream(dir + "/t.jinja", std::ios::binary) << "{{ 'here' }}";
+  std::ofstream(dir + "/sub/t.jinja", std::ios::binary) << "{{ 'beside the patch' }}";
+  CliRun r = run_cli("edit " + tiny_llama() + " -p sub/p.yaml --chat-template-file t.jinja -o out.gguf", "cd " + dir + " && ");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(scan_file(dir + "/out.gguf").model.find("tokenizer.chat_template")->str, "{{ 'here' }}");
+}
+
 TEST(EditOps, ANewKeyWithoutATypeIsTypedAsItsValueReads) {
   const std::string out = temp_path("inferred.gguf");
   CliRun r = run_cli("edit " + tiny_llama() +

@@ -74,7 +74,12 @@ void Patch::add_set_file(const std::string& key, const std::string& path) {
   refuse_twice(*this, key);
   YamlNode m;
   m.kind = YamlNode::map;
-  m.items = {scalar_node("file"), scalar_node(path)};
+  // The caller's path, from the current folder: file: values of a patch are read from the
+  // patch's folder, which this is not.
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path abs = fs::path(path).is_relative() ? fs::absolute(path, ec) : fs::path(path);
+  m.items = {scalar_node("file"), scalar_node(ec ? path : abs.string())};
   set.push_back({key, std::move(m)});
 }
 
