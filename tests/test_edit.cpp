@@ -615,6 +615,9 @@ TEST(JsonInputs, ASurrogatePairIsTheOneCharacterPythonsJsonDumpWrote) {
   EXPECT_EQ(n["b"].text, "x\xF0\x9F\x98\x80y");
   EXPECT_EQ(n["c"].text, R"(\ud83d\ude00)");  // an escaped backslash, then plain text
   EXPECT_EQ(n["d"].text, "\xC3\xA9");
+  // In flow YAML too, where a quote inside a plain word opens nothing.
+  EXPECT_EQ(load_yaml(R"({a: it's, b: "\ud83d\ude00", c: 'x\ud83d\ude00'})", "t.yaml")["b"].text, "\xF0\x9F\x98\x80");
+  EXPECT_EQ(load_yaml(R"({a: it's, b: "\ud83d\ude00", c: 'x\ud83d\ude00'})", "t.yaml")["c"].text, R"(x\ud83d\ude00)");
   // Positions after a pair on its line are the original text's.
   EXPECT_EQ(n["b"].column, 27);
   Error e = yaml_error(R"({"a": "\ud83d\ude00", "a": 1})");

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <sstream>
 #include <utility>
@@ -76,10 +77,8 @@ std::optional<std::string> join_surrogates(const std::string& text, std::vector<
       state = plain;
     } else if (state == sq && c == '\'') {
       state = plain;  // '' inside is a close and an open
-    } else if (state == plain && c == '"') {
-      state = dq;
-    } else if (state == plain && c == '\'') {
-      state = sq;
+    } else if (state == plain && (c == '"' || c == '\'') && (i == 0 || std::strchr(" \t\r\n[{,:", text[i - 1]))) {
+      state = c == '"' ? dq : sq;  // a quote that opens a scalar, not one inside a plain word (it's)
     } else if (state == plain && c == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t' || text[i - 1] == '\n')) {
       state = comment;
     } else if (state == comment && c == '\n') {
