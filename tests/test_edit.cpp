@@ -554,6 +554,11 @@ TEST(FromHf, ANamedPipeInTheFolderIsRefusedAtOnce) {
     EXPECT_EQ(r.err, "ggufkit: error: " + dir + "/" + name +
                          ": --from-hf: is a named pipe; only regular files inside the folder are read\n");
   }
+  // Named on the command line, it is a usage error, as any pipe where a file belongs.
+  const std::string config = temp_path("hf-fifo-tokenizer_config.json/tokenizer_config.json");
+  CliRun r = run_cli("edit " + tiny_llama() + " --from-hf " + config + " --dry-run", "timeout 60 ");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "ggufkit: error: " + config + ": --from-hf: is a named pipe; only regular files inside the folder are read\n");
 }
 
 TEST(FromHf, ALinkToAFileInsideTheFolderOrIntoTheHubCachesBlobsIsRead) {

@@ -96,11 +96,13 @@ namespace {
 // the folder: a cloned repository may carry a link to /etc/shadow, or a named pipe that
 // would block a read forever. A link to a file inside the folder is fine, and so is one
 // into the blobs/ of a hub cache (DIR is models--X/snapshots/REV, its files link to
-// models--X/blobs/). Opened without blocking and checked by its descriptor.
-std::string read_hf_file(const std::string& file, const std::string& dir) {
+// models--X/blobs/). Opened without blocking and checked by its descriptor. `named`: the
+// file is the one the command line names, not one found in the folder (a usage error then).
+std::string read_hf_file(const std::string& file, const std::string& dir, bool named) {
   namespace fs = std::filesystem;
   auto refuse = [&](const std::string& why) {
-    throw Error(Error::Kind::format, file, std::nullopt, "--from-hf", why + "; only regular files inside the folder are read");
+    throw Error(named ? Error::Kind::usage : Error::Kind::format, file, std::nullopt, "--from-hf",
+                why + "; only regular files inside the folder are read");
   };
   int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0 && (errno == ENOENT || errno == ELOOP)) refuse("is a link that leads nowhere");  // it is there as a name
@@ -157,7 +159,7 @@ void Patch::add_from_hf(const std::string& path) {
                 "neither tokenizer_config.json nor chat_template.jinja is there");
   YamlNode root;
   if (has_config) {
-    root = load_yaml(read_hf_file(config, dir), config);
+    root = load_yaml(read_hf_file(config, dir, !folder), config);
     if (!root.IsMap()) throw Error(Error::Kind::format, config, std::nullopt, "", "expected a JSON object");
   }
   auto where = [&](const YamlNode& n) { return yaml_where(config, n.line, n.column); };
@@ -170,7 +172,7 @@ void Patch::add_from_hf(const std::string& path) {
   };
   if (has_jinja) {
     refuse_twice(*this, "tokenizer.chat_template");
-    set.push_back({"tokenizer.chat_template", scalar_node(read_hf_file(jinja, dir)), jinja});
+    set.push_back({"tokenizer.chat_template", scalar_node(read_hf_file(jinja, dir, false)), jinja});
   } else if (const YamlNode& t = root["chat_template"]; t && !t.IsNull()) {
     if (t.IsScalar() && t.quoted) {
       set_text("tokenizer.chat_template", t);
