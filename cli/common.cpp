@@ -129,8 +129,8 @@ jinja::Value read_conversation(const std::string& path) {
     jinja::Value v = jinja::from_json(text);
     jinja::chat_context(v, std::nullopt, std::nullopt);  // its shape checked here, before anything else
     return v;
-  } catch (const std::invalid_argument& e) {
-    throw Error(Error::Kind::usage, path, std::nullopt, "", std::string("is not a conversation: ") + e.what());
+  } catch (const std::invalid_argument& e) {  // a bad input file's content: 1, as a bad patch
+    throw Error(Error::Kind::format, path, std::nullopt, "", std::string("is not a conversation: ") + e.what());
   }
 }
 

@@ -50,7 +50,7 @@ void value_json(std::ostream& out, const Value& v);  // written as it is made: a
 
 // A conversation to render a template with, from a JSON file (or - for standard input):
 // messages, optionally tools, documents, add_generation_prompt and other variables. A
-// usage Error names the file and the byte when it is not.
+// format Error (exit 1) names the file and the byte when it is not.
 jinja::Value read_conversation(const std::string& path);
 // The prompt the template `text` (stored under `key` of `file`) gives for `conversation`,
 // with the model's bos and eos tokens, rendered as transformers' apply_chat_template does.

@@ -450,7 +450,7 @@ int cmd_layer(const std::vector<std::string>& args) {
       if (b->first == n) mine.push_back(t);
     }
   if (mine.empty()) {
-    throw Error(Error::Kind::usage, a->file, std::nullopt, "layer", "there is no block " + std::to_string(n) + " (the file has " +
+    throw Error(Error::Kind::format, a->file, std::nullopt, "layer", "there is no block " + std::to_string(n) + " (the file has " +
                                                                         std::to_string(sig.size()) + " blocks)");
   }
   std::vector<uint64_t> same;
@@ -574,7 +574,7 @@ int cmd_tensor(const std::vector<std::string>& args) {
   std::optional<Tensor> t;
   for (size_t i = 0; i < s.model.tensors.size(); ++i)
     if (s.model.tensors.name(i) == a->second) t = s.model.tensors[i];
-  if (!t) throw Error(Error::Kind::usage, a->file, std::nullopt, "tensor", "there is no tensor named '" + a->second + "'");
+  if (!t) throw Error(Error::Kind::format, a->file, std::nullopt, "tensor", "there is no tensor named '" + a->second + "'");
   Tensor part = *t;  // the rows asked for: whole rows are whole blocks, contiguous on disk
   if (a->vm.count("rows")) {
     std::string r = a->vm["rows"].as<std::string>();
@@ -587,8 +587,12 @@ int cmd_tensor(const std::vector<std::string>& args) {
       return std::stoull(text);
     };
     if (colon == std::string::npos) throw_usage("--rows expects A:B, found '" + r + "'");
-    uint64_t from = bound(r.substr(0, colon), 0), to = std::min(bound(r.substr(colon + 1), rows), rows);
-    if (from >= to) throw_usage("--rows " + r + " holds no row of the " + std::to_string(rows) + " the tensor has");
+    const std::string end = r.substr(colon + 1);
+    uint64_t from = bound(r.substr(0, colon), 0), to = std::min(bound(end, rows), rows);
+    if (!end.empty() && from >= bound(end, rows)) throw_usage("--rows " + r + " is an empty range");
+    if (from >= to)  // well formed, past the tensor: what the file lacks, as a tensor or key it lacks
+      throw Error(Error::Kind::format, a->file, std::nullopt, "tensor " + a->second,
+                  "--rows " + r + " holds no row of the " + std::to_string(rows) + " the tensor has");
     uint64_t row_bytes = t->dims.empty() ? t->nbytes() : t->nbytes() / rows;
     part.dims = {t->dims.empty() ? 1 : t->dims[0], to - from};
     part.source_offset = t->source_offset + from * row_bytes;

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -79,7 +81,18 @@ const char* kUsage =
     "FILE may be '-' for standard input where a command only reads the header.\n"
     "Run 'ggufkit COMMAND --help' for a command's options.\n"
     "\n"
-    "exit status: 0 success, 1 bad input file, 2 usage error, 3 I/O error\n"
+    "exit status:\n"
+    "  0  success\n"
+    "  1  an input is refused: a model, patch, sketch, template, conversation or\n"
+    "     tokenizer_config.json that is malformed or over a cap; a key, block, tensor or\n"
+    "     template the command names that the file lacks; an edit the model cannot take\n"
+    "     (--set, --special-token and the other edit values are patch entries, refused as\n"
+    "     a patch file's are); also diff --exit-code: they differ; validate: errors found\n"
+    "  2  usage: an unknown command or option, an option or argument missing or not of\n"
+    "     its form (-a notanumber), a file the command line names that is not there or\n"
+    "     is not a regular file\n"
+    "  3  I/O: a read or write failed (permissions, a full disk, a signal), or memory ran\n"
+    "     out (inputs that would need absurd memory are refused by their caps: 1)\n"
     "'ggufkit --version' prints the version.\n";
 
 // The span map: text with a closing total, or the documented JSON.
@@ -694,6 +707,8 @@ int cmd_edit(const std::vector<std::string>& args) {
     }
   if (vm->count("chat-template-file")) {
     std::string path = (*vm)["chat-template-file"].as<std::string>();
+    if (struct stat st {}; path != "-" && stat_path(path, st) != 0 && (errno == ENOENT || errno == ENOTDIR))
+      throw_usage(path + ": cannot open for reading: " + std::strerror(errno));  // read later, inside the patch
     job.patch.add_set_file("tokenizer.chat_template", path == "-" ? "/dev/stdin" : path);  // read whole, under the cap
   }
   if (vm->count("eos-token-id")) job.patch.add_set("tokenizer.ggml.eos_token_id", (*vm)["eos-token-id"].as<std::string>());
@@ -961,6 +976,22 @@ int cmd_example(const std::vector<std::string>& args) {
   return 0;
 }
 
+// The exit status of an error: its kind, except that an input the command line names
+// (FILE, --patch P, --render=C) which is not there is a usage error like a bad value, not
+// an I/O error: the caller's mistake, found on opening it for reading. (An output that a
+// failed write took away again is no input: it stays an I/O error.)
+int exit_code(const Error& e, const std::vector<std::string>& args) {
+  if (e.kind != Error::Kind::io || e.file.empty() || e.message.rfind("cannot open for reading", 0) != 0) return e.exit_code();
+  struct stat st {};
+  if (stat_path(e.file, st) == 0 || (errno != ENOENT && errno != ENOTDIR)) return e.exit_code();
+  for (const std::string& a : args) {
+    size_t eq = a.size() > e.file.size() ? a.size() - e.file.size() - 1 : std::string::npos;
+    if (a == e.file || (eq != std::string::npos && a[0] == '-' && a[eq] == '=' && a.compare(eq + 1, std::string::npos, e.file) == 0))
+      return 2;
+  }
+  return e.exit_code();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1016,11 +1047,11 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const Error& e) {
     std::cerr << "ggufkit: error: " << e.what() << "\n";
-    return e.exit_code();
+    return exit_code(e, args);
   } catch (const po::error& e) {
     std::cerr << "ggufkit " << cmd << ": " << e.what() << " (see 'ggufkit " << cmd << " --help')\n";
     return 2;
-  } catch (const std::bad_alloc&) {
+  } catch (const std::bad_alloc&) {  // the machine's limit (sizes an input claims are capped before they are allocated)
     std::cerr << "ggufkit: error: out of memory\n";
     return 3;
   } catch (const std::exception& e) {

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "helpers.h"
 
@@ -108,7 +109,7 @@ TEST(Cli, RewriteWritesAFreshIdenticalFileAndLeavesNoTemporaryFiles) {
 
 TEST(Cli, ExitCodesSayWhatKindOfFailureItWas) {
   CliRun missing = run_cli("show " + temp_path("no-such-file.gguf"));
-  EXPECT_EQ(missing.code, 3);
+  EXPECT_EQ(missing.code, 2);  // a file the command line names that is not there
   EXPECT_NE(missing.err.find("no-such-file.gguf: cannot open for reading: No such file or directory"),
             std::string::npos) << missing.err;
   CliRun dir = run_cli("show " + temp_dir());
@@ -122,7 +123,10 @@ TEST(Cli, ExitCodesSayWhatKindOfFailureItWas) {
   EXPECT_EQ(run_cli("").code, 2);
   CliRun help = run_cli("--help");
   EXPECT_EQ(help.code, 0);
-  EXPECT_NE(help.out.find("exit status: 0 success, 1 bad input file, 2 usage error, 3 I/O error"), std::string::npos);
+  for (const char* rule : {"  1  an input is refused: a model, patch, sketch, template, conversation or\n",
+                           "  2  usage: an unknown command or option, an option or argument missing or not of\n",
+                           "  3  I/O: a read or write failed (permissions, a full disk, a signal), or memory ran\n"})
+    EXPECT_NE(help.out.find(rule), std::string::npos) << help.out;
   CliRun map_help = run_cli("map --help");
   EXPECT_EQ(map_help.code, 0);
   EXPECT_NE(map_help.out.find("tensor_padding"), std::string::npos);
@@ -148,4 +152,60 @@ TEST(Cli, AMissingOrBadArgumentIsNamedAsTheUsageLineNamesIt) {
     EXPECT_EQ(r.err, c.err);
     EXPECT_EQ(r.err.find("'--file'"), std::string::npos);
   }
+}
+
+// The rule --help and the README state, case by case: 2 for the command line (a bad value,
+// a file it names that is not there), 1 for an input's content, 3 for I/O and memory.
+TEST(Cli, ExitCodesFollowOneRuleStatedInTheHelp) {
+  const std::string f = example_file(), out = temp_path("rule-out.gguf"), gone = temp_path("rule-no-such");
+  std::filesystem::remove(gone);
+  struct Case {
+    std::string args, prefix;
+    int code;
+    std::string err;
+  };
+  const std::string bad_conv = temp_path("rule-bad-conv.json");
+  std::ofstream(bad_conv) << "{\"m\": [}";
+  for (const Case& c : {
+           Case{"realign " + f + " -a notanumber -o " + out, "", 2,
+                "ggufkit: error: --alignment: expected an integer, found 'notanumber'\n"},
+           Case{"realign " + f + " -a 48 -o " + out, "", 2, "ggufkit: error: --alignment: alignment 48 is not a power of two\n"},
+           Case{"edit " + f + " --chat-template-file " + gone + " -o " + out, "", 2,
+                "ggufkit: error: " + gone + ": cannot open for reading: No such file or directory\n"},
+           Case{"edit " + f + " --patch " + gone + " -o " + out, "", 2,
+                "ggufkit: error: " + gone + ": cannot open for reading: No such file or directory\n"},
+           Case{"edit " + f + " --patch=" + gone + " -o " + out, "", 2,
+                "ggufkit: error: " + gone + ": cannot open for reading: No such file or directory\n"},
+           Case{"edit " + f + " --set general.name=x --dry-run --render " + gone, "", 2,
+                "ggufkit: error: " + gone + ": cannot open for reading: No such file or directory\n"},
+           Case{"write " + gone + " -o " + out, "", 2, "ggufkit: error: " + gone + ": cannot open for reading: No such file or directory\n"},
+           Case{"edit " + f + " --set general.name=x --dry-run --render " + bad_conv, "", 1,
+                "ggufkit: error: " + bad_conv + ": is not a conversation: JSON at byte 7: unexpected '}'\n"},
+           Case{"edit " + f + " --set general.name=x --dry-run --render -", "head -c 70000000 /dev/zero | ", 1,
+                "ggufkit: error: /dev/stdin: is over the cap of 67108864 bytes\n"},
+           Case{"layer " + f + " 7", "", 1, "ggufkit: error: " + f + ": layer: there is no block 7 (the file has 1 blocks)\n"},
+           Case{"tensor " + f + " nosuch", "", 1, "ggufkit: error: " + f + ": tensor: there is no tensor named 'nosuch'\n"},
+           Case{"tensor " + f + " blk.0.counts.weight --rows 5:9", "", 1,
+                "ggufkit: error: " + f + ": tensor blk.0.counts.weight: --rows 5:9 holds no row of the 2 the tensor has\n"},
+           Case{"tensor " + f + " blk.0.counts.weight --rows 5:", "", 1,
+                "ggufkit: error: " + f + ": tensor blk.0.counts.weight: --rows 5: holds no row of the 2 the tensor has\n"},
+           Case{"tensor " + f + " blk.0.counts.weight --rows 1:1", "", 2, "ggufkit: error: --rows 1:1 is an empty range\n"},
+       }) {
+    SCOPED_TRACE(c.args);
+    CliRun r = run_cli(c.args, c.prefix);
+    EXPECT_EQ(r.code, c.code);
+    EXPECT_EQ(r.err, c.err);
+    EXPECT_FALSE(std::filesystem::exists(out));
+  }
+}
+
+TEST(Cli, RunningOutOfMemoryIsAnIOErrorNotACrash) {
+#ifdef GGUFKIT_SANITIZED
+  GTEST_SKIP() << "the sanitizers reserve terabytes of address space; ulimit -v cannot apply";
+#endif
+  // A conversation of 64 MiB (under its cap) from a pipe, read under 48 MiB of address space.
+  CliRun r = run_cli("edit " + example_file() + " --set general.name=x --dry-run --render -",
+                     "ulimit -v 49152; head -c 67000000 /dev/zero | ");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.err, "ggufkit: error: out of memory\n");
 }

@@ -513,6 +513,191 @@ TEST(FromHf, EachShapeOfTokenizerConfigSetsExactlyItsKeys) {
   EXPECT_NE(e.err.find("neither tokenizer_config.json nor chat_template.jinja is there"), std::string::npos) << e.err;
 }
 
+TEST(FromHf, AFileThatLeadsOutOfTheFolderIsRefusedNamingIt) {
+  const std::string outside = temp_path("hf-outside-secret");
+  std::ofstream(outside) << "{{ 'secret' }}";
+  const std::string real_outside = fs::canonical(outside).string();
+  for (const char* name : {"chat_template.jinja", "tokenizer_config.json"}) {
+    SCOPED_TRACE(name);
+    std::string dir = temp_path(std::string("hf-escape-") + name);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fs::create_symlink(outside, dir + "/" + name);
+    const std::string out = dir + "/out.gguf";
+    CliRun r = run_cli("edit " + tiny_llama() + " --from-hf " + dir + " -o " + out);
+    EXPECT_EQ(r.code, 1);
+    EXPECT_EQ(r.err, "ggufkit: error: " + dir + "/" + name + ": --from-hf: leads to " + real_outside + ", outside " +
+                         fs::canonical(dir).string() + "; only regular files inside the folder are read\n");
+    EXPECT_FALSE(fs::exists(out));
+  }
+  // A link that leads nowhere is refused as well, not taken for a file that is not there.
+  std::string dir = temp_path("hf-dangling");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::create_symlink(temp_path("hf-no-such-file"), dir + "/chat_template.jinja");
+  CliRun r = run_cli("edit " + tiny_llama() + " --from-hf " + dir + " --dry-run");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "ggufkit: error: " + dir +
+                       "/chat_template.jinja: --from-hf: is a link that leads nowhere; only regular files inside the folder are read\n");
+}
+
+TEST(FromHf, ANamedPipeInTheFolderIsRefusedAtOnce) {
+  for (const char* name : {"chat_template.jinja", "tokenizer_config.json"}) {
+    SCOPED_TRACE(name);
+    std::string dir = temp_path(std::string("hf-fifo-") + name);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    ASSERT_EQ(::mkfifo((dir + "/" + name).c_str(), 0600), 0);
+    // No writer ever comes: a blocking open or read would wait for ever (timeout says 124).
+    CliRun r = run_cli("edit " + tiny_llama() + " --from-hf " + dir + " --dry-run", "timeout 60 ");
+    EXPECT_EQ(r.code, 1);
+    EXPECT_EQ(r.err, "ggufkit: error: " + dir + "/" + name +
+                         ": --from-hf: is a named pipe; only regular files inside the folder are read\n");
+  }
+  // Named on the command line, it is a usage error, as any pipe where a file belongs.
+  const std::string config = temp_path("hf-fifo-tokenizer_config.json/tokenizer_config.json");
+  CliRun r = run_cli("edit " + tiny_llama() + " --from-hf " + config + " --dry-run", "timeout 60 ");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "ggufkit: error: " + config + ": --from-hf: is a named pipe; only regular files inside the folder are read\n");
+}
+
+TEST(FromHf, ALinkToAFileInsideTheFolderOrIntoTheHubCachesBlobsIsRead) {
+  const Model before = scan_file(tiny_llama()).model;
+  std::string dir = temp_path("hf-inner-link");
+  fs::remove_all(dir);
+  fs::create_directories(dir + "/templates");
+  std::ofstream(dir + "/templates/chat.jinja", std::ios::binary) << "{{ 'inside' }}\n";
+  fs::create_symlink("templates/chat.jinja", dir + "/chat_template.jinja");
+  std::string out = temp_path("hf-inner-link.gguf");
+  fs::remove(out);
+  CliRun r = run_cli("edit " + tiny_llama() + " --from-hf " + dir + " -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(changed_keys(before, scan_file(out).model),
+            (std::map<std::string, std::string>{{"tokenizer.chat_template", "{{ 'inside' }}\n"}}));
+  // huggingface_hub's cache: models--ORG--NAME/snapshots/REV/FILE links to ../../blobs/HASH.
+  std::string hub = temp_path("hf-hub/models--org--tiny");
+  fs::remove_all(temp_path("hf-hub"));
+  fs::create_directories(hub + "/blobs");
+  fs::create_directories(hub + "/snapshots/0123abc");
+  std::ofstream(hub + "/blobs/9f86d08", std::ios::binary) << "{{ 'from the cache' }}";
+  std::ofstream(hub + "/blobs/60303ae") << R"({"eos_token": "<unk>"})";
+  fs::create_symlink("../../blobs/9f86d08", hub + "/snapshots/0123abc/chat_template.jinja");
+  fs::create_symlink("../../blobs/60303ae", hub + "/snapshots/0123abc/tokenizer_config.json");
+  fs::remove(out);
+  r = run_cli("edit " + tiny_llama() + " --from-hf " + hub + "/snapshots/0123abc -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(changed_keys(before, scan_file(out).model),
+            (std::map<std::string, std::string>{{"tokenizer.chat_template", "{{ 'from the cache' }}"},
+                                                {"tokenizer.ggml.eos_token_id", "0"}}));
+  // ... but a snapshot's link to elsewhere in the cache is still refused.
+  fs::remove(hub + "/snapshots/0123abc/chat_template.jinja");
+  std::ofstream(hub + "/refs-main") << "x";
+  fs::create_symlink("../../refs-main", hub + "/snapshots/0123abc/chat_template.jinja");
+  r = run_cli("edit " + tiny_llama() + " --from-hf " + hub + "/snapshots/0123abc --dry-run");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("chat_template.jinja: --from-hf: leads to " + fs::canonical(hub).string() + "/refs-main, outside"),
+            std::string::npos) << r.err;
+}
+
+namespace {
+Error yaml_error(const std::string& text) {
+  try {
+    load_yaml(text, "t.json");
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted: " << text;
+  return Error(Error::Kind::format, "", std::nullopt, "", "");
+}
+}  // namespace
+
+TEST(JsonInputs, ASurrogatePairIsTheOneCharacterPythonsJsonDumpWrote) {
+  // json.dump({"a": "😀", "b": "x😀y"}) with ensure_ascii, Python's default.
+  YamlNode n = load_yaml(R"({"a": "\ud83d\ude00", "b": "x\uD83D\uDE00y", "c": "\\ud83d\\ude00", "d": "\u00e9"})", "t.json");
+  ASSERT_TRUE(n.IsMap());
+  EXPECT_EQ(n["a"].text, "\xF0\x9F\x98\x80");
+  EXPECT_TRUE(n["a"].quoted);
+  EXPECT_EQ(n["b"].text, "x\xF0\x9F\x98\x80y");
+  EXPECT_EQ(n["c"].text, R"(\ud83d\ude00)");  // an escaped backslash, then plain text
+  EXPECT_EQ(n["d"].text, "\xC3\xA9");
+  // In flow YAML too, where a quote inside a plain word opens nothing.
+  EXPECT_EQ(load_yaml(R"({a: it's, b: "\ud83d\ude00", c: 'x\ud83d\ude00'})", "t.yaml")["b"].text, "\xF0\x9F\x98\x80");
+  EXPECT_EQ(load_yaml(R"({a: it's, b: "\ud83d\ude00", c: 'x\ud83d\ude00'})", "t.yaml")["c"].text, R"(x\ud83d\ude00)");
+  // Positions after a pair on its line are the original text's.
+  EXPECT_EQ(n["b"].column, 27);
+  Error e = yaml_error(R"({"a": "\ud83d\ude00", "a": 1})");
+  EXPECT_EQ(e.file, "t.json:1:23");
+  EXPECT_EQ(e.message, "'a' is given twice");
+  // Half a pair alone is no character: refused, saying so.
+  e = yaml_error(R"({"a": "\ud83d"})");
+  EXPECT_EQ(e.message, "\\ud83d is half of a UTF-16 surrogate pair, without its other half; a character past U+FFFF is "
+                       "written as a pair, as \\ud83d\\ude00 for U+1F600");
+  e = yaml_error(R"({"a": "\ude00\ud83d"})");
+  EXPECT_NE(e.message.find("\\ude00 is half of a UTF-16 surrogate pair"), std::string::npos) << e.message;
+}
+
+TEST(JsonInputs, APairIsReadInTokenizerConfigPatchesAndSketches) {
+  const std::string smile = "\xF0\x9F\x98\x80";
+  const Model before = scan_file(tiny_llama()).model;
+  std::string dir = hf_folder("hf-surrogates", R"({"chat_template": "{{ '\ud83d\ude00' }}{{ messages }}"})");
+  std::string out = dir + "/out.gguf";
+  fs::remove(out);
+  CliRun r = run_cli("edit " + tiny_llama() + " --from-hf " + dir + " -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(changed_keys(before, scan_file(out).model),
+            (std::map<std::string, std::string>{{"tokenizer.chat_template", "{{ '" + smile + "' }}{{ messages }}"}}));
+  const std::string patch = temp_path("surrogate-patch.json");
+  std::ofstream(patch) << R"({"set": {"general.name": "smile \ud83d\ude00"}})";
+  fs::remove(out);
+  r = run_cli("edit " + tiny_llama() + " -p " + patch + " -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(scan_file(out).model.find("general.name")->str, "smile " + smile);
+  // A JSON sketch, as dump writes it, changed by a script that writes Python's escapes.
+  const std::string example = temp_path("surrogate-example.gguf"), sketch = temp_path("surrogate-sketch.json");
+  fs::remove(example);
+  ASSERT_EQ(run_cli("example -o " + example).code, 0);
+  CliRun d = run_cli("dump " + example + " --format json");
+  ASSERT_EQ(d.code, 0) << d.err;
+  const std::string name = "\"Counts walkthrough file\"";
+  ASSERT_NE(d.out.find(name), std::string::npos) << d.out;
+  std::ofstream(sketch) << d.out.replace(d.out.find(name), name.size(), R"("Counts \ud83d\ude00")");
+  fs::remove(out);
+  r = run_cli("write " + sketch + " -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(scan_file(out).model.find("general.name")->str, "Counts " + smile);
+}
+
+TEST(JsonInputs, ATokenThatIsNotAStringAndAKeyGivenTwiceAreRefusedWithTheirPlace) {
+  struct Case {
+    std::string config, err;
+  };
+  for (const Case& c : {
+           Case{R"({"eos_token": 5})", "tokenizer_config.json:1:15: --from-hf: eos_token: expected a string or {\"content\": ...}"},
+           Case{R"({"bos_token": {"content": true}})", "tokenizer_config.json:1:15: --from-hf: bos_token: expected a string or {\"content\": ...}"},
+           Case{R"({"chat_template": 7})", "tokenizer_config.json:1:19: --from-hf: chat_template: expected a string or a list of {name, template}"},
+           Case{R"({"add_bos_token": "false"})", "tokenizer_config.json:1:19: --from-hf: add_bos_token: expected true or false"},
+           Case{R"({"eos_token": "</s>", "eos_token": "<unk>"})", "tokenizer_config.json:1:23: yaml: 'eos_token' is given twice"},
+       }) {
+    SCOPED_TRACE(c.config);
+    std::string dir = hf_folder("hf-refused", c.config);
+    CliRun r = run_cli("edit " + tiny_llama() + " --from-hf " + dir + " --dry-run");
+    EXPECT_EQ(r.code, 1);
+    EXPECT_EQ(r.err, "ggufkit: error: " + dir + "/" + c.err + "\n");
+  }
+}
+
+TEST(EditOps, AChatTemplateFileIsReadFromTheCurrentFolderNotThePatchs) {
+  std::string dir = temp_path("template-beside");
+  fs::remove_all(dir);
+  fs::create_directories(dir + "/sub");
+  std::ofstream(dir + "/sub/p.yaml") << "set: {general.name: x}\n";
+  std::ofstream(dir + "/t.jinja", std::ios::binary) << "{{ 'here' }}";
+  std::ofstream(dir + "/sub/t.jinja", std::ios::binary) << "{{ 'beside the patch' }}";
+  CliRun r = run_cli("edit " + tiny_llama() + " -p sub/p.yaml --chat-template-file t.jinja -o out.gguf", "cd " + dir + " && ");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(scan_file(dir + "/out.gguf").model.find("tokenizer.chat_template")->str, "{{ 'here' }}");
+}
+
 TEST(EditOps, ANewKeyWithoutATypeIsTypedAsItsValueReads) {
   const std::string out = temp_path("inferred.gguf");
   CliRun r = run_cli("edit " + tiny_llama() +

@@ -253,11 +253,11 @@ TEST(RenderCli, ATemplateThatRaisesOrAConversationThatIsNoneExitsWithTheReason) 
   const std::string bad = dir + "/bad.json";
   write_file_bytes(bad, {'{', '"', 'm', '"', ':', ' ', '[', '}'});
   CliRun b = run_cli("template " + model + " --render " + bad);
-  EXPECT_EQ(b.code, 2);
+  EXPECT_EQ(b.code, 1);  // a bad input file's content
   EXPECT_NE(b.err.find(bad + ": is not a conversation: JSON at byte 7: unexpected '}'"), std::string::npos) << b.err;
   write_file_bytes(bad, {'[', ']'});
   CliRun shape = run_cli("template " + model + " --render " + bad);
-  EXPECT_EQ(shape.code, 2);
+  EXPECT_EQ(shape.code, 1);
   EXPECT_NE(shape.err.find("is not a conversation: a conversation is a JSON object with \"messages\""), std::string::npos) << shape.err;
 }
 

@@ -32,6 +32,18 @@ std::string fresh_dir(const std::string& name) {
   return d;
 }
 
+// corpus/splits' by-count set copied into dir as m-0000K-of-00003.gguf, each copy given
+// `mode`: an in-place edit writes a writable file's header into it, and replaces a
+// read-only one by rename, so a test sets the mode it means (the corpus is read-only in CI
+// and writable in a clone; a copy would take either).
+void copy_set(const std::string& dir, mode_t mode) {
+  for (int k = 1; k <= 3; ++k) {
+    const std::string to = dir + "/" + shard_path("m", k, 3);
+    fs::copy_file(kSplits + "/" + shard_path("by-count", k, 3), to);
+    fs::permissions(to, static_cast<fs::perms>(mode));
+  }
+}
+
 }  // namespace
 
 TEST(Split, WritesWhatLlamaCppsSplitterWritesByteForByte) {
@@ -279,7 +291,7 @@ TEST(ShardSet, ShowAndTensorsGivenAnyShardReportTheWholeModel) {
 
 TEST(SetEdits, AMetadataEditInPlaceRewritesShardOneAloneAndTheSetIsTheEditedModel) {
   std::string dir = fresh_dir("set-edit");
-  for (int k = 1; k <= 3; ++k) fs::copy_file(kSplits + "/" + shard_path("by-count", k, 3), dir + "/" + shard_path("m", k, 3));
+  copy_set(dir, 0444);  // replaced by rename: the header path is for writable files
   const auto second = read_file_bytes(dir + "/m-00002-of-00003.gguf"), third = read_file_bytes(dir + "/m-00003-of-00003.gguf");
   // Given any shard; the other shards are neither rewritten nor touched (same bytes, same inode).
   struct stat st2 {};
@@ -309,7 +321,7 @@ TEST(SetEdits, AMetadataEditInPlaceRewritesShardOneAloneAndTheSetIsTheEditedMode
 
 TEST(SetEdits, ARealignWritesEveryShardAndAnEditToAPrefixWritesANewSet) {
   std::string dir = fresh_dir("set-realign");
-  for (int k = 1; k <= 3; ++k) fs::copy_file(kSplits + "/" + shard_path("by-count", k, 3), dir + "/" + shard_path("m", k, 3));
+  copy_set(dir, 0644);
   CliRun r = run_cli("realign " + dir + "/m-00001-of-00003.gguf -a 64 --in-place");
   ASSERT_EQ(r.code, 0) << r.err;
   for (int k = 1; k <= 3; ++k) {
@@ -355,10 +367,8 @@ TEST(SetEdits, AFailureOrAKillBeforeTheRenamesLeavesEveryShardAsItWas) {
       SCOPED_TRACE(std::string(cmd) + " at " + fault);
       std::string dir = fresh_dir("set-fault");
       std::vector<std::vector<uint8_t>> before;
-      for (int k = 1; k <= 3; ++k) {
-        fs::copy_file(kSplits + "/" + shard_path("by-count", k, 3), dir + "/" + shard_path("m", k, 3));
-        before.push_back(read_file_bytes(dir + "/" + shard_path("m", k, 3)));
-      }
+      copy_set(dir, 0444);  // the renames are the point: a writable shard 1 would take the header path
+      for (int k = 1; k <= 3; ++k) before.push_back(read_file_bytes(dir + "/" + shard_path("m", k, 3)));
       const auto listing = files_in(dir);
       std::string args = fill(cmd, dir + "/m-00002-of-00003.gguf", "");
       if (size_t p = args.find("PREFIX"); p != std::string::npos) args.replace(p, 6, dir + "/n");

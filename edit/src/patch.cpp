@@ -1,5 +1,9 @@
 #include "ggufkit/patch.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <climits>
@@ -12,6 +16,7 @@
 #include <set>
 
 #include "ggufkit/error.h"
+#include "ggufkit/source.h"
 #include "ggufkit/inspect.h"
 #include "ggufkit/text.h"
 #include "ggufkit/yaml_values.h"
@@ -69,7 +74,12 @@ void Patch::add_set_file(const std::string& key, const std::string& path) {
   refuse_twice(*this, key);
   YamlNode m;
   m.kind = YamlNode::map;
-  m.items = {scalar_node("file"), scalar_node(path)};
+  // The caller's path, from the current folder: file: values of a patch are read from the
+  // patch's folder, which this is not.
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path abs = fs::path(path).is_relative() ? fs::absolute(path, ec) : fs::path(path);
+  m.items = {scalar_node("file"), scalar_node(ec ? path : abs.string())};
   set.push_back({key, std::move(m)});
 }
 
@@ -81,20 +91,75 @@ void Patch::add_special(const std::string& name, const std::string& value, bool 
   special.push_back({name, scalar_node(value), by_id});
 }
 
+namespace {
+// A file of a Hugging Face folder, read only when it is a regular file that resolves inside
+// the folder: a cloned repository may carry a link to /etc/shadow, or a named pipe that
+// would block a read forever. A link to a file inside the folder is fine, and so is one
+// into the blobs/ of a hub cache (DIR is models--X/snapshots/REV, its files link to
+// models--X/blobs/). Opened without blocking and checked by its descriptor. `named`: the
+// file is the one the command line names, not one found in the folder (a usage error then).
+std::string read_hf_file(const std::string& file, const std::string& dir, bool named) {
+  namespace fs = std::filesystem;
+  auto refuse = [&](const std::string& why) {
+    throw Error(named ? Error::Kind::usage : Error::Kind::format, file, std::nullopt, "--from-hf",
+                why + "; only regular files inside the folder are read");
+  };
+  int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0 && (errno == ENOENT || errno == ELOOP)) refuse("is a link that leads nowhere");  // it is there as a name
+  if (fd < 0 && errno == ENXIO) refuse("is a socket");
+  if (fd < 0) throw_io(file, "cannot open for reading");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw_io(file, "cannot stat");
+  if (!S_ISREG(st.st_mode))
+    refuse(S_ISDIR(st.st_mode)    ? "is a folder"
+           : S_ISFIFO(st.st_mode) ? "is a named pipe"
+           : S_ISSOCK(st.st_mode) ? "is a socket"
+                                  : "is a device");
+  std::error_code ec;
+  const fs::path real = fs::read_symlink("/proc/self/fd/" + std::to_string(fd), ec);  // what was opened, links followed
+  const fs::path root = fs::canonical(dir, ec);
+  if (real.empty() || root.empty()) throw_io(file, "cannot resolve the path");
+  auto inside = [&](const fs::path& folder) {
+    auto [f, r] = std::mismatch(folder.begin(), folder.end(), real.begin(), real.end());
+    return f == folder.end() && r != real.end();
+  };
+  const fs::path repo = root.parent_path().parent_path();
+  const bool hub = root.parent_path().filename() == "snapshots" && repo.filename().string().rfind("models--", 0) == 0;
+  if (!inside(root) && !(hub && inside(repo / "blobs"))) refuse("leads to " + real.string() + ", outside " + root.string());
+  if (static_cast<uint64_t>(st.st_size) > YamlLimits{}.max_bytes)
+    throw Error(Error::Kind::format, file, std::nullopt, "--from-hf",
+                "is " + std::to_string(st.st_size) + " bytes, over the cap of " + std::to_string(YamlLimits{}.max_bytes));
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  pread_all(fd, file, text.data(), text.size(), 0);
+  return text;
+}
+}  // namespace
+
 void Patch::add_from_hf(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const bool folder = fs::is_directory(path, ec);
   const std::string config = folder ? (fs::path(path) / "tokenizer_config.json").string() : path;
-  const std::string dir = folder ? path : fs::path(path).parent_path().string();
-  const std::string jinja = ((dir.empty() ? fs::path(".") : fs::path(dir)) / "chat_template.jinja").string();
-  const bool has_config = fs::exists(config, ec), has_jinja = fs::exists(jinja, ec);
+  const std::string parent = fs::path(path).parent_path().string();
+  const std::string dir = folder ? path : parent.empty() ? "." : parent;
+  const std::string jinja = (fs::path(dir) / "chat_template.jinja").string();
+  // There, as a name: a link that leads nowhere is refused when read, not taken for absent.
+  auto there = [](const std::string& p) {
+    struct stat st {};
+    return ::lstat(p.c_str(), &st) == 0;
+  };
+  const bool has_config = there(config), has_jinja = there(jinja);
   if (!has_config && !has_jinja)
     throw Error(Error::Kind::usage, path, std::nullopt, "--from-hf",
                 "neither tokenizer_config.json nor chat_template.jinja is there");
   YamlNode root;
   if (has_config) {
-    root = load_yaml(read_document(config), config);
+    root = load_yaml(read_hf_file(config, dir, !folder), config);
     if (!root.IsMap()) throw Error(Error::Kind::format, config, std::nullopt, "", "expected a JSON object");
   }
   auto where = [&](const YamlNode& n) { return yaml_where(config, n.line, n.column); };
@@ -106,14 +171,15 @@ void Patch::add_from_hf(const std::string& path) {
     set.push_back({key, scalar_node(n.text), where(n)});
   };
   if (has_jinja) {
-    add_set_file("tokenizer.chat_template", jinja);
+    refuse_twice(*this, "tokenizer.chat_template");
+    set.push_back({"tokenizer.chat_template", scalar_node(read_hf_file(jinja, dir, false)), jinja});
   } else if (const YamlNode& t = root["chat_template"]; t && !t.IsNull()) {
-    if (t.IsScalar()) {
+    if (t.IsScalar() && t.quoted) {
       set_text("tokenizer.chat_template", t);
     } else if (t.IsSequence()) {
       for (const YamlNode& item : t) {
         const YamlNode &name = item["name"], &text = item["template"];
-        if (!item.IsMap() || !name.IsScalar() || !text.IsScalar())
+        if (!item.IsMap() || !name.IsScalar() || !text.IsScalar() || !name.quoted || !text.quoted)
           throw bad(item, "chat_template: expected {\"name\": ..., \"template\": ...} in the list");
         set_text(name.text == "default" ? "tokenizer.chat_template" : "tokenizer.chat_template." + name.text, text);
       }
@@ -126,7 +192,8 @@ void Patch::add_from_hf(const std::string& path) {
     const YamlNode& v = root[field];
     if (!v || v.IsNull()) continue;
     const YamlNode& text = v.IsMap() ? v["content"] : v;
-    if (!text.IsScalar()) throw bad(v, std::string(field) + ": expected a string or {\"content\": ...}");
+    // JSON's strings are quoted: "eos_token": 5 is a number, no token's text.
+    if (!text.IsScalar() || !text.quoted) throw bad(v, std::string(field) + ": expected a string or {\"content\": ...}");
     add_special(name, text.text, false);
     special.back().value = text;
     special.back().from = where(text);
@@ -134,7 +201,8 @@ void Patch::add_from_hf(const std::string& path) {
   for (const char* flag : {"add_bos_token", "add_eos_token"}) {
     const YamlNode& v = root[flag];
     if (!v || v.IsNull()) continue;
-    if (!v.IsScalar() || (v.text != "true" && v.text != "false")) throw bad(v, std::string(flag) + ": expected true or false");
+    if (!v.IsScalar() || v.quoted || (v.text != "true" && v.text != "false"))  // "false" is a string, which Python takes as true
+      throw bad(v, std::string(flag) + ": expected true or false");
     refuse_twice(*this, std::string("tokenizer.ggml.") + flag);
     set.push_back({std::string("tokenizer.ggml.") + flag, v, where(v)});
   }
@@ -161,7 +229,13 @@ void Patch::set_alignment(const std::string& text) {
   alignment_from = "command line";
   alignment_at = scalar_node(text);
   YamlReader y(name, base_dir);
-  alignment = alignment_of(y, alignment_at);
+  try {
+    alignment = alignment_of(y, alignment_at);
+  } catch (const Error& e) {  // an option's value not of its form: a usage error, as any option's
+    throw Error(Error::Kind::usage, "", std::nullopt, "--alignment", e.message);
+  }
+  if (*alignment != 0 && !is_power_of_two(*alignment))
+    throw Error(Error::Kind::usage, "", std::nullopt, "--alignment", "alignment " + text + " is not a power of two");
 }
 
 Patch parse_patch(const std::string& text, const std::string& name, const std::string& base_dir) {

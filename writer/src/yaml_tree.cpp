@@ -6,7 +6,13 @@
 #include <yaml-cpp/exceptions.h>
 #include <yaml-cpp/parser.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
 #include <sstream>
+#include <utility>
 
 #include "ggufkit/error.h"
 #include "ggufkit/path.h"
@@ -16,9 +22,91 @@ namespace ggufkit {
 
 namespace {
 
+// JSON writes a character past U+FFFF as a UTF-16 pair, "\ud83d\ude00" (Python's json.dump
+// does so for every emoji); YAML has no such escape and yaml-cpp refuses either half. In a
+// document that is JSON (it starts with { or [), each pair inside a double-quoted string
+// becomes YAML's \U0001f600, two bytes shorter: `shifts` says where (line, and the column
+// just after it in the new text), so that later positions on its line are told as in the
+// original. The text is copied only when it has a pair.
+using Shift = std::pair<int, int>;
+
+int hex4(const std::string& t, size_t i) {  // the 4 hex digits at i, or -1
+  if (i + 4 > t.size()) return -1;
+  int v = 0;
+  for (size_t k = i; k < i + 4; ++k) {
+    char c = t[k];
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+// The code point of the escaped pair "\uD8xx\uDCxx" at i, or 0.
+uint32_t pair_at(const std::string& t, size_t i) {
+  if (t.compare(i, 2, "\\u") != 0 || t.compare(i + 6, 2, "\\u") != 0) return 0;
+  int hi = hex4(t, i + 2), lo = hex4(t, i + 8);
+  if (hi < 0xD800 || hi > 0xDBFF || lo < 0xDC00 || lo > 0xDFFF) return 0;
+  return 0x10000 + ((static_cast<uint32_t>(hi) - 0xD800) << 10) + (static_cast<uint32_t>(lo) - 0xDC00);
+}
+
+std::optional<std::string> join_surrogates(const std::string& text, std::vector<Shift>& shifts) {
+  size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || (text[first] != '{' && text[first] != '[') || text.find("\\u") == std::string::npos)
+    return std::nullopt;
+  std::string out;
+  enum { plain, dq, sq, comment } state = plain;
+  int line = 0, column = 0;  // in `out`, counted in bytes as yaml-cpp counts them
+  size_t copied = 0;         // text[copied, i) is still to be appended to out
+  for (size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    size_t n = 1;
+    if (state == dq && c == '\\') {
+      if (uint32_t cp = pair_at(text, i)) {
+        char esc[16];
+        std::snprintf(esc, sizeof esc, "\\U%08x", static_cast<unsigned>(cp));
+        out.append(text, copied, i - copied).append(esc);
+        copied = i + 12;
+        i += 12;
+        column += 10;
+        shifts.push_back({line, column});
+        continue;
+      }
+      n = i + 1 < text.size() && text[i + 1] != '\n' ? 2 : 1;  // an escape's second byte is never a quote
+    } else if (state == dq && c == '"') {
+      state = plain;
+    } else if (state == sq && c == '\'') {
+      state = plain;  // '' inside is a close and an open
+    } else if (state == plain && (c == '"' || c == '\'') && (i == 0 || std::strchr(" \t\r\n[{,:", text[i - 1]))) {
+      state = c == '"' ? dq : sq;  // a quote that opens a scalar, not one inside a plain word (it's)
+    } else if (state == plain && c == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t' || text[i - 1] == '\n')) {
+      state = comment;
+    } else if (state == comment && c == '\n') {
+      state = plain;
+    }
+    for (size_t k = i; k < i + n; ++k) {
+      if (text[k] == '\n') line++, column = 0;
+      else column++;
+    }
+    i += n;
+  }
+  if (shifts.empty()) return std::nullopt;
+  out.append(text, copied, std::string::npos);
+  return out;
+}
+
+// A position in the rewritten text as it was in the original.
+YAML::Mark original(YAML::Mark m, const std::vector<Shift>& shifts) {
+  auto from = std::lower_bound(shifts.begin(), shifts.end(), Shift{m.line, -1});
+  auto to = std::upper_bound(shifts.begin(), shifts.end(), Shift{m.line, m.column});
+  m.column += 2 * static_cast<int>(to - from);
+  return m;
+}
+
 class Builder : public YAML::EventHandler {
  public:
-  Builder(const std::string& name, const YamlLimits& limits) : name_(name), limits_(limits) {}
+  Builder(const std::string& name, const YamlLimits& limits, const std::vector<Shift>& shifts)
+      : name_(name), limits_(limits), shifts_(shifts) {}
 
   YamlNode root;
 
@@ -50,19 +138,46 @@ class Builder : public YAML::EventHandler {
     no_tag(m, tag);
     open(m, a, YamlNode::map);
   }
-  void OnMapEnd() override { stack_.pop_back(); }
+  void OnMapEnd() override {
+    once(*stack_.back());
+    stack_.pop_back();
+  }
   void OnAnchor(const YAML::Mark& m, const std::string&) override {
     fail(m, "anchors (&name) are not allowed");
   }
 
  private:
-  [[noreturn]] void fail(const YAML::Mark& m, const std::string& msg) const {
-    throw Error(Error::Kind::format, yaml_where(name_, m.line, m.column), std::nullopt, "yaml", msg);
+  [[noreturn]] void fail(const YAML::Mark& at, const std::string& msg) const {
+    const YAML::Mark m = original(at, shifts_);
+    fail_at(m.line, m.column, msg);
+  }
+  [[noreturn]] void fail_at(int line, int column, const std::string& msg) const {
+    throw Error(Error::Kind::format, yaml_where(name_, line, column), std::nullopt, "yaml", msg);
   }
 
-  YamlNode& add(const YAML::Mark& m, YAML::anchor_t anchor, YamlNode::Kind k, const std::string& text) {
-    if (anchor != YAML::NullAnchor) fail(m, "anchors (&name) are not allowed");
-    if (++nodes_ > limits_.max_nodes) fail(m, "more than " + std::to_string(limits_.max_nodes) + " values");
+  // A key given twice in one mapping is refused where it is given again, in every
+  // document (Python's json would keep the last, yaml-cpp the first): one rule, no guess.
+  void once(const YamlNode& map) const {
+    std::vector<std::pair<const std::string*, size_t>> keys;  // sorted by text, then place
+    for (size_t i = 0; i < map.items.size(); i += 2)
+      if (map.items[i].kind == YamlNode::scalar) keys.push_back({&map.items[i].text, i});
+    if (keys.size() < 2) return;
+    std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
+      return *a.first != *b.first ? *a.first < *b.first : a.second < b.second;
+    });
+    size_t again = map.items.size();
+    for (size_t k = 1; k < keys.size(); ++k)
+      if (*keys[k].first == *keys[k - 1].first && (k < 2 || *keys[k - 2].first != *keys[k].first))
+        again = std::min(again, keys[k].second);
+    if (again == map.items.size()) return;
+    const YamlNode& key = map.items[again];
+    fail_at(key.line, key.column, "'" + key.text + "' is given twice");
+  }
+
+  YamlNode& add(const YAML::Mark& at, YAML::anchor_t anchor, YamlNode::Kind k, const std::string& text) {
+    if (anchor != YAML::NullAnchor) fail(at, "anchors (&name) are not allowed");
+    if (++nodes_ > limits_.max_nodes) fail(at, "more than " + std::to_string(limits_.max_nodes) + " values");
+    const YAML::Mark m = original(at, shifts_);
     YamlNode n;
     n.kind = k;
     n.line = m.line;
@@ -84,6 +199,7 @@ class Builder : public YAML::EventHandler {
 
   const std::string& name_;
   const YamlLimits& limits_;
+  const std::vector<Shift>& shifts_;
   std::vector<YamlNode*> stack_;
   uint64_t nodes_ = 0;
 };
@@ -120,15 +236,27 @@ std::string read_document(const std::string& path, const YamlLimits& limits) {
 
 YamlNode load_yaml(const std::string& text, const std::string& name, const YamlLimits& limits) {
   check_size(text.size(), name, limits);
-  std::istringstream in(text);
-  Builder b(name, limits);
+  std::vector<Shift> shifts;
+  const std::optional<std::string> joined = join_surrogates(text, shifts);
+  std::istringstream in(joined ? *joined : text);
+  Builder b(name, limits, shifts);
   try {
     YAML::Parser parser(in);
     parser.HandleNextDocument(b);
     if (parser.HandleNextDocument(b))
       throw Error(Error::Kind::format, name, std::nullopt, "yaml", "expected one document, found more");
   } catch (const YAML::Exception& e) {
-    throw Error(Error::Kind::format, yaml_where(name, e.mark.line, e.mark.column), std::nullopt, "yaml", e.msg);
+    const YAML::Mark m = original(e.mark, shifts);
+    std::string msg = e.msg;
+    // yaml-cpp's "invalid unicode: 55357" for half a pair: say what it is.
+    if (unsigned long cp = msg.rfind("invalid unicode: ", 0) == 0 ? std::strtoul(msg.c_str() + 17, nullptr, 10) : 0;
+        cp >= 0xD800 && cp <= 0xDFFF) {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\u%04lx", cp);
+      msg = std::string(esc) + " is half of a UTF-16 surrogate pair, without its other half; a character past U+FFFF "
+                               "is written as a pair, as \\ud83d\\ude00 for U+1F600";
+    }
+    throw Error(Error::Kind::format, yaml_where(name, m.line, m.column), std::nullopt, "yaml", msg);
   }
   return std::move(b.root);
 }
