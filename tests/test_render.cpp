@@ -196,6 +196,123 @@ TEST(RenderSandbox, TimeIsBounded) {
   EXPECT_EQ(jinja::RenderLimits{}.max_time, std::chrono::milliseconds(500));
 }
 
+namespace {
+
+// What rendering `source` with the variable s (a 16 MB string, as a message's content
+// could be) throws: "KIND: message".
+std::string failure_on(const std::string& source, const std::string& s, const jinja::RenderOptions& opt = {}) {
+  jinja::Value ctx = jinja::Value::new_dict();
+  ctx.dict->set(jinja::Value::string("s"), jinja::Value::string(s));
+  try {
+    jinja::render(jinja::parse(source), ctx, opt);
+  } catch (const jinja::RenderError& e) {
+    return e.kind + ": " + e.message;
+  }
+  return "rendered";
+}
+
+const char* const kMemory = "LimitError: more than 67108864 bytes of values held at once (the sandbox's memory limit)";
+std::string too_long(uint64_t n) {
+  return "LimitError: a string of " + std::to_string(n) + " bytes is longer than the sandbox's output limit of 16777216 bytes";
+}
+
+}  // namespace
+
+// Item 9: values copied from a 16 MB string held the render's memory, not its output: each
+// copy is charged to a budget of 64 MiB of values before it is made, and long strings are
+// refused as they grow, not once they are built.
+TEST(RenderSandbox, TheNineBombsOnASixteenMegabyteStringStopWithTheLimitTheyMeet) {
+  jinja::RenderOptions untimed;  // the limit met is the memory or the output, not the clock
+  untimed.limits.max_time = std::chrono::seconds(600);
+  const std::string s(16'000'000, 'x'), words = [] {
+    std::string w;
+    for (int i = 0; i < 8'000'000; ++i) w += "x ";
+    return w;
+  }();
+  EXPECT_EQ(failure_on("{{ s|list }}", s, untimed), kMemory);
+  EXPECT_EQ(failure_on("{{ s|sort }}", s, untimed), kMemory);
+  EXPECT_EQ(failure_on("{{ s.split() }}", words, untimed), kMemory);
+  EXPECT_EQ(failure_on("{{ [s] * 1000000 }}", s, untimed), kMemory);
+  EXPECT_EQ(failure_on("{{ (s,) * 300 }}", s, untimed), too_long(32'000'007));  // the tuple's text, refused as it grows
+  EXPECT_EQ(failure_on("{{ (['x' * 15000000] * 1000) | join }}", s, untimed), too_long(30'000'000));
+  EXPECT_EQ(failure_on("{% set ns = namespace(l=[s]) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}", s, untimed),
+            kMemory);
+  EXPECT_EQ(failure_on("{{ [s] | tojson(indent=10**9) }}", s, untimed), too_long(1'000'000'000));  // the indent itself
+  EXPECT_EQ(failure_on("{{ s | indent(10**9) }}", s, untimed), too_long(1'000'000'000));
+}
+
+TEST(RenderSandbox, TheBombsKinStopToo) {
+  jinja::RenderOptions untimed;
+  untimed.limits.max_time = std::chrono::seconds(600);
+  const std::string s(16'000'000, 'x');
+  // Strings the render holds at once count, however they were made: 5 x 16 MB.
+  EXPECT_EQ(failure_on("{% set a = s ~ '1' %}{% set b = s ~ '2' %}{% set c = s ~ '3' %}{% set d = s ~ '4' %}{% set e = s ~ '5' %}", "",
+                       untimed),
+            "rendered");  // s is empty here
+  EXPECT_EQ(failure_on("{% set a = s ~ '1' %}{% set b = s ~ '2' %}{% set c = s ~ '3' %}{% set d = s ~ '4' %}{% set e = s ~ '5' %}", s,
+                       untimed),
+            kMemory);
+  // A list of every code point, sliced, or as a tuple's items.
+  EXPECT_EQ(failure_on("{{ s[1:] | length }}{{ s[0] }}{{ s[-1] }}", s, untimed), "rendered");
+  EXPECT_EQ(failure_on("{% set l = s|list %}", s.substr(0, 300'000), untimed), "rendered");
+  EXPECT_EQ(failure_on("{% set a, b = s %}", s, untimed), kMemory);
+  // An indent under the output limit, repeated by a list's items or a string's lines.
+  EXPECT_EQ(failure_on("{{ [1, 2, 3] | tojson(indent=10**7) }}", s, untimed), too_long(20'000'005));
+  EXPECT_EQ(failure_on("{{ ('a\\n' * 1000) | indent(10**7) }}", s, untimed), too_long(20'000'005));
+  EXPECT_EQ(failure_on("{{ ('\\n' * 16000000) | indent }}", s, untimed), "rendered");
+  // A replacement that grows the string, and a repr of a dict holding it twice.
+  EXPECT_EQ(failure_on("{{ s.replace('x', 'yy') | length }}", s, untimed), too_long(16'777'218));
+  EXPECT_EQ(failure_on("{{ {'a': s, 'b': s} }}", s, untimed), too_long(32'000'017));
+  EXPECT_EQ(failure_on("{{ [s, s] | tojson }}", s, untimed), too_long(32'000'007));
+}
+
+// The time limit is checked inside a filter's own loop, not only between expressions: with
+// no time at all, each stops inside its loop.
+TEST(RenderSandbox, TheTimeLimitIsCheckedInsideTheFiltersLoops) {
+  jinja::RenderOptions none;
+  none.limits.max_time = std::chrono::milliseconds(0);
+  const std::string late = "LimitError: the render took longer than 0 ms (the sandbox's time limit)";
+  const std::string s(200'000, 'x');
+  std::string words;
+  for (int i = 0; i < 100'000; ++i) words += "x ";
+  EXPECT_EQ(failure_on("{{ s|list|length }}", s, none), late);
+  EXPECT_EQ(failure_on("{{ s|sort|length }}", s, none), late);
+  EXPECT_EQ(failure_on("{{ s|unique|list|length }}", s, none), late);
+  EXPECT_EQ(failure_on("{{ s.split()|length }}", words, none), late);
+  EXPECT_EQ(failure_on("{{ s.split(' ')|length }}", words, none), late);
+  EXPECT_EQ(failure_on("{{ s|length }}", s, none), "rendered");  // no loop of its own: no check on the way
+  EXPECT_EQ(failure_on("{{ s.split()|join(',')|length }}", words, none), late);
+  EXPECT_EQ(failure_on("{{ s.split()|tojson|length }}", words, none), late);
+  EXPECT_EQ(failure_on("{{ s.replace(' ', '\\n')|indent|length }}", words, none), late);
+}
+
+// Item 10: a value's string is held once, however often it is read: 60 reads of a 10 MB
+// string, read from the conversation or made by the template, cost no more than one.
+TEST(RenderSandbox, AStringReadManyTimesIsHeldOnce) {
+  jinja::RenderOptions untimed;
+  untimed.limits.max_time = std::chrono::seconds(600);
+  jinja::Value msg = jinja::Value::new_dict();
+  msg.dict->set(jinja::Value::string("content"), jinja::Value::string(std::string(10'000'000, 'y')));
+  jinja::Value ctx = jinja::Value::new_dict();
+  ctx.dict->set(jinja::Value::string("m"), msg);
+  for (const std::string first : {"{% set c = m.content %}", "{% set c = 'y' * 10000000 %}"}) {
+    std::string many = first + "{% set ns = namespace(l=[]) %}";
+    for (int i = 0; i < 30; ++i) many += "{% set ns.l = ns.l + [c, m['content'] | string] %}";
+    many += "{{ ns.l | length }} {{ ns.l[59] | length }} {{ ns.l[58] == c }}";
+    EXPECT_EQ(jinja::render(jinja::parse(many), ctx, untimed), "60 10000000 True") << first;
+  }
+  // A copy the template makes is charged: seven of them pass the budget.
+  std::string copies = "{% set ns = namespace(l=[]) %}";
+  for (int i = 0; i < 7; ++i) copies += "{% set ns.l = ns.l + [m.content ~ ''] %}";
+  try {
+    jinja::render(jinja::parse(copies), ctx, untimed);
+    ADD_FAILURE() << "rendered";
+  } catch (const jinja::RenderError& e) {
+    EXPECT_EQ(e.kind + ": " + e.message, kMemory);
+  }
+  EXPECT_EQ(jinja::RenderLimits{}.max_memory, 64u << 20);
+}
+
 TEST(RenderSandbox, NoAttributeOfPythonItselfNorAnyFileIsReachable) {
   // As jinja2's sandbox: an unsafe attribute prints as nothing and fails when used.
   EXPECT_EQ(failure("{{ ''.__class__.__mro__ }}"), "SecurityError: access to attribute '__class__' of 'str' object is unsafe.");

@@ -1,5 +1,6 @@
 // Jinja's values as Python has them: printing (str and repr), equality, and JSON both ways
 // (json.loads keeps an object's order; json.dumps with ensure_ascii=False).
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,52 @@
 #include "value.h"
 
 namespace ggufkit::jinja {
+
+namespace {
+thread_local Sandbox* g_sandbox = nullptr;
+std::atomic<uint64_t> g_renders{0};
+}  // namespace
+
+Sandbox::Sandbox(const RenderLimits& l) : limits(l), id(++g_renders), outer_(g_sandbox) { g_sandbox = this; }
+Sandbox::~Sandbox() { g_sandbox = outer_; }
+Sandbox* Sandbox::current() { return g_sandbox; }
+void Sandbox::limit(int at, const std::string& what) const { throw RenderError("LimitError", at, what); }
+void Sandbox::check_time(int at) const {
+  if (std::chrono::steady_clock::now() - start > limits.max_time)
+    limit(at, "the render took longer than " + std::to_string(limits.max_time.count()) + " ms (the sandbox's time limit)");
+}
+
+void Charge::add(uint64_t n) {
+  Sandbox* s = g_sandbox;
+  if (!s || n == 0) return;
+  if (bytes_ == 0) render_ = s->id;
+  if (render_ != s->id) return;  // made by another render: not this one's to count
+  s->reserve(n, s->line);
+  s->held += n;
+  bytes_ += n;
+}
+void Charge::release() {
+  if (bytes_ && g_sandbox && g_sandbox->id == render_) g_sandbox->held -= bytes_;
+  bytes_ = 0;
+}
+
+const std::string Str::empty_;
+Str::Str(std::string s) {
+  if (s.empty()) return;
+  if (!g_sandbox) {  // not a render's: nothing to charge
+    p_ = std::make_shared<const std::string>(std::move(s));
+    return;
+  }
+  struct Held {
+    Charge charge;
+    std::string s;
+  };
+  const uint64_t bytes = kStringBytes + (s.capacity() > 15 ? s.capacity() : 0);
+  auto h = std::make_shared<Held>();
+  h->charge.add(bytes);
+  h->s = std::move(s);
+  p_ = std::shared_ptr<const std::string>(h, &h->s);
+}
 
 Value Value::none() {
   Value v;
@@ -49,7 +96,14 @@ Value Value::undefined(std::string what) {
 Value Value::new_list(List items) {
   Value v;
   v.type = Type::list;
-  v.list = std::make_shared<List>(std::move(items));
+  struct Held {
+    Charge charge;
+    List list;
+  };
+  auto h = std::make_shared<Held>();
+  h->charge.add(kItemBytes * items.capacity());
+  h->list = std::move(items);
+  v.list = std::shared_ptr<List>(h, &h->list);
   return v;
 }
 Value Value::new_dict() {
@@ -75,6 +129,7 @@ void Dict::set(Value key, Value v) {
       old = std::move(v);
       return;
     }
+  charge.add(2 * kItemBytes);
   items.emplace_back(std::move(key), std::move(v));
 }
 
@@ -199,7 +254,10 @@ namespace {
 std::string string_repr(const std::string& s) {
   char q = s.find('\'') != std::string::npos && s.find('"') == std::string::npos ? '"' : '\'';
   std::string out(1, q);
+  growing(s.size() + 2);
+  size_t n = 0;
   for (unsigned char c : s) {
+    if ((++n & 0xFFFF) == 0) growing(out.size());  // escapes grow it
     if (c == '\\') out += "\\\\";
     else if (c == static_cast<unsigned char>(q)) out += std::string("\\") + q;
     else if (c == '\n') out += "\\n";
@@ -222,14 +280,20 @@ std::string repr(const Value& v) {
     case Value::Type::list: {
       if (v.generator) return "<generator object at 0x" + std::to_string(reinterpret_cast<uintptr_t>(v.list.get())) + ">";
       std::string out = v.tuple ? "(" : "[";
-      for (size_t i = 0; i < v.list->size(); ++i) out += (i ? ", " : "") + repr((*v.list)[i]);
+      for (size_t i = 0; i < v.list->size(); ++i) {
+        std::string item = repr((*v.list)[i]);
+        growing(out.size() + (i ? 2 : 0) + item.size());  // refused as it grows, not once built
+        out += (i ? ", " : "") + item;
+      }
       return out + (v.tuple ? (v.list->size() == 1 ? ",)" : ")") : "]");
     }
     case Value::Type::dict: {
       std::string out = "{";
       bool first = true;
       for (const auto& [k, x] : v.dict->items) {
-        out += (first ? "" : ", ") + repr(k) + ": " + repr(x);
+        std::string item = repr(k) + ": " + repr(x);
+        growing(out.size() + (first ? 0 : 2) + item.size());
+        out += (first ? "" : ", ") + item;
         first = false;
       }
       return out + "}";
@@ -250,7 +314,9 @@ std::string str(const Value& v) {
       std::string out = "<Namespace {";
       bool first = true;
       for (const auto& [k, x] : v.dict->items) {
-        out += (first ? "" : ", ") + repr(k) + ": " + repr(x);
+        std::string item = repr(k) + ": " + repr(x);
+        growing(out.size() + (first ? 0 : 2) + item.size());
+        out += (first ? "" : ", ") + item;
         first = false;
       }
       return out + "}>";
@@ -416,8 +482,11 @@ struct JsonReader {
 };
 
 void json_string(std::string& out, const std::string& s) {
+  growing(out.size() + s.size() + 2);
   out += '"';
+  size_t n = 0;
   for (unsigned char c : s) {
+    if ((++n & 0xFFFF) == 0) growing(out.size());  // escapes grow it
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -452,6 +521,7 @@ Value from_json(std::string_view text) {
 void dump_json(std::string& out, const Value& v, const JsonStyle& style, int level) {
   auto newline = [&](int l) {
     if (style.indent.empty() && !style.pretty) return;
+    growing(out.size() + 1 + style.indent.size() * static_cast<size_t>(l));
     out += '\n';
     for (int k = 0; k < l; ++k) out += style.indent;
   };
