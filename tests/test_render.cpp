@@ -313,6 +313,55 @@ TEST(RenderSandbox, AStringReadManyTimesIsHeldOnce) {
   EXPECT_EQ(jinja::RenderLimits{}.max_memory, 64u << 20);
 }
 
+namespace {
+
+std::string json_error(const std::string& text, uint64_t max_bytes = 256u << 20) {
+  try {
+    jinja::from_json(text, max_bytes);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "read";
+}
+
+}  // namespace
+
+// Item 13: conversations as Python's json.dump writes them: every emoji as a surrogate pair.
+TEST(RenderJson, ASurrogatePairIsOneCodePointAndALoneSurrogateIsRefusedWhereItStands) {
+  EXPECT_EQ(jinja::from_json(R"("\ud83d\ude00")").s, "\xF0\x9F\x98\x80");
+  EXPECT_EQ(jinja::from_json(R"("a\uD83D\uDE00b\u00e9\u20ac")").s, "a\xF0\x9F\x98\x80" "b\xC3\xA9\xE2\x82\xAC");
+  EXPECT_EQ(jinja::from_json(R"("\udbff\udfff")").s, "\xF4\x8F\xBF\xBF");  // the last code point
+  // Python's json.loads keeps a lone half, but no UTF-8 text can hold it: refused, at its
+  // backslash, rather than written as the invalid bytes ED A0 BD.
+  EXPECT_EQ(json_error(R"(["ok", "x\ud83d"])"), "JSON at byte 9: \\ud83d is half a surrogate pair, without its other half");
+  EXPECT_EQ(json_error(R"("\ud83d\u0041")"), "JSON at byte 1: \\ud83d is half a surrogate pair, without its other half");
+  EXPECT_EQ(json_error(R"("\ud83dx")"), "JSON at byte 1: \\ud83d is half a surrogate pair, without its other half");
+  EXPECT_EQ(json_error(R"("ab\uDE00")"), "JSON at byte 3: \\uDE00 is half a surrogate pair, without its other half");
+}
+
+TEST(RenderJson, ARepeatedKeyKeepsItsFirstPlaceAndTakesItsLastValue) {
+  jinja::Value v = jinja::from_json(R"({"a": 1, "b": {"c": 2, "c": [3]}, "a": "last"})");
+  ASSERT_EQ(v.dict->items.size(), 2u);
+  EXPECT_EQ(v.dict->items[0].first.s, "a");
+  EXPECT_EQ(v.dict->items[0].second.s, "last");
+  EXPECT_EQ(jinja::to_json(v), R"({"a": "last", "b": {"c": [3]}})");  // as Python's json.dumps(json.loads(...))
+}
+
+// Item 10: a conversation of 60 MB of small numbers took 3.7 GB (each value is 88 bytes):
+// what a JSON text makes is counted as it is read, and refused past 256 MiB.
+TEST(RenderJson, AJsonTextWhoseValuesWouldTakeTooMuchIsRefusedWhereTheyWould) {
+  ASSERT_EQ(sizeof(jinja::Value), 88u);
+  std::string ones = "[";
+  for (int i = 0; i < 20; ++i) ones += "1,";
+  ones += "1]";
+  // The list and ten items are 968 bytes; the eleventh, at byte 21, would pass 1000.
+  EXPECT_EQ(json_error(ones, 1000), "JSON at byte 21: the values take more than 1000 bytes (ggufkit's limit for a JSON text)");
+  EXPECT_EQ(json_error(ones, 22 * 88), "read");
+  // Strings count by their bytes, keys too: 3 x 88 + 3 + 10 bytes, the last 10 found at byte 20.
+  EXPECT_EQ(json_error(R"({"key": "0123456789"})", 270), "JSON at byte 20: the values take more than 270 bytes (ggufkit's limit for a JSON text)");
+  EXPECT_EQ(json_error(R"({"key": "0123456789"})", 277), "read");
+}
+
 TEST(RenderSandbox, NoAttributeOfPythonItselfNorAnyFileIsReachable) {
   // As jinja2's sandbox: an unsafe attribute prints as nothing and fails when used.
   EXPECT_EQ(failure("{{ ''.__class__.__mro__ }}"), "SecurityError: access to attribute '__class__' of 'str' object is unsafe.");

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "ggufkit/jinja_render.h"
 #include "lexer.h"
@@ -332,8 +333,16 @@ namespace {
 
 struct JsonReader {
   std::string_view t;
+  uint64_t max_bytes;
   size_t p = 0;
   unsigned depth = 0;
+  uint64_t bytes = 0;  // of the values made so far
+
+  // `n` more bytes of values are about to be made (or have just been: a string's).
+  void hold(uint64_t n) {
+    bytes += n;
+    if (bytes > max_bytes) fail("the values take more than " + std::to_string(max_bytes) + " bytes (ggufkit's limit for a JSON text)");
+  }
 
   [[noreturn]] void fail(const std::string& what) const {
     throw std::invalid_argument("JSON at byte " + std::to_string(p) + ": " + what);
@@ -380,13 +389,18 @@ struct JsonReader {
         case 'r': out += '\r'; break;
         case 't': out += '\t'; break;
         case 'u': {
+          const size_t at = p - 2;
           uint32_t c1 = hex4();
-          if (c1 >= 0xD800 && c1 < 0xDC00 && t.substr(p, 2) == "\\u") {
+          if (c1 >= 0xD800 && c1 < 0xDC00 && t.substr(p, 2) == "\\u") {  // a pair, as json.dump writes an emoji
             size_t back = p;
             p += 2;
             uint32_t c2 = hex4();
             if (c2 >= 0xDC00 && c2 < 0xE000) c1 = 0x10000 + ((c1 - 0xD800) << 10) + (c2 - 0xDC00);
             else p = back;
+          }
+          if (c1 >= 0xD800 && c1 < 0xE000) {  // json.loads keeps it, but no UTF-8 text can hold it
+            p = at;
+            fail(std::string(t.substr(at, 6)) + " is half a surrogate pair, without its other half");
           }
           detail::append_utf8(out, c1);
           break;
@@ -399,11 +413,13 @@ struct JsonReader {
     ws();
     if (p >= t.size()) fail("a value is missing");
     if (++depth > 200) fail("nested more than 200 deep");
+    hold(sizeof(Value));
     Value v;
     char c = t[p];
     if (c == '{') {
       ++p;
       v = Value::new_dict();
+      std::unordered_map<std::string, size_t> at;  // each key's item: a repeated key keeps its place, with the last value
       ws();
       if (p < t.size() && t[p] == '}') ++p;
       else
@@ -411,10 +427,14 @@ struct JsonReader {
           ws();
           if (p >= t.size() || t[p] != '"') fail("an object key must be a string");
           std::string k = string();
+          hold(sizeof(Value) + k.size());  // the key
           ws();
           if (p >= t.size() || t[p] != ':') fail("':' expected");
           ++p;
-          v.dict->set(Value::string(std::move(k)), value());
+          Value x = value();
+          auto [it, fresh] = at.emplace(k, v.dict->items.size());
+          if (fresh) v.dict->items.emplace_back(Value::string(std::move(k)), std::move(x));
+          else v.dict->items[it->second].second = std::move(x);
           ws();
           if (p < t.size() && t[p] == ',') {
             ++p;
@@ -426,6 +446,7 @@ struct JsonReader {
           }
           fail("',' or '}' expected");
         }
+      v.dict->items.shrink_to_fit();
     } else if (c == '[') {
       ++p;
       v = Value::new_list();
@@ -445,8 +466,11 @@ struct JsonReader {
           }
           fail("',' or ']' expected");
         }
+      v.list->shrink_to_fit();  // what was counted
     } else if (c == '"') {
-      v = Value::string(string());
+      std::string text = string();
+      hold(text.size());
+      v = Value::string(std::move(text));
     } else if (lit("true")) {
       v = Value::boolean(true);
     } else if (lit("false")) {
@@ -510,8 +534,8 @@ void json_string(std::string& out, const std::string& s) {
 
 }  // namespace
 
-Value from_json(std::string_view text) {
-  JsonReader r{text};
+Value from_json(std::string_view text, uint64_t max_bytes) {
+  JsonReader r{text, max_bytes};
   Value v = r.value();
   r.ws();
   if (r.p != text.size()) r.fail("text after the value");

@@ -165,9 +165,12 @@ std::string render(const Template& t, const Value& context, const RenderOptions&
 Value chat_context(const Value& conversation, const std::optional<std::string>& bos_token,
                    const std::optional<std::string>& eos_token);
 
-// JSON text to a Value (objects keep their order); throws std::invalid_argument with the
-// byte offset.
-Value from_json(std::string_view text);
+// JSON text to a Value (objects keep their order; a repeated key keeps its place and takes
+// the last value, as Python's json.loads). A surrogate pair is one code point; a lone
+// surrogate is refused (no UTF-8 text can hold it). Throws std::invalid_argument with the
+// byte offset, also when the values would take more than `max_bytes` (a value is 88 bytes:
+// 60 MB of small numbers would take 2.6 GB).
+Value from_json(std::string_view text, uint64_t max_bytes = 256u << 20);
 // A value as Python's json.dumps(x, ensure_ascii=False) writes it (the tojson filter).
 std::string to_json(const Value& v, int indent = -1);
 
