@@ -427,6 +427,55 @@ TEST(RenderCli, ATemplateThatRaisesOrAConversationThatIsNoneExitsWithTheReason) 
   EXPECT_NE(shape.err.find("is not a conversation: a conversation is a JSON object with \"messages\""), std::string::npos) << shape.err;
 }
 
+// Items 9 and 10 through the command, under ulimit -v: each bomb on a conversation's 16 MB
+// message stops with its LimitError within 200 MB of address space (before: out of memory
+// under 2 GB), and a conversation of 60 MB of small numbers is refused within 800 MB (it
+// took 3.7 GB).
+TEST(RenderCli, BombsOnALongMessageAndAConversationOfNumbersStopWithinTheirMemory) {
+#ifdef GGUFKIT_SANITIZED
+  GTEST_SKIP() << "the sanitizers reserve terabytes of address space; ulimit -v cannot apply";
+#endif
+  const std::string dir = temp_path("render-bombs");
+  fs::create_directories(dir);
+  auto write = [](const std::string& path, const std::string& text) {
+    write_file_bytes(path, std::vector<uint8_t>(text.begin(), text.end()));
+  };
+  std::string words;
+  for (int i = 0; i < 8'000'000; ++i) words += "x ";
+  write(dir + "/long.json", "{\"messages\": [{\"role\": \"user\", \"content\": \"" + std::string(16'000'000, 'x') + "\"}]}");
+  write(dir + "/words.json", "{\"messages\": [{\"role\": \"user\", \"content\": \"" + words + "\"}]}");
+  const std::string memory = "more than 67108864 bytes of values held at once (the sandbox's memory limit)";
+  auto longer = [](const char* n) { return std::string("a string of ") + n + " bytes is longer than the sandbox's output limit of 16777216 bytes"; };
+  const std::vector<std::pair<std::string, std::string>> bombs = {
+      {"{{ s|list }}", memory},
+      {"{{ s|sort }}", memory},
+      {"{{ s.split() }}", memory},
+      {"{{ [s] * 1000000 }}", memory},
+      {"{{ (s,) * 300 }}", longer("32000007")},
+      {"{{ (['x' * 15000000] * 1000) | join }}", longer("30000000")},
+      {"{% set ns = namespace(l=[s]) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}", memory},
+      {"{{ [s] | tojson(indent=10**9) }}", longer("1000000000")},
+      {"{{ s | indent(10**9) }}", longer("1000000000")},
+  };
+  for (size_t i = 0; i < bombs.size(); ++i) {
+    const std::string tmpl = dir + "/" + std::to_string(i) + ".jinja", model = dir + "/" + std::to_string(i) + ".gguf";
+    write(tmpl, "{% set s = messages[0].content %}" + bombs[i].first);
+    ASSERT_EQ(run_cli("edit " + tiny_llama() + " --chat-template-file " + tmpl + " -o " + model).code, 0);
+    CliRun r = run_cli("template " + model + " --render " + dir + (i == 2 ? "/words.json" : "/long.json"), "ulimit -v 200000; ");
+    EXPECT_EQ(r.code, 1) << bombs[i].first << ": " << r.err;
+    EXPECT_NE(r.err.find("the template failed at line 1: LimitError: " + bombs[i].second), std::string::npos) << bombs[i].first << ": " << r.err;
+  }
+  // 909 bytes of values before "data"'s items, 88 for each: the 3,050,393rd passes 256 MiB.
+  std::string numbers = "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"data\": [1";
+  for (int i = 1; i < 30'000'000; ++i) numbers += ",1";
+  write(dir + "/numbers.json", numbers + "]}");
+  CliRun n = run_cli("template " + tiny_llama() + " --render " + dir + "/numbers.json", "ulimit -v 800000; ");
+  EXPECT_EQ(n.code, 2) << n.err;
+  EXPECT_NE(n.err.find("numbers.json: is not a conversation: JSON at byte 6100843: the values take more than 268435456 bytes"),
+            std::string::npos)
+      << n.err;
+}
+
 namespace {
 
 // The text between two marker lines of a dry run's output (to the end without `to`).
