@@ -53,20 +53,31 @@ class Str {
   explicit Str(std::string s);
   Str(const char* s) : Str(std::string(s)) {}
   Str& operator=(std::string s) { return *this = Str(std::move(s)); }
+  Str& operator=(const char* s) { return *this = Str(std::string(s)); }
   const std::string& str() const { return p_ ? *p_ : empty_; }
   operator const std::string&() const { return str(); }
   size_t size() const { return str().size(); }
+  size_t length() const { return str().size(); }
   bool empty() const { return str().empty(); }
   const char* c_str() const { return str().c_str(); }
   const char* data() const { return str().data(); }
   char operator[](size_t i) const { return str()[i]; }
+  char at(size_t i) const { return str().at(i); }
+  char front() const { return str().front(); }
   char back() const { return str().back(); }
   std::string::const_iterator begin() const { return str().begin(); }
   std::string::const_iterator end() const { return str().end(); }
+  std::string::const_reverse_iterator rbegin() const { return str().rbegin(); }
+  std::string::const_reverse_iterator rend() const { return str().rend(); }
   std::string substr(size_t at = 0, size_t n = std::string::npos) const { return str().substr(at, n); }
   template <class... A> size_t find(const A&... a) const { return str().find(a...); }
   template <class... A> size_t rfind(const A&... a) const { return str().rfind(a...); }
   template <class... A> size_t find_first_of(const A&... a) const { return str().find_first_of(a...); }
+  template <class... A> size_t find_first_not_of(const A&... a) const { return str().find_first_not_of(a...); }
+  template <class... A> size_t find_last_of(const A&... a) const { return str().find_last_of(a...); }
+  template <class... A> size_t find_last_not_of(const A&... a) const { return str().find_last_not_of(a...); }
+  bool starts_with(std::string_view p) const { return str().starts_with(p); }
+  bool ends_with(std::string_view p) const { return str().ends_with(p); }
   template <class... A> int compare(const A&... a) const { return str().compare(a...); }
 
  private:
@@ -84,6 +95,8 @@ inline std::string operator+(const std::string& a, const Str& b) { return a + b.
 inline std::string operator+(std::string&& a, const Str& b) { return std::move(a) + b.str(); }
 inline std::string operator+(const Str& a, const char* b) { return a.str() + b; }
 inline std::string operator+(const char* a, const Str& b) { return a + b.str(); }
+inline std::string operator+(const Str& a, char b) { return a.str() + b; }
+inline std::string operator+(char a, const Str& b) { return a + b.str(); }
 inline std::ostream& operator<<(std::ostream& o, const Str& s) { return o << s.str(); }
 
 struct Value;
