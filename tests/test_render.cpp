@@ -260,6 +260,14 @@ TEST(RenderSandbox, TheBombsKinStopToo) {
   EXPECT_EQ(failure_on("{{ [1, 2, 3] | tojson(indent=10**7) }}", s, untimed), too_long(20'000'005));
   EXPECT_EQ(failure_on("{{ ('a\\n' * 1000) | indent(10**7) }}", s, untimed), too_long(20'000'005));
   EXPECT_EQ(failure_on("{{ ('\\n' * 16000000) | indent }}", s, untimed), "rendered");
+  // Stripped by code point from each end, with no list of them; a batch filled a billion times.
+  jinja::Value ctx = jinja::Value::new_dict();
+  ctx.dict->set(jinja::Value::string("s"), jinja::Value::string(s));
+  EXPECT_EQ(jinja::render(jinja::parse("{{ (s ~ 'ab').strip('xb') }}|{{ ('\u00e9a' ~ s).lstrip('\u00e9') | length }}|"
+                                       "{{ '\u00e9a\u20ac\u00e9'.strip('\u00e9\u20ac') }}|{{ 'xax'.rstrip('x') }}"),
+                          ctx, untimed),
+            "a|16000001|a|xa");
+  EXPECT_EQ(failure_on("{{ [1] | batch(10**9, 0) | list }}", s, untimed), kMemory);
   // A replacement that grows the string, and a repr of a dict holding it twice.
   EXPECT_EQ(failure_on("{{ s.replace('x', 'yy') | length }}", s, untimed), too_long(16'777'218));
   EXPECT_EQ(failure_on("{{ {'a': s, 'b': s} }}", s, untimed), too_long(32'000'017));

@@ -333,8 +333,10 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
       }
     }
     if (!cur.empty()) {
-      if (fill.type != Value::Type::none)
+      if (fill.type != Value::Type::none) {
+        reserve_items(static_cast<uint64_t>(n), line);  // batch(10**9, 0) fills a billion
         while (static_cast<int64_t>(cur.size()) < n) cur.push_back(fill);
+      }
       out.push_back(Value::new_list(cur));
     }
     return Value::new_list(out);

@@ -49,16 +49,19 @@ std::string strip(const std::string& s, const Value* chars, bool left, bool righ
       while (b > a && is_space(s[b - 1])) --b;
     return s.substr(a, b - a);
   }
-  std::vector<std::string> set = code_points(chars->s), cps = code_points(s);
-  auto in = [&](const std::string& c) { return std::find(set.begin(), set.end(), c) != set.end(); };
-  size_t a = 0, b = cps.size();
+  std::vector<std::string> set = code_points(chars->s);
+  auto in = [&](size_t at, size_t n) { return std::find(set.begin(), set.end(), s.substr(at, n)) != set.end(); };
+  size_t a = 0, b = s.size();  // walked by code point from each end, without a list of them
   if (left)
-    while (a < b && in(cps[a])) ++a;
+    while (a < b && in(a, code_point_size(s, a))) a += code_point_size(s, a);
   if (right)
-    while (b > a && in(cps[b - 1])) --b;
-  std::string out;
-  for (size_t i = a; i < b; ++i) out += cps[i];
-  return out;
+    while (b > a) {
+      size_t at = b - 1;
+      while (at > a && (static_cast<unsigned char>(s[at]) & 0xC0) == 0x80) --at;
+      if (!in(at, b - at)) break;
+      b = at;
+    }
+  return s.substr(a, b - a);
 }
 
 std::string ascii_case(std::string s, bool upper) {
