@@ -196,6 +196,180 @@ TEST(RenderSandbox, TimeIsBounded) {
   EXPECT_EQ(jinja::RenderLimits{}.max_time, std::chrono::milliseconds(500));
 }
 
+namespace {
+
+// What rendering `source` with the variable s (a 16 MB string, as a message's content
+// could be) throws: "KIND: message".
+std::string failure_on(const std::string& source, const std::string& s, const jinja::RenderOptions& opt = {}) {
+  jinja::Value ctx = jinja::Value::new_dict();
+  ctx.dict->set(jinja::Value::string("s"), jinja::Value::string(s));
+  try {
+    jinja::render(jinja::parse(source), ctx, opt);
+  } catch (const jinja::RenderError& e) {
+    return e.kind + ": " + e.message;
+  }
+  return "rendered";
+}
+
+const char* const kMemory = "LimitError: more than 67108864 bytes of values held at once (the sandbox's memory limit)";
+std::string too_long(uint64_t n) {
+  return "LimitError: a string of " + std::to_string(n) + " bytes is longer than the sandbox's output limit of 16777216 bytes";
+}
+
+}  // namespace
+
+// Item 9: values copied from a 16 MB string held the render's memory, not its output: each
+// copy is charged to a budget of 64 MiB of values before it is made, and long strings are
+// refused as they grow, not once they are built.
+TEST(RenderSandbox, TheNineBombsOnASixteenMegabyteStringStopWithTheLimitTheyMeet) {
+  jinja::RenderOptions untimed;  // the limit met is the memory or the output, not the clock
+  untimed.limits.max_time = std::chrono::seconds(600);
+  const std::string s(16'000'000, 'x'), words = [] {
+    std::string w;
+    for (int i = 0; i < 8'000'000; ++i) w += "x ";
+    return w;
+  }();
+  EXPECT_EQ(failure_on("{{ s|list }}", s, untimed), kMemory);
+  EXPECT_EQ(failure_on("{{ s|sort }}", s, untimed), kMemory);
+  EXPECT_EQ(failure_on("{{ s.split() }}", words, untimed), kMemory);
+  EXPECT_EQ(failure_on("{{ [s] * 1000000 }}", s, untimed), kMemory);
+  EXPECT_EQ(failure_on("{{ (s,) * 300 }}", s, untimed), too_long(32'000'007));  // the tuple's text, refused as it grows
+  EXPECT_EQ(failure_on("{{ (['x' * 15000000] * 1000) | join }}", s, untimed), too_long(30'000'000));
+  EXPECT_EQ(failure_on("{% set ns = namespace(l=[s]) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}", s, untimed),
+            kMemory);
+  EXPECT_EQ(failure_on("{{ [s] | tojson(indent=10**9) }}", s, untimed), too_long(1'000'000'000));  // the indent itself
+  EXPECT_EQ(failure_on("{{ s | indent(10**9) }}", s, untimed), too_long(1'000'000'000));
+}
+
+TEST(RenderSandbox, TheBombsKinStopToo) {
+  jinja::RenderOptions untimed;
+  untimed.limits.max_time = std::chrono::seconds(600);
+  const std::string s(16'000'000, 'x');
+  // Strings the render holds at once count, however they were made: 5 x 16 MB.
+  EXPECT_EQ(failure_on("{% set a = s ~ '1' %}{% set b = s ~ '2' %}{% set c = s ~ '3' %}{% set d = s ~ '4' %}{% set e = s ~ '5' %}", "",
+                       untimed),
+            "rendered");  // s is empty here
+  EXPECT_EQ(failure_on("{% set a = s ~ '1' %}{% set b = s ~ '2' %}{% set c = s ~ '3' %}{% set d = s ~ '4' %}{% set e = s ~ '5' %}", s,
+                       untimed),
+            kMemory);
+  // A list of every code point, sliced, or as a tuple's items.
+  EXPECT_EQ(failure_on("{{ s[1:] | length }}{{ s[0] }}{{ s[-1] }}", s, untimed), "rendered");
+  EXPECT_EQ(failure_on("{% set l = s|list %}", s.substr(0, 300'000), untimed), "rendered");
+  EXPECT_EQ(failure_on("{% set a, b = s %}", s, untimed), kMemory);
+  // An indent under the output limit, repeated by a list's items or a string's lines.
+  EXPECT_EQ(failure_on("{{ [1, 2, 3] | tojson(indent=10**7) }}", s, untimed), too_long(20'000'005));
+  EXPECT_EQ(failure_on("{{ ('a\\n' * 1000) | indent(10**7) }}", s, untimed), too_long(20'000'005));
+  EXPECT_EQ(failure_on("{{ ('\\n' * 16000000) | indent }}", s, untimed), "rendered");
+  // Stripped by code point from each end, with no list of them; a batch filled a billion times.
+  jinja::Value ctx = jinja::Value::new_dict();
+  ctx.dict->set(jinja::Value::string("s"), jinja::Value::string(s));
+  EXPECT_EQ(jinja::render(jinja::parse("{{ (s ~ 'ab').strip('xb') }}|{{ ('\u00e9a' ~ s).lstrip('\u00e9') | length }}|"
+                                       "{{ '\u00e9a\u20ac\u00e9'.strip('\u00e9\u20ac') }}|{{ 'xax'.rstrip('x') }}"),
+                          ctx, untimed),
+            "a|16000001|a|xa");
+  EXPECT_EQ(failure_on("{{ [1] | batch(10**9, 0) | list }}", s, untimed), kMemory);
+  // A replacement that grows the string, and a repr of a dict holding it twice.
+  EXPECT_EQ(failure_on("{{ s.replace('x', 'yy') | length }}", s, untimed), too_long(16'777'218));
+  EXPECT_EQ(failure_on("{{ {'a': s, 'b': s} }}", s, untimed), too_long(32'000'017));
+  EXPECT_EQ(failure_on("{{ [s, s] | tojson }}", s, untimed), too_long(32'000'007));
+}
+
+// The time limit is checked inside a filter's own loop, not only between expressions: with
+// no time at all, each stops inside its loop.
+TEST(RenderSandbox, TheTimeLimitIsCheckedInsideTheFiltersLoops) {
+  jinja::RenderOptions none;
+  none.limits.max_time = std::chrono::milliseconds(0);
+  const std::string late = "LimitError: the render took longer than 0 ms (the sandbox's time limit)";
+  const std::string s(200'000, 'x');
+  std::string words;
+  for (int i = 0; i < 100'000; ++i) words += "x ";
+  EXPECT_EQ(failure_on("{{ s|list|length }}", s, none), late);
+  EXPECT_EQ(failure_on("{{ s|sort|length }}", s, none), late);
+  EXPECT_EQ(failure_on("{{ s|unique|list|length }}", s, none), late);
+  EXPECT_EQ(failure_on("{{ s.split()|length }}", words, none), late);
+  EXPECT_EQ(failure_on("{{ s.split(' ')|length }}", words, none), late);
+  EXPECT_EQ(failure_on("{{ s|length }}", s, none), "rendered");  // no loop of its own: no check on the way
+  EXPECT_EQ(failure_on("{{ s.split()|join(',')|length }}", words, none), late);
+  EXPECT_EQ(failure_on("{{ s.split()|tojson|length }}", words, none), late);
+  EXPECT_EQ(failure_on("{{ s.replace(' ', '\\n')|indent|length }}", words, none), late);
+}
+
+// Item 10: a value's string is held once, however often it is read: 60 reads of a 10 MB
+// string, read from the conversation or made by the template, cost no more than one.
+TEST(RenderSandbox, AStringReadManyTimesIsHeldOnce) {
+  jinja::RenderOptions untimed;
+  untimed.limits.max_time = std::chrono::seconds(600);
+  jinja::Value msg = jinja::Value::new_dict();
+  msg.dict->set(jinja::Value::string("content"), jinja::Value::string(std::string(10'000'000, 'y')));
+  jinja::Value ctx = jinja::Value::new_dict();
+  ctx.dict->set(jinja::Value::string("m"), msg);
+  for (const std::string first : {"{% set c = m.content %}", "{% set c = 'y' * 10000000 %}"}) {
+    std::string many = first + "{% set ns = namespace(l=[]) %}";
+    for (int i = 0; i < 30; ++i) many += "{% set ns.l = ns.l + [c, m['content'] | string] %}";
+    many += "{{ ns.l | length }} {{ ns.l[59] | length }} {{ ns.l[58] == c }}";
+    EXPECT_EQ(jinja::render(jinja::parse(many), ctx, untimed), "60 10000000 True") << first;
+  }
+  // A copy the template makes is charged: seven of them pass the budget.
+  std::string copies = "{% set ns = namespace(l=[]) %}";
+  for (int i = 0; i < 7; ++i) copies += "{% set ns.l = ns.l + [m.content ~ ''] %}";
+  try {
+    jinja::render(jinja::parse(copies), ctx, untimed);
+    ADD_FAILURE() << "rendered";
+  } catch (const jinja::RenderError& e) {
+    EXPECT_EQ(e.kind + ": " + e.message, kMemory);
+  }
+  EXPECT_EQ(jinja::RenderLimits{}.max_memory, 64u << 20);
+}
+
+namespace {
+
+std::string json_error(const std::string& text, uint64_t max_bytes = 256u << 20) {
+  try {
+    jinja::from_json(text, max_bytes);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "read";
+}
+
+}  // namespace
+
+// Item 13: conversations as Python's json.dump writes them: every emoji as a surrogate pair.
+TEST(RenderJson, ASurrogatePairIsOneCodePointAndALoneSurrogateIsRefusedWhereItStands) {
+  EXPECT_EQ(jinja::from_json(R"("\ud83d\ude00")").s, "\xF0\x9F\x98\x80");
+  EXPECT_EQ(jinja::from_json(R"("a\uD83D\uDE00b\u00e9\u20ac")").s, "a\xF0\x9F\x98\x80" "b\xC3\xA9\xE2\x82\xAC");
+  EXPECT_EQ(jinja::from_json(R"("\udbff\udfff")").s, "\xF4\x8F\xBF\xBF");  // the last code point
+  // Python's json.loads keeps a lone half, but no UTF-8 text can hold it: refused, at its
+  // backslash, rather than written as the invalid bytes ED A0 BD.
+  EXPECT_EQ(json_error(R"(["ok", "x\ud83d"])"), "JSON at byte 9: \\ud83d is half a surrogate pair, without its other half");
+  EXPECT_EQ(json_error(R"("\ud83d\u0041")"), "JSON at byte 1: \\ud83d is half a surrogate pair, without its other half");
+  EXPECT_EQ(json_error(R"("\ud83dx")"), "JSON at byte 1: \\ud83d is half a surrogate pair, without its other half");
+  EXPECT_EQ(json_error(R"("ab\uDE00")"), "JSON at byte 3: \\uDE00 is half a surrogate pair, without its other half");
+}
+
+TEST(RenderJson, ARepeatedKeyKeepsItsFirstPlaceAndTakesItsLastValue) {
+  jinja::Value v = jinja::from_json(R"({"a": 1, "b": {"c": 2, "c": [3]}, "a": "last"})");
+  ASSERT_EQ(v.dict->items.size(), 2u);
+  EXPECT_EQ(v.dict->items[0].first.s, "a");
+  EXPECT_EQ(v.dict->items[0].second.s, "last");
+  EXPECT_EQ(jinja::to_json(v), R"({"a": "last", "b": {"c": [3]}})");  // as Python's json.dumps(json.loads(...))
+}
+
+// Item 10: a conversation of 60 MB of small numbers took 3.7 GB (each value is 88 bytes):
+// what a JSON text makes is counted as it is read, and refused past 256 MiB.
+TEST(RenderJson, AJsonTextWhoseValuesWouldTakeTooMuchIsRefusedWhereTheyWould) {
+  ASSERT_EQ(sizeof(jinja::Value), 88u);
+  std::string ones = "[";
+  for (int i = 0; i < 20; ++i) ones += "1,";
+  ones += "1]";
+  // The list and ten items are 968 bytes; the eleventh, at byte 21, would pass 1000.
+  EXPECT_EQ(json_error(ones, 1000), "JSON at byte 21: the values take more than 1000 bytes (ggufkit's limit for a JSON text)");
+  EXPECT_EQ(json_error(ones, 22 * 88), "read");
+  // Strings count by their bytes, keys too: 3 x 88 + 3 + 10 bytes, the last 10 found at byte 20.
+  EXPECT_EQ(json_error(R"({"key": "0123456789"})", 270), "JSON at byte 20: the values take more than 270 bytes (ggufkit's limit for a JSON text)");
+  EXPECT_EQ(json_error(R"({"key": "0123456789"})", 277), "read");
+}
+
 TEST(RenderSandbox, NoAttributeOfPythonItselfNorAnyFileIsReachable) {
   // As jinja2's sandbox: an unsafe attribute prints as nothing and fails when used.
   EXPECT_EQ(failure("{{ ''.__class__.__mro__ }}"), "SecurityError: access to attribute '__class__' of 'str' object is unsafe.");
@@ -259,6 +433,55 @@ TEST(RenderCli, ATemplateThatRaisesOrAConversationThatIsNoneExitsWithTheReason) 
   CliRun shape = run_cli("template " + model + " --render " + bad);
   EXPECT_EQ(shape.code, 1);
   EXPECT_NE(shape.err.find("is not a conversation: a conversation is a JSON object with \"messages\""), std::string::npos) << shape.err;
+}
+
+// Items 9 and 10 through the command, under ulimit -v: each bomb on a conversation's 16 MB
+// message stops with its LimitError within 200 MB of address space (before: out of memory
+// under 2 GB), and a conversation of 60 MB of small numbers is refused within 800 MB (it
+// took 3.7 GB).
+TEST(RenderCli, BombsOnALongMessageAndAConversationOfNumbersStopWithinTheirMemory) {
+#ifdef GGUFKIT_SANITIZED
+  GTEST_SKIP() << "the sanitizers reserve terabytes of address space; ulimit -v cannot apply";
+#endif
+  const std::string dir = temp_path("render-bombs");
+  fs::create_directories(dir);
+  auto write = [](const std::string& path, const std::string& text) {
+    write_file_bytes(path, std::vector<uint8_t>(text.begin(), text.end()));
+  };
+  std::string words;
+  for (int i = 0; i < 8'000'000; ++i) words += "x ";
+  write(dir + "/long.json", "{\"messages\": [{\"role\": \"user\", \"content\": \"" + std::string(16'000'000, 'x') + "\"}]}");
+  write(dir + "/words.json", "{\"messages\": [{\"role\": \"user\", \"content\": \"" + words + "\"}]}");
+  const std::string memory = "more than 67108864 bytes of values held at once (the sandbox's memory limit)";
+  auto longer = [](const char* n) { return std::string("a string of ") + n + " bytes is longer than the sandbox's output limit of 16777216 bytes"; };
+  const std::vector<std::pair<std::string, std::string>> bombs = {
+      {"{{ s|list }}", memory},
+      {"{{ s|sort }}", memory},
+      {"{{ s.split() }}", memory},
+      {"{{ [s] * 1000000 }}", memory},
+      {"{{ (s,) * 300 }}", longer("32000007")},
+      {"{{ (['x' * 15000000] * 1000) | join }}", longer("30000000")},
+      {"{% set ns = namespace(l=[s]) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}", memory},
+      {"{{ [s] | tojson(indent=10**9) }}", longer("1000000000")},
+      {"{{ s | indent(10**9) }}", longer("1000000000")},
+  };
+  for (size_t i = 0; i < bombs.size(); ++i) {
+    const std::string tmpl = dir + "/" + std::to_string(i) + ".jinja", model = dir + "/" + std::to_string(i) + ".gguf";
+    write(tmpl, "{% set s = messages[0].content %}" + bombs[i].first);
+    ASSERT_EQ(run_cli("edit " + tiny_llama() + " --chat-template-file " + tmpl + " -o " + model).code, 0);
+    CliRun r = run_cli("template " + model + " --render " + dir + (i == 2 ? "/words.json" : "/long.json"), "ulimit -v 200000; ");
+    EXPECT_EQ(r.code, 1) << bombs[i].first << ": " << r.err;
+    EXPECT_NE(r.err.find("the template failed at line 1: LimitError: " + bombs[i].second), std::string::npos) << bombs[i].first << ": " << r.err;
+  }
+  // 909 bytes of values before "data"'s items, 88 for each: the 3,050,393rd passes 256 MiB.
+  std::string numbers = "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"data\": [1";
+  for (int i = 1; i < 30'000'000; ++i) numbers += ",1";
+  write(dir + "/numbers.json", numbers + "]}");
+  CliRun n = run_cli("template " + tiny_llama() + " --render " + dir + "/numbers.json", "ulimit -v 800000; ");
+  EXPECT_EQ(n.code, 2) << n.err;
+  EXPECT_NE(n.err.find("numbers.json: is not a conversation: JSON at byte 6100843: the values take more than 268435456 bytes"),
+            std::string::npos)
+      << n.err;
 }
 
 namespace {

@@ -90,10 +90,13 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
     Value sep = arg(a, 0, "d", Value::string("")), attr = arg(a, 1, "attribute");
     std::string out;
     List items = items_of(v, line);
+    const std::string between = str(sep);
     for (size_t i = 0; i < items.size(); ++i) {
-      if (i) out += str(sep);
-      out += str(attr.type == Value::Type::none ? items[i] : attribute_of(*this, items[i], str(attr), line));
-      sized(out.size(), line);
+      std::string item = str(attr.type == Value::Type::none ? items[i] : attribute_of(*this, items[i], str(attr), line));
+      sized(out.size() + (i ? between.size() : 0) + item.size(), line);  // before it is built
+      tick(line);
+      if (i) out += between;
+      out += item;
     }
     return Value::string(out);
   }
@@ -102,6 +105,7 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
     Value indent = arg(a, 1, "indent"), seps = arg(a, 2, "separators"), sort = arg(a, 3, "sort_keys", Value::boolean(false));
     if (indent.type == Value::Type::integer) {
       style.pretty = true;
+      sized(static_cast<uint64_t>(std::max<int64_t>(0, indent.i)), line);  // the indent itself
       style.indent = std::string(static_cast<size_t>(std::max<int64_t>(0, indent.i)), ' ');
       style.item_sep = ",";
     } else if (indent.type == Value::Type::string) {
@@ -126,6 +130,7 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
   if (name == "items") {
     if (v.type == Value::Type::undefined) return Value::new_list();
     if (v.type != Value::Type::dict) throw RenderError("TypeError", line, "Can only get item pairs from a mapping.");
+    reserve_items(v.dict->items.size(), line, 4 * kItemBytes);  // a slot and a pair of two
     List out;
     for (const auto& [k, x] : v.dict->items) out.push_back(pair(k, x));
     return Value::new_list(out);
@@ -135,9 +140,11 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
     bool cs = truthy(arg(a, 0, "case_sensitive", Value::boolean(false)));
     bool by_value = str(arg(a, 1, "by", Value::string("key"))) == "value";
     bool rev = truthy(arg(a, 2, "reverse", Value::boolean(false)));
+    reserve_items(v.dict->items.size(), line, 4 * kItemBytes);
     List out;
     for (const auto& [k, x] : v.dict->items) out.push_back(pair(k, x));
     std::stable_sort(out.begin(), out.end(), [&](const Value& p, const Value& q) {
+      tick(line);
       const Value& x = (*p.list)[by_value], &y = (*q.list)[by_value];
       return rev ? less(sort_key(y, cs), sort_key(x, cs), line) : less(sort_key(x, cs), sort_key(y, cs), line);
     });
@@ -150,12 +157,7 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
     return name == "first" ? items.front() : items.back();
   }
   if (name == "reverse") {
-    if (v.type == Value::Type::string) {
-      std::vector<std::string> cps = code_points(v.s);
-      std::string out;
-      for (auto it = cps.rbegin(); it != cps.rend(); ++it) out += *it;
-      return Value::string(out);
-    }
+    if (v.type == Value::Type::string) return Value::string(slice_string(v.s, Value::none(), Value::none(), Value::integer(-1), line));
     List items = items_of(v, line);
     std::reverse(items.begin(), items.end());
     return Value::new_list(items);
@@ -172,7 +174,10 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
       List out, keys;
       for (const Value& x : items) {
         Value k = key(x);
-        if (std::none_of(keys.begin(), keys.end(), [&](const Value& y) { return equal(y, k); })) {
+        if (std::none_of(keys.begin(), keys.end(), [&](const Value& y) {
+              tick(line);  // each item against those kept: long
+              return equal(y, k);
+            })) {
           keys.push_back(k);
           out.push_back(x);
         }
@@ -180,6 +185,7 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
       return Value::new_list(out);
     }
     std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
+      tick(line);
       return rev ? less(key(y), key(x), line) : less(key(x), key(y), line);
     });
     if (name == "sort") return Value::new_list(items);
@@ -191,6 +197,7 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
     if (const Value* attr = a.keyword("attribute")) {
       const Value* dflt = a.keyword("default");
       for (const Value& x : items) {
+        tick(line);
         Value got = attribute_of(*this, x, str(*attr), line);
         out.push_back(got.type == Value::Type::undefined && dflt ? *dflt : got);
       }
@@ -200,7 +207,10 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
     CallArgs rest;
     rest.pos.assign(a.pos.begin() + 1, a.pos.end());
     rest.kw = a.kw;
-    for (const Value& x : items) out.push_back(filter(str(a.pos[0]), x, rest, line));
+    for (const Value& x : items) {
+      tick(line);
+      out.push_back(filter(str(a.pos[0]), x, rest, line));
+    }
     return Value::new_list(out);
   }
   if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") {
@@ -208,6 +218,7 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
     size_t first = attr ? 1 : 0;
     List items = truthy(v) ? items_of(v, line) : List{}, out;
     for (const Value& x : items) {
+      tick(line);
       Value subject = attr ? attribute_of(*this, x, str(arg(a, 0, "attribute")), line) : x;
       bool hit;
       if (a.pos.size() > first) {
@@ -224,20 +235,22 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
   if (name == "indent") {
     Value width = arg(a, 0, "width", Value::integer(4));
     bool first = truthy(arg(a, 1, "first", Value::boolean(false))), blank = truthy(arg(a, 2, "blank", Value::boolean(false)));
+    if (width.type != Value::Type::string) sized(static_cast<uint64_t>(std::max<int64_t>(0, width.i)), line);  // the pad itself
     std::string pad = width.type == Value::Type::string ? width.s : std::string(static_cast<size_t>(std::max<int64_t>(0, width.i)), ' ');
     std::string s = need_string(v) + "\n";
-    std::vector<std::string> lines;
-    size_t at = 0;
-    while (at < s.size()) {
+    std::string out = first ? pad : "";
+    // Each line after the first padded (a blank one only with `blank`), refused as it grows.
+    for (size_t at = 0, i = 0; at < s.size(); ++i) {
       size_t nl = s.find('\n', at);
-      lines.push_back(s.substr(at, nl - at));
+      const bool padded = i > 0 && (blank || nl > at);
+      sized(out.size() + (i > 0) + (padded ? pad.size() : 0) + (nl - at), line);
+      tick(line);
+      if (i > 0) out += '\n';
+      if (padded) out += pad;
+      out.append(s, at, nl - at);
       at = nl + 1;
     }
-    std::string out = lines.empty() ? "" : lines[0];
-    for (size_t i = 1; i < lines.size(); ++i) out += "\n" + ((blank || !lines[i].empty()) ? pad + lines[i] : lines[i]);
-    if (first) out = pad + out;
-    sized(out.size(), line);
-    return Value::string(out);
+    return Value::string(std::move(out));
   }
   if (name == "int") {
     Value dflt = arg(a, 0, "default", Value::integer(0));
@@ -279,8 +292,10 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
   }
   if (name == "sum") {
     Value attr = arg(a, 0, "attribute"), total = arg(a, 1, "start", Value::integer(0));
-    for (const Value& x : items_of(v, line))
+    for (const Value& x : items_of(v, line)) {
+      tick(line);
       total = binary("+", total, attr.type == Value::Type::none ? x : attribute_of(*this, x, str(attr), line), line);
+    }
     return total;
   }
   if (name == "attr") return getattr(v, str(arg(a, 0, "name")), line);
@@ -310,6 +325,7 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
     Value fill = arg(a, 1, "fill_with");
     List items = items_of(v, line), out, cur;
     for (const Value& x : items) {
+      tick(line);
       cur.push_back(x);
       if (static_cast<int64_t>(cur.size()) == n) {
         out.push_back(Value::new_list(cur));
@@ -317,8 +333,10 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
       }
     }
     if (!cur.empty()) {
-      if (fill.type != Value::Type::none)
+      if (fill.type != Value::Type::none) {
+        reserve_items(static_cast<uint64_t>(n), line);  // batch(10**9, 0) fills a billion
         while (static_cast<int64_t>(cur.size()) < n) cur.push_back(fill);
+      }
       out.push_back(Value::new_list(cur));
     }
     return Value::new_list(out);

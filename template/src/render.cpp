@@ -12,15 +12,20 @@ namespace ggufkit::jinja {
 
 // ---- UTF-8: Python counts and slices strings by code point ----
 
+size_t code_point_size(const std::string& s, size_t i) {
+  size_t n = 1;
+  unsigned char c = static_cast<unsigned char>(s[i]);
+  if (c >= 0xF0) n = 4;
+  else if (c >= 0xE0) n = 3;
+  else if (c >= 0xC0) n = 2;
+  return std::min(n, s.size() - i);
+}
+
 std::vector<std::string> code_points(const std::string& s) {
+  if (Sandbox* box = Sandbox::current()) box->reserve(code_point_count(s) * sizeof(std::string), box->line);  // a copy of each
   std::vector<std::string> out;
   for (size_t i = 0; i < s.size();) {
-    size_t n = 1;
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0xF0) n = 4;
-    else if (c >= 0xE0) n = 3;
-    else if (c >= 0xC0) n = 2;
-    n = std::min(n, s.size() - i);
+    size_t n = code_point_size(s, i);
     out.push_back(s.substr(i, n));
     i += n;
   }
@@ -44,16 +49,19 @@ std::string strip(const std::string& s, const Value* chars, bool left, bool righ
       while (b > a && is_space(s[b - 1])) --b;
     return s.substr(a, b - a);
   }
-  std::vector<std::string> set = code_points(chars->s), cps = code_points(s);
-  auto in = [&](const std::string& c) { return std::find(set.begin(), set.end(), c) != set.end(); };
-  size_t a = 0, b = cps.size();
+  std::vector<std::string> set = code_points(chars->s);
+  auto in = [&](size_t at, size_t n) { return std::find(set.begin(), set.end(), s.substr(at, n)) != set.end(); };
+  size_t a = 0, b = s.size();  // walked by code point from each end, without a list of them
   if (left)
-    while (a < b && in(cps[a])) ++a;
+    while (a < b && in(a, code_point_size(s, a))) a += code_point_size(s, a);
   if (right)
-    while (b > a && in(cps[b - 1])) --b;
-  std::string out;
-  for (size_t i = a; i < b; ++i) out += cps[i];
-  return out;
+    while (b > a) {
+      size_t at = b - 1;
+      while (at > a && (static_cast<unsigned char>(s[at]) & 0xC0) == 0x80) --at;
+      if (!in(at, b - at)) break;
+      b = at;
+    }
+  return s.substr(a, b - a);
 }
 
 std::string ascii_case(std::string s, bool upper) {
@@ -76,14 +84,15 @@ std::string title_case(const std::string& s) {
 std::string replace_all(const std::string& s, const std::string& from, const std::string& to, int64_t count) {
   std::string out;
   if (from.empty()) {  // Python puts `to` between every code point
-    std::vector<std::string> cps = code_points(s);
     int64_t done = 0;
-    for (size_t i = 0; i <= cps.size(); ++i) {
+    for (size_t i = 0;; i += code_point_size(s, i)) {
       if (count < 0 || done < count) {
+        growing(out.size() + to.size());
         out += to;
         ++done;
       }
-      if (i < cps.size()) out += cps[i];
+      if (i >= s.size()) break;
+      out.append(s, i, code_point_size(s, i));
     }
     return out;
   }
@@ -92,6 +101,7 @@ std::string replace_all(const std::string& s, const std::string& from, const std
   for (;;) {
     size_t hit = s.find(from, at);
     if (hit == std::string::npos || (count >= 0 && done >= count)) break;
+    growing(out.size() + (hit - at) + to.size());  // refused as it grows
     out.append(s, at, hit - at);
     out += to;
     at = hit + from.size();
@@ -116,6 +126,39 @@ std::vector<int64_t> slice_positions(int64_t len, const Value& start, const Valu
   int64_t a = clamp(start, step > 0 ? 0 : len - 1), b = clamp(stop, step > 0 ? len : -1);
   std::vector<int64_t> out;
   for (int64_t i = a; step > 0 ? i < b : i > b; i += step) out.push_back(i);
+  return out;
+}
+
+// s[start:stop:step] by code point, walking the bytes once (no list of positions or of
+// code points: a 16 MB string slices in 16 MB).
+std::string slice_string(const std::string& s, const Value& start, const Value& stop, const Value& step_v, int line) {
+  const int64_t len = static_cast<int64_t>(code_point_count(s));
+  auto given = [](const Value& v) { return v.type != Value::Type::none && v.type != Value::Type::undefined; };
+  const int64_t step = given(step_v) ? step_v.i : 1;
+  if (step == 0) throw RenderError("ValueError", line, "slice step cannot be zero");
+  auto clamp = [&](const Value& v, int64_t dflt) {  // as slice.indices()
+    if (!given(v)) return dflt;
+    int64_t x = v.i < 0 ? v.i + len : v.i;
+    return step > 0 ? std::clamp<int64_t>(x, 0, len) : std::clamp<int64_t>(x, -1, len - 1);
+  };
+  const int64_t a = clamp(start, step > 0 ? 0 : len - 1), b = clamp(stop, step > 0 ? len : -1);
+  std::string out;
+  if (step > 0) {
+    int64_t i = 0;
+    for (size_t at = 0; at < s.size() && i < b; ++i) {
+      const size_t n = code_point_size(s, at);
+      if (i >= a && (i - a) % step == 0) out.append(s, at, n);
+      at += n;
+    }
+  } else {  // from the end: a code point starts at a byte that does not continue one
+    int64_t i = len - 1;
+    for (size_t end = s.size(); end > 0 && i > b; --i) {
+      size_t at = end - 1;
+      while (at > 0 && (static_cast<unsigned char>(s[at]) & 0xC0) == 0x80) --at;
+      if (i <= a && (a - i) % -step == 0) out.append(s, at, end - at);
+      end = at;
+    }
+  }
   return out;
 }
 
@@ -265,10 +308,16 @@ Value Renderer::method(const Value& self, const std::string& name, int line) {
         return Value::boolean(false);
       });
     if (name == "split" || name == "rsplit")
-      return bound([name](Renderer&, const Value& s, CallArgs& a, int l) {
+      return bound([name](Renderer& r, const Value& s, CallArgs& a, int l) {
         Value sep = arg(a, 0, "sep");
         int64_t max = arg(a, 1, "maxsplit", Value::integer(-1)).i;
         List parts;
+        uint64_t made = 0;  // what the pieces will hold, charged before each is made
+        auto piece = [&](size_t bytes) {
+          made += kItemBytes + kStringBytes + bytes;
+          r.reserve(made, l);
+          r.tick(l);
+        };
         if (sep.type == Value::Type::none) {  // runs of whitespace, none at the ends
           std::vector<std::string> words;
           size_t i = 0;
@@ -278,13 +327,14 @@ Value Renderer::method(const Value& self, const std::string& name, int line) {
             size_t j = i;
             while (j < s.s.size() && !is_space(s.s[j])) ++j;
             if (max >= 0 && static_cast<int64_t>(words.size()) == max) j = s.s.size();
+            piece(j - i);
             std::string w = s.s.substr(i, j - i);
             if (max >= 0 && static_cast<int64_t>(words.size()) == max) w = strip(w, nullptr, false, true);
             words.push_back(w);
             i = j;
           }
-          for (auto& w : words) parts.push_back(Value::string(w));
-          return Value::new_list(parts);
+          for (auto& w : words) parts.push_back(Value::string(std::move(w)));
+          return Value::new_list(std::move(parts));
         }
         expect_string(sep, l, "must be str or None; sep");
         if (sep.s.empty()) throw RenderError("ValueError", l, "empty separator");
@@ -294,6 +344,7 @@ Value Renderer::method(const Value& self, const std::string& name, int line) {
           for (;;) {
             size_t hit = s.s.find(sep.s, at);
             if (hit == std::string::npos || (max >= 0 && static_cast<int64_t>(pieces.size()) >= max)) break;
+            piece(hit - at);
             pieces.push_back(s.s.substr(at, hit - at));
             at = hit + sep.s.size();
           }
@@ -303,13 +354,15 @@ Value Renderer::method(const Value& self, const std::string& name, int line) {
           for (;;) {
             size_t hit = end >= sep.s.size() ? s.s.rfind(sep.s, end - sep.s.size()) : std::string::npos;
             if (hit == std::string::npos || (max >= 0 && static_cast<int64_t>(pieces.size()) >= max)) break;
-            pieces.insert(pieces.begin(), s.s.substr(hit + sep.s.size(), end - hit - sep.s.size()));
+            piece(end - hit - sep.s.size());
+            pieces.push_back(s.s.substr(hit + sep.s.size(), end - hit - sep.s.size()));
             end = hit;
           }
-          pieces.insert(pieces.begin(), s.s.substr(0, end));
+          pieces.push_back(s.s.substr(0, end));
+          std::reverse(pieces.begin(), pieces.end());  // found from the end
         }
-        for (auto& p : pieces) parts.push_back(Value::string(p));
-        return Value::new_list(parts);
+        for (auto& p : pieces) parts.push_back(Value::string(std::move(p)));
+        return Value::new_list(std::move(parts));
       });
     if (name == "replace")
       return bound([](Renderer& r, const Value& s, CallArgs& a, int l) {
@@ -327,8 +380,10 @@ Value Renderer::method(const Value& self, const std::string& name, int line) {
         List items = r.items_of(arg(a, 0, "iterable"), l);
         for (size_t i = 0; i < items.size(); ++i) {
           expect_string(items[i], l, ("sequence item " + std::to_string(i) + ": expected str instance,").c_str());
-          out += (i ? s.s : "") + items[i].s;
-          r.sized(out.size(), l);
+          r.sized(out.size() + (i ? s.s.size() : 0) + items[i].s.size(), l);  // before it is built
+          r.tick(l);
+          if (i) out += s.s;
+          out += items[i].s;
         }
         return Value::string(out);
       });
@@ -350,10 +405,12 @@ Value Renderer::method(const Value& self, const std::string& name, int line) {
         return Value::integer(static_cast<int64_t>(code_point_count(s.s.substr(0, at))));
       });
     if (name == "splitlines")
-      return bound([](Renderer&, const Value& s, CallArgs&, int) {
+      return bound([](Renderer& r, const Value& s, CallArgs&, int l) {
         List parts;
         size_t at = 0;
         while (at < s.s.size()) {
+          r.reserve_items(parts.size() + 1, l, kItemBytes + kStringBytes);
+          r.tick(l);
           size_t nl = s.s.find_first_of("\r\n", at);
           if (nl == std::string::npos) {
             parts.push_back(Value::string(s.s.substr(at)));
@@ -389,7 +446,8 @@ Value Renderer::method(const Value& self, const std::string& name, int line) {
         return v ? *v : arg(a, 1, "default");
       });
     if (name == "items" || name == "keys" || name == "values")
-      return bound([name](Renderer&, const Value& s, CallArgs&, int) {
+      return bound([name](Renderer& r, const Value& s, CallArgs&, int l) {
+        r.reserve_items(s.dict->items.size(), l, name == "items" ? 4 * kItemBytes : kItemBytes);
         List out;
         for (const auto& [k, v] : s.dict->items)
           out.push_back(name == "items" ? pair(k, v) : name == "keys" ? k : v);
@@ -541,6 +599,7 @@ Value Renderer::binary(const std::string& op, const Value& a, const Value& b, in
       return m;
     }
     if (a.type == Value::Type::list && b.type == Value::Type::list) {
+      reserve_items(a.list->size() + b.list->size(), line);
       List l = *a.list;
       l.insert(l.end(), b.list->begin(), b.list->end());
       return Value::new_list(std::move(l));
@@ -559,6 +618,7 @@ Value Renderer::binary(const std::string& op, const Value& a, const Value& b, in
       if (unit && times > opt_.limits.max_output / unit + 1)
         sized(opt_.limits.max_output + 1, line);  // refused before anything is built
       sized(unit * times, line);
+      if (seq->type == Value::Type::list) reserve_items(seq->list->size() * times, line);
       if (seq->type == Value::Type::string) {
         std::string out;
         for (uint64_t k = 0; k < times; ++k) out += seq->s;
@@ -626,16 +686,12 @@ Value Renderer::eval(const Expr& e) {
         Value b = idx.kids.size() > 1 && idx.kids[1] ? eval(*idx.kids[1]) : none;
         Value c = idx.kids.size() > 2 && idx.kids[2] ? eval(*idx.kids[2]) : none;
         if (obj.type == Value::Type::list) {
+          reserve_items(obj.list->size(), e.line);
           List out;
           for (int64_t i : slice_positions(static_cast<int64_t>(obj.list->size()), a, b, c, e.line)) out.push_back((*obj.list)[static_cast<size_t>(i)]);
           return Value::new_list(std::move(out));
         }
-        if (obj.type == Value::Type::string) {
-          std::vector<std::string> cps = code_points(obj.s);
-          std::string out;
-          for (int64_t i : slice_positions(static_cast<int64_t>(cps.size()), a, b, c, e.line)) out += cps[static_cast<size_t>(i)];
-          return Value::string(std::move(out));
-        }
+        if (obj.type == Value::Type::string) return Value::string(slice_string(obj.s, a, b, c, e.line));
         throw RenderError("TypeError", e.line, std::string("'") + type_name(obj) + "' object is not subscriptable");
       }
       return getitem(obj, eval(idx), e.line);

@@ -23,6 +23,9 @@ enum class Flow { normal, brk, cont };
 
 // Python counts and slices strings by code point.
 std::vector<std::string> code_points(const std::string& s);
+size_t code_point_size(const std::string& s, size_t at);  // the bytes of the code point at `at`
+// s[start:stop:step] by code point.
+std::string slice_string(const std::string& s, const Value& start, const Value& stop, const Value& step, int line);
 size_t code_point_count(const std::string& s);
 bool is_space(char c);
 // str.strip/lstrip/rstrip: whitespace, or the code points of `chars` when it is a string.
@@ -45,7 +48,7 @@ std::string percent_format(const std::string& fmt, const List& args, int line);
 
 class Renderer {
  public:
-  Renderer(const RenderOptions& o) : opt_(o), start_(std::chrono::steady_clock::now()) {}
+  Renderer(const RenderOptions& o) : opt_(o), box_(o.limits) {}
   // A macro holds the frame it was defined in, which holds the macro; a namespace can hold
   // itself: the cycles are broken here, so nothing outlives the render.
   ~Renderer() {
@@ -67,27 +70,26 @@ class Renderer {
   FramePtr scope;
 
   // ---- limits ----
-  [[noreturn]] void limit(int line, const std::string& what) { throw RenderError("LimitError", line, what); }
+  [[noreturn]] void limit(int line, const std::string& what) { box_.limit(line, what); }
   void tick(int line) {
+    box_.line = line;
     if ((++steps_ & 15) == 0) check_time(line);
   }
-  void check_time(int line) {
-    if (std::chrono::steady_clock::now() - start_ > opt_.limits.max_time)
-      limit(line, "the render took longer than " + std::to_string(opt_.limits.max_time.count()) + " ms (the sandbox's time limit)");
-  }
+  void check_time(int line) { box_.check_time(line); }
   void iteration(int line) {
     if (++iterations_ > opt_.limits.max_iterations)
       limit(line, "more than " + std::to_string(opt_.limits.max_iterations) + " loop iterations (the sandbox's limit)");
     tick(line);
   }
-  void sized(uint64_t n, int line) {
-    if (n > (64u << 10)) check_time(line);  // building a long string is where time goes
-    if (n > opt_.limits.max_output)
-      limit(line, "a string of " + std::to_string(n) + " bytes is longer than the sandbox's output limit of " +
-                      std::to_string(opt_.limits.max_output) + " bytes");
+  // A string of n bytes is about to be built: the output limit and the memory budget.
+  void sized(uint64_t n, int line) { box_.sized(n, line); }
+  // n more list items (or a string's code points as items) are about to be made.
+  void reserve_items(uint64_t n, int line, uint64_t each = kItemBytes) {
+    box_.reserve(n > box_.limits.max_memory / each ? box_.limits.max_memory + 1 : n * each, line);
   }
+  void reserve(uint64_t bytes, int line) { box_.reserve(bytes, line); }
   void emit(const std::string& s, int line) {
-    sized(out.size() + s.size(), line);
+    box_.capped(out.size() + s.size(), line);
     out += s;
   }
   struct Nest {  // C++ depth of the walk: no template exhausts the stack
@@ -156,7 +158,9 @@ class Renderer {
       int64_t i = key.i < 0 ? key.i + n : key.i;
       if (i < 0 || i >= n) return Value::undefined(std::string(type_name(obj)) + " object has no element " + std::to_string(key.i));
       if (obj.type == Value::Type::list) return (*obj.list)[static_cast<size_t>(i)];
-      return Value::string(code_points(obj.s)[static_cast<size_t>(i)]);
+      size_t at = 0;  // the i-th code point, walked to
+      for (int64_t k = 0; k < i; ++k) at += code_point_size(obj.s, at);
+      return Value::string(obj.s.substr(at, code_point_size(obj.s, at)));
     }
     if (key.type == Value::Type::string) return getattr(obj, key.s, line);
     return Value::undefined(std::string(type_name(obj)) + " object has no element " + repr(key));
@@ -169,18 +173,28 @@ class Renderer {
     if (v.type == Value::Type::list) return v.list;
     return std::make_shared<const List>(listed(v, line));
   }
+  // A copy, charged before it is made.
   List listed(const Value& v, int line) {
     switch (v.type) {
       case Value::Type::undefined: return {};
-      case Value::Type::list: return *v.list;
+      case Value::Type::list: reserve_items(v.list->size(), line); return *v.list;
       case Value::Type::dict: {
+        reserve_items(v.dict->items.size(), line);
         List keys;
         for (const auto& kv : v.dict->items) keys.push_back(kv.first);
         return keys;
       }
-      case Value::Type::string: {
+      case Value::Type::string: {  // each code point a string of its own
+        const size_t n = code_point_count(v.s);
+        reserve_items(n, line, kItemBytes + kStringBytes);
         List cps;
-        for (std::string& c : code_points(v.s)) cps.push_back(Value::string(std::move(c)));
+        cps.reserve(n);
+        for (size_t i = 0; i < v.s.size();) {
+          const size_t k = code_point_size(v.s, i);
+          cps.push_back(Value::string(v.s.substr(i, k)));
+          i += k;
+          tick(line);
+        }
         return cps;
       }
       default: throw RenderError("TypeError", line, "'" + std::string(type_name(v)) + "' object is not iterable");
@@ -230,7 +244,7 @@ class Renderer {
   const RenderOptions& opt_;
 
  private:
-  std::chrono::steady_clock::time_point start_;
+  Sandbox box_;
   std::vector<std::weak_ptr<Frame>> frames_;
   uint64_t steps_ = 0, iterations_ = 0;
   unsigned depth_ = 0, nest_ = 0;

@@ -1,16 +1,64 @@
 // Jinja's values as Python has them: printing (str and repr), equality, and JSON both ways
 // (json.loads keeps an object's order; json.dumps with ensure_ascii=False).
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "ggufkit/jinja_render.h"
 #include "lexer.h"
 #include "value.h"
 
 namespace ggufkit::jinja {
+
+namespace {
+thread_local Sandbox* g_sandbox = nullptr;
+std::atomic<uint64_t> g_renders{0};
+}  // namespace
+
+Sandbox::Sandbox(const RenderLimits& l) : limits(l), id(++g_renders), outer_(g_sandbox) { g_sandbox = this; }
+Sandbox::~Sandbox() { g_sandbox = outer_; }
+Sandbox* Sandbox::current() { return g_sandbox; }
+void Sandbox::limit(int at, const std::string& what) const { throw RenderError("LimitError", at, what); }
+void Sandbox::check_time(int at) const {
+  if (std::chrono::steady_clock::now() - start > limits.max_time)
+    limit(at, "the render took longer than " + std::to_string(limits.max_time.count()) + " ms (the sandbox's time limit)");
+}
+
+void Charge::add(uint64_t n) {
+  Sandbox* s = g_sandbox;
+  if (!s || n == 0) return;
+  if (bytes_ == 0) render_ = s->id;
+  if (render_ != s->id) return;  // made by another render: not this one's to count
+  s->reserve(n, s->line);
+  s->held += n;
+  bytes_ += n;
+}
+void Charge::release() {
+  if (bytes_ && g_sandbox && g_sandbox->id == render_) g_sandbox->held -= bytes_;
+  bytes_ = 0;
+}
+
+const std::string Str::empty_;
+Str::Str(std::string s) {
+  if (s.empty()) return;
+  if (!g_sandbox) {  // not a render's: nothing to charge
+    p_ = std::make_shared<const std::string>(std::move(s));
+    return;
+  }
+  struct Held {
+    Charge charge;
+    std::string s;
+  };
+  const uint64_t bytes = kStringBytes + (s.capacity() > 15 ? s.capacity() : 0);
+  auto h = std::make_shared<Held>();
+  h->charge.add(bytes);
+  h->s = std::move(s);
+  p_ = std::shared_ptr<const std::string>(h, &h->s);
+}
 
 Value Value::none() {
   Value v;
@@ -49,7 +97,14 @@ Value Value::undefined(std::string what) {
 Value Value::new_list(List items) {
   Value v;
   v.type = Type::list;
-  v.list = std::make_shared<List>(std::move(items));
+  struct Held {
+    Charge charge;
+    List list;
+  };
+  auto h = std::make_shared<Held>();
+  h->charge.add(kItemBytes * items.capacity());
+  h->list = std::move(items);
+  v.list = std::shared_ptr<List>(h, &h->list);
   return v;
 }
 Value Value::new_dict() {
@@ -75,6 +130,7 @@ void Dict::set(Value key, Value v) {
       old = std::move(v);
       return;
     }
+  charge.add(2 * kItemBytes);
   items.emplace_back(std::move(key), std::move(v));
 }
 
@@ -199,7 +255,10 @@ namespace {
 std::string string_repr(const std::string& s) {
   char q = s.find('\'') != std::string::npos && s.find('"') == std::string::npos ? '"' : '\'';
   std::string out(1, q);
+  growing(s.size() + 2);
+  size_t n = 0;
   for (unsigned char c : s) {
+    if ((++n & 0xFFFF) == 0) growing(out.size());  // escapes grow it
     if (c == '\\') out += "\\\\";
     else if (c == static_cast<unsigned char>(q)) out += std::string("\\") + q;
     else if (c == '\n') out += "\\n";
@@ -222,14 +281,20 @@ std::string repr(const Value& v) {
     case Value::Type::list: {
       if (v.generator) return "<generator object at 0x" + std::to_string(reinterpret_cast<uintptr_t>(v.list.get())) + ">";
       std::string out = v.tuple ? "(" : "[";
-      for (size_t i = 0; i < v.list->size(); ++i) out += (i ? ", " : "") + repr((*v.list)[i]);
+      for (size_t i = 0; i < v.list->size(); ++i) {
+        std::string item = repr((*v.list)[i]);
+        growing(out.size() + (i ? 2 : 0) + item.size());  // refused as it grows, not once built
+        out += (i ? ", " : "") + item;
+      }
       return out + (v.tuple ? (v.list->size() == 1 ? ",)" : ")") : "]");
     }
     case Value::Type::dict: {
       std::string out = "{";
       bool first = true;
       for (const auto& [k, x] : v.dict->items) {
-        out += (first ? "" : ", ") + repr(k) + ": " + repr(x);
+        std::string item = repr(k) + ": " + repr(x);
+        growing(out.size() + (first ? 0 : 2) + item.size());
+        out += (first ? "" : ", ") + item;
         first = false;
       }
       return out + "}";
@@ -250,7 +315,9 @@ std::string str(const Value& v) {
       std::string out = "<Namespace {";
       bool first = true;
       for (const auto& [k, x] : v.dict->items) {
-        out += (first ? "" : ", ") + repr(k) + ": " + repr(x);
+        std::string item = repr(k) + ": " + repr(x);
+        growing(out.size() + (first ? 0 : 2) + item.size());
+        out += (first ? "" : ", ") + item;
         first = false;
       }
       return out + "}>";
@@ -266,8 +333,16 @@ namespace {
 
 struct JsonReader {
   std::string_view t;
+  uint64_t max_bytes;
   size_t p = 0;
   unsigned depth = 0;
+  uint64_t bytes = 0;  // of the values made so far
+
+  // `n` more bytes of values are about to be made (or have just been: a string's).
+  void hold(uint64_t n) {
+    bytes += n;
+    if (bytes > max_bytes) fail("the values take more than " + std::to_string(max_bytes) + " bytes (ggufkit's limit for a JSON text)");
+  }
 
   [[noreturn]] void fail(const std::string& what) const {
     throw std::invalid_argument("JSON at byte " + std::to_string(p) + ": " + what);
@@ -314,13 +389,18 @@ struct JsonReader {
         case 'r': out += '\r'; break;
         case 't': out += '\t'; break;
         case 'u': {
+          const size_t at = p - 2;
           uint32_t c1 = hex4();
-          if (c1 >= 0xD800 && c1 < 0xDC00 && t.substr(p, 2) == "\\u") {
+          if (c1 >= 0xD800 && c1 < 0xDC00 && t.substr(p, 2) == "\\u") {  // a pair, as json.dump writes an emoji
             size_t back = p;
             p += 2;
             uint32_t c2 = hex4();
             if (c2 >= 0xDC00 && c2 < 0xE000) c1 = 0x10000 + ((c1 - 0xD800) << 10) + (c2 - 0xDC00);
             else p = back;
+          }
+          if (c1 >= 0xD800 && c1 < 0xE000) {  // json.loads keeps it, but no UTF-8 text can hold it
+            p = at;
+            fail(std::string(t.substr(at, 6)) + " is half a surrogate pair, without its other half");
           }
           detail::append_utf8(out, c1);
           break;
@@ -333,11 +413,13 @@ struct JsonReader {
     ws();
     if (p >= t.size()) fail("a value is missing");
     if (++depth > 200) fail("nested more than 200 deep");
+    hold(sizeof(Value));
     Value v;
     char c = t[p];
     if (c == '{') {
       ++p;
       v = Value::new_dict();
+      std::unordered_map<std::string, size_t> at;  // each key's item: a repeated key keeps its place, with the last value
       ws();
       if (p < t.size() && t[p] == '}') ++p;
       else
@@ -345,10 +427,14 @@ struct JsonReader {
           ws();
           if (p >= t.size() || t[p] != '"') fail("an object key must be a string");
           std::string k = string();
+          hold(sizeof(Value) + k.size());  // the key
           ws();
           if (p >= t.size() || t[p] != ':') fail("':' expected");
           ++p;
-          v.dict->set(Value::string(std::move(k)), value());
+          Value x = value();
+          auto [it, fresh] = at.emplace(k, v.dict->items.size());
+          if (fresh) v.dict->items.emplace_back(Value::string(std::move(k)), std::move(x));
+          else v.dict->items[it->second].second = std::move(x);
           ws();
           if (p < t.size() && t[p] == ',') {
             ++p;
@@ -360,6 +446,7 @@ struct JsonReader {
           }
           fail("',' or '}' expected");
         }
+      v.dict->items.shrink_to_fit();
     } else if (c == '[') {
       ++p;
       v = Value::new_list();
@@ -379,8 +466,11 @@ struct JsonReader {
           }
           fail("',' or ']' expected");
         }
+      v.list->shrink_to_fit();  // what was counted
     } else if (c == '"') {
-      v = Value::string(string());
+      std::string text = string();
+      hold(text.size());
+      v = Value::string(std::move(text));
     } else if (lit("true")) {
       v = Value::boolean(true);
     } else if (lit("false")) {
@@ -416,8 +506,11 @@ struct JsonReader {
 };
 
 void json_string(std::string& out, const std::string& s) {
+  growing(out.size() + s.size() + 2);
   out += '"';
+  size_t n = 0;
   for (unsigned char c : s) {
+    if ((++n & 0xFFFF) == 0) growing(out.size());  // escapes grow it
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -441,8 +534,8 @@ void json_string(std::string& out, const std::string& s) {
 
 }  // namespace
 
-Value from_json(std::string_view text) {
-  JsonReader r{text};
+Value from_json(std::string_view text, uint64_t max_bytes) {
+  JsonReader r{text, max_bytes};
   Value v = r.value();
   r.ws();
   if (r.p != text.size()) r.fail("text after the value");
@@ -452,6 +545,7 @@ Value from_json(std::string_view text) {
 void dump_json(std::string& out, const Value& v, const JsonStyle& style, int level) {
   auto newline = [&](int l) {
     if (style.indent.empty() && !style.pretty) return;
+    growing(out.size() + 1 + style.indent.size() * static_cast<size_t>(l));
     out += '\n';
     for (int k = 0; k < l; ++k) out += style.indent;
   };

@@ -2,6 +2,7 @@
 // What the renderer knows of values beyond the public header: Python's str, repr,
 // truthiness and equality, and json.dumps.
 
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -10,6 +11,53 @@
 namespace ggufkit::jinja {
 
 class Renderer;
+
+// The limits of the render running on this thread, where values can reach them: what a
+// Charge adds to, and what a string being built (a repr, a JSON text) is checked against
+// as it grows. One per render, made by the Renderer.
+struct Sandbox {
+  explicit Sandbox(const RenderLimits& l);
+  ~Sandbox();
+  Sandbox(const Sandbox&) = delete;
+  Sandbox& operator=(const Sandbox&) = delete;
+  static Sandbox* current();  // nullptr outside a render
+
+  const RenderLimits& limits;
+  const uint64_t id;  // what a Charge remembers, so that only this render is given back
+  const std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  int line = 0;       // the line being rendered, for a limit met inside a value
+  uint64_t held = 0;  // bytes of values made and not yet freed
+
+  [[noreturn]] void limit(int at, const std::string& what) const;
+  void check_time(int at) const;
+  // n more bytes of values are about to be made: refused past the budget.
+  void reserve(uint64_t n, int at) const {
+    if (n > limits.max_memory || held > limits.max_memory - n)
+      limit(at, "more than " + std::to_string(limits.max_memory) + " bytes of values held at once (the sandbox's memory limit)");
+  }
+  // A string of n bytes is about to be built (or has grown to n): refused past the
+  // output limit or the budget; a long one is where time goes.
+  void sized(uint64_t n, int at) const {
+    capped(n, at);
+    reserve(n, at);
+  }
+  void capped(uint64_t n, int at) const {  // the output limit alone (the output is no value)
+    if (n > (64u << 10) && (++long_strings_ & 15) == 0) check_time(at);  // building long strings is where time goes
+    if (n > limits.max_output)
+      limit(at, "a string of " + std::to_string(n) + " bytes is longer than the sandbox's output limit of " +
+                    std::to_string(limits.max_output) + " bytes");
+  }
+
+ private:
+  Sandbox* outer_;
+  mutable uint64_t long_strings_ = 0;
+};
+// A string being built outside the renderer (repr, JSON) has grown to n bytes.
+inline void growing(uint64_t n) {
+  if (Sandbox* s = Sandbox::current()) s->sized(n, s->line);
+}
+// What a list item costs (its slot), and a string value beyond its bytes (the shared block).
+constexpr uint64_t kItemBytes = sizeof(Value), kStringBytes = 80;
 
 struct CallArgs {
   std::vector<Value> pos;
