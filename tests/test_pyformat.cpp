@@ -1,7 +1,8 @@
-// Python's string formatting in templates (`'%5d' % x`, the format filter, str.format) and
-// Undefined in a printed list: what jinja2 renders, byte for byte (every case here is also a
-// line of tests/template/snippets.txt, which Render.EverySnippetAgreesWithJinja2 checks against
-// jinja2 itself), and the errors it raises, kind and message.
+// Python's string formatting in templates (`'%5d' % x`, the format filter, str.format),
+// jinja2's cycler, joiner and lipsum, and Undefined in a printed list: what jinja2 renders,
+// byte for byte (every case here is also a line of tests/template/snippets.txt, which
+// Render.EverySnippetAgreesWithJinja2 checks against jinja2 itself), and the errors it
+// raises, kind and message.
 #include <gtest/gtest.h>
 
 #include "ggufkit/jinja.h"
@@ -166,6 +167,51 @@ TEST(PyFormat, AHugeWidthOrPrecisionIsRefusedBeforeItIsBuilt) {
     EXPECT_EQ(error_of(src).substr(0, 42), "LimitError: a string of 999999999 bytes is") << src;
   }
   EXPECT_EQ(error_of("{{ '%99999999999999999999d' % 1 }}"), "ValueError: width too big");
+}
+
+TEST(PyFormat, CyclerGoesRoundItsItemsAndResets) {
+  EXPECT_EQ(render("{% set c = cycler('a', 'b', 'c') %}{{ c.current }}{{ c.next() }}{{ c.next() }}{{ c.current }}{{ c.next() }}{{ c.next() }}|"
+                   "{{ c.reset() }}|{{ c.current }}{{ c.next() }}|{{ c.items }}"),
+            "aabcca|None|aa|('a', 'b', 'c')");
+  EXPECT_EQ(render("{% set row = cycler('odd', 'even') %}{% for m in messages %}<{{ row.next() }}:{{ m.role }}>{% endfor %}{{ cycler(1).next() }}"),
+            "<odd:system><even:user><odd:assistant>1");
+  EXPECT_EQ(render("{% set c = cycler(1) %}{{ c.nope }}|{{ c.nope is defined }}|{{ c.items|length }}"), "|False|1");
+  EXPECT_EQ(error_of("{{ cycler() }}"), "RuntimeError: at least one item has to be provided");
+  EXPECT_EQ(error_of("{% set c = cycler(1) %}{{ c() }}"), "TypeError: 'Cycler' object is not callable");
+}
+
+TEST(PyFormat, JoinerGivesNothingTheFirstTimeAndItsSeparatorAfter) {
+  EXPECT_EQ(render("{% set pipe = joiner(' | ') %}{% for m in messages %}{{ pipe() }}{{ m.role }}{% endfor %}|{% set j = joiner() %}"
+                   "{{ j() }}a{{ j() }}b{{ j() }}c|{{ joiner('x')() }}|{% set k = joiner(sep='; ') %}{{ k() }}1{{ k() }}2"),
+            "system | user | assistant|a, b, c||1; 2");
+}
+
+TEST(PyFormat, LipsumHasJinja2sShapeAndIsTheSameOnEveryRender) {
+  EXPECT_EQ(render("{{ lipsum(3, false).split('\\n\\n')|length }}|{{ lipsum(2).count('<p>') }}|{{ lipsum().count('</p>') }}|"
+                   "{{ lipsum(1, false, 20, 21).split()|length }}|{{ lipsum(n=1, html=false, min=7, max=8).split()|length }}"),
+            "3|2|5|20|7");
+  EXPECT_EQ(render("{{ lipsum(1, false)[0] is upper }}|{{ lipsum(1, false)[-1] }}|{{ lipsum(1)[:3] }}|{{ lipsum(1)[-4:] }}|{{ lipsum(0) }}|"
+                   "{{ lipsum(1, false, -3, 1) }}|{{ (lipsum(2) ~ '<')[-1:] }}"),
+            "True|.|<p>|</p>||.|<");
+  // Every paragraph has min to max - 1 words of jinja2's vocabulary.
+  const std::string text = render("{{ lipsum(20, false, 5, 9) }}");
+  size_t paragraphs = 0;
+  for (size_t at = 0; at <= text.size();) {
+    size_t end = text.find("\n\n", at);
+    std::string p = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    size_t words = 1 + static_cast<size_t>(std::count(p.begin(), p.end(), ' '));
+    EXPECT_GE(words, 5u) << p;
+    EXPECT_LE(words, 8u) << p;
+    EXPECT_TRUE(std::isupper(static_cast<unsigned char>(p[0])) && p.back() == '.') << p;
+    ++paragraphs;
+    if (end == std::string::npos) break;
+    at = end + 2;
+  }
+  EXPECT_EQ(paragraphs, 20u);
+  EXPECT_EQ(render("{{ lipsum(20, false, 5, 9) }}"), text);
+  EXPECT_EQ(error_of("{{ lipsum(1, false, 5, 5) }}"), "ValueError: empty range for randrange() (5, 5, 0)");
+  EXPECT_EQ(error_of("{{ lipsum('x') }}"), "TypeError: 'str' object cannot be interpreted as an integer");
+  EXPECT_EQ(error_of("{{ lipsum(1, false, 1, 10000000000) }}").substr(0, 12), "LimitError: ");  // its size or its time
 }
 
 TEST(PyFormat, MapOfAnUnsafeOrMissingAttributeGivesUndefinedItemsThatPrintAsUndefined) {

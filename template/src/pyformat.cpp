@@ -1,5 +1,5 @@
 // Python's printf-style formatting and str.format's mini-language, as CPython 3 formats str,
-// int, bool and float, with the errors it raises.
+// int, bool and float, with the errors it raises; jinja2's cycler, joiner and lipsum.
 #include "pyformat.h"
 
 #include <algorithm>
@@ -637,6 +637,145 @@ Value str_format(Renderer& r, const Value& fmt, const CallArgs& a, bool format_m
   Value s = Value::string(f.run(fmt.s, 2));
   s.safe = fmt.safe;
   return s;
+}
+
+// ---- cycler, joiner, lipsum ----
+
+namespace {
+
+// An object with attributes (a dict) and a call: what jinja2's helper classes are here.
+Value object(const std::string& cls, std::function<Value(Renderer&, CallArgs&, int)> call) {
+  Value o = callable(cls, std::move(call));
+  o.dict = std::make_shared<Dict>();  // its methods hold it weakly: no cycle
+  return o;
+}
+
+// jinja2's lorem ipsum vocabulary (jinja2/constants.py).
+const char* const kLorem =
+    "a ac accumsan ad adipiscing aenean aliquam aliquet amet ante aptent arcu at auctor augue bibendum blandit class commodo "
+    "condimentum congue consectetuer consequat conubia convallis cras cubilia cum curabitur curae cursus dapibus diam dictum "
+    "dictumst dignissim dis dolor donec dui duis egestas eget eleifend elementum elit enim erat eros est et etiam eu euismod "
+    "facilisi facilisis fames faucibus felis fermentum feugiat fringilla fusce gravida habitant habitasse hac hendrerit "
+    "hymenaeos iaculis id imperdiet in inceptos integer interdum ipsum justo lacinia lacus laoreet lectus leo libero ligula "
+    "litora lobortis lorem luctus maecenas magna magnis malesuada massa mattis mauris metus mi molestie mollis montes morbi "
+    "mus nam nascetur natoque nec neque netus nibh nisi nisl non nonummy nostra nulla nullam nunc odio orci ornare parturient "
+    "pede pellentesque penatibus per pharetra phasellus placerat platea porta porttitor posuere potenti praesent pretium "
+    "primis proin pulvinar purus quam quis quisque rhoncus ridiculus risus rutrum sagittis sapien scelerisque sed sem semper "
+    "senectus sit sociis sociosqu sodales sollicitudin suscipit suspendisse taciti tellus tempor tempus tincidunt torquent "
+    "tortor tristique turpis ullamcorper ultrices ultricies urna ut varius vehicula vel velit venenatis vestibulum vitae "
+    "vivamus viverra volutpat vulputate";
+
+// splitmix64 from a fixed seed: jinja2's text is random, ours is the same on every render.
+struct Random {
+  uint64_t s = 0x9E3779B97F4A7C15u;
+  uint64_t next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15u);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return z ^ (z >> 31);
+  }
+  int64_t range(int64_t lo, int64_t hi) {  // [lo, hi)
+    const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
+    return static_cast<int64_t>(static_cast<uint64_t>(lo) + next() % span);
+  }
+};
+
+}  // namespace
+
+void add_helper_globals(Frame& globals) {
+  globals.vars["cycler"] = callable("cycler", [](Renderer&, CallArgs& a, int line) {
+    if (a.pos.empty()) fail("RuntimeError", line, "at least one item has to be provided");
+    Value c = object("Cycler", [](Renderer&, CallArgs&, int l) -> Value { fail("TypeError", l, "'Cycler' object is not callable"); });
+    auto at = std::make_shared<size_t>(0);
+    Value items = Value::new_list(a.pos);
+    items.tuple = true;
+    std::weak_ptr<Dict> self = c.dict;
+    c.dict->set(Value::string("items"), items);
+    c.dict->set(Value::string("current"), a.pos[0]);
+    c.dict->set(Value::string("next"), callable("next", [self, items, at](Renderer&, CallArgs&, int) {
+      const Value got = (*items.list)[*at];
+      *at = (*at + 1) % items.list->size();
+      if (auto d = self.lock()) d->set(Value::string("current"), (*items.list)[*at]);
+      return got;
+    }));
+    c.dict->set(Value::string("reset"), callable("reset", [self, items, at](Renderer&, CallArgs&, int) {
+      *at = 0;
+      if (auto d = self.lock()) d->set(Value::string("current"), (*items.list)[0]);
+      return Value::none();
+    }));
+    return c;
+  });
+  globals.vars["joiner"] = callable("joiner", [](Renderer&, CallArgs& a, int) {
+    Value sep = arg(a, 0, "sep", Value::string(", "));
+    auto used = std::make_shared<bool>(false);
+    Value j = object("Joiner", [sep, used](Renderer&, CallArgs&, int) {
+      if (!*used) {
+        *used = true;
+        return Value::string("");
+      }
+      return sep;
+    });
+    j.dict->set(Value::string("sep"), sep);
+    return j;
+  });
+  auto random = std::make_shared<Random>();
+  globals.vars["lipsum"] = callable("lipsum", [random](Renderer& r, CallArgs& a, int line) {
+    const int64_t n = to_int(arg(a, 0, "n", Value::integer(5)), line);
+    const bool html = truthy(arg(a, 1, "html", Value::boolean(true)));
+    const int64_t lo = to_int(arg(a, 2, "min", Value::integer(20)), line), hi = to_int(arg(a, 3, "max", Value::integer(100)), line);
+    if (lo >= hi && n > 0)
+      fail("ValueError", line, "empty range for randrange() (" + std::to_string(lo) + ", " + std::to_string(hi) + ", " + std::to_string(hi - lo) + ")");
+    static const std::vector<std::string> words = [] {
+      std::vector<std::string> w;
+      for (const char* p = kLorem; *p;) {
+        const char* e = std::strchr(p, ' ');
+        if (!e) e = p + std::strlen(p);
+        w.emplace_back(p, e);
+        p = *e ? e + 1 : e;
+      }
+      return w;
+    }();
+    std::string out;
+    for (int64_t k = 0; k < n; ++k) {
+      r.tick(line);
+      // As jinja2: a capital after each full stop, a comma every 3 to 8 words, a full stop
+      // every 10 to 20, and a full stop at the end.
+      bool capital = true;
+      int64_t last_comma = 0, last_stop = 0;
+      std::string p, last;
+      const int64_t count = random->range(lo, hi);
+      for (int64_t idx = 0; idx < count; ++idx) {
+        std::string w;
+        do w = words[random->next() % words.size()];
+        while (w == last);
+        last = w;
+        if (capital) {
+          w[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(w[0])));
+          capital = false;
+        }
+        if (idx - random->range(3, 8) > last_comma) {
+          last_comma = idx;
+          last_stop += 2;
+          w += ',';
+        }
+        if (idx - random->range(10, 20) > last_stop) {
+          last_comma = last_stop = idx;
+          w += '.';
+          capital = true;
+        }
+        p += (idx ? " " : "") + w;
+        r.sized(out.size() + p.size(), line);
+      }
+      if (!p.empty() && p.back() == ',') p.back() = '.';
+      else if (p.empty() || p.back() != '.') p += '.';
+      out += k ? (html ? "\n" : "\n\n") : "";
+      out += html ? "<p>" + html_escape(p) + "</p>" : p;
+      r.sized(out.size(), line);
+    }
+    Value s = Value::string(std::move(out));
+    s.safe = html;
+    return s;
+  });
 }
 
 }  // namespace ggufkit::jinja

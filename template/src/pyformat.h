@@ -1,6 +1,7 @@
 #pragma once
 // Python's string formatting as jinja2's sandbox runs it (`fmt % x`, the format filter,
-// str.format and format_map).
+// str.format and format_map) and jinja2's helper globals cycler,
+// joiner and lipsum.
 
 #include <string>
 
@@ -15,5 +16,8 @@ Value percent_format(Renderer& r, const Value& fmt, const Value& right, int line
 Value format_filter(Renderer& r, const Value& value, const CallArgs& a, int line);
 // fmt.format(*args, **kwargs) (or fmt.format_map(m)) through jinja2's SandboxedFormatter.
 Value str_format(Renderer& r, const Value& fmt, const CallArgs& a, bool format_map, int line);
+
+// cycler(*items), joiner(sep=", "), lipsum(n=5, html=True, min=20, max=100).
+void add_helper_globals(Frame& globals);
 
 }  // namespace ggufkit::jinja

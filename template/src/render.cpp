@@ -150,6 +150,8 @@ int64_t to_int(const Value& v, int line) {
 }
 
 Value Renderer::method(const Value& self, const std::string& name, int line) {
+  if (self.type == Value::Type::callable && self.dict)  // cycler, joiner: their attributes
+    if (const Value* v = self.dict->find(std::string_view(name))) return *v;
   if (std::find(kUnsafeMethods.begin(), kUnsafeMethods.end(), name) != kUnsafeMethods.end() &&
       (self.type == Value::Type::list || self.type == Value::Type::dict))
     throw RenderError("SecurityError", line, "access to attribute '" + name + "' of '" + type_name(self) + "' object is unsafe.");
@@ -944,6 +946,7 @@ std::string render(const Template& t, const Value& context, const RenderOptions&
     size_t n = f.s.empty() ? 0 : std::strftime(buf, sizeof buf, f.s.c_str(), &tm);
     return Value::string(std::string(buf, n));
   });
+  add_helper_globals(*globals);
   auto top = r.new_frame();
   top->parent = globals;
   if (context.type == Value::Type::dict)

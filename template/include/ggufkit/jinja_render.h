@@ -2,8 +2,8 @@
 
 // Renders a parsed template as Hugging Face transformers' apply_chat_template does: jinja2
 // in an immutable sandbox, with its values, scoping, filters, tests and methods, the
-// globals raise_exception and strftime_now, Python's % and str.format, and a tojson that
-// keeps non-ASCII. Limits on loop iterations, call depth,
+// globals raise_exception, strftime_now, cycler, joiner and lipsum, Python's % and
+// str.format, and a tojson that keeps non-ASCII. Limits on loop iterations, call depth,
 // output size and time make any template finish.
 
 #include <chrono>
