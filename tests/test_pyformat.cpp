@@ -1,9 +1,13 @@
 // Python's string formatting in templates (`'%5d' % x`, the format filter, str.format),
-// jinja2's cycler, joiner and lipsum, and Undefined in a printed list: what jinja2 renders,
-// byte for byte (every case here is also a line of tests/template/snippets.txt, which
-// Render.EverySnippetAgreesWithJinja2 checks against jinja2 itself), and the errors it
-// raises, kind and message.
+// jinja2's cycler, joiner and lipsum, Undefined in a printed list, and strftime_now under
+// SOURCE_DATE_EPOCH: what jinja2 renders, byte for byte (every case here is also a line of
+// tests/template/snippets.txt, which Render.EverySnippetAgreesWithJinja2 checks against
+// jinja2 itself), and the errors it raises, kind and message.
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
 
 #include "ggufkit/jinja.h"
 #include "ggufkit/jinja_render.h"
@@ -29,6 +33,23 @@ std::string error_of(const std::string& src) {
     return e.kind + ": " + e.message;
   }
 }
+
+// Sets an environment variable for one test and puts the old value back.
+struct ScopedEnv {
+  std::string name;
+  std::optional<std::string> old;
+  ScopedEnv(const std::string& n, const char* value) : name(n) {
+    if (const char* o = std::getenv(n.c_str())) old = o;
+    if (value) setenv(n.c_str(), value, 1);
+    else unsetenv(n.c_str());
+    tzset();  // localtime_r reads TZ only through tzset
+  }
+  ~ScopedEnv() {
+    if (old) setenv(name.c_str(), old->c_str(), 1);
+    else unsetenv(name.c_str());
+    tzset();
+  }
+};
 
 }  // namespace
 
@@ -219,4 +240,32 @@ TEST(PyFormat, MapOfAnUnsafeOrMissingAttributeGivesUndefinedItemsThatPrintAsUnde
             "[[Undefined, Undefined, Undefined]|[Undefined, Undefined, Undefined]|[Undefined, 1]|{'a': Undefined}]");
   EXPECT_EQ(error_of("{{ messages|map(attribute='__class__')|map(attribute='__name__')|list }}"),
             "SecurityError: access to attribute '__class__' of 'dict' object is unsafe.");
+}
+
+TEST(PyFormat, StrftimeNowFollowsSourceDateEpochInUtc) {
+  const std::string src = "{{ strftime_now('%Y-%m-%d %H:%M:%S %A') }}";
+  {
+    ScopedEnv tz("TZ", "America/New_York");  // SOURCE_DATE_EPOCH is UTC whatever the zone
+    ScopedEnv epoch("SOURCE_DATE_EPOCH", "1795000000");
+    EXPECT_EQ(render(src), "2026-11-18 11:06:40 Wednesday");
+    // RenderOptions::now, a caller's own clock, comes first.
+    jinja::RenderOptions opt;
+    opt.now = 0;
+    ScopedEnv utc("TZ", "UTC");
+    EXPECT_EQ(render(src, opt), "1970-01-01 00:00:00 Thursday");
+  }
+  ScopedEnv bad("SOURCE_DATE_EPOCH", "17 days");
+  EXPECT_EQ(error_of(src), "ValueError: SOURCE_DATE_EPOCH is not a count of seconds: '17 days'");
+  ScopedEnv neg("SOURCE_DATE_EPOCH", "-5");
+  EXPECT_EQ(error_of(src), "ValueError: SOURCE_DATE_EPOCH is not a count of seconds: '-5'");
+}
+
+TEST(PyFormat, TheTemplateCommandRendersStrftimeNowAtSourceDateEpoch) {
+  const std::string tpl = temp_path("strftime.jinja"), conv = temp_path("strftime-conv.json"), model = temp_path("strftime.gguf");
+  std::ofstream(tpl) << "{{ strftime_now('%d %b %Y') }}|{{ '%-6s|%03d' % (messages[0].role, 7) }}|{{ '{:>6}'.format('x') }}";
+  std::ofstream(conv) << R"({"messages": [{"role": "user", "content": "hi"}]})";
+  ASSERT_EQ(run_cli("edit " + tiny_llama() + " --chat-template-file " + tpl + " -o " + model).code, 0);
+  CliRun r = run_cli("template " + model + " --render " + conv, "SOURCE_DATE_EPOCH=1795000000 ");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "18 Nov 2026|user  |007|     x");
 }

@@ -1,8 +1,10 @@
 // Python's printf-style formatting and str.format's mini-language, as CPython 3 formats str,
-// int, bool and float, with the errors it raises; jinja2's cycler, joiner and lipsum.
+// int, bool and float, with the errors it raises; jinja2's cycler, joiner and lipsum; the
+// clock of strftime_now.
 #include "pyformat.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -776,6 +778,28 @@ void add_helper_globals(Frame& globals) {
     s.safe = html;
     return s;
   });
+}
+
+std::tm strftime_clock(const RenderOptions& o, int line) {
+  std::tm tm{};
+  if (o.now) {
+    const std::time_t t = static_cast<std::time_t>(*o.now);
+    localtime_r(&t, &tm);
+    return tm;
+  }
+  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"); epoch && *epoch) {
+    char* end = nullptr;
+    errno = 0;
+    const long long t = std::strtoll(epoch, &end, 10);
+    if (*end || errno || !std::isdigit(static_cast<unsigned char>(epoch[0])))
+      fail("ValueError", line, std::string("SOURCE_DATE_EPOCH is not a count of seconds: '") + epoch + "'");
+    const std::time_t tt = static_cast<std::time_t>(t);
+    if (!gmtime_r(&tt, &tm)) fail("ValueError", line, std::string("SOURCE_DATE_EPOCH is out of range: '") + epoch + "'");
+    return tm;
+  }
+  const std::time_t t = std::time(nullptr);
+  localtime_r(&t, &tm);
+  return tm;
 }
 
 }  // namespace ggufkit::jinja

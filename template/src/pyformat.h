@@ -1,8 +1,9 @@
 #pragma once
 // Python's string formatting as jinja2's sandbox runs it (`fmt % x`, the format filter,
-// str.format and format_map) and jinja2's helper globals cycler,
-// joiner and lipsum.
+// str.format and format_map), jinja2's helper globals cycler, joiner and lipsum, and the
+// clock strftime_now reads.
 
+#include <ctime>
 #include <string>
 
 #include "renderer.h"
@@ -19,5 +20,9 @@ Value str_format(Renderer& r, const Value& fmt, const CallArgs& a, bool format_m
 
 // cycler(*items), joiner(sep=", "), lipsum(n=5, html=True, min=20, max=100).
 void add_helper_globals(Frame& globals);
+
+// What strftime_now reads: RenderOptions::now (local time), else SOURCE_DATE_EPOCH (UTC,
+// the reproducible-builds convention), else the clock (local time).
+std::tm strftime_clock(const RenderOptions& o, int line);
 
 }  // namespace ggufkit::jinja

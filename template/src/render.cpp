@@ -939,9 +939,7 @@ std::string render(const Template& t, const Value& context, const RenderOptions&
   globals->vars["strftime_now"] = callable("strftime_now", [](Renderer& r, CallArgs& a, int line) {
     Value f = arg(a, 0, "format");
     expect_string(f, line, "strftime() argument 1");
-    std::time_t now = r.opt_.now ? static_cast<std::time_t>(*r.opt_.now) : std::time(nullptr);
-    std::tm tm{};
-    localtime_r(&now, &tm);
+    std::tm tm = strftime_clock(r.opt_, line);
     char buf[256];
     size_t n = f.s.empty() ? 0 : std::strftime(buf, sizeof buf, f.s.c_str(), &tm);
     return Value::string(std::string(buf, n));

@@ -81,7 +81,8 @@ struct RenderLimits {
 
 struct RenderOptions {
   RenderLimits limits;
-  // The clock strftime_now reads (seconds since the epoch, local time); now when unset.
+  // The clock strftime_now reads (seconds since the epoch, local time); when unset,
+  // SOURCE_DATE_EPOCH (in UTC) if the environment has it, else now.
   std::optional<int64_t> now;
 };
 
