@@ -115,6 +115,27 @@ TEST(PyFormat, AMarkupFormatEscapesWhatItTakesInAndAPlainOneDoesNot) {
             "[<&lt;b&gt;>|<b>|&#39;&amp;&#39;]");
 }
 
+// markupsafe wraps each argument of a Markup format in a helper: %d and %f take int() and
+// float() of it (a str that reads as a number too), %x, %c and * refuse it.
+TEST(PyFormat, AMarkupFormatTakesNumbersAsMarkupsafesHelperGivesThem) {
+  EXPECT_EQ(render("{{ ('%d|%.1f|%s|%i'|safe) % ('12', ' 2.5 ', '<', 3.9) }}|{{ '%r|%.4r' % ('<b>'|safe, '<b>'|safe) }}"),
+            "12|2.5|&lt;|3|Markup('<b>')|Mark");
+  EXPECT_EQ(error_of("{{ ('%x'|safe) % 255 }}"), "TypeError: %x format: an integer is required, not _MarkupEscapeHelper");
+  EXPECT_EQ(error_of("{{ ('%*d'|safe) % (3, 1) }}"), "TypeError: * wants int");
+  EXPECT_EQ(error_of("{{ ('%d'|safe) % 'ab' }}"), "ValueError: invalid literal for int() with base 10: 'ab'");
+  EXPECT_EQ(error_of("{{ ('%f'|safe) % ('<b>'|safe) }}"), "ValueError: could not convert string to float: Markup('<b>')");
+  EXPECT_EQ(error_of("{{ ('%f'|safe) % (none,) }}"), "TypeError: float() argument must be a string or a real number, not 'NoneType'");
+  EXPECT_EQ(error_of("{{ ('{:>5}'|safe).format('<b>'|safe) }}"), "ValueError: Unsupported format specification for Markup.");
+  EXPECT_EQ(error_of("{{ '%u' % ('a'|safe) }}"), "TypeError: %u format: a real number is required, not Markup");
+}
+
+// As CPython: after %(key), that key's value is the one argument left (for a '*' too).
+TEST(PyFormat, AKeyedSpecLeavesItsValueAsTheOnlyArgument) {
+  EXPECT_EQ(render("{{ '%s|%(a)s' % {'a': 1} }}|{{ '%(a)s|%(b)s' % {'a': 1, 'b': 2} }}"), "{'a': 1}|1|1|2");
+  EXPECT_EQ(error_of("{{ '%(a)s|%s' % {'a': 1} }}"), "TypeError: not enough arguments for format string");
+  EXPECT_EQ(error_of("{{ '%(a)*d' % {'a': 3} }}"), "TypeError: not enough arguments for format string");
+}
+
 TEST(PyFormat, StrFormatFollowsTheFormatSpecMiniLanguage) {
   EXPECT_EQ(render("{{ '{:>10}'.format('x') }}|"), "         x|");
   EXPECT_EQ(render("{{ '{:<6}|{:^7}|{:*^9}|{:->5}|{:.3}|{:10.2}|{:010}|{:é>4}'.format('ab', 'ab', 'ab', 'ab', 'abcdef', 'héllo', "

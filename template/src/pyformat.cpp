@@ -41,8 +41,8 @@ std::string utf8(uint32_t c) {
 }
 
 // Python's ascii(): repr with every non-ASCII code point escaped.
-std::string ascii_repr(const Value& v) {
-  std::string in = repr(v), out;
+std::string ascii_of(const std::string& in) {
+  std::string out;
   for (const std::string& c : code_points(in)) {
     if (static_cast<unsigned char>(c[0]) < 0x80) {
       out += c;
@@ -164,14 +164,23 @@ std::string float_int_digits(double x, int line) {
   return buf;
 }
 
+// Python's name of v's type in its errors.
+std::string py_type(const Value& v) {
+  if (v.type == Value::Type::string && v.safe) return "Markup";
+  return v.type == Value::Type::list && v.tuple && !v.generator ? "tuple" : type_name(v);
+}
+// repr, with markupsafe's for a Markup.
+std::string py_repr(const Value& v) { return v.type == Value::Type::string && v.safe ? "Markup(" + repr(v) + ")" : repr(v); }
+
 std::string sign_of(bool negative, char flag) { return negative ? "-" : flag == '+' ? "+" : flag == ' ' ? " " : ""; }
 
 // ---- printf-style ----
 
 struct PercentArgs {
-  List items;            // the tuple's items, or the one value
+  List items;            // the tuple's items, or the one value (after %(key), that key's value)
   bool tuple = false;    // several arguments
   bool mapping = false;  // %(key)s reads it; nothing is left unconverted
+  bool markup = false;   // markupsafe wraps each argument in a helper that is no int
   size_t next = 0;
   const Value& take(int line) {
     if (next >= items.size()) fail("TypeError", line, "not enough arguments for format string");
@@ -181,8 +190,26 @@ struct PercentArgs {
 
 int64_t star(PercentArgs& args, int line) {
   const Value& v = args.take(line);
-  if (v.type != Value::Type::integer && v.type != Value::Type::boolean) fail("TypeError", line, "* wants int");
+  if (args.markup || (v.type != Value::Type::integer && v.type != Value::Type::boolean)) fail("TypeError", line, "* wants int");
   return v.i;
+}
+
+// int(x) and float(x) of what markupsafe's helper wraps (for %d and %f): numbers, and strs
+// that read as one.
+double markup_number(Renderer& r, const Value& v, char conv, int line) {
+  const bool integer = conv == 'd' || conv == 'i' || conv == 'u';
+  if (v.type == Value::Type::undefined) r.undefined_error(v, line);
+  if (is_number(v)) return integer && v.type == Value::Type::floating ? std::trunc(v.f) : as_double(v);
+  if (v.type != Value::Type::string) {
+    if (integer) fail("TypeError", line, std::string("%") + conv + " format: a real number is required, not _MarkupEscapeHelper");
+    fail("TypeError", line, "float() argument must be a string or a real number, not '" + py_type(v) + "'");
+  }
+  const std::string s = strip(v.s, nullptr, true, true);
+  char* end = nullptr;
+  const double d = s.empty() ? 0 : integer ? static_cast<double>(std::strtoll(s.c_str(), &end, 10)) : std::strtod(s.c_str(), &end);
+  const bool whole = !s.empty() && end && !*end && (!integer || s.find_first_not_of("+-0123456789") == std::string::npos);
+  if (!whole) fail("ValueError", line, integer ? "invalid literal for int() with base 10: " + py_repr(v) : "could not convert string to float: " + py_repr(v));
+  return d;
 }
 
 int64_t digits_of(const std::string& fmt, size_t& i, const char* what, int line) {
@@ -200,6 +227,7 @@ Value percent_format(Renderer& r, const Value& fmtv, const Value& right, int lin
   const std::string& fmt = fmtv.s;
   const bool markup = fmtv.safe;
   PercentArgs args;
+  args.markup = markup;
   if (right.type == Value::Type::list && right.tuple && !right.generator) {
     args.items = *right.list;
     args.tuple = true;
@@ -221,7 +249,6 @@ Value percent_format(Renderer& r, const Value& fmtv, const Value& right, int lin
       out += '%';
       continue;
     }
-    std::optional<Value> keyed;
     if (fmt[i] == '(') {
       if (!args.mapping || args.tuple) fail("TypeError", line, "format requires a mapping");
       size_t depth = 1, k = i + 1;  // keys may hold parentheses, nested
@@ -236,7 +263,8 @@ Value percent_format(Renderer& r, const Value& fmtv, const Value& right, int lin
       if (right.type == Value::Type::list) fail("TypeError", line, "list indices must be integers or slices, not str");
       const Value* v = right.dict->find(std::string_view(key));
       if (!v) fail("KeyError", line, repr(Value::string(key)));
-      keyed = *v;
+      args.items = {*v};  // as CPython: the key's value is what this spec (a '*' too) reads next
+      args.next = 0;
     }
     char flag_sign = 0;
     bool left = false, alt = false, zero = false;
@@ -272,27 +300,28 @@ Value percent_format(Renderer& r, const Value& fmtv, const Value& right, int lin
     while (i < fmt.size() && (fmt[i] == 'h' || fmt[i] == 'l' || fmt[i] == 'L')) ++i;  // length modifiers: ignored
     if (i >= fmt.size()) fail("ValueError", line, "incomplete format");
     const char conv = fmt[i];
-    const Value v = keyed ? *keyed : args.take(line);
+    const Value v = args.take(line);
     auto escaped = [&](std::string s, bool safe) { return markup && !safe ? html_escape(s) : s; };
     std::string piece;
     switch (conv) {
       case 's':
       case 'r':
       case 'a': {
-        std::string s = conv == 's' ? escaped(str(v), v.safe) : escaped(conv == 'r' ? repr(v) : ascii_repr(v), false);
+        std::string s = conv == 's' ? escaped(str(v), v.safe) : escaped(conv == 'r' ? py_repr(v) : ascii_of(py_repr(v)), false);
         if (prec >= 0) s = cp_prefix(s, static_cast<size_t>(prec));
         piece = pad(r, s, width, " ", left ? '<' : '>', line);
         break;
       }
       case 'c': {
         std::string s;
-        if (v.type == Value::Type::integer || v.type == Value::Type::boolean) {
+        if (markup) {
+          fail("TypeError", line, "%c requires int or char");
+        } else if (v.type == Value::Type::integer || v.type == Value::Type::boolean) {
           if (v.i < 0 || v.i > 0x10FFFF) fail("OverflowError", line, "%c arg not in range(0x110000)");
           s = utf8(static_cast<uint32_t>(v.i));
         } else if (v.type == Value::Type::string && code_point_count(v.s) == 1) {
           s = v.s;
         } else {
-          if (v.type == Value::Type::undefined) r.undefined_error(v, line);
           fail("TypeError", line, "%c requires int or char");
         }
         piece = pad(r, s, width, " ", left ? '<' : '>', line);
@@ -304,11 +333,24 @@ Value percent_format(Renderer& r, const Value& fmtv, const Value& right, int lin
       case 'o':
       case 'x':
       case 'X': {
-        if (v.type == Value::Type::undefined) r.undefined_error(v, line);
         const bool decimal = conv == 'd' || conv == 'i' || conv == 'u';
+        if (markup && !decimal) fail("TypeError", line, std::string("%") + conv + " format: an integer is required, not _MarkupEscapeHelper");
+        if (markup) {
+          const double d = markup_number(r, v, conv, line);
+          Number n;
+          n.digits = float_int_digits(d, line);
+          if (prec > static_cast<int64_t>(n.digits.size())) {
+            r.sized(static_cast<uint64_t>(prec), line);
+            n.digits.insert(0, static_cast<size_t>(prec) - n.digits.size(), '0');
+          }
+          n.sign = sign_of(d < 0, flag_sign);
+          piece = lay_out(r, n, width, left ? " " : zero ? "0" : " ", left ? '<' : zero ? '=' : '>', 0, 3, line);
+          break;
+        }
+        if (v.type == Value::Type::undefined && decimal) r.undefined_error(v, line);  // int(x) fails; %x asks for __index__
         if (!is_number(v) || (!decimal && v.type == Value::Type::floating))
           fail("TypeError", line,
-               std::string("%") + conv + " format: " + (decimal ? "a real number" : "an integer") + " is required, not " + type_name(v));
+               std::string("%") + conv + " format: " + (decimal ? "a real number" : "an integer") + " is required, not " + py_type(v));
         Number n;
         const bool negative = v.type == Value::Type::floating ? std::trunc(v.f) < 0 : v.i < 0;
         n.digits = v.type == Value::Type::floating ? float_int_digits(v.f, line)
@@ -329,8 +371,8 @@ Value percent_format(Renderer& r, const Value& fmtv, const Value& right, int lin
       case 'g':
       case 'G': {
         if (v.type == Value::Type::undefined) r.undefined_error(v, line);
-        if (!is_number(v)) fail("TypeError", line, std::string("must be real number, not ") + type_name(v));
-        const double x = as_double(v);
+        if (!markup && !is_number(v)) fail("TypeError", line, "must be real number, not " + py_type(v));
+        const double x = markup ? markup_number(r, v, conv, line) : as_double(v);
         Number n;
         n.sign = sign_of(std::signbit(x) && !std::isnan(x), flag_sign);
         std::string body = c_float(r, x, conv, prec < 0 ? 6 : prec, alt, line);
@@ -463,10 +505,11 @@ std::string format_float(Renderer& r, double x, Spec f, int line) {
 std::string format_field(Renderer& r, const Value& v, const std::string& spec, int line) {
   if (spec.empty()) return str(v);
   if (v.type == Value::Type::string) {
-    Spec f = parse_spec(spec, 's', '<', "str", line);
-    if (f.type != 's') fail("ValueError", line, std::string("Unknown format code '") + f.type + "' for object of type 'str'");
-    if (f.sign) fail("ValueError", line, "Sign not allowed in string format specifier");
-    if (f.z) fail("ValueError", line, "Negative zero coercion (z) not allowed in format specifier");
+    const std::string tn = py_type(v);
+    Spec f = parse_spec(spec, 's', '<', tn.c_str(), line);
+    if (f.type != 's') fail("ValueError", line, std::string("Unknown format code '") + f.type + "' for object of type '" + tn + "'");
+    if (f.sign) fail("ValueError", line, f.sign == ' ' ? "Space not allowed in string format specifier" : "Sign not allowed in string format specifier");
+    if (f.z) fail("ValueError", line, "Negative zero coercion (z) not allowed in string format specifier");
     if (f.alt) fail("ValueError", line, "Alternate form (#) not allowed in string format specifier");
     if (f.align == '=') fail("ValueError", line, "'=' alignment not allowed in string format specifier");
     std::string s = f.prec >= 0 ? cp_prefix(v.s, static_cast<size_t>(f.prec)) : v.s;
@@ -500,8 +543,7 @@ std::string format_field(Renderer& r, const Value& v, const std::string& spec, i
     return format_float(r, v.f, f, line);
   }
   // None, lists, dicts, Undefined: object.__format__ takes only an empty spec.
-  const std::string tn = v.type == Value::Type::list && v.tuple ? "tuple" : type_name(v);
-  fail("TypeError", line, "unsupported format string passed to " + tn + ".__format__");
+  fail("TypeError", line, "unsupported format string passed to " + py_type(v) + ".__format__");
 }
 
 struct Formatter {
@@ -611,10 +653,12 @@ struct Formatter {
       }
       Value v = value_of(field);
       if (conv == 's') v = Value::string(str(v));
-      else if (conv == 'r') v = Value::string(repr(v));
-      else if (conv == 'a') v = Value::string(ascii_repr(v));
+      else if (conv == 'r') v = Value::string(py_repr(v));
+      else if (conv == 'a') v = Value::string(ascii_of(py_repr(v)));
       else if (conv) fail("ValueError", line, std::string("Unknown conversion specifier ") + conv);
       spec = run(spec, depth - 1);
+      if (markup && v.safe && v.type == Value::Type::string && !spec.empty())  // Markup.__html_format__
+        fail("ValueError", line, "Unsupported format specification for Markup.");
       std::string got = format_field(r, v, spec, line);
       out += markup && !v.safe ? html_escape(got) : got;
       r.sized(out.size(), line);
