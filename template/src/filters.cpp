@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "pyformat.h"
 #include "renderer.h"
 
 namespace ggufkit::jinja {
@@ -299,11 +300,7 @@ Value Renderer::filter_value(const std::string& name, const Value& v, CallArgs& 
     return total;
   }
   if (name == "attr") return getattr(v, str(arg(a, 0, "name")), line);
-  if (name == "format") {
-    std::string s = percent_format(need_string(v), a.pos, line);
-    sized(s.size(), line);
-    return Value::string(s);
-  }
+  if (name == "format") return format_filter(*this, v, a, line);
   if (name == "escape" || name == "e" || name == "forceescape") {
     Value m = Value::string(v.safe && name != "forceescape" ? v.s : html_escape(str(v)));
     m.safe = true;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <ctime>
 
+#include "pyformat.h"
 #include "renderer.h"
 
 namespace ggufkit::jinja {
@@ -191,88 +192,9 @@ int64_t to_int(const Value& v, int line) {
   throw RenderError("TypeError", line, "'" + std::string(type_name(v)) + "' object cannot be interpreted as an integer");
 }
 
-// str.format: {} {0} {name}, with !r and !s; the spec after ':' is read for width and
-// alignment only when it is empty.
-static std::string py_format(Renderer& r, const std::string& fmt, CallArgs& a, int line) {
-  std::string out;
-  size_t auto_index = 0;
-  for (size_t i = 0; i < fmt.size(); ++i) {
-    char c = fmt[i];
-    if (c == '}' && i + 1 < fmt.size() && fmt[i + 1] == '}') {
-      out += '}';
-      ++i;
-      continue;
-    }
-    if (c != '{') {
-      out += c;
-      continue;
-    }
-    if (i + 1 < fmt.size() && fmt[i + 1] == '{') {
-      out += '{';
-      ++i;
-      continue;
-    }
-    size_t end = fmt.find('}', i);
-    if (end == std::string::npos) throw RenderError("ValueError", line, "Single '{' encountered in format string");
-    std::string field = fmt.substr(i + 1, end - i - 1), conv, spec;
-    if (size_t colon = field.find(':'); colon != std::string::npos) {
-      spec = field.substr(colon + 1);
-      field = field.substr(0, colon);
-    }
-    if (size_t bang = field.find('!'); bang != std::string::npos) {
-      conv = field.substr(bang + 1);
-      field = field.substr(0, bang);
-    }
-    Value v;
-    if (field.empty()) {
-      if (auto_index >= a.pos.size()) throw RenderError("IndexError", line, "Replacement index " + std::to_string(auto_index) + " out of range");
-      v = a.pos[auto_index++];
-    } else if (std::all_of(field.begin(), field.end(), ::isdigit)) {
-      size_t k = std::stoul(field);
-      if (k >= a.pos.size()) throw RenderError("IndexError", line, "Replacement index " + field + " out of range");
-      v = a.pos[k];
-    } else {
-      const Value* kv = a.keyword(field);
-      if (!kv) throw RenderError("KeyError", line, "'" + field + "'");
-      v = *kv;
-    }
-    if (!spec.empty()) throw RenderError("ValueError", line, "format specs ('" + spec + "') are not supported by ggufkit's sandbox");
-    out += conv == "r" ? repr(v) : str(v);
-    r.sized(out.size(), line);
-    i = end;
-  }
-  return out;
-}
-
-std::string percent_format(const std::string& fmt, const List& args, int line) {
-  std::string out;
-  size_t k = 0;
-  for (size_t i = 0; i < fmt.size(); ++i) {
-    if (fmt[i] != '%') {
-      out += fmt[i];
-      continue;
-    }
-    if (++i >= fmt.size()) throw RenderError("ValueError", line, "incomplete format");
-    char c = fmt[i];
-    if (c == '%') {
-      out += '%';
-      continue;
-    }
-    if (k >= args.size()) throw RenderError("TypeError", line, "not enough arguments for format string");
-    const Value& v = args[k++];
-    if (c == 's') out += str(v);
-    else if (c == 'r') out += repr(v);
-    else if (c == 'd' || c == 'i') {
-      if (!is_number(v)) throw RenderError("TypeError", line, std::string("%d format: a real number is required, not ") + type_name(v));
-      out += std::to_string(v.type == Value::Type::floating ? static_cast<int64_t>(v.f) : v.i);
-    } else throw RenderError("ValueError", line, std::string("unsupported format character '") + c + "'");
-  }
-  if (k < args.size()) throw RenderError("TypeError", line, "not all arguments converted during string formatting");
-  return out;
-}
-
-
 Value Renderer::method(const Value& self, const std::string& name, int line) {
+  if (self.type == Value::Type::callable && self.dict)  // cycler, joiner: their attributes
+    if (const Value* v = self.dict->find(std::string_view(name))) return *v;
   if (std::find(kUnsafeMethods.begin(), kUnsafeMethods.end(), name) != kUnsafeMethods.end() &&
       (self.type == Value::Type::list || self.type == Value::Type::dict))
     throw RenderError("SecurityError", line, "access to attribute '" + name + "' of '" + type_name(self) + "' object is unsafe.");
@@ -373,7 +295,8 @@ Value Renderer::method(const Value& self, const std::string& name, int line) {
         r.sized(out.size(), l);
         return Value::string(out);
       });
-    if (name == "format") return bound([](Renderer& r, const Value& s, CallArgs& a, int l) { return Value::string(py_format(r, s.s, a, l)); });
+    if (name == "format" || name == "format_map")
+      return bound([name](Renderer& r, const Value& s, CallArgs& a, int l) { return str_format(r, s, a, name == "format_map", l); });
     if (name == "join")
       return bound([](Renderer& r, const Value& s, CallArgs& a, int l) {
         std::string out;
@@ -545,6 +468,7 @@ Value Renderer::binary(const std::string& op, const Value& a, const Value& b, in
     return Value::string(std::move(s));
   }
   must_be_defined(a, line);
+  if (op == "%" && a.type == Value::Type::string) return percent_format(*this, a, b, line);  // '%s' % undefined is ''
   must_be_defined(b, line);
   auto unsupported = [&]() -> Value {
     throw RenderError("TypeError", line,
@@ -629,16 +553,6 @@ Value Renderer::binary(const std::string& op, const Value& a, const Value& b, in
       return Value::new_list(std::move(out));
     }
     return unsupported();
-  }
-  if (op == "%" && a.type == Value::Type::string) {
-    List args = b.type == Value::Type::list ? *b.list : List{b};
-    if (a.safe)
-      for (Value& x : args)
-        if (x.type == Value::Type::string && !x.safe) x.s = html_escape(x.s);
-    Value s = Value::string(percent_format(a.s, args, line));
-    sized(s.s.size(), line);
-    s.safe = a.safe;
-    return s;
   }
   return unsupported();
 }
@@ -1081,13 +995,12 @@ std::string render(const Template& t, const Value& context, const RenderOptions&
   globals->vars["strftime_now"] = callable("strftime_now", [](Renderer& r, CallArgs& a, int line) {
     Value f = arg(a, 0, "format");
     expect_string(f, line, "strftime() argument 1");
-    std::time_t now = r.opt_.now ? static_cast<std::time_t>(*r.opt_.now) : std::time(nullptr);
-    std::tm tm{};
-    localtime_r(&now, &tm);
+    std::tm tm = strftime_clock(r.opt_, line);
     char buf[256];
     size_t n = f.s.empty() ? 0 : std::strftime(buf, sizeof buf, f.s.c_str(), &tm);
     return Value::string(std::string(buf, n));
   });
+  add_helper_globals(*globals);
   auto top = r.new_frame();
   top->parent = globals;
   if (context.type == Value::Type::dict)

@@ -43,8 +43,6 @@ inline Value pair(const Value& k, const Value& v) {
 // The n-th positional argument or the keyword `name`, else `dflt`.
 Value arg(const CallArgs& a, size_t n, std::string_view name, Value dflt = Value::none());
 int64_t to_int(const Value& v, int line);
-// printf-style: "%s" % x (and the format filter).
-std::string percent_format(const std::string& fmt, const List& args, int line);
 
 class Renderer {
  public:

@@ -277,6 +277,7 @@ std::string string_repr(const std::string& s) {
 
 std::string repr(const Value& v) {
   switch (v.type) {
+    case Value::Type::undefined: return "Undefined";  // jinja2's Undefined.__repr__: [Undefined] in a list
     case Value::Type::string: return string_repr(v.s);
     case Value::Type::list: {
       if (v.generator) return "<generator object at 0x" + std::to_string(reinterpret_cast<uintptr_t>(v.list.get())) + ">";

@@ -2,8 +2,9 @@
 
 // Renders a parsed template as Hugging Face transformers' apply_chat_template does: jinja2
 // in an immutable sandbox, with its values, scoping, filters, tests and methods, the
-// globals raise_exception and strftime_now, and a tojson that keeps non-ASCII. Limits on
-// loop iterations, call depth, output size, memory and time make any template finish.
+// globals raise_exception, strftime_now, cycler, joiner and lipsum, Python's % and
+// str.format, and a tojson that keeps non-ASCII. Limits on loop iterations, call depth,
+// output size, memory and time make any template finish.
 
 #include <chrono>
 #include <compare>
@@ -161,7 +162,8 @@ struct RenderLimits {
 
 struct RenderOptions {
   RenderLimits limits;
-  // The clock strftime_now reads (seconds since the epoch, local time); now when unset.
+  // The clock strftime_now reads (seconds since the epoch, local time); when unset,
+  // SOURCE_DATE_EPOCH (in UTC) if the environment has it, else now.
   std::optional<int64_t> now;
 };
 
