@@ -89,14 +89,37 @@ class Parser {
   }
   std::string expect_identifier() { return expect(Tok::name, "name").value; }
 
-  // Depth of blocks and expressions, so no template exhausts the stack.
+  // Depth of blocks and expressions, so no template exhausts the stack: the parser's own
+  // recursion (Deeper), and the tree it builds (grown), which loops make deeper than the
+  // recursion in a chain like `a + b + c ...`.
+  [[noreturn]] void too_deep(const Token& at) const {
+    fail("the template nests deeper than " + std::to_string(o_.max_depth) + " levels", at);
+  }
   struct Deeper {
     Parser& p;
     explicit Deeper(Parser& parser) : p(parser) {
-      if (++p.depth_ > p.o_.max_depth) p.fail("the template nests deeper than " + std::to_string(p.o_.max_depth) + " levels");
+      if (++p.depth_ > p.o_.max_depth) p.too_deep(p.cur());
     }
     ~Deeper() { --p.depth_; }
   };
+
+  // A node joins the tree, one level above its tallest child; refused at `at` when that,
+  // under the depth it is parsed at, passes the cap: before the tree gets deeper than any
+  // walk of it (or its destruction) can take.
+  ExprPtr grown(ExprPtr e, const Token& at) {
+    unsigned h = 0;
+    auto see = [&h](const ExprPtr& k) {
+      if (k) h = std::max(h, k->height);
+    };
+    for (const ExprPtr& k : e->kids) see(k);
+    for (const ExprPtr& k : e->args.positional) see(k);
+    for (const auto& kw : e->args.keywords) see(kw.second);
+    see(e->args.star);
+    see(e->args.double_star);
+    e->height = h + 1;
+    if (depth_ + e->height > o_.max_depth) too_deep(at);
+    return e;
+  }
 
   // --- statements ---
   using Ends = std::initializer_list<const char*>;
@@ -387,7 +410,7 @@ class Parser {
       next();
       e->name = expect_identifier();
       e->kids.push_back(std::move(base));
-      return e;
+      return grown(std::move(e), t);
     }
     const Token& at = cur();
     ExprPtr target;
@@ -419,7 +442,8 @@ class Parser {
 
   // jinja2's parse_tuple: one expression, or several separated by commas as a tuple.
   ExprPtr tuple(bool simplified, bool with_condexpr, Ends extra, bool explicit_parens) {
-    int line = cur().line;
+    const Token& start = cur();
+    int line = start.line;
     std::vector<ExprPtr> items;
     bool is_tuple = false;
     for (;;) {
@@ -436,7 +460,7 @@ class Parser {
     }
     auto e = make(Expr::Kind::tuple, line);
     e->kids = std::move(items);
-    return e;
+    return grown(std::move(e), start);
   }
 
   ExprPtr expression(bool with_condexpr) {
@@ -444,14 +468,15 @@ class Parser {
     if (!with_condexpr) return or_expr();
     int line = cur().line;
     ExprPtr e = or_expr();
-    while (skip_name("if")) {
+    while (is_name("if")) {
+      const Token& at = next();
       auto c = make(Expr::Kind::cond, line);
       ExprPtr test = or_expr();
       ExprPtr other = skip_name("else") ? expression(true) : nullptr;
       c->kids.push_back(std::move(e));
       c->kids.push_back(std::move(test));
       c->kids.push_back(std::move(other));
-      e = std::move(c);
+      e = grown(std::move(c), at);
       line = cur().line;
     }
     return e;
@@ -475,8 +500,8 @@ class Parser {
       for (const char* op : ops)
         if (names ? is_name(op) : is_op(op)) hit = op;
       if (!hit) return e;
-      next();
-      e = binary(std::move(e), hit, (this->*operand)(), line);
+      const Token& at = next();
+      e = grown(binary(std::move(e), hit, (this->*operand)(), line), at);
       line = cur().line;
     }
   }
@@ -486,10 +511,11 @@ class Parser {
   ExprPtr not_expr() {
     if (is_name("not")) {
       Deeper d(*this);
-      auto e = make(Expr::Kind::unary, next().line);
+      const Token& at = next();
+      auto e = make(Expr::Kind::unary, at.line);
       e->name = "not";
       e->kids.push_back(not_expr());
-      return e;
+      return grown(std::move(e), at);
     }
     return compare();
   }
@@ -498,6 +524,7 @@ class Parser {
     int line = cur().line;
     ExprPtr first = math1();
     auto e = make(Expr::Kind::compare, line);
+    const Token& at = cur();
     for (;;) {
       if (cur().type == Tok::op && (cur().value == "==" || cur().value == "!=" || cur().value == "<" ||
                                     cur().value == "<=" || cur().value == ">" || cur().value == ">=")) {
@@ -516,7 +543,7 @@ class Parser {
     }
     if (e->ops.empty()) return first;
     e->kids.insert(e->kids.begin(), std::move(first));
-    return e;
+    return grown(std::move(e), at);
   }
 
   ExprPtr math1() { return level(&Parser::concat, {"+", "-"}, false); }
@@ -533,6 +560,7 @@ class Parser {
       e = make(Expr::Kind::unary, t.line);
       e->name = t.value;
       e->kids.push_back(unary(false));
+      e = grown(std::move(e), t);
     } else {
       e = primary();
     }
@@ -612,7 +640,8 @@ class Parser {
 
   // [a, b, ...] or {k: v, ...}, a trailing comma allowed.
   ExprPtr display(Expr::Kind kind, const char* open, const char* close) {
-    auto e = make(kind, expect_op(open).line);
+    const Token& at = expect_op(open);
+    auto e = make(kind, at.line);
     while (!is_op(close)) {
       if (!e->kids.empty()) expect_op(",");
       if (is_op(close)) break;
@@ -623,7 +652,7 @@ class Parser {
       }
     }
     expect_op(close);
-    return e;
+    return grown(std::move(e), at);
   }
 
   ExprPtr postfix(ExprPtr e) {
@@ -652,13 +681,13 @@ class Parser {
         auto e = make(Expr::Kind::attr, t.line);
         e->name = a.value;
         e->kids.push_back(std::move(obj));
-        return e;
+        return grown(std::move(e), t);
       }
       if (a.type != Tok::integer) fail("expected name or number", a);
       auto e = make(Expr::Kind::item, t.line);
       e->kids.push_back(std::move(obj));
       e->kids.push_back(number(a));
-      return e;
+      return grown(std::move(e), t);
     }
     std::vector<ExprPtr> args;
     while (!is_op("]")) {
@@ -673,14 +702,14 @@ class Parser {
     } else {
       auto tup = make(Expr::Kind::tuple, t.line);
       tup->kids = std::move(args);
-      e->kids.push_back(std::move(tup));
+      e->kids.push_back(grown(std::move(tup), t));
     }
-    return e;
+    return grown(std::move(e), t);
   }
 
   ExprPtr subscribed() {
-    int line = cur().line;
-    auto s = make(Expr::Kind::slice, line);
+    const Token& at = cur();
+    auto s = make(Expr::Kind::slice, at.line);
     if (skip_op(":")) {
       s->kids.push_back(nullptr);
     } else {
@@ -694,7 +723,7 @@ class Parser {
     else s->kids.push_back(part());
     if (skip_op(":")) s->kids.push_back(part());
     else s->kids.push_back(nullptr);
-    return s;
+    return grown(std::move(s), at);
   }
 
   Args call_args() {
@@ -734,10 +763,11 @@ class Parser {
 
   ExprPtr call(ExprPtr callee) {
     Deeper d(*this);
-    auto e = make(Expr::Kind::call, cur().line);
+    const Token& at = cur();
+    auto e = make(Expr::Kind::call, at.line);
     e->args = call_args();
     e->kids.push_back(std::move(callee));
-    return e;
+    return grown(std::move(e), at);
   }
 
   std::string dotted_name() {
@@ -750,13 +780,14 @@ class Parser {
   ExprPtr filter_chain(ExprPtr subject, bool start_inline) {
     while (is_op("|") || start_inline) {
       Deeper d(*this);
+      const Token& at = cur();
       if (!start_inline) next();
       int line = cur().line;
       auto e = make(Expr::Kind::filter, line);
       e->name = dotted_name();
       if (is_op("(")) e->args = call_args();
       e->kids.push_back(std::move(subject));
-      subject = std::move(e);
+      subject = grown(std::move(e), at);
       start_inline = false;
     }
     return subject;
@@ -777,7 +808,7 @@ class Parser {
       e->args.positional.push_back(postfix(primary()));
     }
     e->kids.push_back(std::move(subject));
-    return e;
+    return grown(std::move(e), is_tok);
   }
 
   detail::Lexed& lx_;
