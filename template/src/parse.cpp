@@ -29,13 +29,13 @@ std::string describe(const Token& t) {
     case Tok::var_end: return "end of print statement";
     case Tok::data: return "template data";
     case Tok::string: return "string";
-    default: return t.value;
+    default: return std::string(t.value);
   }
 }
 
 class Parser {
  public:
-  Parser(detail::Lexed& lexed, const Options& o) : lx_(lexed), t_(lexed.tokens), o_(o) {}
+  Parser(detail::Lexed& lexed, const Options& o) : lx_(lexed), o_(o) {}
 
   Template run() {
     Template out;
@@ -45,11 +45,11 @@ class Parser {
 
  private:
   // --- the token stream ---
-  const Token& cur() const { return t_[i_]; }
-  const Token& look() const { return t_[std::min(i_ + 1, t_.size() - 1)]; }
+  const Token& cur() const { return lx_.at(i_); }
+  const Token& look() const { return lx_.at(i_ + 1); }
   const Token& next() {
-    const Token& t = t_[i_];
-    if (i_ + 1 < t_.size()) ++i_;
+    const Token& t = cur();
+    if (t.type != Tok::eof) ++i_;
     return t;
   }
   bool is(Tok type) const { return cur().type == type; }
@@ -87,7 +87,7 @@ class Parser {
     if (!is_name(name)) expected(name);
     return next();
   }
-  std::string expect_identifier() { return expect(Tok::name, "name").value; }
+  std::string expect_identifier() { return std::string(expect(Tok::name, "name").value); }
 
   // Depth of blocks and expressions, so no template exhausts the stack: the parser's own
   // recursion (Deeper), and the tree it builds (grown), which loops make deeper than the
@@ -121,6 +121,11 @@ class Parser {
     return e;
   }
 
+  // Lets the tokens before the current one go: before each statement and each operand
+  // (no function keeps a reference to a token across a parse: a copy, where it is still
+  // wanted for an error's position), so that a million-item list keeps no tokens.
+  void forget() { lx_.forget_before(i_); }
+
   // --- statements ---
   using Ends = std::initializer_list<const char*>;
 
@@ -133,8 +138,10 @@ class Parser {
   Body subparse(Ends ends) {
     Deeper d(*this);
     Body body;
-    while (!is(Tok::eof)) {
-      const Token& t = cur();
+    for (;;) {
+      forget();
+      if (is(Tok::eof)) break;
+      const Token t = cur();
       if (t.type == Tok::data) {
         auto n = node(Node::Kind::text, t);
         n->text = t.value;
@@ -180,9 +187,9 @@ class Parser {
   }
 
   NodePtr statement() {
-    const Token& t = cur();
+    const Token t = cur();
     if (t.type != Tok::name) fail("tag name expected");
-    const std::string& tag = t.value;
+    std::string_view tag = t.value;
     if (tag == "for") return for_loop();
     if (tag == "if") return if_block();
     if (tag == "set") return set();
@@ -205,7 +212,7 @@ class Parser {
       n->bodies.push_back(statements({"endgeneration"}, true));
       return n;
     }
-    fail("Encountered unknown tag '" + tag + "'.");
+    fail("Encountered unknown tag '" + std::string(tag) + "'.");
   }
 
   NodePtr for_loop() {
@@ -229,7 +236,7 @@ class Parser {
     for (;;) {
       n->exprs.push_back(tuple(false, false, {}, false));
       n->bodies.push_back(statements({"elif", "else", "endif"}, false));
-      const Token& t = next();
+      const Token t = next();
       if (t.value == "elif") continue;
       n->bodies.push_back(t.value == "else" ? statements({"endif"}, true) : Body{});
       return n;
@@ -270,7 +277,7 @@ class Parser {
   }
 
   NodePtr call_block() {
-    const Token& tag = next();
+    const Token tag = next();
     auto n = node(Node::Kind::call_block, tag);
     if (is_op("(")) signature(*n);
     ExprPtr call = expression(true);
@@ -371,7 +378,7 @@ class Parser {
       if (is(Tok::name)) {
         if (context_modifier()) break;
         if (cur().value.rfind('_', 0) == 0) fail("names starting with an underline can not be imported");
-        std::string name = next().value;
+        std::string name(next().value);
         if (skip_name("as")) name += "=" + expect_identifier();
         n->params.push_back(name);
         if (!is_op(",")) break;
@@ -403,7 +410,7 @@ class Parser {
 
   ExprPtr assign_target(bool with_tuple, bool name_only, Ends extra, bool with_namespace = false) {
     if (with_namespace && is(Tok::name) && look().type == Tok::op && look().value == ".") {
-      const Token& t = next();
+      const Token t = next();
       auto e = make(Expr::Kind::attr, t.line);
       auto base = make(Expr::Kind::name, t.line);
       base->name = t.value;
@@ -412,7 +419,7 @@ class Parser {
       e->kids.push_back(std::move(base));
       return grown(std::move(e), t);
     }
-    const Token& at = cur();
+    const Token at = cur();
     ExprPtr target;
     if (name_only) {
       target = make(Expr::Kind::name, at.line);
@@ -442,7 +449,7 @@ class Parser {
 
   // jinja2's parse_tuple: one expression, or several separated by commas as a tuple.
   ExprPtr tuple(bool simplified, bool with_condexpr, Ends extra, bool explicit_parens) {
-    const Token& start = cur();
+    const Token start = cur();
     int line = start.line;
     std::vector<ExprPtr> items;
     bool is_tuple = false;
@@ -469,7 +476,7 @@ class Parser {
     int line = cur().line;
     ExprPtr e = or_expr();
     while (is_name("if")) {
-      const Token& at = next();
+      const Token at = next();
       auto c = make(Expr::Kind::cond, line);
       ExprPtr test = or_expr();
       ExprPtr other = skip_name("else") ? expression(true) : nullptr;
@@ -500,7 +507,7 @@ class Parser {
       for (const char* op : ops)
         if (names ? is_name(op) : is_op(op)) hit = op;
       if (!hit) return e;
-      const Token& at = next();
+      const Token at = next();
       e = grown(binary(std::move(e), hit, (this->*operand)(), line), at);
       line = cur().line;
     }
@@ -511,7 +518,7 @@ class Parser {
   ExprPtr not_expr() {
     if (is_name("not")) {
       Deeper d(*this);
-      const Token& at = next();
+      const Token at = next();
       auto e = make(Expr::Kind::unary, at.line);
       e->name = "not";
       e->kids.push_back(not_expr());
@@ -524,11 +531,11 @@ class Parser {
     int line = cur().line;
     ExprPtr first = math1();
     auto e = make(Expr::Kind::compare, line);
-    const Token& at = cur();
+    const Token at = cur();
     for (;;) {
       if (cur().type == Tok::op && (cur().value == "==" || cur().value == "!=" || cur().value == "<" ||
                                     cur().value == "<=" || cur().value == ">" || cur().value == ">=")) {
-        e->ops.push_back(next().value);
+        e->ops.emplace_back(next().value);
       } else if (skip_name("in")) {
         e->ops.push_back("in");
       } else if (is_name("not") && look().type == Tok::name && look().value == "in") {
@@ -556,7 +563,7 @@ class Parser {
     Deeper d(*this);
     ExprPtr e;
     if (is_op("-") || is_op("+")) {
-      const Token& t = next();
+      const Token t = next();
       e = make(Expr::Kind::unary, t.line);
       e->name = t.value;
       e->kids.push_back(unary(false));
@@ -570,8 +577,9 @@ class Parser {
   }
 
   ExprPtr primary() {
+    forget();
     Deeper d(*this);
-    const Token& t = cur();
+    const Token t = cur();
     if (t.type == Tok::name) {
       next();
       if (t.value == "true" || t.value == "True" || t.value == "false" || t.value == "False") {
@@ -640,7 +648,7 @@ class Parser {
 
   // [a, b, ...] or {k: v, ...}, a trailing comma allowed.
   ExprPtr display(Expr::Kind kind, const char* open, const char* close) {
-    const Token& at = expect_op(open);
+    const Token at = expect_op(open);
     auto e = make(kind, at.line);
     while (!is_op(close)) {
       if (!e->kids.empty()) expect_op(",");
@@ -674,9 +682,9 @@ class Parser {
 
   ExprPtr subscript(ExprPtr obj) {
     Deeper d(*this);
-    const Token& t = next();
+    const Token t = next();
     if (t.value == ".") {
-      const Token& a = next();
+      const Token a = next();
       if (a.type == Tok::name) {
         auto e = make(Expr::Kind::attr, t.line);
         e->name = a.value;
@@ -708,8 +716,10 @@ class Parser {
   }
 
   ExprPtr subscribed() {
-    const Token& at = cur();
+    forget();
+    const Token at = cur();
     auto s = make(Expr::Kind::slice, at.line);
+    s->kids.reserve(3);
     if (skip_op(":")) {
       s->kids.push_back(nullptr);
     } else {
@@ -727,7 +737,7 @@ class Parser {
   }
 
   Args call_args() {
-    const Token& open = expect_op("(");
+    const Token open = expect_op("(");
     Args a;
     bool need_comma = false;
     auto ensure = [&](bool ok) {
@@ -748,7 +758,7 @@ class Parser {
         a.double_star = expression(true);
       } else if (is(Tok::name) && look().type == Tok::op && look().value == "=") {
         ensure(!a.double_star);
-        std::string key = next().value;
+        std::string key(next().value);
         next();
         a.keywords.emplace_back(std::move(key), expression(true));
       } else {
@@ -763,7 +773,7 @@ class Parser {
 
   ExprPtr call(ExprPtr callee) {
     Deeper d(*this);
-    const Token& at = cur();
+    const Token at = cur();
     auto e = make(Expr::Kind::call, at.line);
     e->args = call_args();
     e->kids.push_back(std::move(callee));
@@ -780,7 +790,7 @@ class Parser {
   ExprPtr filter_chain(ExprPtr subject, bool start_inline) {
     while (is_op("|") || start_inline) {
       Deeper d(*this);
-      const Token& at = cur();
+      const Token at = cur();
       if (!start_inline) next();
       int line = cur().line;
       auto e = make(Expr::Kind::filter, line);
@@ -795,7 +805,7 @@ class Parser {
 
   ExprPtr test(ExprPtr subject) {
     Deeper d(*this);
-    const Token& is_tok = next();
+    const Token is_tok = next();
     auto e = make(Expr::Kind::test, is_tok.line);
     e->negated = skip_name("not");
     e->name = dotted_name();
@@ -812,7 +822,6 @@ class Parser {
   }
 
   detail::Lexed& lx_;
-  const std::vector<Token>& t_;
   const Options& o_;
   size_t i_ = 0;
   unsigned depth_ = 0;
@@ -821,7 +830,7 @@ class Parser {
 }  // namespace
 
 Template parse(std::string_view source, const Options& options) {
-  detail::Lexed lexed = detail::lex(source, options);
+  detail::Lexed lexed(source, options);
   return Parser(lexed, options).run();
 }
 
