@@ -28,7 +28,8 @@ struct Options {
   size_t max_size = 4u << 20;   // bytes of template text
   // Depth of the tree: blocks, and the expressions in them, down to the deepest leaf (a chain
   // `a + b + c` is as deep as it is long). Every walk of the tree recurses (parse, render,
-  // destruction); 200 levels keep each far inside a 4 MiB thread stack, even under ASan.
+  // destruction); at 200 levels the deepest, the render, needs under 2 MiB of stack even in
+  // a Debug build under ASan (tests: a 4 MiB thread). The deepest real template needs 29.
   unsigned max_depth = 200;
 };
 
