@@ -379,8 +379,8 @@ TEST(JinjaParser, EveryCorpusTemplateParsesUnderAQuarterOfTheDepthCap) {
   EXPECT_LE(deepest, 50u);
 }
 
-// Through the command line: a model carrying a chain of 100,000 `+` is validated, edited
-// and rendered with the error, where each died of SIGSEGV.
+// Through the command line: a model carrying a chain of 100,000 `+` is validated, edited,
+// rewritten and rendered with the error, where each died of SIGSEGV.
 TEST(JinjaParser, AModelCarryingAHundredThousandTermChainIsRefusedByEveryCommandWithTheLineAndColumn) {
   const std::string text = "a chain\n" + chain(kChains[0], 100000);
   const std::string where = "tokenizer.chat_template: line 2, column 399: the template nests deeper than 200 levels";
@@ -403,9 +403,14 @@ TEST(JinjaParser, AModelCarryingAHundredThousandTermChainIsRefusedByEveryCommand
   EXPECT_EQ(set.code, 1) << set.err;
   EXPECT_NE(set.err.find("[template_syntax] " + where), std::string::npos) << set.err;
   EXPECT_FALSE(fs::exists(out));
-  // An edit of another key keeps the template the file had, and says nothing of it.
+  // An edit of another key keeps the template the file had, and a rewrite copies it byte
+  // for byte: the file's own warning is not the edit's to refuse.
+  const std::string copy = temp_path("deep-copy.gguf");
+  CliRun rewrite = run_cli("rewrite " + model + " -o " + copy);
+  EXPECT_EQ(rewrite.code, 0) << rewrite.err;
   CliRun other = run_cli("edit " + model + " --set general.name=deep -o " + out);
-  EXPECT_EQ(other.code, 0) << other.err;
+  ASSERT_EQ(other.code, 0) << other.err;
+  EXPECT_EQ(read_file_bytes(copy), read_file_bytes(model));
   EXPECT_EQ(ggufkit::scan_file(out).model.find("tokenizer.chat_template")->str, text);
 }
 
