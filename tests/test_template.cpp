@@ -375,8 +375,7 @@ TEST(JinjaParser, EveryCorpusTemplateParsesUnderAQuarterOfTheDepthCap) {
     }
     deepest = std::max(deepest, cap);
   }
-  std::printf("[ depth ] the deepest corpus template parses under a cap of %u\n", deepest);
-  EXPECT_LE(deepest, 50u);
+  EXPECT_EQ(deepest, 29u);  // the cap of 200 leaves real templates a margin of 7x
 }
 
 // Through the command line: a model carrying a chain of 100,000 `+` is validated, edited,
