@@ -1,6 +1,6 @@
 // Memory in proportion to the header: arrays of arrays are views of the file, and every
 // command's address space stays under 3x the header plus 32 MiB (ulimit -v), whatever
-// shape the header has.
+// shape the header has, and 130 bytes a byte of a chat template it parses.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -186,8 +186,11 @@ TEST(TensorSpans, PastTheCapOneInfosAndOneDataSpanCoverThemAndAreTakenApartForPa
   }
 }
 
-// ulimit -v for a header of `header` bytes: 3x the header plus 32 MiB, in KiB.
-std::string limit_for(uint64_t header) { return "ulimit -v " + std::to_string((3 * header + (32ull << 20)) / 1024) + "; "; }
+// ulimit -v for a header of `header` bytes: 3x the header plus 32 MiB, in KiB, and 130
+// bytes a byte of its largest chat template (the template's parse tree).
+std::string limit_for(uint64_t header, uint64_t template_bytes = 0) {
+  return "ulimit -v " + std::to_string((3 * header + (32ull << 20) + 130 * template_bytes) / 1024) + "; ";
+}
 
 struct Bounded {
   const char* name;
@@ -198,7 +201,7 @@ struct Bounded {
 
 // Every command on `path` under the limit for its header (the whole file unless given):
 // the exit code, and what it printed or wrote.
-void run_bounded(const std::string& path, const std::vector<Bounded>& cases, uint64_t header = 0) {
+void run_bounded(const std::string& path, const std::vector<Bounded>& cases, uint64_t header = 0, uint64_t template_bytes = 0) {
 #ifdef GGUFKIT_SANITIZED
   GTEST_SKIP() << "the sanitizers reserve terabytes of address space; ulimit -v cannot apply";
 #endif
@@ -208,7 +211,7 @@ void run_bounded(const std::string& path, const std::vector<Bounded>& cases, uin
     std::string args = c.args;
     for (auto [from, to] : {std::pair<std::string, std::string>{"FILE", path}, {"OUT", out}})
       for (size_t at; (at = args.find(from)) != std::string::npos;) args.replace(at, from.size(), to);
-    CliRun r = run_cli(args, limit_for(header) + "timeout 120 ");
+    CliRun r = run_cli(args, limit_for(header, template_bytes) + "timeout 120 ");
     EXPECT_EQ(r.code, c.code) << c.name << ": " << r.err;
     EXPECT_NE(r.out.find(c.out), std::string::npos) << c.name << ": " << r.out.substr(0, 300);
   }
@@ -377,6 +380,31 @@ TEST(Memory, ATensorOf256MiBIsNeverMappedSoItsHeaderAloneSetsTheLimit) {
   EXPECT_EQ(scan_file(path + "-rewrite.gguf").source_size, data_start + (4ull << 26));
   EXPECT_EQ(scan_file(path + "-edit.gguf").model.find("general.name")->str, "bigger");
   EXPECT_EQ(scan_file(in_place).model.find("general.name")->str, "bag");
+}
+
+TEST(Memory, AMegabyteChatTemplateStaysWithinThreeTimesTheHeaderPlus130BytesAByteOfIt) {
+  // 1 MB templates, each in a header of 1 MB: 200,000 prints {{x}} (the densest
+  // statements: 97 MiB of address space to validate, 101 to edit, where 153 and 157 were
+  // needed) and a chain of 500,000 comparisons x<x<... (the densest tree: 133 and 137 MiB,
+  // were 188 and 192), under 3x the header + 32 MiB + 130 bytes a template byte: 159 MiB.
+  std::string prints, comparisons = "{{ x";
+  for (int i = 0; i < 200'000; ++i) prints += "{{x}}";
+  for (int i = 0; i < 500'000; ++i) comparisons += "<x";
+  comparisons += " }}";
+  for (const auto& [name, text] : {std::pair<std::string, std::string>{"prints", prints}, {"comparisons", comparisons}}) {
+    SCOPED_TRACE(name);
+    Model m;
+    m.metadata.push_back({"general.architecture", Value::of_string("llama")});
+    m.metadata.push_back({"tokenizer.chat_template", Value::of_string(text)});
+    std::string path = temp_path("template-" + name + ".gguf");
+    write_file_bytes(path, to_bytes(m));
+    run_bounded(path, {
+        {"validate", "validate FILE", 1, "missing_hparam"},
+        {"edit", "edit FILE --set general.name=n -o OUT", 0, "general.name"},
+    }, 0, text.size());
+    if (HasFatalFailure() || IsSkipped()) return;
+    EXPECT_EQ(scan_file(path + "-edit.gguf").model.find("tokenizer.chat_template")->str, text);
+  }
 }
 
 TEST(Memory, ACountOfPairsTheTensorDataCouldHoldMakesNoRoomForThem) {

@@ -7,7 +7,13 @@
 #include <fstream>
 #include <sstream>
 
+#include <pthread.h>
+
 #include "ggufkit/jinja.h"
+#include "ggufkit/jinja_render.h"
+#include "ggufkit/model.h"
+#include "ggufkit/scan.h"
+#include "ggufkit/writer.h"
 #include "helpers.h"
 
 using namespace testing_helpers;
@@ -242,6 +248,169 @@ TEST(JinjaParser, HostileTemplatesStopAtTheLimitsWithAnError) {
   small.max_size = 1000;
   EXPECT_THROW(jj::parse(std::string(1001, 'x'), small), jj::SyntaxError);
   EXPECT_NO_THROW(jj::parse(std::string(1000, 'x'), small));
+}
+
+namespace {
+// A chain of one operator (or one suffix), `first` then `each` again and again: a tree as
+// deep as the chain is long.
+struct Chain {
+  const char* name;
+  std::string first, each;
+  int column;  // where 100,000 terms of it, printed on line 2, pass the depth cap
+};
+// An operator's k-th node is k + 1 deep, under 2 levels (the block, the print); the
+// 198th passes 200 and is refused at its operator. A filter, an attribute or an index
+// stands under 4 levels (and the parse of its operand): the 196th is refused.
+const std::vector<Chain> kChains = {
+    {"+", "1", "+1", 5 + 2 * 197},      {"~", "'a'", "~'a'", 7 + 4 * 197}, {"and", "x", " and x", 6 + 6 * 197},
+    {"or", "x", " or x", 6 + 5 * 197},  {"*", "1", "*1", 5 + 2 * 197},     {"|string", "x", "|string", 5 + 7 * 195},
+    {".a", "x", ".a", 5 + 2 * 195},     {"[0]", "x", "[0]", 5 + 3 * 195},
+};
+std::string chain(const Chain& c, size_t terms) {
+  std::string s = "{{ " + c.first;
+  s.reserve(s.size() + c.each.size() * terms + 3);
+  for (size_t i = 1; i < terms; ++i) s += c.each;
+  return s + " }}";
+}
+}  // namespace
+
+// Item 8: the nesting cap counted the parser's recursion, not the tree's depth, so a
+// chain of 100,000 terms parsed into a tree 100,000 deep, whose walks and destruction
+// overflowed the stack.
+TEST(JinjaParser, AChainOfAHundredThousandTermsOfEachKindIsRefusedWithItsLineAndColumn) {
+  for (const Chain& c : kChains) {
+    SCOPED_TRACE(c.name);
+    try {
+      jj::parse("a chain\n" + chain(c, 100000));
+      ADD_FAILURE() << "parsed";
+    } catch (const jj::SyntaxError& e) {
+      EXPECT_EQ(std::string(e.what()), "line 2, column " + std::to_string(c.column) + ": the template nests deeper than 200 levels");
+    }
+  }
+}
+
+TEST(JinjaParser, AChainJustUnderTheDepthCapParsesAndRendersAndOneTermMoreIsRefused) {
+  // {{ 1+1+...+1 }}: 198 terms make a tree 199 deep (under the print and its block: 201).
+  jj::Template t = jj::parse(chain(kChains[0], 198));
+  EXPECT_EQ(t.body[0]->exprs[0]->height, 198u);
+  EXPECT_EQ(jj::render(t, jj::Value::new_dict()), "198");
+  EXPECT_THROW(jj::parse(chain(kChains[0], 199)), jj::SyntaxError);
+  // {{ 7|string|string... }}: 195 filters, the most a chain of them may have, and 196.
+  const Chain filters{"7|string", "7", "|string", 0};
+  EXPECT_EQ(jj::render(jj::parse(chain(filters, 196)), jj::Value::new_dict()), "7");
+  EXPECT_THROW(jj::parse(chain(filters, 197)), jj::SyntaxError);
+}
+
+namespace {
+// Runs `f` on a thread with a 4 MiB stack, as the command's helper threads have.
+void on_small_stack(void (*f)()) {
+  pthread_attr_t attr;
+  ASSERT_EQ(pthread_attr_init(&attr), 0);
+  ASSERT_EQ(pthread_attr_setstacksize(&attr, 4u << 20), 0);
+  pthread_t th;
+  ASSERT_EQ(pthread_create(&th, &attr, [](void* p) -> void* { reinterpret_cast<void (*)()>(p)(); return nullptr; },
+                           reinterpret_cast<void*>(f)),
+            0);
+  pthread_attr_destroy(&attr);
+  pthread_join(th, nullptr);
+}
+}  // namespace
+
+TEST(JinjaParser, TheDeepestTreesAllowedAreParsedWalkedRenderedAndFreedOnAFourMiBStack) {
+  static std::string outcomes;
+  on_small_stack([] {
+    // Each kind of node as deep as the cap lets it, in a loop in a macro: x is at the bottom.
+    for (const std::string k : {"+", "~", "and", "|string", ".a", "[0]", "call", "not", "-", "if"}) {
+      auto wrap = [&](const std::string& e) {
+        return k == "call" ? e + "()" : k == "not" ? "not " + e : k == "-" ? "-" + e
+             : k == ".a" || k == "[0]" || k == "|string" ? e + k : e + " " + k + " 1";
+      };
+      auto text = [](const std::string& e) {
+        return "{% macro f(x) %}{% for i in [1] %}{{ " + e + " }}{% endfor %}{% endmacro %}{{ f(1) }}";
+      };
+      std::string e = "x";
+      int levels = 0;
+      for (; levels < 1000; ++levels) {  // refused within the cap, long before 1000
+        try {
+          jj::parse(text(wrap(e)));
+        } catch (const jj::SyntaxError&) {
+          break;
+        }
+        e = wrap(e);
+      }
+      ASSERT_LT(levels, 1000) << k;
+      jj::Template t = jj::parse(text(e));
+      outcomes += k + " " + std::to_string(levels) + (jj::mentions(t, "x") ? " x" : " no x");
+      try {
+        outcomes += ": " + jj::render(t, jj::Value::new_dict()).substr(0, 8) + "\n";
+      } catch (const jj::RenderError& err) {  // 1.a.a, 1[0]: an error, never a crash
+        outcomes += ": " + err.kind + "\n";
+      }
+    }
+  });
+  // How many levels each may have in this place, and what jinja2 makes of them (as far as 8 bytes).
+  EXPECT_EQ(outcomes,
+            "+ 195 x: 196\n~ 195 x: 11111111\nand 195 x: 1\n|string 193 x: 1\n.a 193 x: UndefinedError\n"
+            "[0] 193 x: UndefinedError\ncall 193 x: TypeError\nnot 194 x: True\n- 194 x: 1\nif 195 x: 1\n");
+}
+
+TEST(JinjaParser, EveryCorpusTemplateParsesUnderAQuarterOfTheDepthCap) {
+  jj::Options o;
+  o.max_depth = 50;
+  unsigned deepest = 0;
+  for (const auto& e : fs::directory_iterator(corpus("templates"))) {
+    if (e.path().extension() != ".jinja") continue;
+    SCOPED_TRACE(e.path().string());
+    std::string text = slurp_text(e.path().string());
+    EXPECT_NO_THROW(jj::parse(text, o));
+    unsigned cap = 1;  // the least cap it parses under
+    for (;; ++cap) {
+      jj::Options c;
+      c.max_depth = cap;
+      try {
+        jj::parse(text, c);
+        break;
+      } catch (const jj::SyntaxError&) {
+      }
+    }
+    deepest = std::max(deepest, cap);
+  }
+  EXPECT_EQ(deepest, 29u);  // the cap of 200 leaves real templates a margin of 7x
+}
+
+// Through the command line: a model carrying a chain of 100,000 `+` is validated, edited,
+// rewritten and rendered with the error, where each died of SIGSEGV.
+TEST(JinjaParser, AModelCarryingAHundredThousandTermChainIsRefusedByEveryCommandWithTheLineAndColumn) {
+  const std::string text = "a chain\n" + chain(kChains[0], 100000);
+  const std::string where = "tokenizer.chat_template: line 2, column 399: the template nests deeper than 200 levels";
+  ggufkit::Model m;
+  m.metadata.push_back({"general.architecture", ggufkit::Value::of_string("llama")});
+  m.metadata.push_back({"tokenizer.chat_template", ggufkit::Value::of_string(text)});
+  const std::string model = temp_path("deep-chain.gguf"), tmpl = temp_path("deep-chain.jinja"), out = temp_path("deep-out.gguf");
+  write_file_bytes(model, ggufkit::to_bytes(m));
+  write_file_bytes(tmpl, std::vector<uint8_t>(text.begin(), text.end()));
+  CliRun v = run_cli("validate --strict " + model);
+  EXPECT_EQ(v.code, 1) << v.err;
+  EXPECT_NE(v.out.find("template_syntax"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find(where + " (jinja2 refuses it"), std::string::npos) << v.out;
+  CliRun r = run_cli("template " + model + " --render " + std::string(GGUFKIT_SOURCE) +
+                     "/tests/template/conversations/02-system-and-user.json");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("the template does not parse: line 2, column 399: the template nests deeper than 200 levels"),
+            std::string::npos) << r.err;
+  CliRun set = run_cli("edit " + tiny_llama() + " --chat-template-file " + tmpl + " -o " + out);
+  EXPECT_EQ(set.code, 1) << set.err;
+  EXPECT_NE(set.err.find("[template_syntax] " + where), std::string::npos) << set.err;
+  EXPECT_FALSE(fs::exists(out));
+  // An edit of another key keeps the template the file had, and a rewrite copies it byte
+  // for byte: the file's own warning is not the edit's to refuse.
+  const std::string copy = temp_path("deep-copy.gguf");
+  CliRun rewrite = run_cli("rewrite " + model + " -o " + copy);
+  EXPECT_EQ(rewrite.code, 0) << rewrite.err;
+  CliRun other = run_cli("edit " + model + " --set general.name=deep -o " + out);
+  ASSERT_EQ(other.code, 0) << other.err;
+  EXPECT_EQ(read_file_bytes(copy), read_file_bytes(model));
+  EXPECT_EQ(ggufkit::scan_file(out).model.find("tokenizer.chat_template")->str, text);
 }
 
 TEST(JinjaParser, AnEditRefusesATemplateThatDoesNotParseUnlessTold) {

@@ -79,42 +79,54 @@ bool unescape(std::string_view body, std::string& out) {
   return true;
 }
 
+}  // namespace
+
 class Lexer {
  public:
   Lexer(Lexed& out, const Options& o) : out_(out), s_(out.source), o_(o) {}
 
-  void run() {
-    while (pos_ < s_.size()) {
-      size_t at = next_tag(pos_);
-      if (at == std::string::npos) {
-        emit_data(s_.substr(pos_), pos_);
-        advance_to(s_.size());
-        break;
-      }
-      char kind = s_[at + 1];
-      char sign = at + 2 < s_.size() && (s_[at + 2] == '-' || s_[at + 2] == '+') ? s_[at + 2] : 0;
-      size_t raw_end = kind == '%' ? raw_begin(at) : 0;
-      std::string text = s_.substr(pos_, at - pos_);
-      strip_before(text, sign, kind != '{');
-      emit_data(std::move(text), pos_);
-      advance_to(at);
-      if (raw_end) {
-        line_starting_ = s_[raw_end - 1] == '\n';
-        advance_to(raw_end);
-        raw();
-      } else if (kind == '#') {
-        comment(at + 2 + (sign ? 1 : 0));
-      } else {
-        tag(kind, at, at + 2 + (sign ? 1 : 0));
-      }
+  // The next piece of the template: its data up to the next tag, and that tag's tokens;
+  // at the end, the eof token. False once that is out.
+  bool step() {
+    if (done_) return false;
+    if (pos_ >= s_.size()) {
+      push_token({Tok::eof, last_line_, s_.size(), {}});  // on the line of the last token, as jinja2's
+      done_ = true;
+      return true;
     }
-    // jinja2's end of template stands on the line of the last token before it.
-    out_.tokens.push_back({Tok::eof, "", out_.tokens.empty() ? 1 : out_.tokens.back().line, s_.size()});
+    size_t at = next_tag(pos_);
+    if (at == std::string::npos) {
+      emit_data(std::string_view(s_).substr(pos_), pos_);
+      advance_to(s_.size());
+      return true;
+    }
+    char kind = s_[at + 1];
+    char sign = at + 2 < s_.size() && (s_[at + 2] == '-' || s_[at + 2] == '+') ? s_[at + 2] : 0;
+    size_t raw_end = kind == '%' ? raw_begin(at) : 0;
+    std::string_view text = std::string_view(s_).substr(pos_, at - pos_);
+    strip_before(text, sign, kind != '{');
+    emit_data(text, pos_);
+    advance_to(at);
+    if (raw_end) {
+      line_starting_ = s_[raw_end - 1] == '\n';
+      advance_to(raw_end);
+      raw();
+    } else if (kind == '#') {
+      comment(at + 2 + (sign ? 1 : 0));
+    } else {
+      tag(kind, at, at + 2 + (sign ? 1 : 0));
+    }
+    return true;
   }
 
  private:
   [[noreturn]] void fail(size_t at, int line, const std::string& what) const {
     throw SyntaxError(line, out_.column(at), what);
+  }
+
+  void push_token(Token t) {
+    last_line_ = t.line;
+    out_.tokens.push_back(t);
   }
 
   void advance_to(size_t to) {
@@ -130,20 +142,20 @@ class Lexer {
 
   // Whitespace control on the data before a tag: `-` strips all of it; otherwise, for a
   // block or comment tag, lstrip_blocks strips spaces from the start of the line.
-  void strip_before(std::string& text, char sign, bool lstrip_kind) const {
+  void strip_before(std::string_view& text, char sign, bool lstrip_kind) const {
     if (sign == '-') {
-      while (!text.empty() && is_space(text.back())) text.pop_back();
+      while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
     } else if (sign != '+' && o_.lstrip_blocks && lstrip_kind) {
       size_t l = text.rfind('\n');
       l = l == std::string::npos ? 0 : l + 1;
       if ((l > 0 || line_starting_) && l < text.size() &&
           std::all_of(text.begin() + static_cast<std::ptrdiff_t>(l), text.end(), is_space))
-        text.erase(l);
+        text = text.substr(0, l);
     }
   }
 
-  void emit_data(std::string text, size_t at) {
-    if (!text.empty()) out_.tokens.push_back({Tok::data, std::move(text), line_, at});
+  void emit_data(std::string_view text, size_t at) {
+    if (!text.empty()) push_token({Tok::data, line_, at, text});
   }
 
   size_t skip_spaces(size_t i) const {
@@ -181,9 +193,9 @@ class Lexer {
       if (s_.compare(i, 6, "endraw") != 0) continue;
       size_t end = block_end(skip_spaces(i + 6), true);
       if (!end) continue;
-      std::string text = s_.substr(pos_, at - pos_);
+      std::string_view text = std::string_view(s_).substr(pos_, at - pos_);
       strip_before(text, sign, true);
-      emit_data(std::move(text), pos_);
+      emit_data(text, pos_);
       advance_to(end);
       line_starting_ = s_[end - 1] == '\n';
       return;
@@ -207,7 +219,7 @@ class Lexer {
 
   void tag(char kind, size_t at, size_t i) {
     const bool block = kind == '%';
-    out_.tokens.push_back({block ? Tok::block_begin : Tok::var_begin, "", line_, at});
+    push_token({block ? Tok::block_begin : Tok::var_begin, line_, at, {}});
     advance_to(i);
     std::vector<char> balance;
     while (pos_ < s_.size()) {
@@ -222,7 +234,7 @@ class Lexer {
           end = p + 2;
         }
         if (end) {
-          out_.tokens.push_back({block ? Tok::block_end : Tok::var_end, "", line_, p});
+          push_token({block ? Tok::block_end : Tok::var_end, line_, p, {}});
           advance_to(end);
           line_starting_ = s_[end - 1] == '\n';
           return;
@@ -245,10 +257,13 @@ class Lexer {
         size_t e = p + 1;
         while (e < s_.size() && s_[e] != c) e += s_[e] == '\\' ? 2 : 1;
         if (e >= s_.size()) fail(p, line_, std::string("unexpected char '") + c + "' at " + std::to_string(p));
-        std::string value;
-        if (!unescape(std::string_view(s_).substr(p + 1, e - p - 1), value))
-          fail(p, line_, "a string with a broken \\x, \\u or \\U escape");
-        out_.tokens.push_back({Tok::string, std::move(value), line_, p});
+        std::string_view body = std::string_view(s_).substr(p + 1, e - p - 1);
+        if (body.find('\\') != std::string_view::npos) {  // with escapes, kept as it reads; else a view of the source
+          std::string value;
+          if (!unescape(body, value)) fail(p, line_, "a string with a broken \\x, \\u or \\U escape");
+          body = out_.unescaped.emplace_back(std::move(value));
+        }
+        push_token({Tok::string, line_, p, body});
         advance_to(e + 1);
       } else {
         operator_at(p, balance);
@@ -308,7 +323,7 @@ class Lexer {
   }
 
   void push(Tok t, size_t p, size_t e) {
-    out_.tokens.push_back({t, s_.substr(p, e - p), line_, p});
+    push_token({t, line_, p, std::string_view(s_).substr(p, e - p)});
     advance_to(e);
   }
 
@@ -334,11 +349,9 @@ class Lexer {
   const std::string& s_;
   const Options& o_;
   size_t pos_ = 0;
-  int line_ = 1;
-  bool line_starting_ = true;
+  int line_ = 1, last_line_ = 1;
+  bool line_starting_ = true, done_ = false;
 };
-
-}  // namespace
 
 void append_utf8(std::string& out, uint32_t cp) {
   if (cp < 0x80) {
@@ -373,14 +386,24 @@ int Lexed::column(size_t pos) const {
   return col;
 }
 
-Lexed lex(std::string_view source, const Options& options) {
-  if (source.size() > options.max_size)
-    throw SyntaxError(1, 1, "the template is " + std::to_string(source.size()) + " bytes, over the " +
+Lexed::Lexed(std::string_view text, const Options& options) {
+  if (text.size() > options.max_size)
+    throw SyntaxError(1, 1, "the template is " + std::to_string(text.size()) + " bytes, over the " +
                                 std::to_string(options.max_size) + "-byte limit");
-  Lexed out;
-  out.source = normalise(source);
-  Lexer(out, options).run();
-  return out;
+  source = normalise(text);
+  lexer_ = std::make_unique<Lexer>(*this, options);
+}
+
+Lexed::~Lexed() = default;
+
+const Token& Lexed::at(size_t i) {
+  while (i - first_ >= tokens.size() && lexer_->step()) {
+  }
+  return i - first_ < tokens.size() ? tokens[i - first_] : tokens.back();
+}
+
+void Lexed::forget_before(size_t i) {
+  for (; first_ < i && tokens.size() > 1; ++first_) tokens.pop_front();
 }
 
 }  // namespace ggufkit::jinja::detail

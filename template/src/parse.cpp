@@ -29,13 +29,13 @@ std::string describe(const Token& t) {
     case Tok::var_end: return "end of print statement";
     case Tok::data: return "template data";
     case Tok::string: return "string";
-    default: return t.value;
+    default: return std::string(t.value);
   }
 }
 
 class Parser {
  public:
-  Parser(detail::Lexed& lexed, const Options& o) : lx_(lexed), t_(lexed.tokens), o_(o) {}
+  Parser(detail::Lexed& lexed, const Options& o) : lx_(lexed), o_(o) {}
 
   Template run() {
     Template out;
@@ -45,11 +45,11 @@ class Parser {
 
  private:
   // --- the token stream ---
-  const Token& cur() const { return t_[i_]; }
-  const Token& look() const { return t_[std::min(i_ + 1, t_.size() - 1)]; }
+  const Token& cur() const { return lx_.at(i_); }
+  const Token& look() const { return lx_.at(i_ + 1); }
   const Token& next() {
-    const Token& t = t_[i_];
-    if (i_ + 1 < t_.size()) ++i_;
+    const Token& t = cur();
+    if (t.type != Tok::eof) ++i_;
     return t;
   }
   bool is(Tok type) const { return cur().type == type; }
@@ -87,16 +87,44 @@ class Parser {
     if (!is_name(name)) expected(name);
     return next();
   }
-  std::string expect_identifier() { return expect(Tok::name, "name").value; }
+  std::string expect_identifier() { return std::string(expect(Tok::name, "name").value); }
 
-  // Depth of blocks and expressions, so no template exhausts the stack.
+  // Depth of blocks and expressions, so no template exhausts the stack: the parser's own
+  // recursion (Deeper), and the tree it builds (grown), which loops make deeper than the
+  // recursion in a chain like `a + b + c ...`.
+  [[noreturn]] void too_deep(const Token& at) const {
+    fail("the template nests deeper than " + std::to_string(o_.max_depth) + " levels", at);
+  }
   struct Deeper {
     Parser& p;
     explicit Deeper(Parser& parser) : p(parser) {
-      if (++p.depth_ > p.o_.max_depth) p.fail("the template nests deeper than " + std::to_string(p.o_.max_depth) + " levels");
+      if (++p.depth_ > p.o_.max_depth) p.too_deep(p.cur());
     }
     ~Deeper() { --p.depth_; }
   };
+
+  // A node joins the tree, one level above its tallest child; refused at `at` when that,
+  // under the depth it is parsed at, passes the cap: before the tree gets deeper than any
+  // walk of it (or its destruction) can take.
+  ExprPtr grown(ExprPtr e, const Token& at) {
+    unsigned h = 0;
+    auto see = [&h](const ExprPtr& k) {
+      if (k) h = std::max(h, k->height);
+    };
+    for (const ExprPtr& k : e->kids) see(k);
+    for (const ExprPtr& k : e->args.positional) see(k);
+    for (const auto& kw : e->args.keywords) see(kw.second);
+    see(e->args.star);
+    see(e->args.double_star);
+    e->height = h + 1;
+    if (depth_ + e->height > o_.max_depth) too_deep(at);
+    return e;
+  }
+
+  // Lets the tokens before the current one go: before each statement and each operand
+  // (no function keeps a reference to a token across a parse: a copy, where it is still
+  // wanted for an error's position), so that a million-item list keeps no tokens.
+  void forget() { lx_.forget_before(i_); }
 
   // --- statements ---
   using Ends = std::initializer_list<const char*>;
@@ -110,8 +138,10 @@ class Parser {
   Body subparse(Ends ends) {
     Deeper d(*this);
     Body body;
-    while (!is(Tok::eof)) {
-      const Token& t = cur();
+    for (;;) {
+      forget();
+      if (is(Tok::eof)) break;
+      const Token t = cur();
       if (t.type == Tok::data) {
         auto n = node(Node::Kind::text, t);
         n->text = t.value;
@@ -157,9 +187,9 @@ class Parser {
   }
 
   NodePtr statement() {
-    const Token& t = cur();
+    const Token t = cur();
     if (t.type != Tok::name) fail("tag name expected");
-    const std::string& tag = t.value;
+    std::string_view tag = t.value;
     if (tag == "for") return for_loop();
     if (tag == "if") return if_block();
     if (tag == "set") return set();
@@ -182,7 +212,7 @@ class Parser {
       n->bodies.push_back(statements({"endgeneration"}, true));
       return n;
     }
-    fail("Encountered unknown tag '" + tag + "'.");
+    fail("Encountered unknown tag '" + std::string(tag) + "'.");
   }
 
   NodePtr for_loop() {
@@ -206,7 +236,7 @@ class Parser {
     for (;;) {
       n->exprs.push_back(tuple(false, false, {}, false));
       n->bodies.push_back(statements({"elif", "else", "endif"}, false));
-      const Token& t = next();
+      const Token t = next();
       if (t.value == "elif") continue;
       n->bodies.push_back(t.value == "else" ? statements({"endif"}, true) : Body{});
       return n;
@@ -247,7 +277,7 @@ class Parser {
   }
 
   NodePtr call_block() {
-    const Token& tag = next();
+    const Token tag = next();
     auto n = node(Node::Kind::call_block, tag);
     if (is_op("(")) signature(*n);
     ExprPtr call = expression(true);
@@ -348,7 +378,7 @@ class Parser {
       if (is(Tok::name)) {
         if (context_modifier()) break;
         if (cur().value.rfind('_', 0) == 0) fail("names starting with an underline can not be imported");
-        std::string name = next().value;
+        std::string name(next().value);
         if (skip_name("as")) name += "=" + expect_identifier();
         n->params.push_back(name);
         if (!is_op(",")) break;
@@ -380,16 +410,16 @@ class Parser {
 
   ExprPtr assign_target(bool with_tuple, bool name_only, Ends extra, bool with_namespace = false) {
     if (with_namespace && is(Tok::name) && look().type == Tok::op && look().value == ".") {
-      const Token& t = next();
+      const Token t = next();
       auto e = make(Expr::Kind::attr, t.line);
       auto base = make(Expr::Kind::name, t.line);
       base->name = t.value;
       next();
       e->name = expect_identifier();
       e->kids.push_back(std::move(base));
-      return e;
+      return grown(std::move(e), t);
     }
-    const Token& at = cur();
+    const Token at = cur();
     ExprPtr target;
     if (name_only) {
       target = make(Expr::Kind::name, at.line);
@@ -419,7 +449,8 @@ class Parser {
 
   // jinja2's parse_tuple: one expression, or several separated by commas as a tuple.
   ExprPtr tuple(bool simplified, bool with_condexpr, Ends extra, bool explicit_parens) {
-    int line = cur().line;
+    const Token start = cur();
+    int line = start.line;
     std::vector<ExprPtr> items;
     bool is_tuple = false;
     for (;;) {
@@ -436,7 +467,7 @@ class Parser {
     }
     auto e = make(Expr::Kind::tuple, line);
     e->kids = std::move(items);
-    return e;
+    return grown(std::move(e), start);
   }
 
   ExprPtr expression(bool with_condexpr) {
@@ -444,14 +475,15 @@ class Parser {
     if (!with_condexpr) return or_expr();
     int line = cur().line;
     ExprPtr e = or_expr();
-    while (skip_name("if")) {
+    while (is_name("if")) {
+      const Token at = next();
       auto c = make(Expr::Kind::cond, line);
       ExprPtr test = or_expr();
       ExprPtr other = skip_name("else") ? expression(true) : nullptr;
       c->kids.push_back(std::move(e));
       c->kids.push_back(std::move(test));
       c->kids.push_back(std::move(other));
-      e = std::move(c);
+      e = grown(std::move(c), at);
       line = cur().line;
     }
     return e;
@@ -475,8 +507,8 @@ class Parser {
       for (const char* op : ops)
         if (names ? is_name(op) : is_op(op)) hit = op;
       if (!hit) return e;
-      next();
-      e = binary(std::move(e), hit, (this->*operand)(), line);
+      const Token at = next();
+      e = grown(binary(std::move(e), hit, (this->*operand)(), line), at);
       line = cur().line;
     }
   }
@@ -486,10 +518,11 @@ class Parser {
   ExprPtr not_expr() {
     if (is_name("not")) {
       Deeper d(*this);
-      auto e = make(Expr::Kind::unary, next().line);
+      const Token at = next();
+      auto e = make(Expr::Kind::unary, at.line);
       e->name = "not";
       e->kids.push_back(not_expr());
-      return e;
+      return grown(std::move(e), at);
     }
     return compare();
   }
@@ -498,10 +531,11 @@ class Parser {
     int line = cur().line;
     ExprPtr first = math1();
     auto e = make(Expr::Kind::compare, line);
+    const Token at = cur();
     for (;;) {
       if (cur().type == Tok::op && (cur().value == "==" || cur().value == "!=" || cur().value == "<" ||
                                     cur().value == "<=" || cur().value == ">" || cur().value == ">=")) {
-        e->ops.push_back(next().value);
+        e->ops.emplace_back(next().value);
       } else if (skip_name("in")) {
         e->ops.push_back("in");
       } else if (is_name("not") && look().type == Tok::name && look().value == "in") {
@@ -516,7 +550,7 @@ class Parser {
     }
     if (e->ops.empty()) return first;
     e->kids.insert(e->kids.begin(), std::move(first));
-    return e;
+    return grown(std::move(e), at);
   }
 
   ExprPtr math1() { return level(&Parser::concat, {"+", "-"}, false); }
@@ -529,10 +563,11 @@ class Parser {
     Deeper d(*this);
     ExprPtr e;
     if (is_op("-") || is_op("+")) {
-      const Token& t = next();
+      const Token t = next();
       e = make(Expr::Kind::unary, t.line);
       e->name = t.value;
       e->kids.push_back(unary(false));
+      e = grown(std::move(e), t);
     } else {
       e = primary();
     }
@@ -542,8 +577,9 @@ class Parser {
   }
 
   ExprPtr primary() {
+    forget();
     Deeper d(*this);
-    const Token& t = cur();
+    const Token t = cur();
     if (t.type == Tok::name) {
       next();
       if (t.value == "true" || t.value == "True" || t.value == "false" || t.value == "False") {
@@ -612,7 +648,8 @@ class Parser {
 
   // [a, b, ...] or {k: v, ...}, a trailing comma allowed.
   ExprPtr display(Expr::Kind kind, const char* open, const char* close) {
-    auto e = make(kind, expect_op(open).line);
+    const Token at = expect_op(open);
+    auto e = make(kind, at.line);
     while (!is_op(close)) {
       if (!e->kids.empty()) expect_op(",");
       if (is_op(close)) break;
@@ -623,7 +660,7 @@ class Parser {
       }
     }
     expect_op(close);
-    return e;
+    return grown(std::move(e), at);
   }
 
   ExprPtr postfix(ExprPtr e) {
@@ -645,20 +682,20 @@ class Parser {
 
   ExprPtr subscript(ExprPtr obj) {
     Deeper d(*this);
-    const Token& t = next();
+    const Token t = next();
     if (t.value == ".") {
-      const Token& a = next();
+      const Token a = next();
       if (a.type == Tok::name) {
         auto e = make(Expr::Kind::attr, t.line);
         e->name = a.value;
         e->kids.push_back(std::move(obj));
-        return e;
+        return grown(std::move(e), t);
       }
       if (a.type != Tok::integer) fail("expected name or number", a);
       auto e = make(Expr::Kind::item, t.line);
       e->kids.push_back(std::move(obj));
       e->kids.push_back(number(a));
-      return e;
+      return grown(std::move(e), t);
     }
     std::vector<ExprPtr> args;
     while (!is_op("]")) {
@@ -673,14 +710,16 @@ class Parser {
     } else {
       auto tup = make(Expr::Kind::tuple, t.line);
       tup->kids = std::move(args);
-      e->kids.push_back(std::move(tup));
+      e->kids.push_back(grown(std::move(tup), t));
     }
-    return e;
+    return grown(std::move(e), t);
   }
 
   ExprPtr subscribed() {
-    int line = cur().line;
-    auto s = make(Expr::Kind::slice, line);
+    forget();
+    const Token at = cur();
+    auto s = make(Expr::Kind::slice, at.line);
+    s->kids.reserve(3);
     if (skip_op(":")) {
       s->kids.push_back(nullptr);
     } else {
@@ -694,11 +733,11 @@ class Parser {
     else s->kids.push_back(part());
     if (skip_op(":")) s->kids.push_back(part());
     else s->kids.push_back(nullptr);
-    return s;
+    return grown(std::move(s), at);
   }
 
   Args call_args() {
-    const Token& open = expect_op("(");
+    const Token open = expect_op("(");
     Args a;
     bool need_comma = false;
     auto ensure = [&](bool ok) {
@@ -719,7 +758,7 @@ class Parser {
         a.double_star = expression(true);
       } else if (is(Tok::name) && look().type == Tok::op && look().value == "=") {
         ensure(!a.double_star);
-        std::string key = next().value;
+        std::string key(next().value);
         next();
         a.keywords.emplace_back(std::move(key), expression(true));
       } else {
@@ -734,10 +773,11 @@ class Parser {
 
   ExprPtr call(ExprPtr callee) {
     Deeper d(*this);
-    auto e = make(Expr::Kind::call, cur().line);
+    const Token at = cur();
+    auto e = make(Expr::Kind::call, at.line);
     e->args = call_args();
     e->kids.push_back(std::move(callee));
-    return e;
+    return grown(std::move(e), at);
   }
 
   std::string dotted_name() {
@@ -750,13 +790,14 @@ class Parser {
   ExprPtr filter_chain(ExprPtr subject, bool start_inline) {
     while (is_op("|") || start_inline) {
       Deeper d(*this);
+      const Token at = cur();
       if (!start_inline) next();
       int line = cur().line;
       auto e = make(Expr::Kind::filter, line);
       e->name = dotted_name();
       if (is_op("(")) e->args = call_args();
       e->kids.push_back(std::move(subject));
-      subject = std::move(e);
+      subject = grown(std::move(e), at);
       start_inline = false;
     }
     return subject;
@@ -764,7 +805,7 @@ class Parser {
 
   ExprPtr test(ExprPtr subject) {
     Deeper d(*this);
-    const Token& is_tok = next();
+    const Token is_tok = next();
     auto e = make(Expr::Kind::test, is_tok.line);
     e->negated = skip_name("not");
     e->name = dotted_name();
@@ -777,11 +818,10 @@ class Parser {
       e->args.positional.push_back(postfix(primary()));
     }
     e->kids.push_back(std::move(subject));
-    return e;
+    return grown(std::move(e), is_tok);
   }
 
   detail::Lexed& lx_;
-  const std::vector<Token>& t_;
   const Options& o_;
   size_t i_ = 0;
   unsigned depth_ = 0;
@@ -790,7 +830,7 @@ class Parser {
 }  // namespace
 
 Template parse(std::string_view source, const Options& options) {
-  detail::Lexed lexed = detail::lex(source, options);
+  detail::Lexed lexed(source, options);
   return Parser(lexed, options).run();
 }
 

@@ -26,7 +26,11 @@ struct Options {
   bool trim_blocks = true;    // drop the first newline after a block tag
   bool lstrip_blocks = true;  // drop spaces and tabs before a block tag at the start of a line
   size_t max_size = 4u << 20;   // bytes of template text
-  unsigned max_depth = 200;     // nesting of blocks and expressions, so no input exhausts the stack
+  // Depth of the tree: blocks, and the expressions in them, down to the deepest leaf (a chain
+  // `a + b + c` is as deep as it is long). Every walk of the tree recurses (parse, render,
+  // destruction); at 200 levels the deepest, the render, needs under 2 MiB of stack even in
+  // a Debug build under ASan (tests: a 4 MiB thread). The deepest real template needs 29.
+  unsigned max_depth = 200;
 };
 
 struct None {};
@@ -68,6 +72,7 @@ struct Expr {
   std::vector<std::string> ops;
   Args args;
   bool negated = false;  // test: `is not`
+  unsigned height = 1;   // levels of the tree from here down: 1 for a leaf
 };
 
 struct Node;
