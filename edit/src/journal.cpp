@@ -293,7 +293,7 @@ Recovery finish_set(const std::vector<SetEntry>& set, const std::string& path, b
   std::vector<std::string> targets;
   for (const SetEntry& e : set) targets.push_back(e.target);
   bool names_path = false;
-  const std::string real = follow_links(path);
+  const std::string real = std::filesystem::absolute(follow_links(path)).lexically_normal().string();
   for (const std::string& t : targets) names_path |= t == real;
   if (!names_path)
     throw Error(Error::Kind::format, journal_path(path), std::nullopt, "journal",
