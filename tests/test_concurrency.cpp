@@ -391,3 +391,37 @@ TEST(Journal, AnInPlaceEditWithNoRoomForItsJournalSaysSoAndChangesNothing) {
   EXPECT_TRUE(read_file_bytes(model) == read_file_bytes(tiny_llama()));
   EXPECT_EQ(files_in(fs::path(model).parent_path().string()), (std::vector<std::string>{"model.gguf"}));
 }
+
+TEST(SetRenames, AFileGivenANewShardsHiddenNameSinceIsNotRenamedInAndAHugeSetJournalIsRefusedByItsSize) {
+  const std::string dir = temp_path("set-swap");
+  fs::create_directories(dir);
+  ASSERT_EQ(run_cli("split " + tiny_llama() + " -o " + dir + "/m --max-tensors 8").code, 0);
+  auto shard = [&](int k) { return dir + "/m-0000" + std::to_string(k) + "-of-00003.gguf"; };
+  CliRun k = run_cli("edit " + shard(1) + " --alignment 64 --in-place", "GGUFKIT_FAULT=set-renamed:kill ", GGUFKIT_FAULTY_BIN);
+  ASSERT_EQ(k.code, 128 + 9);
+  // Someone puts another file under a waiting shard's hidden name (same name, another inode).
+  std::string hidden;
+  for (const std::string& n : files_in(dir))
+    if (n.rfind(".ggufkit-", 0) == 0) hidden = n;
+  ASSERT_FALSE(hidden.empty());
+  const auto theirs = std::vector<uint8_t>{'n', 'o', 't', ' ', 'm', 'i', 'n', 'e'};
+  fs::remove(dir + "/" + hidden);
+  write_file_bytes(dir + "/" + hidden, theirs);
+  const auto s2 = read_file_bytes(shard(2)), s3 = read_file_bytes(shard(3));
+  CliRun r = run_cli("recover " + shard(1));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find(dir + "/" + hidden + " is not the new file the set's journal recorded; nothing was changed"),
+            std::string::npos) << r.err;
+  EXPECT_TRUE(read_file_bytes(shard(2)) == s2);
+  EXPECT_TRUE(read_file_bytes(shard(3)) == s3);
+  EXPECT_TRUE(read_file_bytes(dir + "/" + hidden) == theirs);
+  // A set's journal of 2 MiB is refused by its size, before it is read.
+  const std::string j = shard(2) + ".ggufkit-journal";
+  std::vector<uint8_t> head = read_file_bytes(j);
+  head.resize(16);
+  write_file_bytes(j, head);
+  fs::resize_file(j, 2u << 20);
+  CliRun big = run_cli("recover " + shard(2));
+  EXPECT_EQ(big.code, 1);
+  EXPECT_NE(big.err.find("is 2097152 bytes, more than a set's journal can be"), std::string::npos) << big.err;
+}

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -252,31 +253,38 @@ bool reads_clean(const std::string& path, uint64_t n, std::string* why = nullptr
   }
 }
 
-struct SetEntry {
-  std::string target, hidden;
-};
-
-std::vector<SetEntry> read_set_journal(int fd, const std::string& journal, uint64_t size) {
+// A set's journal: magic, count, then each entry (target path, the new file's hidden name
+// in the target's folder, the new file's device and inode), then XXH64 of all before.
+std::vector<SetRename> read_set_journal(int fd, const std::string& journal, uint64_t size) {
   auto refuse = [&](const std::string& why) {
     return Error(Error::Kind::format, journal, std::nullopt, "journal", why + "; nothing was changed");
   };
-  if (size > kMaxSetJournal) refuse("is " + std::to_string(size) + " bytes, more than a set's journal can be");
+  if (size > kMaxSetJournal) throw refuse("is " + std::to_string(size) + " bytes, more than a set's journal can be");
   std::string j(static_cast<size_t>(size), '\0');
   pread_all(fd, journal, j.data(), j.size(), 0);
   if (j.size() < 16 + 8 + 8 || XXH64(j.data(), j.size() - 8, 0) != get_u64(j, j.size() - 8))
     throw refuse("it is cut short, or its checksum does not match its bytes");
-  std::vector<SetEntry> out;
+  std::vector<SetRename> out;
   size_t at = 24, end = j.size() - 8;
+  auto number = [&]() {
+    if (end - at < 8) throw refuse("an entry runs past its end");
+    at += 8;
+    return get_u64(j, at - 8);
+  };
   auto text = [&]() {
-    if (end - at < 8 || get_u64(j, at) > end - at - 8) throw refuse("an entry runs past its end");
-    size_t n = static_cast<size_t>(get_u64(j, at));
-    at += 8 + n;
-    return j.substr(at - n, n);
+    uint64_t n = number();
+    if (n > end - at) throw refuse("an entry runs past its end");
+    at += static_cast<size_t>(n);
+    return j.substr(at - static_cast<size_t>(n), static_cast<size_t>(n));
   };
   for (uint64_t i = 0, count = get_u64(j, 16); i < count; ++i) {
-    std::string target = text(), hidden = text();
-    if (hidden.find('/') != std::string::npos || hidden.rfind(".ggufkit-", 0) != 0) throw refuse("a new file's name is not ggufkit's");
-    out.push_back({target, hidden});
+    SetRename e;
+    e.target = text();
+    e.hidden = text();
+    e.device = number();
+    e.inode = number();
+    if (e.hidden.find('/') != std::string::npos || e.hidden.rfind(".ggufkit-", 0) != 0) throw refuse("a new file's name is not ggufkit's");
+    out.push_back(std::move(e));
   }
   if (at != end || out.empty()) throw refuse("its entries do not fill it");
   return out;
@@ -288,35 +296,48 @@ std::string beside(const std::string& target, const std::string& name) {
 }
 
 // Puts every new file of a set in place that is not yet (a rename is whole or not done),
-// then removes the journals.
-Recovery finish_set(const std::vector<SetEntry>& set, const std::string& path, bool discard) {
-  std::vector<std::string> targets;
-  for (const SetEntry& e : set) targets.push_back(e.target);
-  bool names_path = false;
-  const std::string real = std::filesystem::absolute(follow_links(path)).lexically_normal().string();
-  for (const std::string& t : targets) names_path |= t == real;
-  if (!names_path)
-    throw Error(Error::Kind::format, journal_path(path), std::nullopt, "journal",
-                "is a set's journal that does not name " + path + "; nothing was changed");
-  std::vector<std::unique_ptr<PathLock>> locks;
+// then removes the journals. A new file is the one the journal names only when its inode
+// is the recorded one (not a file someone else gave that name since), and a missing one
+// counts as renamed only when the target is that inode.
+Recovery finish_set(const std::vector<SetRename>& set, const std::string& journal, const struct stat& js, bool discard) {
+  auto refuse = [&](const std::string& why) {
+    return Error(Error::Kind::format, journal, std::nullopt, "journal", why + "; nothing was changed");
+  };
   std::vector<std::string> existing;
-  for (const std::string& t : targets)
-    if (struct stat st {}; stat_path(t, st) == 0) existing.push_back(t);
-  locks = lock_all(existing);
-  for (const SetEntry& e : set) {
-    const std::string hidden = beside(e.target, e.hidden);
-    struct stat hs {};
-    if (stat_path(hidden, hs, false) != 0) continue;  // renamed already
-    if (discard) {
-      unlink_path(hidden);
-      continue;
+  bool names_it = false;  // the journal read is one of those it lists (by identity, not by spelling)
+  for (const SetRename& e : set) {
+    struct stat st {};
+    if (stat_path(journal_path(e.target), st, false) == 0 && st.st_dev == js.st_dev && st.st_ino == js.st_ino) names_it = true;
+    if (stat_path(e.target, st) == 0) existing.push_back(e.target);
+  }
+  if (!names_it) throw refuse("is a set's journal that does not list the file it lies beside");
+  auto locks = lock_all(existing);  // in one order with every other ggufkit process
+  std::vector<bool> pending(set.size(), false);
+  for (size_t i = 0; i < set.size(); ++i) {
+    const SetRename& e = set[i];
+    struct stat hs {}, ts {};
+    auto is_new = [&](const struct stat& st) { return st.st_dev == e.device && st.st_ino == e.inode; };
+    if (stat_path(beside(e.target, e.hidden), hs, false) == 0) {
+      if (!S_ISREG(hs.st_mode) || !is_new(hs))
+        throw refuse(beside(e.target, e.hidden) + " is not the new file the set's journal recorded");
+      pending[i] = true;
+    } else if (stat_path(e.target, ts) != 0 || !is_new(ts)) {
+      throw refuse(e.target + " is neither the new file nor has it one waiting under " + e.hidden);
     }
-    if (!S_ISREG(hs.st_mode)) throw Error(Error::Kind::format, hidden, std::nullopt, "", "is not a regular file; nothing was changed");
-    PathAt from(hidden), to(e.target);
-    if (::renameat(from.dir(), from.name(), to.dir(), to.name()) != 0) throw_io(e.target, "cannot put the new file in place");
+  }
+  const bool renamed_any = std::find(pending.begin(), pending.end(), false) != pending.end();
+  if (discard && renamed_any)
+    throw refuse("--discard: some of the set's files are already the new ones, and the old ones are gone; run recover without "
+                 "--discard to finish the set");
+  for (size_t i = 0; i < set.size(); ++i) {
+    if (!pending[i]) continue;
+    const SetRename& e = set[i];
+    PathAt from(beside(e.target, e.hidden)), to(e.target);
+    if (discard ? ::unlinkat(from.dir(), from.name(), 0) != 0 : ::renameat(from.dir(), from.name(), to.dir(), to.name()) != 0)
+      throw_io(e.target, discard ? "cannot remove the new file" : "cannot put the new file in place");
     flush_folder(e.target);
   }
-  for (const SetEntry& e : set) {
+  for (const SetRename& e : set) {
     if (unlink_path(journal_path(e.target)) != 0 && errno != ENOENT) throw_io(journal_path(e.target), "cannot remove the journal");
     flush_folder(e.target);
   }
@@ -329,14 +350,14 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
   const size_t len = edit.bytes.size();
   if (len == 0) return;  // not a byte differs
   fault_point("in-place");
-  Fd f{open_path(path, O_RDWR | O_CLOEXEC)};
+  Fd f{open_path(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)};
   if (f.fd < 0) throw_io(path, "cannot open for writing in place");
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0) throw_io(path, "cannot stat");
-  if (!S_ISREG(st.st_mode)) throw Error(Error::Kind::usage, path, std::nullopt, "", "is not a regular file; it is not edited in place");
   // Held until the journal is gone (no other writer, and no reader of the header, meanwhile);
   // nothing when the edit took it before it read the file, as ggufkit's does.
   FileLock lock(f.fd, path, FileLock::Mode::exclusive);
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) throw_io(path, "cannot stat");
+  if (!S_ISREG(st.st_mode)) throw Error(Error::Kind::usage, path, std::nullopt, "", "is not a regular file; it is not edited in place");
   // The file must still be the one read, and its header the bytes read: another file renamed
   // over it, or bytes another program wrote, would get this edit's bytes.
   const auto* src = dynamic_cast<const FileSource*>(edit.file.get());
@@ -442,7 +463,7 @@ Recovery recover(const std::string& path, bool discard) {
   struct stat js {};
   if (stat_path(journal, js, false) != 0) return Recovery::none;
   // Held from here: an edit under way (its journal is not a crash's) is waited for.
-  PathLock lock(path, FileLock::Mode::exclusive);
+  std::optional<PathLock> lock(std::in_place, path, FileLock::Mode::exclusive);
   if (stat_path(journal, js, false) != 0) return Recovery::none;
   auto refuse = [&](const std::string& why) {
     return Error(Error::Kind::format, journal, std::nullopt, "journal",
@@ -465,11 +486,12 @@ Recovery recover(const std::string& path, bool discard) {
   trust_owner(js, ms, journal, path);
   if (std::memcmp(magic, kSetMagic, 16) == 0) {
     auto set = read_set_journal(j.fd, journal, static_cast<uint64_t>(js.st_size));
+    lock = std::nullopt;  // the set's files are locked together, in one order, by finish_set
     if (discard)
-      for (const SetEntry& e : set)
+      for (const SetRename& e : set)
         if (struct stat st {}; stat_path(e.target, st) == 0 && !reads_clean(e.target, 0))
           throw refuse("--discard: " + e.target + " of its set does not read clean");
-    return finish_set(set, path, discard);
+    return finish_set(set, journal, js, discard);
   }
   if (std::memcmp(magic, kMagic, 16) != 0) throw refuse("it is not a ggufkit journal");
 
@@ -557,6 +579,8 @@ void write_set_journal(const std::vector<SetRename>& set) {
     j += e.target;
     put_u64(j, e.hidden.size());
     j += e.hidden;
+    put_u64(j, e.device);
+    put_u64(j, e.inode);
   }
   put_u64(j, XXH64(j.data(), j.size(), 0));
   std::vector<std::string> done;

@@ -278,6 +278,7 @@ std::vector<std::unique_ptr<PathLock>> lock_replaced(const std::vector<std::pair
     if ((in_place && src && !same_inode) || (same_inode && !src->same_file(st)))
       throw Error(Error::Kind::io, path, std::nullopt, "",
                   "changed since it was read (another file was put in its place, or another program wrote into it)");
+    refuse_journal(path);  // an edit of it that died before writing a byte: recover it first
   }
   return locks;
 }
@@ -322,14 +323,22 @@ std::vector<RewriteResult> safe_write_all(const std::vector<Output>& outputs, co
   std::vector<std::pair<const Model*, std::string>> replaced;
   for (const Output& o : outputs) replaced.push_back({o.model, o.path});
   std::vector<std::unique_ptr<PathLock>> locks;
+  std::vector<FileLock> new_locks;
   std::vector<SetRename> renames;
   try {
     locks = lock_replaced(replaced, opt.in_place);
     // Every file is complete and verified. Several go in place one rename after another:
     // the renames are recorded first, so that a crash among them is finished by recover.
     if (pending.size() > 1) {
-      for (auto& p : pending)
-        renames.push_back({std::filesystem::absolute(p->target()).lexically_normal().string(), p->hidden_name()});
+      for (auto& p : pending) {
+        struct stat st {};
+        if (::fstat(p->fd(), &st) != 0) throw_io(p->target(), "cannot stat the new file");
+        // Locked like the files they replace, until the journals are gone: a reader of a
+        // shard already renamed waits for the set, rather than take the journal for a crash's.
+        new_locks.emplace_back(p->fd(), p->target(), FileLock::Mode::exclusive);
+        renames.push_back({std::filesystem::absolute(p->target()).lexically_normal().string(), p->hidden_name(),
+                           static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)});
+      }
       write_set_journal(renames);
     }
   } catch (const Error& e) {
@@ -348,7 +357,7 @@ std::vector<RewriteResult> safe_write_all(const std::vector<Output>& outputs, co
       }
       throw Error(e.kind, e.file, e.offset, e.field,
                   e.message + "; " + std::to_string(i) + " of the " + std::to_string(pending.size()) +
-                      " files were already in place, the others are not yet: run 'ggufkit recover " + pending[i]->target() +
+                      " files were already in place, the others are not yet: run 'ggufkit recover " + pending[0]->target() +
                       "' to put them in place");
     }
   }

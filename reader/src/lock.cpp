@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -79,6 +80,14 @@ FileLock::FileLock(int fd, const std::string& name, Mode mode) {
   for (auto pause = std::chrono::milliseconds(1);; pause = std::min(pause * 2, std::chrono::milliseconds(50))) {
     if (::flock(fd, op) == 0) break;
     if (errno == EINTR) continue;
+    if (errno == ENOLCK || errno == EOPNOTSUPP || errno == ENOSYS || errno == EBADF) {
+      // A file system without flock (NFS without a lock daemon, some FUSE): on without it.
+      static bool said = false;
+      if (!std::exchange(said, true))
+        note(name, std::string("its file system has no locks (") + std::strerror(errno) +
+                       "): ggufkit goes on without them; keep other programs from writing it meanwhile");
+      return;
+    }
     if (errno != EWOULDBLOCK) throw_io(name, "cannot lock");
     if (std::chrono::steady_clock::now() >= deadline) {
       std::string who = holder(st.st_dev, st.st_ino);
@@ -122,7 +131,9 @@ FileLock& FileLock::operator=(FileLock&& o) noexcept {
 
 PathLock::PathLock(const std::string& path, FileLock::Mode mode) {
   for (int tries = 0;; ++tries) {
-    fd_ = open_path(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    // Writable where it can be: an exclusive flock over NFS needs a file open for writing.
+    fd_ = mode == FileLock::Mode::exclusive ? open_path(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) : -1;
+    if (fd_ < 0) fd_ = open_path(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd_ < 0) throw_io(path, "cannot open to lock it");
     struct stat st {}, now {};
     if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -646,8 +646,10 @@ void refuse_journal(const std::string& path) {
 }
 
 Scanned scan_file(const std::string& path, const ScanOptions& options) {
+  auto src = open_file(path);
+  const auto hold = src->read_lock();  // the journal looked for and the header read at one moment
   refuse_journal(path);
-  return scan(open_file(path), options);
+  return scan(src, options);
 }
 
 Scanned scan_stream(std::istream& in, const std::string& name, const ScanOptions& options) {

@@ -373,8 +373,9 @@ class Validator {
 }  // namespace
 
 std::vector<Finding> validate_file(const std::string& path, bool model_rules) {
-  refuse_journal(path);  // a file half-way through an edit is not judged: recover finishes it
   auto src = open_file(path);
+  const auto hold = src->read_lock();
+  refuse_journal(path);  // a file half-way through an edit is not judged: recover finishes it
   std::optional<Scanned> s;
   try {
     s = scan(src);  // the strict verdict first; when it passes, the lenient read is the same

@@ -67,6 +67,7 @@ Recovery recover(const std::string& path, bool discard = false);
 // command refuses each file of the set until then.
 struct SetRename {
   std::string target, hidden;
+  uint64_t device = 0, inode = 0;  // the new file's: recover renames that file and no other
 };
 void write_set_journal(const std::vector<SetRename>& set);
 void remove_set_journal(const std::vector<SetRename>& set);
