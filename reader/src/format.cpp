@@ -128,4 +128,23 @@ std::optional<uint64_t> tensor_nbytes(const GgmlType& type, std::span<const uint
   return bytes;
 }
 
+bool is_valid_utf8(std::string_view s) {
+  size_t i = 0;
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  while (i < s.size()) {
+    unsigned char c = b(i);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1f) : n == 3 ? (c & 0x0f) : (c & 0x07);
+    for (size_t k = 1; k < n; ++k) {
+      if ((b(i + k) & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (b(i + k) & 0x3f);
+    }
+    static const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < least[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += n;
+  }
+  return true;
+}
+
 }  // namespace ggufkit

@@ -26,25 +26,6 @@ const std::map<std::string, std::vector<std::string>>& required_hparams() {
   return m;
 }
 
-bool is_utf8(std::string_view s) {
-  size_t i = 0;
-  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  while (i < s.size()) {
-    unsigned char c = b(i);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1f) : n == 3 ? (c & 0x0f) : (c & 0x07);
-    for (size_t k = 1; k < n; ++k) {
-      if ((b(i + k) & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (b(i + k) & 0x3f);
-    }
-    static const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < least[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    i += n;
-  }
-  return true;
-}
-
 // The literals in `text` that look like special tokens: <|NAME|>, <start_of_turn> and
 // <end_of_turn>, [NAME] and [/NAME] in capitals (Mistral's [INST]).
 void special_looking(std::string_view text, std::vector<std::string>& out) {
@@ -267,8 +248,8 @@ class Validator {
     for (size_t i = 0; i < m.metadata.size(); ++i) {
       const KV& kv = m.metadata[i];
       const Value& v = kv.value;
-      if (!is_utf8(kv.key)) add("invalid_utf8", "warning", value_at(i, "kv_key"), "key kv[" + std::to_string(i) + "] is not valid UTF-8");
-      if (v.type == ValueType::string && !is_utf8(v.str))
+      if (!is_valid_utf8(kv.key)) add("invalid_utf8", "warning", value_at(i, "kv_key"), "key kv[" + std::to_string(i) + "] is not valid UTF-8");
+      if (v.type == ValueType::string && !is_valid_utf8(v.str))
         add("invalid_utf8", "warning", value_at(i), kv.key + ": the string is not valid UTF-8");
       if (v.type == ValueType::string && is_template_key(kv.key) && v.str.find('\0') != std::string::npos)
         add("template_nul", "error", value_at(i), kv.key + ": the template has a NUL byte at byte " +
@@ -278,7 +259,7 @@ class Validator {
       if (v.type == ValueType::array && v.elem == ValueType::array)
         add("nested_array", "error", value_at(i), kv.key + ": an array of arrays; the format allows it, llama.cpp refuses it");
       if (v.type == ValueType::array && v.elem == ValueType::string && !errors_only_) {  // a warning: megabytes to scan
-        size_t bad = std::count_if(v.strs.begin(), v.strs.end(), [](std::string_view x) { return !is_utf8(x); });
+        size_t bad = std::count_if(v.strs.begin(), v.strs.end(), [](std::string_view x) { return !is_valid_utf8(x); });
         if (bad) add("invalid_utf8", "warning", value_at(i), kv.key + ": " + std::to_string(bad) + " of " + std::to_string(v.size()) + " strings are not valid UTF-8");
       }
       if (vocab && kv.key.rfind("tokenizer.ggml.", 0) == 0 && kv.key.size() > 9 &&
@@ -353,7 +334,7 @@ class Validator {
       if (cut_name.size() != name.size())
         add("tensor_name", "error", std::nullopt, label + ": the name has a NUL byte at byte " + std::to_string(cut_name.size()) +
                                                       "; ggml cuts it there, to '" + cut_name + "'");
-      if (!is_utf8(name)) add("invalid_utf8", "warning", std::nullopt, label + ": the name is not valid UTF-8");
+      if (!is_valid_utf8(name)) add("invalid_utf8", "warning", std::nullopt, label + ": the name is not valid UTF-8");
       if (auto it = first.find(i); it != first.end())
         add("duplicate_tensor_name", "error", std::nullopt,
             label + " and tensor[" + std::to_string(it->second) + "] are both '" + cut_name + "' to ggml (names are cut at a NUL); it refuses the file");

@@ -30,16 +30,6 @@ bool needs_escape(uint32_t cp) {
 }
 }  // namespace
 
-bool is_valid_utf8(std::string_view s) {
-  uint32_t cp;
-  for (size_t i = 0; i < s.size();) {
-    size_t n = utf8_len(s, i, &cp);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
-
 std::string json_string(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 2);
@@ -63,7 +53,7 @@ std::string json_string(std::string_view s) {
     } else if (cp == '\r') {
       out += "\\r";
     } else if (needs_escape(cp)) {
-      char buf[8];
+      char buf[16];  // "\\uXXXX" and its NUL; the compiler cannot see cp <= 0xFFFF here
       std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
       out += buf;
     } else {

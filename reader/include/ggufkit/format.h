@@ -69,4 +69,7 @@ std::optional<uint64_t> align_up(uint64_t x, uint64_t alignment);
 std::optional<uint64_t> tensor_nbytes(const GgmlType& type, std::span<const uint64_t> dims,
                                       std::string* why = nullptr);
 
+// Whether the bytes are UTF-8: no overlong form, surrogate or code point past U+10FFFF.
+bool is_valid_utf8(std::string_view s);
+
 }  // namespace ggufkit

@@ -3,6 +3,7 @@
 #include <string>
 #include <string_view>
 
+#include "ggufkit/format.h"  // is_valid_utf8
 #include "ggufkit/model.h"
 
 namespace ggufkit {
@@ -11,8 +12,6 @@ namespace ggufkit {
 // controls, U+2028/2029 and non-characters are \u-escaped. Bytes that are not valid
 // UTF-8 become U+FFFD, so callers that must keep them check is_valid_utf8 first.
 std::string json_string(std::string_view s);
-
-bool is_valid_utf8(std::string_view s);
 
 // Bytes as lowercase hex digits, two a byte.
 std::string hex_text(std::string_view bytes);
