@@ -103,6 +103,14 @@ run "edit eos json" edit "$tiny" --eos-token-id 1 -o e3.gguf --json
 run "edit nothing" edit "$tiny" --set general.architecture=llama -o e4.gguf
 run "edit template" edit "$phi" --chat-template-file "$corpus/templates/Qwen-Qwen2.5-7B-Instruct.jinja" -o e5.gguf
 run "edit template bad" edit "$phi" --set 'tokenizer.chat_template={% if %}' -o e6.gguf
+printf '{%% if %%}broken' >bad.jinja
+run "edit template syntax" edit "$phi" --chat-template-file bad.jinja -o e8.gguf
+run "edit template forced" edit "$phi" --chat-template-file bad.jinja --no-template-check -o e9.gguf
+run "edit template warning" edit "$tiny" --set 'tokenizer.chat_template="<|im_start|>{{ bos_token }}"' -o e10.gguf
+run "edit set typed" edit "$tiny" --set-typed my.key=array[u32]:[1,2] --remove general.name --rename llama.rope.dimension_count=llama.rope.dims -o e11.gguf --json
+run "edit patch file" edit "$tiny" --patch "$here/../examples/patches/fix-model.yaml" -o e12.gguf
+run "edit set split key" edit "$set3" --set split.count=4 -o e13
+run "edit convert set" convert "$set3" --byte-order big -o e14
 run "edit special" edit "$phi" --special-token eos='<|end|>' -o e7.gguf
 run "edit render" edit "$phi" --chat-template-file "$corpus/templates/Qwen-Qwen2.5-7B-Instruct.jinja" --dry-run \
   --render "$here/template/conversations/03-several-turns.json"
