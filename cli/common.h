@@ -5,7 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "ggufkit/jinja_render.h"
+#include "ggufkit/edit.h"
+#include "ggufkit/prompt.h"
 #include "ggufkit/scan.h"
 #include "ggufkit/shards.h"
 
@@ -48,33 +49,14 @@ std::optional<ReadArgs> read_args(const std::vector<std::string>& args, const st
 std::string value_json(const Value& v);
 void value_json(std::ostream& out, const Value& v);  // written as it is made: arrays may be large
 
-// A conversation to render a template with, from a JSON file (or - for standard input):
-// messages, optionally tools, documents, add_generation_prompt and other variables. A
-// format Error (exit 1) names the file and the byte when it is not.
-jinja::Value read_conversation(const std::string& path);
-// The prompt the template `text` (stored under `key` of `file`) gives for `conversation`,
-// with the model's bos and eos tokens, rendered as transformers' apply_chat_template does.
-// A template that does not parse, that raises or that hits a sandbox limit is a format
-// Error naming the file, the key and the template's line.
-std::string render_prompt(const std::string& file, const std::string& key, const std::string& text, const Model& m,
-                          const jinja::Value& conversation);
+// "ggufkit: note: FILE: MESSAGE" on standard error: the library's notes, and the command line's.
+void print_note(const std::string& file, const std::string& message);
 
-// A unified diff of two texts by lines (3 lines of context), as `diff -u` writes it;
-// empty when they are the same.
-std::string unified_diff(const std::string& a, const std::string& b, const std::string& name_a, const std::string& name_b);
+// The options of every command that writes a model. Once the library starts writing,
+// signals that would kill a write half-way instead stop it cleanly.
+WriteOptions write_options(bool verify, bool force);
 
-// The reading commands (cli/inspect.cpp).
-int cmd_show(const std::vector<std::string>& args);
-int cmd_meta(const std::vector<std::string>& args);
-int cmd_tensors(const std::vector<std::string>& args);
-int cmd_stack(const std::vector<std::string>& args);
-int cmd_layer(const std::vector<std::string>& args);
-int cmd_account(const std::vector<std::string>& args);
-int cmd_tensor(const std::vector<std::string>& args);
-int cmd_diff(const std::vector<std::string>& args);
-int cmd_hash(const std::vector<std::string>& args);
-int cmd_validate(const std::vector<std::string>& args);
-int cmd_get(const std::vector<std::string>& args);
-int cmd_template(const std::vector<std::string>& args);
+// The span map: text with a closing total, or the documented JSON.
+void print_map(const Layout& L, uint64_t file_size, bool json);
 
 }  // namespace ggufkit::cli

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "commands.h"
 #include "common.h"
 
 #include "ggufkit/shards.h"
@@ -269,74 +270,6 @@ int cmd_get(const std::vector<std::string>& args) {
       return true;
     });
   return 0;
-}
-
-int cmd_template(const std::vector<std::string>& args) {
-  po::options_description desc("options");
-  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file, or any shard of a set")(
-      "name", po::value<std::string>()->default_value("default"), "which template: tokenizer.chat_template.NAME")(
-      "list", po::bool_switch(), "name the templates the file has, with their sizes")(
-      "render", po::value<std::string>(), "print the prompt the template gives for the conversation in this JSON file (- for standard input)")(
-      "add-generation-prompt", po::bool_switch(), "with --render: end the prompt with the assistant's turn opening")(
-      "json", po::bool_switch(), "with --list: {\"templates\": [{\"name\", \"key\", \"bytes\"}]}; with --render: {\"prompt\": \"...\"}")(
-      "shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
-  po::positional_options_description pos;
-  pos.add("file", 1);
-  auto vm = parse(args, desc, pos,
-                  "usage: ggufkit template FILE [--name NAME] [--list]\n"
-                  "       ggufkit template FILE --render CONV.json [--add-generation-prompt] [--name NAME] [--json]\n\n"
-                  "Prints a chat template exactly as the file stores it, byte for byte, with no\n"
-                  "newline added: tokenizer.chat_template, or tokenizer.chat_template.NAME with\n"
-                  "--name NAME. --list names the templates the file has.\n\n"
-                  "--render prints the prompt the model gets instead, rendered as Hugging Face's\n"
-                  "apply_chat_template renders it (jinja2 in a sandbox, trim_blocks, lstrip_blocks).\n"
-                  "CONV.json holds \"messages\" and optionally \"tools\", \"documents\",\n"
-                  "\"add_generation_prompt\" and any other variables the template reads;\n"
-                  "bos_token and eos_token are the file's. For example:\n"
-                  "  {\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"},\n"
-                  "                {\"role\": \"user\", \"content\": \"Hello!\"}]}\n"
-                  "A template that raises (raise_exception) or fails exits 1 with its line.");
-  if (!vm) return 0;
-  const std::string file = (*vm)["file"].as<std::string>();
-  Scanned s = load_model(file, (*vm)["shard-only"].as<bool>()).s;
-  std::vector<const KV*> found;
-  for (size_t i = 0; i < s.model.metadata.size(); ++i)
-    if (is_template_key(s.model.metadata.key(i)))
-      if (const KV& kv = s.model.metadata.ref(i); kv.value.type == ValueType::string) found.push_back(&kv);
-  auto name_of = [](const std::string& key) {
-    return key == "tokenizer.chat_template" ? std::string("default") : key.substr(std::strlen("tokenizer.chat_template."));
-  };
-  if ((*vm)["list"].as<bool>()) {
-    if ((*vm)["json"].as<bool>()) {
-      std::cout << "{\"templates\": [";
-      for (size_t i = 0; i < found.size(); ++i)
-        std::cout << (i ? ", " : "") << "{\"name\": " << json_string(name_of(found[i]->key)) << ", \"key\": "
-                  << json_string(found[i]->key) << ", \"bytes\": " << found[i]->value.str.size() << "}";
-      std::cout << "]}\n";
-    } else {
-      for (const KV* kv : found) std::printf("%-16s %-40s %zu bytes\n", name_of(kv->key).c_str(), kv->key.c_str(), kv->value.str.size());
-      if (found.empty()) std::printf("no chat templates\n");
-    }
-    return 0;
-  }
-  const std::string name = (*vm)["name"].as<std::string>();
-  for (const KV* kv : found)
-    if (name_of(kv->key) == name) {
-      if (!vm->count("render")) {
-        std::fwrite(kv->value.str.data(), 1, kv->value.str.size(), stdout);
-        return 0;
-      }
-      jinja::Value conv = read_conversation((*vm)["render"].as<std::string>());
-      if ((*vm)["add-generation-prompt"].as<bool>()) conv.dict->set(jinja::Value::string("add_generation_prompt"), jinja::Value::boolean(true));
-      const std::string prompt = render_prompt(file, kv->key, kv->value.str, s.model, conv);
-      if ((*vm)["json"].as<bool>()) std::cout << "{\"prompt\": " << json_string(prompt) << "}\n";
-      else std::fwrite(prompt.data(), 1, prompt.size(), stdout);
-      return 0;
-    }
-  std::string have;
-  for (const KV* kv : found) have += (have.empty() ? "" : ", ") + name_of(kv->key);
-  throw Error(Error::Kind::format, file, std::nullopt, name == "default" ? "tokenizer.chat_template" : "tokenizer.chat_template." + name,
-              "the file has no such template" + (have.empty() ? std::string(" (it has none)") : " (it has: " + have + ")"));
 }
 
 int cmd_tensors(const std::vector<std::string>& args) {
@@ -793,5 +726,38 @@ int cmd_validate(const std::vector<std::string>& args) {
   }
   return errors || ((*vm)["strict"].as<bool>() && warnings) ? 1 : 0;
 }
+
+int cmd_map(const std::vector<std::string>& args) {
+  auto a = read_args(args,
+                     "usage: ggufkit map FILE [--json]\n\n"
+                     "Prints every field of the file in order: offset, size, kind and name. Kinds:\n"
+                     "magic version tensor_count kv_count kv_key kv_type kv_value tensor_info\n"
+                     "padding tensor_data tensor_padding gap trailing (gap: bytes between a\n"
+                     "tensor's padding and the next tensor; trailing: bytes after the end). The\n"
+                     "spans cover every byte of the file; the text form ends with their total.\n\n"
+                     "Given a shard of a set, the map of every shard in turn (--shard-only: the file\n"
+                     "named alone); --json then gives {\"files\": N, \"shards\": [{\"file\", \"map\"}]}.",
+                     "print {\"file_size\", \"alignment\", \"data_offset\", \"spans\": [...]}");
+  if (!a) return 0;
+  std::optional<ShardSet> set = set_of(a->file, a->shard_only);
+  if (!set) {
+    Scanned s = load(a->file);
+    print_map(s.layout, s.source_size, a->json);
+    return 0;
+  }
+  const size_t n = set->shards.size();
+  if (a->json) std::cout << "{\"files\": " << n << ", \"shards\": [\n";
+  else std::printf("shard set: %zu files\n", n);
+  for (size_t k = 0; k < n; ++k) {
+    const Shard& sh = set->shards[k];
+    if (a->json) std::cout << (k ? ",\n" : "") << "{\"file\": " << json_string(sh.path) << ", \"map\": ";
+    else std::printf("\n== %s (shard %zu of %zu)\n", sh.path.c_str(), k + 1, n);
+    print_map(sh.file.layout, sh.file.source_size, a->json);
+    if (a->json) std::cout << "}";
+  }
+  if (a->json) std::cout << "\n]}\n";
+  return 0;
+}
+
 
 }  // namespace ggufkit::cli

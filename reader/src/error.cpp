@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 namespace ggufkit {
 
@@ -31,13 +32,15 @@ void throw_io(const std::string& file, const std::string& message) {
 }
 
 namespace {
-void print_note(const std::string& file, const std::string& message) {
-  std::fprintf(stderr, "ggufkit: note: %s: %s\n", file.c_str(), message.c_str());
+NoteHandler& handler() {
+  static NoteHandler h;
+  return h;
 }
-NoteHandler g_note = print_note;
 }  // namespace
 
-void set_note_handler(NoteHandler handler) { g_note = handler ? handler : print_note; }
-void note(const std::string& file, const std::string& message) { g_note(file, message); }
+NoteHandler set_note_handler(NoteHandler h) { return std::exchange(handler(), std::move(h)); }
+void note(const std::string& file, const std::string& message) {
+  if (handler()) handler()(file, message);
+}
 
 }  // namespace ggufkit

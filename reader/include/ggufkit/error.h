@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -30,10 +31,11 @@ class Error : public std::runtime_error {
 [[noreturn]] void throw_io(const std::string& file, const std::string& message);  // adds errno text
 
 // Something a person should know that is not an error: an owner or an attribute of a
-// replaced file that could not be kept. By default "ggufkit: note: FILE: MESSAGE" goes to
-// standard error; a program that links the library may take the notes instead.
-using NoteHandler = void (*)(const std::string& file, const std::string& message);
-void set_note_handler(NoteHandler handler);
+// replaced file that could not be kept, a file system without locks. The library never
+// prints: notes go to the handler the program sets (the command line prints them to
+// standard error), and are dropped without one. set_note_handler returns the one before.
+using NoteHandler = std::function<void(const std::string& file, const std::string& message)>;
+NoteHandler set_note_handler(NoteHandler handler);
 void note(const std::string& file, const std::string& message);
 
 }  // namespace ggufkit

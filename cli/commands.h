@@ -1,0 +1,48 @@
+#pragma once
+// The table of commands, as git's builtin/ has: dispatch, `ggufkit --help`, the man page
+// and the shell completion all come from it. One file per family of commands.
+#include <string>
+#include <vector>
+
+namespace ggufkit::cli {
+
+using Run = int (*)(const std::vector<std::string>& args);
+
+struct Command {
+  const char* name;
+  const char* family;    // "reading" or "writing": the usage's two lists
+  const char* synopsis;  // "show FILE": the usage's left column
+  const char* summary;   // one line (a longer one wraps with "\n" as the usage shows it)
+  Run run;
+};
+const std::vector<Command>& commands();
+
+// Reading (cli/inspect.cpp, cli/template.cpp).
+int cmd_show(const std::vector<std::string>& args);
+int cmd_meta(const std::vector<std::string>& args);
+int cmd_get(const std::vector<std::string>& args);
+int cmd_template(const std::vector<std::string>& args);
+int cmd_tensors(const std::vector<std::string>& args);
+int cmd_stack(const std::vector<std::string>& args);
+int cmd_layer(const std::vector<std::string>& args);
+int cmd_account(const std::vector<std::string>& args);
+int cmd_tensor(const std::vector<std::string>& args);
+int cmd_diff(const std::vector<std::string>& args);
+int cmd_hash(const std::vector<std::string>& args);
+int cmd_validate(const std::vector<std::string>& args);
+int cmd_map(const std::vector<std::string>& args);
+// Editing (cli/edit.cpp).
+int cmd_rewrite(const std::vector<std::string>& args);
+int cmd_edit(const std::vector<std::string>& args);
+int cmd_realign(const std::vector<std::string>& args);
+int cmd_convert(const std::vector<std::string>& args);
+int cmd_recover(const std::vector<std::string>& args);
+// Sets (cli/sets.cpp).
+int cmd_split(const std::vector<std::string>& args);
+int cmd_merge(const std::vector<std::string>& args);
+// Sketches (cli/sketch.cpp).
+int cmd_write(const std::vector<std::string>& args);
+int cmd_dump(const std::vector<std::string>& args);
+int cmd_example(const std::vector<std::string>& args);
+
+}  // namespace ggufkit::cli

@@ -1,0 +1,464 @@
+// The editing commands: rewrite, edit, realign, convert and recover. Each fills an
+// EditRequest, calls ggufkit::edit and prints its report.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "ggufkit/edit.h"
+#include "ggufkit/journal.h"
+#include "ggufkit/path.h"
+#include "ggufkit/text.h"
+#include "commands.h"
+#include "common.h"
+
+namespace ggufkit::cli {
+
+namespace {
+
+std::string gb(uint64_t n) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(n) / 1e9);
+  return buf;
+}
+
+std::string change_text(const Change& c) {
+  switch (c.kind) {
+    case Change::set: return "set     " + c.key + ": " + brief_value(*c.before) + " -> " + brief_value(*c.after);
+    case Change::add:
+      return "add     " + c.key + " (" + value_type_name(c.after->type) + "): " + brief_value(*c.after);
+    case Change::remove: return "remove  " + c.key + " (was " + brief_value(*c.before) + ")";
+    case Change::rename: return "rename  " + c.key + " -> " + c.to;
+    case Change::alignment:
+      return "align   " + brief_value(*c.before) + " -> " +
+             (c.after ? brief_value(*c.after) : "default (32: general.alignment removed)");
+  }
+  return "";
+}
+
+std::string change_json(const Change& c) {
+  static const char* kinds[] = {"set", "add", "remove", "rename", "alignment"};
+  std::string s = std::string("{\"change\": \"") + kinds[c.kind] + "\", \"key\": " + json_string(c.key);
+  if (c.kind == Change::rename) s += ", \"to\": " + json_string(c.to);
+  if (c.before) s += ", \"before\": " + json_string(brief_value(*c.before, 200));
+  if (c.after) s += ", \"after\": " + json_string(brief_value(*c.after, 200));
+  return s + "}";
+}
+
+// edit --dry-run --render: the prompt under the old template and tokens and under the new,
+// then a unified diff of them.
+void print_prompts(const std::string& before, const std::string& after) {
+  auto shown = [](const std::string& s) { return s.empty() || s.back() != '\n' ? s + "\n" : s; };
+  std::printf("== the prompt before the edit ==\n%s== the prompt after the edit ==\n%s", shown(before).c_str(), shown(after).c_str());
+  const std::string diff = unified_diff(before, after, "prompt before", "prompt after");
+  std::printf("== diff ==\n%s", diff.empty() ? "the prompt is the same, byte for byte\n" : diff.c_str());
+}
+
+const char* order_name(ByteOrder o) { return o == ByteOrder::big ? "big-endian" : "little-endian"; }
+
+
+const char* kHeaderPath = "the header alone, in place (it fits before the data start; no tensor byte moves)";
+
+// What the header path says it wrote.
+std::string header_written(const std::string& path, const EditReport& r) {
+  if (r.header_bytes == 0) return path + ": no byte of the header differs; nothing was written\n";
+  return path + ": wrote " + kHeaderPath + ": " + std::to_string(r.header_bytes) + " of its " + std::to_string(r.header_size) +
+         " bytes differ, at " + std::to_string(r.header_at) + "\n";
+}
+
+std::string changes_json(const std::vector<Change>& changes) {
+  std::string s;
+  for (size_t i = 0; i < changes.size(); ++i) s += (i ? ", " : "") + change_json(changes[i]);
+  return s;
+}
+
+// Where an edit in place goes, as the report says: the header alone, or the whole file and why.
+std::string path_text(const EditRequest& req, const EditReport& r, const char* whole) {
+  if (!req.in_place) return "";
+  if (r.header_fits) return kHeaderPath;
+  return std::string(whole) + " (" + (req.whole_file ? "--whole-file" : r.why_whole) + ")";
+}
+
+// A shard set's report.
+void print_set(const EditRequest& req, const EditReport& r) {
+  const size_t n = r.set_files;
+  if (r.unchanged) {
+    std::printf("%s: no changes; nothing written\n", req.input.c_str());
+    return;
+  }
+  const std::string where = path_text(req, r, "the whole of shard 1");
+  if (req.dry_run) {
+    std::printf("%s: dry run, nothing written (shard set: %zu files; %s)\n", req.input.c_str(), n,
+                r.every_shard ? "every shard would be written" : "shard 1 alone would be written");
+    for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());
+    if (!where.empty() && !r.every_shard) std::printf("would write %s\n", where.c_str());
+    if (r.prompt_before) print_prompts(*r.prompt_before, *r.prompt_after);
+    return;
+  }
+  for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());
+  if (r.written == Written::header) {
+    std::printf("%s", header_written(r.files.at(0).path, r).c_str());
+    std::printf("shard set: %zu files; shard 1's header written in place, the other %zu untouched\n", n, n - 1);
+    return;
+  }
+  for (const WrittenFile& f : r.files)
+    std::printf("%s: %llu bytes%s\n", f.path.c_str(), static_cast<unsigned long long>(f.file_size),
+                req.write.verify ? (", " + std::to_string(f.tensors_verified) + " tensors verified").c_str() : "");
+  if (req.in_place && r.files.size() < n) {
+    std::printf("wrote %s\n", where.c_str());
+    std::printf("shard set: %zu files; shard 1 rewritten, the other %zu untouched\n", n, n - 1);
+  }
+}
+
+// One file's report.
+void print_file(const EditRequest& req, const EditReport& r, bool json) {
+  const std::string order_change = r.order_after ? std::string("order   ") + order_name(*r.order_before) + " -> " + order_name(*r.order_after) : "";
+  if (r.unchanged) {
+    if (json) std::cout << "{\"file\": " << json_string(req.input) << ", \"changes\": [], \"written\": false}\n";
+    else std::printf("%s: no changes%s; nothing written\n", req.input.c_str(),
+                     req.byte_order ? (std::string(" (already ") + order_name(*req.byte_order) + ")").c_str() : "");
+    return;
+  }
+  const std::string dropped_note = r.dropped_bytes ? "note: the data is re-laid; the source's " + std::to_string(r.dropped_bytes) +
+                                                         " bytes of gaps and bytes after the end are not carried over\n"
+                                                   : "";
+  const std::string where = path_text(req, r, "the whole file");
+  if (req.dry_run) {
+    if (json) {
+      std::cout << "{\"dry_run\": true, \"changes\": [" << changes_json(r.changes) << "], \"data_offset\": {\"before\": "
+                << r.data_offset_before << ", \"after\": " << r.data_offset_after << "}, \"file_size\": {\"before\": "
+                << r.file_size_before << ", \"after\": " << r.file_size_after << "}";
+      if (r.prompt_before)
+        std::cout << ", \"prompt\": {\"before\": " << json_string(*r.prompt_before) << ", \"after\": " << json_string(*r.prompt_after)
+                  << ", \"diff\": " << json_string(unified_diff(*r.prompt_before, *r.prompt_after, "prompt before", "prompt after"))
+                  << "}";
+      std::cout << "}\n";
+      return;
+    }
+    std::printf("%s: dry run, nothing written\n", req.input.c_str());
+    for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());
+    if (!order_change.empty()) std::printf("  %s\n", order_change.c_str());
+    std::printf("%s", dropped_note.c_str());
+    if (r.changes.empty()) std::printf("  no changes: the output would be a byte-for-byte rewrite\n");
+    if (!where.empty()) std::printf("would write %s\n", where.c_str());
+    std::printf("data start  %llu -> %llu\nfile size   %llu -> %llu\n", static_cast<unsigned long long>(r.data_offset_before),
+                static_cast<unsigned long long>(r.data_offset_after), static_cast<unsigned long long>(r.file_size_before),
+                static_cast<unsigned long long>(r.file_size_after));
+    if (r.prompt_before) print_prompts(*r.prompt_before, *r.prompt_after);
+    return;
+  }
+  if (r.written == Written::header) {
+    if (json)
+      std::cout << "{\"file\": " << json_string(req.input) << ", \"changes\": [" << changes_json(r.changes)
+                << "], \"written\": \"header\", \"header_bytes\": " << r.header_size << ", \"bytes_written\": " << r.header_bytes
+                << ", \"at\": " << r.header_at << "}\n";
+    else {
+      for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());
+      std::printf("%s", header_written(req.input, r).c_str());
+    }
+    return;
+  }
+  const WrittenFile& f = r.files.at(0);
+  if (json) {
+    std::cout << "{\"file\": " << json_string(f.path) << ", \"changes\": [" << changes_json(r.changes)
+              << "], \"file_size\": " << f.file_size << ", \"data_offset\": " << f.data_offset
+              << ", \"tensors_verified\": " << f.tensors_verified << ", \"bytes_verified\": " << f.bytes_verified << "}\n";
+    return;
+  }
+  for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());
+  if (!order_change.empty()) std::printf("  %s\n", order_change.c_str());
+  std::printf("%s", dropped_note.c_str());
+  std::printf("%s: %llu bytes, %zu tensors, %zu keys, data start %llu", f.path.c_str(),
+              static_cast<unsigned long long>(f.file_size), f.tensors, f.keys, static_cast<unsigned long long>(f.data_offset));
+  if (req.write.verify) std::printf("; %llu tensors verified", static_cast<unsigned long long>(f.tensors_verified));
+  std::printf("\n");
+  if (!where.empty()) std::printf("wrote %s\n", where.c_str());
+}
+
+// What the command line adds to a refusal: the option that lets it through.
+[[noreturn]] void refused(const EditRefused& e) {
+  switch (e.reason) {
+    case EditRefused::Reason::rules:
+      throw Error(e.kind, e.file, e.offset, e.field, e.message + "; give --allow-broken to write it anyway (a broken fixture on purpose)");
+    case EditRefused::Reason::template_syntax:
+      throw Error(e.kind, e.file, e.offset, e.field, e.message + "; give --no-template-check to write it anyway");
+    case EditRefused::Reason::header_only:
+      throw Error(e.kind, e.file, e.offset, "--header-only", e.message + " (without --header-only the whole file is rewritten)");
+    case EditRefused::Reason::header_only_every_shard: throw Error(e.kind, e.file, e.offset, "--header-only", e.message);
+  }
+  throw Error(e);
+}
+
+// rewrite, edit, realign and convert: the request to the front door, the report printed.
+int run_edit(EditRequest& req, bool json) {
+  if (!req.dry_run && req.in_place == !req.output.empty()) throw_usage("give exactly one of -o OUT and --in-place");
+  req.on_finding = [&req](const Finding& f) {
+    if (f.code == "template_syntax" && f.severity == "error") print_note(req.input, "written anyway (--no-template-check): " + f.message);
+    else if (f.severity != "error") print_note(req.input, "warning [" + f.code + "] " + f.message);
+    else print_note(req.input, "written anyway (--allow-broken): [" + f.code + "] " + f.message);
+  };
+  // A progress bar on a terminal, for a whole file of more than 64 MiB.
+  int shown = -1;
+  if (::isatty(2))
+    req.write.progress = [&shown](uint64_t w, uint64_t total) {
+      if (total <= (64u << 20)) return;
+      int pct = total ? static_cast<int>(100 * w / total) : 100;
+      if (pct == shown) return;
+      shown = pct;
+      std::fprintf(stderr, "\rggufkit: writing %s of %s (%d%%)", gb(w).c_str(), gb(total).c_str(), pct);
+      if (pct == 100) std::fprintf(stderr, "\n");
+    };
+  EditReport r;
+  try {
+    r = edit(req);
+  } catch (const EditRefused& e) {
+    refused(e);
+  }
+  if (shown >= 0 && shown != 100) std::fprintf(stderr, "\n");
+  if (r.set_files > 1) print_set(req, r);
+  else print_file(req, r, json);
+  return 0;
+}
+
+void add_output_options(po::options_description& desc) {
+  desc.add_options()("output,o", po::value<std::string>(), "write the result here (never over FILE itself)")(
+      "in-place", po::bool_switch(), "replace FILE, by renaming the finished file over it")(
+      "dry-run", po::bool_switch(), "print what would change and write nothing")(
+      "no-verify", po::bool_switch(), "skip re-reading the written tensor data (the header is still checked)")(
+      "force", po::bool_switch(), "replace OUT if it exists (without it, an existing OUT is refused)")(
+      "allow-broken", po::bool_switch(),
+      "write the result even if llama.cpp would refuse it (validate's rules: an alignment below 32, a vocabulary "
+      "that disagrees with token ids or token_embd, a missing architecture, ...); for broken fixtures")(
+      "json", po::bool_switch(), "print the result as JSON");
+}
+
+EditRequest request_of(const po::variables_map& vm) {
+  EditRequest job;
+  job.input = vm["file"].as<std::string>();
+  if (vm.count("output")) job.output = vm["output"].as<std::string>();
+  job.in_place = vm["in-place"].as<bool>();
+  job.dry_run = vm["dry-run"].as<bool>();
+  job.write = write_options(!vm["no-verify"].as<bool>(), vm["force"].as<bool>());
+  job.allow_broken = vm["allow-broken"].as<bool>();
+  return job;
+}
+
+const char* kSafety =
+    "The result is first checked with validate's rules: what llama.cpp would refuse\n"
+    "(and the source did not already have) stops the command before anything is\n"
+    "written, unless --allow-broken.\n"
+    "The result is written as a temporary file in the destination's folder, flushed,\n"
+    "re-read and checked (the header against the plan; every tensor's bytes by\n"
+    "checksum unless --no-verify), then renamed into place. Any failure or signal\n"
+    "leaves FILE and any existing OUT exactly as they were.";
+
+}  // namespace
+
+int cmd_rewrite(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file to read");
+  add_output_options(desc);
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  auto vm = parse(args, desc, pos,
+                  std::string("usage: ggufkit rewrite FILE (-o OUT | --in-place)\n\n"
+                              "Reads FILE, plans a fresh layout and writes it with ggufkit's writer, streaming\n"
+                              "the tensor data. A file ggufkit reads without complaint comes out byte for byte\n"
+                              "the same.\n\n") + kSafety);
+  if (!vm) return 0;
+  EditRequest job = request_of(*vm);
+  job.always_write = true;
+  return run_edit(job, (*vm)["json"].as<bool>());
+}
+
+int cmd_edit(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file to edit")(
+      "patch,p", po::value<std::string>(), "a patch file (YAML: set, remove, rename, alignment)")(
+      "set", po::value<std::vector<std::string>>()->composing(),
+      "KEY=VALUE: set a key (keeps an existing key's type); VALUE is read as YAML, as in a patch: "
+      "'general.name=\"My Model\"' stores My Model, [1, 2] is a list")(
+      "set-typed", po::value<std::vector<std::string>>()->composing(),
+      "KEY=TYPE:VALUE: add a key of the given type (u8 ... f64, bool, string, array[u32], ...)")(
+      "remove", po::value<std::vector<std::string>>()->composing(), "KEY: remove a key")(
+      "rename", po::value<std::vector<std::string>>()->composing(), "OLD=NEW: rename a key")(
+      "chat-template-file", po::value<std::string>(),
+      "set tokenizer.chat_template from a file ('-' for standard input; pipes and /dev/fd/N are read whole)")(
+      "eos-token-id", po::value<std::string>(), "set tokenizer.ggml.eos_token_id")(
+      "special-token", po::value<std::vector<std::string>>()->composing(),
+      "NAME=TEXT: set a special token by its text, matched exactly against the vocabulary (NAME: bos, eos, eot, "
+      "eom, unknown, seperator, padding, cls, mask, fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep; also "
+      "sep, pad, unk), e.g. eos='<|im_end|>'")(
+      "special-token-id", po::value<std::vector<std::string>>()->composing(), "NAME=ID: set a special token by its id")(
+      "from-hf", po::value<std::string>(),
+      "DIR or DIR/tokenizer_config.json: take the chat template(s), bos/eos/pad/unk tokens and add_bos/add_eos "
+      "flags a Hugging Face model folder gives (chat_template.jinja beside the config wins)")(
+      "alignment", po::value<std::string>(), "re-lay the data at this alignment (a power of two, or 'default')")(
+      "header-only", po::bool_switch(),
+      "with --in-place: write the header alone (when the edited header fits before the data start), or refuse; "
+      "without it such an edit still takes that path, and one that does not fit rewrites the whole file")(
+      "whole-file", po::bool_switch(),
+      "with --in-place: rewrite the whole file even when the header alone would do (a new inode: hard links "
+      "keep the old bytes)")(
+      "no-template-check", po::bool_switch(),
+      "write a chat template even if it does not parse as Jinja (a syntax error is otherwise refused, with its "
+      "line and column)")(
+      "render", po::value<std::string>(),
+      "with --dry-run: print the prompt the conversation in this JSON file gets under the old template and tokens "
+      "and under the new, and a unified diff (see 'ggufkit template --help')")(
+      "add-generation-prompt", po::bool_switch(), "with --render: end the prompts with the assistant's turn opening");
+  add_output_options(desc);
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  auto vm = parse(args, desc, pos,
+                  std::string("usage: ggufkit edit FILE [--patch PATCH.yaml] [--set KEY=VALUE]... (-o OUT | --in-place)\n\n"
+                              "Changes metadata without re-converting the model: an existing key keeps its\n"
+                              "position and type, a new key is appended with the type the key registry gives\n"
+                              "(schemas/keys.yaml) or the patch names. Token ids must stay below the vocabulary\n"
+                              "size. Every offset is recomputed and every tensor's bytes carried over unchanged.\n"
+                              "The patch format is in schemas/patch.md:\n\n"
+                              "  set: {general.name: Fixed, tokenizer.chat_template: {file: t.jinja}}\n"
+                              "  remove: [general.license.link]\n"
+                              "  rename: {old.key: new.key}\n"
+                              "  alignment: 64\n\n") + kSafety);
+  if (!vm) return 0;
+  EditRequest job = request_of(*vm);
+  job.template_check = !(*vm)["no-template-check"].as<bool>();
+  job.header_only = (*vm)["header-only"].as<bool>();
+  job.whole_file = (*vm)["whole-file"].as<bool>();
+  if ((job.header_only || job.whole_file) && !job.in_place)
+    throw_usage(std::string(job.header_only ? "--header-only" : "--whole-file") + " is for edits in place: give --in-place");
+  if (job.header_only && job.whole_file) throw_usage("give one of --header-only and --whole-file");
+  if (vm->count("render")) {
+    if (!job.dry_run) throw_usage("--render shows the prompts of a dry run: add --dry-run");
+    job.conversation = read_conversation((*vm)["render"].as<std::string>());
+    if ((*vm)["add-generation-prompt"].as<bool>())
+      job.conversation->dict->set(jinja::Value::string("add_generation_prompt"), jinja::Value::boolean(true));
+  }
+  if (vm->count("patch")) job.patch = read_patch((*vm)["patch"].as<std::string>());
+  auto pair = [](const std::string& s, const char* opt) {
+    auto eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) throw_usage(std::string(opt) + " expects KEY=VALUE, found '" + s + "'");
+    return std::make_pair(s.substr(0, eq), s.substr(eq + 1));
+  };
+  if (vm->count("set"))
+    for (const auto& s : (*vm)["set"].as<std::vector<std::string>>()) {
+      auto [k, v] = pair(s, "--set");
+      job.patch.add_set(k, v);
+    }
+  if (vm->count("from-hf")) job.patch.add_from_hf((*vm)["from-hf"].as<std::string>());
+  for (const char* opt : {"special-token", "special-token-id"})
+    if (vm->count(opt))
+      for (const auto& s : (*vm)[opt].as<std::vector<std::string>>()) {
+        auto [name, value] = pair(s, (std::string("--") + opt).c_str());
+        job.patch.add_special(name, value, std::string(opt) == "special-token-id");
+      }
+  if (vm->count("set-typed"))
+    for (const auto& s : (*vm)["set-typed"].as<std::vector<std::string>>()) {
+      auto [k, tv] = pair(s, "--set-typed");
+      auto colon = tv.find(':');
+      if (colon == std::string::npos || colon == 0) throw_usage("--set-typed expects KEY=TYPE:VALUE, found '" + s + "'");
+      job.patch.add_set_typed(k, tv.substr(0, colon), tv.substr(colon + 1));
+    }
+  if (vm->count("remove"))
+    for (const auto& k : (*vm)["remove"].as<std::vector<std::string>>()) job.patch.add_remove(k);
+  if (vm->count("rename"))
+    for (const auto& s : (*vm)["rename"].as<std::vector<std::string>>()) {
+      auto [k, v] = pair(s, "--rename");
+      job.patch.add_rename(k, v);
+    }
+  if (vm->count("chat-template-file")) {
+    std::string path = (*vm)["chat-template-file"].as<std::string>();
+    if (struct stat st {}; path != "-" && stat_path(path, st) != 0 && (errno == ENOENT || errno == ENOTDIR))
+      throw_usage(path + ": cannot open for reading: " + std::strerror(errno));  // read later, inside the patch
+    job.patch.add_set_file("tokenizer.chat_template", path == "-" ? "/dev/stdin" : path);  // read whole, under the cap
+  }
+  if (vm->count("eos-token-id")) job.patch.add_set("tokenizer.ggml.eos_token_id", (*vm)["eos-token-id"].as<std::string>());
+  if (vm->count("alignment")) job.patch.set_alignment((*vm)["alignment"].as<std::string>());
+  job.patch.allow_broken = job.allow_broken;
+  return run_edit(job, (*vm)["json"].as<bool>());
+}
+
+// realign and convert: FILE, one required option, and the output options.
+std::optional<po::variables_map> parse_rewrite(const std::vector<std::string>& args, const char* option,
+                                               const char* option_help, const std::string& help) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file")(
+      option, po::value<std::string>()->required(), option_help);
+  add_output_options(desc);
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  return parse(args, desc, pos, help + kSafety);
+}
+
+int cmd_realign(const std::vector<std::string>& args) {
+  auto vm = parse_rewrite(args, "alignment,a", "the new alignment: a power of two, or 'default' (32, no key)",
+                          "usage: ggufkit realign FILE --alignment N (-o OUT | --in-place)\n\n"
+                          "Sets general.alignment to N and re-lays the file: the data section and every\n"
+                          "tensor start on a multiple of N; every offset is recomputed and every tensor's\n"
+                          "bytes are carried over unchanged. '-a default' removes the key, which means 32\n"
+                          "to every reader. Realigning back gives the original bytes: to the original N,\n"
+                          "or with -a default for a file that declared none.\n\n");
+  if (!vm) return 0;
+  EditRequest job = request_of(*vm);
+  job.patch.set_alignment((*vm)["alignment"].as<std::string>());
+  return run_edit(job, (*vm)["json"].as<bool>());
+}
+
+int cmd_convert(const std::vector<std::string>& args) {
+  auto vm = parse_rewrite(args, "byte-order", "big or little",
+                          "usage: ggufkit convert FILE --byte-order big|little (-o OUT | --in-place)\n\n"
+                          "Writes the model in the other byte order: the header's numbers, and in the\n"
+                          "tensor data every multi-byte field of every block as ggml lays blocks out\n"
+                          "(element values of f32/f16/bf16/f64/integers, the f16 scales of quantized\n"
+                          "blocks, the u16 grids of iq2/iq1_s); byte arrays stay as they are. llama.cpp\n"
+                          "reads only files in its host's order (little-endian on x86 and ARM). A tensor\n"
+                          "type whose block layout is not known is refused by name before anything is\n"
+                          "written. Values read back the same (ggufkit tensor); checksums of the stored\n"
+                          "bytes (ggufkit hash) change.\n\n");
+  if (!vm) return 0;
+  EditRequest job = request_of(*vm);
+  std::string bo = (*vm)["byte-order"].as<std::string>();
+  if (bo != "big" && bo != "little") throw_usage("--byte-order must be big or little, found '" + bo + "'");
+  job.byte_order = bo == "big" ? ByteOrder::big : ByteOrder::little;
+  return run_edit(job, (*vm)["json"].as<bool>());
+}
+
+int cmd_recover(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "the model an in-place edit was interrupted on")(
+      "discard", po::bool_switch(), "remove the journal without applying it, when FILE (every file of its set) reads clean");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  auto vm = parse(args, desc, pos,
+                  "usage: ggufkit recover FILE [--discard]\n\n"
+                  "Finishes what an interrupted in-place edit left (its journal, FILE.ggufkit-journal),\n"
+                  "holding FILE's lock meanwhile. A header edit: the new header is kept when all of it is\n"
+                  "in the file, else the old bytes of the range the edit wrote are put back; the file must\n"
+                  "then read clean, or it is put back as it was. A shard set's renames: every new shard not\n"
+                  "yet in place is renamed over its old one. The journal is then removed. Until then every\n"
+                  "command refuses FILE.\n\n"
+                  "A journal is trusted only when it is a regular file owned by root, by FILE's owner or by\n"
+                  "you; one that does not match FILE (another owner, inode or size, cut short, a bad\n"
+                  "checksum, a range outside the header, a header that is neither the old nor the new one\n"
+                  "outside the range) is reported and not applied. --discard then removes it, but only when\n"
+                  "FILE reads clean without it.");
+  if (!vm) return 0;
+  const std::string file = (*vm)["file"].as<std::string>();
+  switch (recover(file, (*vm)["discard"].as<bool>())) {
+    case Recovery::none: std::printf("%s: no journal; nothing to recover\n", file.c_str()); break;
+    case Recovery::rolled_back: std::printf("%s: the edit was cut short; the old header is back\n", file.c_str()); break;
+    case Recovery::kept_new: std::printf("%s: the new header was all written; it is kept\n", file.c_str()); break;
+    case Recovery::set_finished:
+      std::printf("%s: the set's renames were cut short; every new shard is now in place\n", file.c_str());
+      break;
+    case Recovery::discarded: std::printf("%s: reads clean; its journal was removed without being applied\n", file.c_str()); break;
+  }
+  return 0;
+}
+
+
+}  // namespace ggufkit::cli

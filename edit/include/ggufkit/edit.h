@@ -1,0 +1,132 @@
+#pragma once
+// The library's front door for every job that writes a model: one plain request struct
+// and one function per job (as LLVM's executeObjcopy(Config)); `ggufkit edit`, rewrite,
+// realign, convert, split and merge only fill the request and print the report.
+//
+//   ggufkit::EditRequest req;
+//   req.input = "model.gguf";                 // a file, or any shard of a set
+//   req.patch.add_set("tokenizer.ggml.eos_token_id", "2");
+//   req.in_place = true;                      // or req.output = "fixed.gguf"
+//   ggufkit::EditReport r = ggufkit::edit(req);
+//   // r.written: nothing, header or whole_file; r.changes; r.files; r.findings_after
+//
+// A model llama.cpp would refuse (and the source was not already) is refused by the rule
+// book before anything is written: edit() throws an EditRefused naming each finding's
+// code, unless allow_broken. Every write goes through the safe output path: the header
+// in place under a journal, or whole files renamed into place once flushed and verified.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ggufkit/byteorder.h"
+#include "ggufkit/error.h"
+#include "ggufkit/inspect.h"
+#include "ggufkit/jinja_render.h"
+#include "ggufkit/patch.h"
+
+namespace ggufkit {
+
+// Where notes go (an owner a replaced file could not keep, a file system without locks):
+// FILE and the note. Without a sink a request's notes are kept in its report.
+using NoteSink = std::function<void(const std::string& file, const std::string& message)>;
+
+// Progress of a long write: bytes written of the total.
+using Progress = std::function<void(uint64_t written, uint64_t total)>;
+
+// What every writing job shares.
+struct WriteOptions {
+  bool verify = true;  // re-read every written tensor's bytes (the header is always checked)
+  bool force = false;  // an existing output may be replaced
+  const std::atomic<bool>* cancel = nullptr;  // set (by a signal handler): stop, change nothing
+  Progress progress;
+  NoteSink notes;
+  std::function<void()> on_write_start;  // called once, just before the first byte is written
+};
+
+struct EditRequest {
+  std::string input;                    // a file, or any shard of a set (the whole set is edited)
+  std::string output;                   // the new file (a set: the new set's PREFIX) ...
+  bool in_place = false;                // ... or replace the input (exactly one of the two)
+  bool dry_run = false;                 // plan and check, write nothing
+  bool allow_broken = false;            // write what the rule book refuses, with a note
+  bool template_check = true;           // every chat template set must parse as Jinja
+  bool header_only = false;             // in place: the header alone, or refuse
+  bool whole_file = false;              // in place: the whole file even when the header would do
+  bool always_write = false;            // write even without a change (ggufkit rewrite)
+  std::optional<ByteOrder> byte_order;  // the model in this byte order (ggufkit convert)
+  Patch patch;                          // the metadata changes (realign: only its alignment)
+  std::optional<jinja::Value> conversation;  // the prompt before and after, in the report
+  WriteOptions write;
+  // Each finding the result has and the input had not, as the gate finds it (before
+  // anything is written): a warning, or an error written anyway (allow_broken; a chat
+  // template that does not parse, without template_check: code template_syntax, severity
+  // error, the message "KEY: what jinja2 says").
+  std::function<void(const Finding&)> on_finding;
+};
+
+enum class Written { nothing, header, whole_file };
+
+// One file a job wrote.
+struct WrittenFile {
+  std::string path;
+  uint64_t file_size = 0, data_offset = 0;
+  size_t tensors = 0, keys = 0;
+  uint64_t tensors_verified = 0, bytes_verified = 0;
+};
+
+struct EditReport {
+  Written written = Written::nothing;
+  bool unchanged = false;             // nothing to change: nothing was (or would be) written
+  std::vector<Change> changes;        // what the patch did, in order
+  std::optional<ByteOrder> order_before, order_after;  // a byte-order change
+  size_t set_files = 1;               // the files of the set the input belongs to
+  bool every_shard = false;           // a set whose every shard is (or would be) rewritten
+  // The plan: the input's data start and size and the output's.
+  uint64_t data_offset_before = 0, data_offset_after = 0, file_size_before = 0, file_size_after = 0;
+  uint64_t dropped_bytes = 0;         // the source's gaps and trailing bytes a re-laid file leaves out
+  // In place: the header alone (its size, the bytes that differ, where they start), or
+  // why the whole file is (or would be) rewritten.
+  bool header_fits = false;
+  uint64_t header_size = 0, header_bytes = 0, header_at = 0;
+  std::string why_whole;
+  std::vector<WrittenFile> files;     // what was written, in order
+  std::vector<Finding> findings_before;  // the rule book on the input
+  std::vector<Finding> findings_new;     // on the result, not on the input: as on_finding is told
+  std::optional<std::string> prompt_before, prompt_after;  // with a conversation
+  std::vector<std::pair<std::string, std::string>> notes;  // when the request gave no sink
+};
+
+// Why an edit was refused before anything was written. `findings` are the rule book's,
+// each with its code (token_id, template_syntax, ...); the message names them.
+struct EditRefused : Error {
+  // rules: the rule book's errors; template_syntax: a chat template that does not parse;
+  // header_only: the edit does not fit in the header (or a set's every shard is rewritten).
+  enum class Reason { rules, template_syntax, header_only, header_only_every_shard };
+  EditRefused(Reason reason, std::string file, std::string field, std::string message, std::vector<Finding> findings);
+  Reason reason;
+  std::vector<Finding> findings;
+};
+
+// ggufkit edit, rewrite, realign and convert.
+EditReport edit(const EditRequest& request);
+
+// ggufkit split: the model (a file or any shard of a set) as a shard set PREFIX-0000K-of-0000N.gguf.
+struct SplitRequest {
+  std::string input, prefix;
+  uint64_t max_tensors = 0, max_bytes = 0;  // exactly one
+  bool metadata_only_first = false;         // shard 1: the keys alone
+  WriteOptions write;
+};
+std::vector<WrittenFile> split(const SplitRequest& request);
+
+// ggufkit merge: a shard set (any of its shards) as one file.
+struct MergeRequest {
+  std::string input, output;
+  WriteOptions write;
+};
+std::vector<WrittenFile> merge(const MergeRequest& request);
+
+}  // namespace ggufkit

@@ -1,0 +1,364 @@
+// The front door: open (a file or a set), patch, ask the rule book, choose between the
+// header in place and the whole-file rewrite, lock, write, report.
+#include "ggufkit/edit.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "ggufkit/background.h"
+#include "ggufkit/format.h"
+#include "ggufkit/jinja.h"
+#include "ggufkit/journal.h"
+#include "ggufkit/lock.h"
+#include "ggufkit/path.h"
+#include "ggufkit/prompt.h"
+#include "ggufkit/registry.h"
+#include "ggufkit/rewrite.h"
+#include "ggufkit/shards.h"
+#include "ggufkit/split.h"
+#include "ggufkit/writer.h"
+
+namespace ggufkit {
+
+EditRefused::EditRefused(Reason r, std::string file, std::string field, std::string message, std::vector<Finding> found)
+    : Error(r == Reason::header_only || r == Reason::header_only_every_shard ? Kind::usage : Kind::format, std::move(file),
+            std::nullopt, std::move(field), std::move(message)),
+      reason(r),
+      findings(std::move(found)) {}
+
+namespace {
+
+// The request's notes go to its sink, or into the report, while it runs.
+class Notes {
+ public:
+  Notes(const WriteOptions& w, EditReport* report) {
+    NoteHandler h = w.notes;
+    if (!h && report) h = [report](const std::string& f, const std::string& m) { report->notes.emplace_back(f, m); };
+    if (h) before_ = set_note_handler(std::move(h)), set_ = true;
+  }
+  ~Notes() {
+    if (set_) set_note_handler(std::move(before_));
+  }
+  Notes(const Notes&) = delete;
+  Notes& operator=(const Notes&) = delete;
+
+ private:
+  NoteHandler before_;
+  bool set_ = false;
+};
+
+RewriteOptions rewrite_options(const WriteOptions& w, bool replace) {
+  RewriteOptions opt;
+  opt.verify = w.verify;
+  opt.replace = replace;
+  opt.cancel = w.cancel;
+  opt.progress = w.progress;
+  return opt;
+}
+
+void starting(const WriteOptions& w) {
+  if (w.on_write_start) w.on_write_start();
+}
+
+WrittenFile written_file(const RewriteResult& r, const Model& m) {
+  return {r.path, r.layout.file_size, r.layout.data_offset, m.tensors.size(), m.metadata.size(), r.tensors_verified,
+          r.bytes_verified};
+}
+
+std::vector<std::string> paths_of(const ShardSet& set) {
+  std::vector<std::string> out;
+  for (const Shard& s : set.shards) out.push_back(s.path);
+  return out;
+}
+
+// What an edit checks a model against: the rules' errors (check_model) and the chat
+// templates' warnings.
+std::vector<Finding> gate_findings(const Model& m, const Layout& layout = Layout{}) {
+  std::vector<Finding> out = check_model(m, layout, true);
+  for (Finding& f : template_findings(m)) out.push_back(std::move(f));
+  return out;
+}
+
+// Every chat template the edit sets must parse as Jinja, as llama.cpp and Hugging Face
+// parse it (unless !template_check); then what llama.cpp would refuse in the result and did
+// not in the source is refused (unless allow_broken). A source's own faults do not stop an
+// edit, which may be their fix. What is let through, and the new warnings, are told.
+void gate(const EditRequest& req, const std::vector<Finding>& was, const Model& model, const std::vector<Change>& changes,
+          EditReport& report) {
+  auto tell = [&](Finding f) {
+    if (req.on_finding) req.on_finding(f);
+    report.findings_new.push_back(std::move(f));
+  };
+  std::string bad;
+  std::vector<Finding> refused;
+  for (const Change& c : changes) {
+    if (!c.after || c.after->type != ValueType::string || !is_template_key(c.key)) continue;
+    try {
+      jinja::parse(c.after->str);
+    } catch (const jinja::SyntaxError& e) {
+      Finding f{"template_syntax", "error", std::nullopt, c.key + ": " + e.what()};
+      if (!req.template_check) tell(f);
+      else bad += "\n  [template_syntax] " + f.message, refused.push_back(std::move(f));
+    }
+  }
+  if (!bad.empty())
+    throw EditRefused(EditRefused::Reason::template_syntax, req.input, "",
+                      "refusing to write a chat template that does not parse as Jinja:" + bad + "\nnothing was written",
+                      std::move(refused));
+  for (Finding& f : gate_findings(model)) {  // no spans: the rules, not their offsets
+    if (std::any_of(was.begin(), was.end(), [&](const Finding& w) { return w.code == f.code && w.message == f.message; }))
+      continue;
+    if (f.severity != "error") {  // a template warning the edit brings in: told, not refused
+      if (f.code != "template_syntax") tell(std::move(f));
+      continue;
+    }
+    if (req.allow_broken) tell(std::move(f));
+    else bad += "\n  [" + f.code + "] " + f.message, refused.push_back(std::move(f));
+  }
+  if (!bad.empty())
+    throw EditRefused(EditRefused::Reason::rules, req.input, "",
+                      "refusing to write a model that llama.cpp would refuse:" + bad + "\nnothing was written",
+                      std::move(refused));
+}
+
+// In place, an edit whose header fits before the data start writes the header alone;
+// otherwise the whole file is rewritten, and report.why_whole says why. header_only
+// refuses instead. `model` (planned as `after`) was read from `path`.
+std::optional<HeaderEdit> header_path(const EditRequest& req, const std::string& path, const Model& model, const Layout& after,
+                                      const Layout& source, uint64_t source_size, EditReport& report) {
+  std::optional<HeaderEdit> header;
+  std::string& why = report.why_whole;
+  if (req.in_place && !req.always_write && !req.whole_file) header = header_in_place(model, after, source, source_size, why);
+  if (struct stat st {}; header && stat_path(path, st) == 0 && (st.st_mode & 0222) == 0) {
+    header.reset();  // never written into: replaced by rename, as before, keeping its mode
+    why = "the file is read-only: it is replaced, not written into";
+  }
+  if (req.whole_file) why = "the whole file was asked for";
+  if (req.header_only && !header)
+    throw EditRefused(EditRefused::Reason::header_only, path, "",
+                      "the edit does not fit in the header: " + why + "; nothing was written", {});
+  if (header) {
+    report.header_fits = true;
+    report.header_size = header->header_size;
+    report.header_bytes = header->bytes.size();
+    report.header_at = header->offset;
+  }
+  return header;
+}
+
+// An edit, realign or rewrite of a shard set: the patch applies to the model (its keys are
+// in shard 1), checked as one model. A metadata change rewrites shard 1 alone (the other
+// shards are read as far as their headers and neither rewritten nor touched); a new
+// alignment or a rewrite writes every shard. In place replaces the files, an output PREFIX
+// writes a whole new set; all or nothing either way.
+void edit_set(const EditRequest& req, ShardSet& set, std::vector<std::unique_ptr<PathLock>>& locks, EditReport& report) {
+  const size_t n = set.shards.size();
+  report.set_files = n;
+  for (const auto& st : req.patch.set)
+    if (is_split_key(st.key)) throw_usage("set " + st.key + ": the split.* keys describe the set; ggufkit split and merge write them");
+  for (const auto& r : req.patch.remove)
+    if (is_split_key(r.key)) throw_usage("remove " + r.key + ": the split.* keys describe the set; ggufkit merge drops them");
+  for (const auto& r : req.patch.rename)
+    if (is_split_key(r.key) || is_split_key(r.to)) throw_usage("rename " + r.key + ": the split.* keys describe the set");
+  if (req.byte_order) throw_usage("convert works on one file: merge the set, convert it, split it again");
+  Model whole = set.model();
+  report.findings_before = gate_findings(whole);
+  const uint32_t alignment_before = whole.alignment();
+  if (req.conversation) report.prompt_before = preview_prompt(req.input, whole, *req.conversation);
+  report.changes = apply_patch(whole, req.patch);
+  if (req.conversation) report.prompt_after = preview_prompt(req.input, whole, *req.conversation);
+  gate(req, report.findings_before, whole, report.changes, report);
+  const uint32_t alignment = whole.alignment();
+  const bool every = alignment != alignment_before || req.always_write;
+  report.every_shard = every;
+  if (report.changes.empty() && !every) {
+    report.unchanged = true;
+    return;
+  }
+  // Each shard as it will be: shard 1 with the model's keys (patched) then its split keys,
+  // the others as they were; with a new alignment, every shard declares it (but at 32).
+  std::vector<Model> shards;
+  for (size_t k = 0; k < n; ++k) {
+    Model m = std::move(set.shards[k].file.model);  // moved, not copied: a vocabulary is megabytes
+    std::vector<KV> split_keys;
+    for (const KV& kv : m.metadata)
+      if (is_split_key(kv.key) || (k > 0 && kv.key == kAlignmentKey)) split_keys.push_back(kv);
+    m.metadata = k == 0 ? std::move(whole.metadata) : Metadata{};
+    for (const KV& kv : split_keys)
+      if (kv.key != kAlignmentKey) m.metadata.push_back(kv);
+    if (k > 0 && alignment != 32) m.metadata.push_back({kAlignmentKey, Value::of_u32(alignment)});
+    if (every && alignment != alignment_before) {
+      m.tail.reset();
+      m.tensors.pack();
+    }
+    shards.push_back(std::move(m));
+  }
+  const size_t written = every ? n : 1;
+  // Shard 1 takes the header path when its header fits, as a single file does.
+  const std::string first = follow_links(set.shards[0].path);
+  report.why_whole = "every shard is rewritten (the alignment changes)";
+  std::optional<HeaderEdit> header;
+  Layout first_after;
+  if (!every) {
+    first_after = plan(shards[0]);
+    header = header_path(req, first, shards[0], first_after, set.shards[0].file.layout, set.shards[0].file.source_size, report);
+  } else if (req.header_only) {
+    throw EditRefused(EditRefused::Reason::header_only_every_shard, req.input, "",
+                      report.why_whole + "; nothing was written", {});
+  }
+  if (req.dry_run) return;
+  if (header) {
+    starting(req.write);
+    write_header_in_place(first, first_after, *header);
+    report.written = Written::header;
+    report.files.push_back({set.shards[0].path, set.shards[0].file.source_size, first_after.data_offset,
+                            shards[0].tensors.size(), shards[0].metadata.size(), 0, 0});
+    return;
+  }
+  RewriteOptions opt = rewrite_options(req.write, req.write.force || req.in_place);
+  opt.in_place = req.in_place;
+  locks.clear();
+  std::vector<Output> outputs;
+  std::vector<std::string> sources;
+  for (size_t k = 0; k < n; ++k) {
+    if (!req.in_place) sources.push_back(set.shards[k].path);  // a new set: never over a source
+    if (k < written || !req.in_place)
+      outputs.push_back({&shards[k], req.in_place ? follow_links(set.shards[k].path)
+                                                  : shard_path(req.output, static_cast<uint32_t>(k + 1), static_cast<uint32_t>(n))});
+  }
+  starting(req.write);
+  std::vector<RewriteResult> rs = safe_write_all(outputs, sources, opt);
+  report.written = Written::whole_file;
+  for (size_t k = 0; k < rs.size(); ++k) report.files.push_back(written_file(rs[k], *outputs[k].model));
+}
+
+// One file: scan, apply, check, plan, then the header in place or the safe rewrite.
+void edit_file(const EditRequest& req, std::optional<ShardSet>& set, std::vector<std::unique_ptr<PathLock>>& locks,
+               EditReport& report) {
+  Scanned s = set ? std::move(set->shards[0].file) : scan_file(req.input);  // a set of one is read once
+  Model& model = s.model;  // patched in place: a large vocabulary is not copied
+  // The source's own findings (what the edit is not blamed for) are found while the key
+  // registry the patch needs is read: both only read. (The future waits in its destructor
+  // should the registry throw.)
+  auto was_found = in_background([&] { return gate_findings(model, s.layout); });
+  const Registry& registry = Registry::builtin();
+  report.findings_before = was_found.get();
+  if (req.conversation) report.prompt_before = preview_prompt(req.input, model, *req.conversation);
+  report.changes = apply_patch(model, req.patch, registry);
+  if (req.conversation) report.prompt_after = preview_prompt(req.input, model, *req.conversation);
+  const Layout& before = s.layout;  // the patch changes the model only
+  report.data_offset_before = before.data_offset;
+  report.file_size_before = s.source_size;
+  if (req.byte_order && *req.byte_order != model.order) {
+    for (size_t i = 0; i < model.tensors.size(); ++i) {  // refused by name before anything is written
+      const GgmlType* gt = ggml_type(model.tensors[i].type);
+      if (!gt || !can_swap(*gt))
+        throw Error(Error::Kind::format, req.input, std::nullopt, "tensor[" + std::to_string(i) + "] " + model.tensors[i].name,
+                    std::string("cannot change the byte order of ") + (gt ? gt->name : "an unknown type") +
+                        " data; the types that can be converted are " + swappable_types());
+    }
+    report.order_before = model.order;
+    report.order_after = *req.byte_order;
+    model.data_order = model.order;
+    model.order = *req.byte_order;
+  }
+  if (report.changes.empty() && !report.order_after && !req.always_write) {
+    report.unchanged = true;
+    return;
+  }
+  gate(req, report.findings_before, model, report.changes, report);
+  // What the source had beyond its fields goes only where the data is re-laid.
+  Layout after = plan(model);
+  report.data_offset_after = after.data_offset;
+  report.file_size_after = after.file_size;
+  if (!keeps_tail(model, after))
+    each_span(before, model.tensors, [&](const LabeledSpan& sp) {  // a patch changes no tensor
+      if (sp.kind == SpanKind::gap || sp.kind == SpanKind::trailing) report.dropped_bytes += sp.span.size;
+    });
+  std::optional<HeaderEdit> header;
+  if (!report.order_after) header = header_path(req, req.input, model, after, before, s.source_size, report);
+  else report.why_whole = "the byte order changes";
+  if (req.dry_run) return;
+  if (header) {
+    starting(req.write);
+    write_header_in_place(req.input, after, *header);
+    report.written = Written::header;
+    report.files.push_back({req.input, s.source_size, after.data_offset, model.tensors.size(), model.metadata.size(), 0, 0});
+    return;
+  }
+  RewriteOptions opt = rewrite_options(req.write, req.write.force);
+  opt.in_place = req.in_place;
+  // Both layouts are in the report and safe_rewrite plans again: for a million tensors
+  // each holds 8 MB of offsets, which the re-read of the output needs room for.
+  after = Layout{};
+  s.layout = Layout{};
+  locks.clear();
+  starting(req.write);
+  RewriteResult r = safe_rewrite(model, req.input, req.output, opt);
+  report.written = Written::whole_file;
+  report.files.push_back(written_file(r, model));
+}
+
+}  // namespace
+
+EditReport edit(const EditRequest& req) {
+  if (!req.dry_run && req.in_place == !req.output.empty()) throw_usage("an edit writes to an output or in place: give exactly one");
+  if ((req.header_only || req.whole_file) && !req.in_place) throw_usage("header_only and whole_file are for edits in place");
+  if (req.header_only && req.whole_file) throw_usage("header_only and whole_file exclude each other");
+  EditReport report;
+  Notes notes(req.write, &report);
+  // An edit in place holds the lock of every file it may write from before it reads them
+  // until it has written the header: a second edit waits, then reads what this one wrote.
+  // (A whole-file rewrite lets go while it copies; it locks the files again to rename.)
+  std::vector<std::unique_ptr<PathLock>> locks;
+  std::optional<ShardSet> set;
+  if (parse_shard_name(req.input)) {
+    set = open_shard_set(req.input);
+    if (req.in_place && !req.dry_run) {
+      locks = lock_all(paths_of(*set));
+      set = open_shard_set(req.input);  // read again, under the locks
+    }
+    if (set->shards.size() > 1) {
+      edit_set(req, *set, locks, report);
+      return report;
+    }
+  } else if (req.in_place && !req.dry_run) {
+    locks = lock_all({req.input});
+  }
+  edit_file(req, set, locks, report);
+  return report;
+}
+
+std::vector<WrittenFile> split(const SplitRequest& req) {
+  if ((req.max_tensors == 0) == (req.max_bytes == 0)) throw_usage("a split needs exactly one of max_tensors and max_bytes");
+  Notes notes(req.write, nullptr);
+  SplitOptions o;
+  o.max_tensors = req.max_tensors;
+  o.max_bytes = req.max_bytes;
+  o.metadata_only_first = req.metadata_only_first;
+  ShardSet set = open_shard_set(req.input);
+  Model model = set.model();
+  std::vector<Model> shards = split_model(model, o);
+  std::vector<Output> outputs;
+  for (size_t k = 0; k < shards.size(); ++k)
+    outputs.push_back({&shards[k], shard_path(req.prefix, static_cast<uint32_t>(k + 1), static_cast<uint32_t>(shards.size()))});
+  starting(req.write);
+  std::vector<RewriteResult> rs = safe_write_all(outputs, paths_of(set), rewrite_options(req.write, req.write.force));
+  std::vector<WrittenFile> out;
+  for (size_t k = 0; k < rs.size(); ++k) out.push_back(written_file(rs[k], shards[k]));
+  return out;
+}
+
+std::vector<WrittenFile> merge(const MergeRequest& req) {
+  Notes notes(req.write, nullptr);
+  ShardSet set = open_shard_set(req.input);
+  Model merged = set.model();
+  starting(req.write);
+  std::vector<RewriteResult> rs =
+      safe_write_all({{&merged, req.output}}, paths_of(set), rewrite_options(req.write, req.write.force));
+  return {written_file(rs.at(0), merged)};
+}
+
+}  // namespace ggufkit
