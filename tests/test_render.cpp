@@ -455,15 +455,15 @@ TEST(RenderCli, BombsOnALongMessageAndAConversationOfNumbersStopWithinTheirMemor
   const std::string memory = "more than 67108864 bytes of values held at once (the sandbox's memory limit)";
   auto longer = [](const char* n) { return std::string("a string of ") + n + " bytes is longer than the sandbox's output limit of 16777216 bytes"; };
   const std::vector<std::pair<std::string, std::string>> bombs = {
-      {"{{ s|list }}", memory},
-      {"{{ s|sort }}", memory},
-      {"{{ s.split() }}", memory},
-      {"{{ [s] * 1000000 }}", memory},
-      {"{{ (s,) * 300 }}", longer("32000007")},
-      {"{{ (['x' * 15000000] * 1000) | join }}", longer("30000000")},
-      {"{% set ns = namespace(l=[s]) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}", memory},
-      {"{{ [s] | tojson(indent=10**9) }}", longer("1000000000")},
-      {"{{ s | indent(10**9) }}", longer("1000000000")},
+    {"{{ s|list }}", memory},
+    {"{{ s|sort }}", memory},
+    {"{{ s.split() }}", memory},
+    {"{{ [s] * 1000000 }}", memory},
+    {"{{ (s,) * 300 }}", longer("32000007")},
+    {"{{ (['x' * 15000000] * 1000) | join }}", longer("30000000")},
+    {"{% set ns = namespace(l=[s]) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}", memory},
+    {"{{ [s] | tojson(indent=10**9) }}", longer("1000000000")},
+    {"{{ s | indent(10**9) }}", longer("1000000000")},
   };
   for (size_t i = 0; i < bombs.size(); ++i) {
     const std::string tmpl = dir + "/" + std::to_string(i) + ".jinja", model = dir + "/" + std::to_string(i) + ".gguf";
@@ -606,4 +606,212 @@ TEST(Render, EverySnippetAgreesWithJinja2) {
     }
   }
   std::printf("%zu snippets: %zu the same text, %zu raise in both\n", lines.size(), same, raised);
+}
+
+// The name tables: filters and tests are looked up by name, as jinja2's environment.filters
+// and environment.tests; what the tables list is what a template can use.
+namespace {
+
+struct Use {
+  const char* name;
+  const char* source;
+  const char* output;  // what jinja2 3.1 renders (tests/template/hf_env.py's environment)
+};
+
+// One use of every filter and every test ggufkit has, with jinja2's output.
+const Use kFilterUses[] = {
+    {"abs", "{{ -3 | abs }}", "3"},
+    {"attr", "{{ 'ab' | attr('upper') is callable }}", "True"},
+    {"batch", "{{ [1, 2, 3] | batch(2, 0) | list }}", "[[1, 2], [3, 0]]"},
+    {"capitalize", "{{ 'hello World' | capitalize }}", "Hello world"},
+    {"count", "{{ 'héllo' | count }}", "5"},
+    {"d", "{{ nothing | d('x') }}", "x"},
+    {"default", "{{ '' | default('y', true) }}", "y"},
+    {"dictsort", "{{ {'b': 1, 'a': 2} | dictsort }}", "[('a', 2), ('b', 1)]"},
+    {"e", "{{ '<a>' | e }}", "&lt;a&gt;"},
+    {"escape", "{{ '\"&\"' | escape }}", "&#34;&amp;&#34;"},
+    {"first", "{{ [4, 5] | first }}", "4"},
+    {"float", "{{ '2.5' | float }}", "2.5"},
+    {"forceescape", "{{ '<b>' | safe | forceescape }}", "&lt;b&gt;"},
+    {"format", "{{ '%s-%d' | format('a', 7) }}", "a-7"},
+    {"indent", "{{ 'a\nb' | indent(2) }}", "a\n  b"},
+    {"int", "{{ '42' | int + 1 }}", "43"},
+    {"items", "{{ {'k': 1} | items | list }}", "[('k', 1)]"},
+    {"join", "{{ [1, 2, 3] | join('+') }}", "1+2+3"},
+    {"last", "{{ 'xyz' | last }}", "z"},
+    {"length", "{{ [1, 2, 3] | length }}", "3"},
+    {"list", "{{ 'ab' | list }}", "['a', 'b']"},
+    {"lower", "{{ 'ABC' | lower }}", "abc"},
+    {"map", "{{ ['a', 'b'] | map('upper') | join }}", "AB"},
+    {"max", "{{ [3, 9, 2] | max }}", "9"},
+    {"min", "{{ ['b', 'A', 'c'] | min }}", "A"},
+    {"reject", "{{ [1, 2, 3, 4] | reject('odd') | list }}", "[2, 4]"},
+    {"rejectattr", "{{ [{'x': 1}, {'x': 0}] | rejectattr('x') | list }}", "[{'x': 0}]"},
+    {"replace", "{{ 'aaa' | replace('a', 'b', 2) }}", "bba"},
+    {"reverse", "{{ [1, 2, 3] | reverse | list }}", "[3, 2, 1]"},
+    {"round", "{{ 2.675 | round(1, 'floor') }}", "2.6"},
+    {"safe", "{{ '<i>' | safe }}", "<i>"},
+    {"select", "{{ [1, 2, 3, 4] | select('even') | list }}", "[2, 4]"},
+    {"selectattr", "{{ [{'x': 1}, {'x': 0}] | selectattr('x', 'eq', 1) | list }}", "[{'x': 1}]"},
+    {"sort", "{{ [3, 1, 2] | sort(reverse=true) }}", "[3, 2, 1]"},
+    {"string", "{{ 12 | string ~ 3 }}", "123"},
+    {"sum", "{{ [1, 2, 3] | sum(start=10) }}", "16"},
+    {"title", "{{ 'hello world' | title }}", "Hello World"},
+    {"tojson", "{{ {'a': [1, 'é']} | tojson }}", "{\"a\": [1, \"é\"]}"},
+    {"trim", "{{ '  x  ' | trim ~ '|' }}", "x|"},
+    {"unique", "{{ ['a', 'A', 'b'] | unique | list }}", "['a', 'b']"},
+    {"upper", "{{ 'abc' | upper }}", "ABC"},
+    {"wordcount", "{{ 'one two  three' | wordcount }}", "3"},
+};
+const Use kTestUses[] = {
+    {"!=", "{{ [1, 2, 3] | select('!=', 2) | list }}", "[1, 3]"},
+    {"<", "{{ [1, 2, 3] | select('<', 2) | list }}", "[1]"},
+    {"<=", "{{ [1, 2, 3] | select('<=', 2) | list }}", "[1, 2]"},
+    {"==", "{{ [1, 2, 3] | select('==', 2) | list }}", "[2]"},
+    {">", "{{ [1, 2, 3] | select('>', 2) | list }}", "[3]"},
+    {">=", "{{ [1, 2, 3] | select('>=', 2) | list }}", "[2, 3]"},
+    {"boolean", "{{ true is boolean }}", "True"},
+    {"callable", "{{ range is callable }}", "True"},
+    {"defined", "{{ nothing is defined }}", "False"},
+    {"divisibleby", "{{ 9 is divisibleby 3 }}", "True"},
+    {"eq", "{{ 'a' is eq 'a' }}", "True"},
+    {"equalto", "{{ 1 is equalto 2 }}", "False"},
+    {"escaped", "{{ 'x' is escaped }}", "False"},
+    {"even", "{{ 3 is even }}", "False"},
+    {"false", "{{ false is false }}", "True"},
+    {"float", "{{ 1.0 is float }}", "True"},
+    {"ge", "{{ 3 is ge 2 }}", "True"},
+    {"greaterthan", "{{ 3 is greaterthan 2 }}", "True"},
+    {"gt", "{{ 2 is gt 3 }}", "False"},
+    {"in", "{{ 2 is in [1, 2] }}", "True"},
+    {"integer", "{{ 1.0 is integer }}", "False"},
+    {"iterable", "{{ 5 is iterable }}", "False"},
+    {"le", "{{ 2 is le 3 }}", "True"},
+    {"lessthan", "{{ 2 is lessthan 3 }}", "True"},
+    {"lower", "{{ 'abc' is lower }}", "True"},
+    {"lt", "{{ 3 is lt 2 }}", "False"},
+    {"mapping", "{{ {} is mapping }}", "True"},
+    {"ne", "{{ 1 is ne 1 }}", "False"},
+    {"none", "{{ none is none }}", "True"},
+    {"number", "{{ 'x' is number }}", "False"},
+    {"odd", "{{ 3 is odd }}", "True"},
+    {"sameas", "{{ none is sameas none }}", "True"},
+    {"sequence", "{{ [1] is sequence }}", "True"},
+    {"string", "{{ 'x' is string }}", "True"},
+    {"true", "{{ 1 is true }}", "False"},
+    {"undefined", "{{ nothing is undefined }}", "True"},
+    {"upper", "{{ 'aBC' is upper }}", "False"},
+};
+
+// Every name of `names` has exactly one use in `uses`, and each renders as jinja2 renders it.
+void every_name_dispatches(const std::vector<std::string_view>& names, const Use* uses, size_t n) {
+  std::vector<std::string_view> used;
+  for (size_t i = 0; i < n; ++i) used.push_back(uses[i].name);
+  EXPECT_EQ(used, names);  // the same names, in the same (sorted) order
+  for (size_t i = 0; i < n; ++i) {
+    std::string got;
+    try {
+      got = jinja::render(jinja::parse(uses[i].source), jinja::Value::new_dict());
+    } catch (const std::exception& e) {
+      got = std::string("raised: ") + e.what();
+    }
+    EXPECT_EQ(got, uses[i].output) << uses[i].name << ": " << uses[i].source;
+  }
+}
+
+}  // namespace
+
+TEST(RenderTables, TheFilterAndTestNamesAreSortedWithoutDuplicates) {
+  for (const auto& names : {jinja::filter_names(), jinja::test_names()}) {
+    for (size_t i = 1; i < names.size(); ++i) EXPECT_LT(names[i - 1], names[i]) << names[i];
+  }
+  EXPECT_EQ(jinja::filter_names().size(), 42u);
+  EXPECT_EQ(jinja::test_names().size(), 37u);
+  // Names jinja2 has and ggufkit does not are left out.
+  for (const auto& names : {jinja::filter_names(), jinja::test_names()})
+    for (const char* absent : {"center", "truncate", "wordwrap", "filter", "test"})
+      EXPECT_EQ(std::count(names.begin(), names.end(), absent), 0) << absent;
+}
+
+TEST(RenderTables, EveryFilterNameDispatches) {
+  every_name_dispatches(jinja::filter_names(), kFilterUses, std::size(kFilterUses));
+}
+
+TEST(RenderTables, EveryTestNameDispatches) {
+  every_name_dispatches(jinja::test_names(), kTestUses, std::size(kTestUses));
+}
+
+TEST(RenderTables, AnUnknownFilterOrTestFailsAsItAlwaysHas) {
+  EXPECT_EQ(failure("{{ 1 | nosuch }}"), "TemplateAssertionError: No filter named 'nosuch'.");
+  EXPECT_EQ(failure("{{ 1 is nosuch }}"), "TemplateAssertionError: No test named 'nosuch'.");
+  // One jinja2 has but ggufkit does not: the template compiles, and fails where it is reached.
+  EXPECT_EQ(failure("{{ 'a' | center(9) }}"), "TemplateAssertionError: No filter named 'center'.");
+  EXPECT_EQ(failure("{{ [1] | select('test') | list }}"), "TemplateAssertionError: No test named 'test'.");
+  // Inside an if, an unknown name fails only when reached, with the same words.
+  EXPECT_EQ(failure("{% if false %}{{ 1 | nosuch }}{% endif %}"), "rendered");
+  EXPECT_EQ(failure("{% if true %}{{ 1 | nosuch }}{% endif %}"), "TemplateAssertionError: No filter named 'nosuch'.");
+  EXPECT_EQ(failure("{{ [1] | map('nosuch') | list }}"), "TemplateAssertionError: No filter named 'nosuch'.");
+  try {
+    jinja::render(jinja::parse("{{ 1 | nosuch }}"), jinja::Value::new_dict());
+    ADD_FAILURE() << "rendered";
+  } catch (const jinja::RenderError& e) {
+    EXPECT_EQ(e.code, jinja::RenderErrorKind::unknown_name);
+    EXPECT_STREQ(e.what(), "TemplateAssertionError (line 1): No filter named 'nosuch'.");
+  }
+}
+
+namespace {
+
+// The kind of error rendering `source` throws, with its jinja2 name and message.
+struct Caught {
+  jinja::RenderErrorKind code;
+  std::string text;
+};
+Caught caught(const std::string& source, const jinja::RenderOptions& opt = {}) {
+  try {
+    jinja::render(jinja::parse(source), jinja::Value::new_dict(), opt);
+  } catch (const jinja::RenderError& e) {
+    return {e.code, e.kind + ": " + e.message};
+  }
+  ADD_FAILURE() << source << " rendered";
+  return {};
+}
+
+}  // namespace
+
+TEST(RenderErrors, EachErrorSaysItsKind) {
+  using K = jinja::RenderErrorKind;
+  Caught c = caught("line one\n{{ raise_exception('no tools here') }}");
+  EXPECT_EQ(c.code, K::raise_exception);
+  EXPECT_EQ(c.text, "TemplateError: no tools here");
+  c = caught("{{ foo() }}");
+  EXPECT_EQ(c.code, K::undefined);
+  EXPECT_EQ(c.text, "UndefinedError: 'foo' is undefined");
+  c = caught("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
+  EXPECT_EQ(c.code, K::limit_depth);
+  EXPECT_EQ(c.text, "LimitError: calls nest deeper than 100 (the sandbox's recursion limit)");
+  jinja::RenderOptions small;
+  small.limits.max_iterations = 10;
+  small.limits.max_output = 10;
+  c = caught("{% for i in range(11) %}{% endfor %}", small);
+  EXPECT_EQ(c.code, K::limit_iterations);
+  EXPECT_EQ(c.text, "LimitError: more than 10 loop iterations (the sandbox's limit)");
+  c = caught("{{ 'abcdef' ~ 'ghijkl' }}", small);
+  EXPECT_EQ(c.code, K::limit_output);
+  EXPECT_EQ(c.text, "LimitError: a string of 12 bytes is longer than the sandbox's output limit of 10 bytes");
+  c = caught("{{ 9223372036854775807 + 1 }}");
+  EXPECT_EQ(c.code, K::limit_integer);
+  EXPECT_EQ(c.text, "LimitError: integer overflow (ggufkit's integers are 64-bit)");
+  c = caught("{{ [].append(1) }}");
+  EXPECT_EQ(c.code, K::security);
+  EXPECT_EQ(c.text, "SecurityError: access to attribute 'append' of 'list' object is unsafe.");
+  c = caught("{{ 1 / 0 }}");
+  EXPECT_EQ(c.code, K::zero_division);
+  EXPECT_EQ(c.text, "ZeroDivisionError: division by zero");
+  // A TemplateError of ggufkit's own, not the template's raise_exception.
+  c = caught("{{ 'abc'[1:2, 0] }}");
+  EXPECT_EQ(c.code, K::template_error);
+  EXPECT_EQ(c.text, "TemplateError: a slice outside of brackets");
+  EXPECT_STREQ(jinja::render_error_name(K::limit_memory), "LimitError");
+  EXPECT_STREQ(jinja::render_error_name(K::unknown_name), "TemplateAssertionError");
 }

@@ -34,7 +34,9 @@ std::string render_prompt(const std::string& file, const std::string& key, const
   } catch (const jinja::SyntaxError& e) {
     throw Error(Error::Kind::format, file, std::nullopt, key, std::string("the template does not parse: ") + e.what());
   } catch (const jinja::RenderError& e) {
-    if (e.kind == "TemplateError")  // raise_exception: the template's own refusal
+    // raise_exception: the template's own refusal (a TemplateError of ggufkit's, as a slice
+    // outside brackets, has always been reported the same way)
+    if (e.code == jinja::RenderErrorKind::raise_exception || e.code == jinja::RenderErrorKind::template_error)
       throw Error(Error::Kind::format, file, std::nullopt, key, "the template raised an error at line " + std::to_string(e.line) + ": " + e.message);
     throw Error(Error::Kind::format, file, std::nullopt, key,
                 "the template failed at line " + std::to_string(e.line) + ": " + e.kind + ": " + e.message);

@@ -16,7 +16,9 @@ namespace ggufkit::jinja {
 
 namespace {
 
-[[noreturn]] void fail(const char* kind, int line, const std::string& what) { throw RenderError(kind, line, what); }
+using K = RenderErrorKind;
+
+[[noreturn]] void fail(K kind, int line, const std::string& what) { throw RenderError(kind, line, what); }
 
 // The first n code points of s.
 std::string cp_prefix(const std::string& s, size_t n) {
@@ -74,7 +76,7 @@ std::string pad(Renderer& r, const std::string& s, int64_t width, const std::str
 // A float in C's %e %f %g (and %E %F %G) with `alt` as '#': the digits of |x|, no sign.
 std::string c_float(Renderer& r, double x, char conv, int64_t prec, bool alt, int line) {
   if (prec > 1'000'000) r.sized(static_cast<uint64_t>(prec), line);
-  if (prec > INT32_MAX) fail("ValueError", line, "precision too big");
+  if (prec > INT32_MAX) fail(K::value_error, line, "precision too big");
   const char f[] = {'%', alt ? '#' : '%', '.', '*', conv, 0};
   const char* fmt = alt ? f : f + 1;  // "%#.*e" or "%.*e"
   std::string buf(64, '\0');
@@ -157,8 +159,8 @@ std::string int_digits(int64_t v, int base, bool upper) {
 
 // The digits of a float's integer part, |trunc(x)|, as Python's int(x) has them.
 std::string float_int_digits(double x, int line) {
-  if (std::isnan(x)) fail("ValueError", line, "cannot convert float NaN to integer");
-  if (std::isinf(x)) fail("OverflowError", line, "cannot convert float infinity to integer");
+  if (std::isnan(x)) fail(K::value_error, line, "cannot convert float NaN to integer");
+  if (std::isinf(x)) fail(K::overflow, line, "cannot convert float infinity to integer");
   char buf[400];
   std::snprintf(buf, sizeof buf, "%.0f", std::fabs(std::trunc(x)));
   return buf;
@@ -183,14 +185,14 @@ struct PercentArgs {
   bool markup = false;   // markupsafe wraps each argument in a helper that is no int
   size_t next = 0;
   const Value& take(int line) {
-    if (next >= items.size()) fail("TypeError", line, "not enough arguments for format string");
+    if (next >= items.size()) fail(K::type_error, line, "not enough arguments for format string");
     return items[next++];
   }
 };
 
 int64_t star(PercentArgs& args, int line) {
   const Value& v = args.take(line);
-  if (args.markup || (v.type != Value::Type::integer && v.type != Value::Type::boolean)) fail("TypeError", line, "* wants int");
+  if (args.markup || (v.type != Value::Type::integer && v.type != Value::Type::boolean)) fail(K::type_error, line, "* wants int");
   return v.i;
 }
 
@@ -201,21 +203,21 @@ double markup_number(Renderer& r, const Value& v, char conv, int line) {
   if (v.type == Value::Type::undefined) r.undefined_error(v, line);
   if (is_number(v)) return integer && v.type == Value::Type::floating ? std::trunc(v.f) : as_double(v);
   if (v.type != Value::Type::string) {
-    if (integer) fail("TypeError", line, std::string("%") + conv + " format: a real number is required, not _MarkupEscapeHelper");
-    fail("TypeError", line, "float() argument must be a string or a real number, not '" + py_type(v) + "'");
+    if (integer) fail(K::type_error, line, std::string("%") + conv + " format: a real number is required, not _MarkupEscapeHelper");
+    fail(K::type_error, line, "float() argument must be a string or a real number, not '" + py_type(v) + "'");
   }
   const std::string s = strip(v.s, nullptr, true, true);
   char* end = nullptr;
   const double d = s.empty() ? 0 : integer ? static_cast<double>(std::strtoll(s.c_str(), &end, 10)) : std::strtod(s.c_str(), &end);
   const bool whole = !s.empty() && end && !*end && (!integer || s.find_first_not_of("+-0123456789") == std::string::npos);
-  if (!whole) fail("ValueError", line, integer ? "invalid literal for int() with base 10: " + py_repr(v) : "could not convert string to float: " + py_repr(v));
+  if (!whole) fail(K::value_error, line, integer ? "invalid literal for int() with base 10: " + py_repr(v) : "could not convert string to float: " + py_repr(v));
   return d;
 }
 
 int64_t digits_of(const std::string& fmt, size_t& i, const char* what, int line) {
   int64_t n = 0;
   for (; i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i])); ++i) {
-    if (n > (INT64_MAX - 9) / 10) fail("ValueError", line, std::string(what) + " too big");
+    if (n > (INT64_MAX - 9) / 10) fail(K::value_error, line, std::string(what) + " too big");
     n = n * 10 + (fmt[i] - '0');
   }
   return n;
@@ -244,25 +246,25 @@ Value percent_format(Renderer& r, const Value& fmtv, const Value& right, int lin
       out += fmt[i];
       continue;
     }
-    if (++i >= fmt.size()) fail("ValueError", line, "incomplete format");
+    if (++i >= fmt.size()) fail(K::value_error, line, "incomplete format");
     if (fmt[i] == '%') {
       out += '%';
       continue;
     }
     if (fmt[i] == '(') {
-      if (!args.mapping || args.tuple) fail("TypeError", line, "format requires a mapping");
+      if (!args.mapping || args.tuple) fail(K::type_error, line, "format requires a mapping");
       size_t depth = 1, k = i + 1;  // keys may hold parentheses, nested
       for (; k < fmt.size() && depth; ++k) {
         if (fmt[k] == '(') ++depth;
         else if (fmt[k] == ')') --depth;
       }
-      if (depth) fail("ValueError", line, "incomplete format key");
+      if (depth) fail(K::value_error, line, "incomplete format key");
       const std::string key = fmt.substr(i + 1, k - i - 2);
       i = k;
       if (right.type == Value::Type::undefined) r.undefined_error(right, line);
-      if (right.type == Value::Type::list) fail("TypeError", line, "list indices must be integers or slices, not str");
+      if (right.type == Value::Type::list) fail(K::type_error, line, "list indices must be integers or slices, not str");
       const Value* v = right.dict->find(std::string_view(key));
-      if (!v) fail("KeyError", line, repr(Value::string(key)));
+      if (!v) fail(K::key_error, line, repr(Value::string(key)));
       args.items = {*v};  // as CPython: the key's value is what this spec (a '*' too) reads next
       args.next = 0;
     }
@@ -298,7 +300,7 @@ Value percent_format(Renderer& r, const Value& fmtv, const Value& right, int lin
       }
     }
     while (i < fmt.size() && (fmt[i] == 'h' || fmt[i] == 'l' || fmt[i] == 'L')) ++i;  // length modifiers: ignored
-    if (i >= fmt.size()) fail("ValueError", line, "incomplete format");
+    if (i >= fmt.size()) fail(K::value_error, line, "incomplete format");
     const char conv = fmt[i];
     const Value v = args.take(line);
     auto escaped = [&](std::string s, bool safe) { return markup && !safe ? html_escape(s) : s; };
@@ -315,14 +317,14 @@ Value percent_format(Renderer& r, const Value& fmtv, const Value& right, int lin
       case 'c': {
         std::string s;
         if (markup) {
-          fail("TypeError", line, "%c requires int or char");
+          fail(K::type_error, line, "%c requires int or char");
         } else if (v.type == Value::Type::integer || v.type == Value::Type::boolean) {
-          if (v.i < 0 || v.i > 0x10FFFF) fail("OverflowError", line, "%c arg not in range(0x110000)");
+          if (v.i < 0 || v.i > 0x10FFFF) fail(K::overflow, line, "%c arg not in range(0x110000)");
           s = utf8(static_cast<uint32_t>(v.i));
         } else if (v.type == Value::Type::string && code_point_count(v.s) == 1) {
           s = v.s;
         } else {
-          fail("TypeError", line, "%c requires int or char");
+          fail(K::type_error, line, "%c requires int or char");
         }
         piece = pad(r, s, width, " ", left ? '<' : '>', line);
         break;
@@ -334,7 +336,7 @@ Value percent_format(Renderer& r, const Value& fmtv, const Value& right, int lin
       case 'x':
       case 'X': {
         const bool decimal = conv == 'd' || conv == 'i' || conv == 'u';
-        if (markup && !decimal) fail("TypeError", line, std::string("%") + conv + " format: an integer is required, not _MarkupEscapeHelper");
+        if (markup && !decimal) fail(K::type_error, line, std::string("%") + conv + " format: an integer is required, not _MarkupEscapeHelper");
         if (markup) {
           const double d = markup_number(r, v, conv, line);
           Number n;
@@ -349,7 +351,7 @@ Value percent_format(Renderer& r, const Value& fmtv, const Value& right, int lin
         }
         if (v.type == Value::Type::undefined && decimal) r.undefined_error(v, line);  // int(x) fails; %x asks for __index__
         if (!is_number(v) || (!decimal && v.type == Value::Type::floating))
-          fail("TypeError", line,
+          fail(K::type_error, line,
                std::string("%") + conv + " format: " + (decimal ? "a real number" : "an integer") + " is required, not " + py_type(v));
         Number n;
         const bool negative = v.type == Value::Type::floating ? std::trunc(v.f) < 0 : v.i < 0;
@@ -371,7 +373,7 @@ Value percent_format(Renderer& r, const Value& fmtv, const Value& right, int lin
       case 'g':
       case 'G': {
         if (v.type == Value::Type::undefined) r.undefined_error(v, line);
-        if (!markup && !is_number(v)) fail("TypeError", line, "must be real number, not " + py_type(v));
+        if (!markup && !is_number(v)) fail(K::type_error, line, "must be real number, not " + py_type(v));
         const double x = markup ? markup_number(r, v, conv, line) : as_double(v);
         Number n;
         n.sign = sign_of(std::signbit(x) && !std::isnan(x), flag_sign);
@@ -384,20 +386,20 @@ Value percent_format(Renderer& r, const Value& fmtv, const Value& right, int lin
         char b[96];
         std::snprintf(b, sizeof b, "unsupported format character '%c' (0x%x) at index %zu", conv, static_cast<unsigned char>(conv),
                       code_point_count(fmt.substr(0, i)));
-        fail("ValueError", line, b);
+        fail(K::value_error, line, b);
       }
     }
     out += piece;
     r.sized(out.size(), line);
   }
-  if (!args.mapping && args.next < args.items.size()) fail("TypeError", line, "not all arguments converted during string formatting");
+  if (!args.mapping && args.next < args.items.size()) fail(K::type_error, line, "not all arguments converted during string formatting");
   Value s = Value::string(std::move(out));
   s.safe = markup;
   return s;
 }
 
 Value format_filter(Renderer& r, const Value& value, const CallArgs& a, int line) {
-  if (!a.pos.empty() && !a.kw.empty()) fail("FilterArgumentError", line, "can't handle positional and keyword arguments at the same time");
+  if (!a.pos.empty() && !a.kw.empty()) fail(K::filter_argument, line, "can't handle positional and keyword arguments at the same time");
   Value fmt = value.type == Value::Type::string ? value : Value::string(str(value));
   Value right;
   if (!a.kw.empty()) {
@@ -424,7 +426,7 @@ struct Spec {
 int64_t spec_int(const std::string& s, size_t& i, int line) {
   int64_t n = 0;
   for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i) {
-    if (n > (INT64_MAX - 9) / 10) fail("ValueError", line, "Too many decimal digits in format string");
+    if (n > (INT64_MAX - 9) / 10) fail(K::value_error, line, "Too many decimal digits in format string");
     n = n * 10 + (s[i] - '0');
   }
   return n;
@@ -459,20 +461,20 @@ Spec parse_spec(const std::string& s, char default_type, char default_align, con
   if (i == w) f.width = -1;
   if (i < s.size() && s[i] == ',') f.sep = ',', ++i;
   if (i < s.size() && s[i] == '_') {
-    if (f.sep) fail("ValueError", line, "Cannot specify both ',' and '_'.");
+    if (f.sep) fail(K::value_error, line, "Cannot specify both ',' and '_'.");
     f.sep = '_', ++i;
   }
-  if (i < s.size() && s[i] == ',' && f.sep == '_') fail("ValueError", line, "Cannot specify both ',' and '_'.");
+  if (i < s.size() && s[i] == ',' && f.sep == '_') fail(K::value_error, line, "Cannot specify both ',' and '_'.");
   if (i < s.size() && s[i] == '.') {
     const size_t p = ++i;
     f.prec = spec_int(s, i, line);
-    if (i == p) fail("ValueError", line, "Format specifier missing precision");
+    if (i == p) fail(K::value_error, line, "Format specifier missing precision");
   }
-  if (s.size() - i > 1) fail("ValueError", line, "Invalid format specifier '" + s + "' for object of type '" + type + "'");
+  if (s.size() - i > 1) fail(K::value_error, line, "Invalid format specifier '" + s + "' for object of type '" + type + "'");
   if (i < s.size()) f.type = s[i];
   if (f.sep && !std::strchr("defgEG%F", f.type)) {
     if (f.sep == '_' && std::strchr("boxX", f.type)) return f;
-    fail("ValueError", line, std::string("Cannot specify '") + f.sep + "' with '" + f.type + "'.");
+    fail(K::value_error, line, std::string("Cannot specify '") + f.sep + "' with '" + f.type + "'.");
   }
   return f;
 }
@@ -507,11 +509,11 @@ std::string format_field(Renderer& r, const Value& v, const std::string& spec, i
   if (v.type == Value::Type::string) {
     const std::string tn = py_type(v);
     Spec f = parse_spec(spec, 's', '<', tn.c_str(), line);
-    if (f.type != 's') fail("ValueError", line, std::string("Unknown format code '") + f.type + "' for object of type '" + tn + "'");
-    if (f.sign) fail("ValueError", line, f.sign == ' ' ? "Space not allowed in string format specifier" : "Sign not allowed in string format specifier");
-    if (f.z) fail("ValueError", line, "Negative zero coercion (z) not allowed in string format specifier");
-    if (f.alt) fail("ValueError", line, "Alternate form (#) not allowed in string format specifier");
-    if (f.align == '=') fail("ValueError", line, "'=' alignment not allowed in string format specifier");
+    if (f.type != 's') fail(K::value_error, line, std::string("Unknown format code '") + f.type + "' for object of type '" + tn + "'");
+    if (f.sign) fail(K::value_error, line, f.sign == ' ' ? "Space not allowed in string format specifier" : "Sign not allowed in string format specifier");
+    if (f.z) fail(K::value_error, line, "Negative zero coercion (z) not allowed in string format specifier");
+    if (f.alt) fail(K::value_error, line, "Alternate form (#) not allowed in string format specifier");
+    if (f.align == '=') fail(K::value_error, line, "'=' alignment not allowed in string format specifier");
     std::string s = f.prec >= 0 ? cp_prefix(v.s, static_cast<size_t>(f.prec)) : v.s;
     return pad(r, s, f.width, f.fill, f.align ? f.align : '<', line);
   }
@@ -520,14 +522,14 @@ std::string format_field(Renderer& r, const Value& v, const std::string& spec, i
     Spec f = parse_spec(spec, 'd', '>', tn, line);
     if (std::strchr("eEfFgG%", f.type)) return format_float(r, static_cast<double>(v.i), f, line);
     if (!std::strchr("bcdoxXn", f.type))
-      fail("ValueError", line, std::string("Unknown format code '") + f.type + "' for object of type '" + tn + "'");
-    if (f.prec >= 0) fail("ValueError", line, "Precision not allowed in integer format specifier");
-    if (f.z) fail("ValueError", line, "Negative zero coercion (z) not allowed in integer format specifier");
+      fail(K::value_error, line, std::string("Unknown format code '") + f.type + "' for object of type '" + tn + "'");
+    if (f.prec >= 0) fail(K::value_error, line, "Precision not allowed in integer format specifier");
+    if (f.z) fail(K::value_error, line, "Negative zero coercion (z) not allowed in integer format specifier");
     Number n;
     if (f.type == 'c') {
-      if (f.sign) fail("ValueError", line, "Sign not allowed with integer format specifier 'c'");
-      if (f.alt) fail("ValueError", line, "Alternate form (#) not allowed with integer format specifier 'c'");
-      if (v.i < 0 || v.i > 0x10FFFF) fail("OverflowError", line, "%c arg not in range(0x110000)");
+      if (f.sign) fail(K::value_error, line, "Sign not allowed with integer format specifier 'c'");
+      if (f.alt) fail(K::value_error, line, "Alternate form (#) not allowed with integer format specifier 'c'");
+      if (v.i < 0 || v.i > 0x10FFFF) fail(K::overflow, line, "%c arg not in range(0x110000)");
       return pad(r, utf8(static_cast<uint32_t>(v.i)), f.width, f.fill, f.align ? f.align : '>', line);
     }
     const int base = f.type == 'b' ? 2 : f.type == 'o' ? 8 : f.type == 'x' || f.type == 'X' ? 16 : 10;
@@ -539,11 +541,11 @@ std::string format_field(Renderer& r, const Value& v, const std::string& spec, i
   if (v.type == Value::Type::floating) {
     Spec f = parse_spec(spec, 0, '>', "float", line);
     if (f.type && !std::strchr("eEfFgGn%", f.type))
-      fail("ValueError", line, std::string("Unknown format code '") + f.type + "' for object of type 'float'");
+      fail(K::value_error, line, std::string("Unknown format code '") + f.type + "' for object of type 'float'");
     return format_float(r, v.f, f, line);
   }
   // None, lists, dicts, Undefined: object.__format__ takes only an empty spec.
-  fail("TypeError", line, "unsupported format string passed to " + py_type(v) + ".__format__");
+  fail(K::type_error, line, "unsupported format string passed to " + py_type(v) + ".__format__");
 }
 
 struct Formatter {
@@ -559,32 +561,32 @@ struct Formatter {
     const std::string first = field.substr(0, i);
     Value v;
     if (!first.empty() && std::all_of(first.begin(), first.end(), ::isdigit)) {
-      if (first.size() > 18 || std::stoull(first) >= pos.size()) fail("IndexError", line, "tuple index out of range");
+      if (first.size() > 18 || std::stoull(first) >= pos.size()) fail(K::index_error, line, "tuple index out of range");
       v = pos[std::stoull(first)];
     } else {
       const Value* k = named.dict->find(std::string_view(first));
-      if (!k) fail("KeyError", line, repr(Value::string(first)));
+      if (!k) fail(K::key_error, line, repr(Value::string(first)));
       v = *k;
     }
     while (i < field.size()) {  // .name and [key], each through the sandbox
       if (field[i] == '.') {
         size_t end = field.find_first_of(".[", i + 1);
         std::string name = field.substr(i + 1, end == std::string::npos ? std::string::npos : end - i - 1);
-        if (name.empty()) fail("ValueError", line, "Empty attribute in format string");
+        if (name.empty()) fail(K::value_error, line, "Empty attribute in format string");
         v = r.getattr(v, name, line);
         i = end == std::string::npos ? field.size() : end;
       } else if (field[i] == '[') {
         size_t end = field.find(']', i);
-        if (end == std::string::npos) fail("ValueError", line, "Missing ']' in format string");
+        if (end == std::string::npos) fail(K::value_error, line, "Missing ']' in format string");
         std::string key = field.substr(i + 1, end - i - 1);
-        if (key.empty()) fail("ValueError", line, "Empty attribute in format string");
+        if (key.empty()) fail(K::value_error, line, "Empty attribute in format string");
         bool digits = key.size() < 19 && std::all_of(key.begin(), key.end(), ::isdigit);
         v = r.getitem(v, digits ? Value::integer(std::stoll(key)) : Value::string(key), line);
         i = end + 1;
         if (i < field.size() && field[i] != '.' && field[i] != '[')
-          fail("ValueError", line, "Only '.' or '[' may follow ']' in format field specifier");
+          fail(K::value_error, line, "Only '.' or '[' may follow ']' in format field specifier");
       } else {
-        fail("ValueError", line, "Only '.' or '[' may follow ']' in format field specifier");
+        fail(K::value_error, line, "Only '.' or '[' may follow ']' in format field specifier");
       }
     }
     return v;
@@ -592,7 +594,7 @@ struct Formatter {
 
   // Python's Formatter._vformat: a spec is formatted in turn, two levels down at most.
   std::string run(const std::string& fmt, int depth) {
-    if (depth < 0) fail("ValueError", line, "Max string recursion exceeded");
+    if (depth < 0) fail(K::value_error, line, "Max string recursion exceeded");
     std::string out;
     for (size_t i = 0; i < fmt.size(); ++i) {
       const char c = fmt[i];
@@ -602,13 +604,13 @@ struct Formatter {
           ++i;
           continue;
         }
-        fail("ValueError", line, "Single '}' encountered in format string");
+        fail(K::value_error, line, "Single '}' encountered in format string");
       }
       if (c != '{') {
         out += c;
         continue;
       }
-      if (i + 1 >= fmt.size()) fail("ValueError", line, "Single '{' encountered in format string");
+      if (i + 1 >= fmt.size()) fail(K::value_error, line, "Single '{' encountered in format string");
       if (fmt[i + 1] == '{') {
         out += '{';
         ++i;
@@ -617,22 +619,22 @@ struct Formatter {
       // The field: a name (with [keys], where braces do not count), !conversion, :spec.
       size_t k = i + 1;
       while (k < fmt.size() && fmt[k] != '}' && fmt[k] != '!' && fmt[k] != ':') {
-        if (fmt[k] == '{') fail("ValueError", line, "unexpected '{' in field name");
+        if (fmt[k] == '{') fail(K::value_error, line, "unexpected '{' in field name");
         if (fmt[k] == '[') {
           while (k < fmt.size() && fmt[k] != ']') ++k;
           if (k >= fmt.size()) break;
         }
         ++k;
       }
-      if (k >= fmt.size()) fail("ValueError", line, "expected '}' before end of string");
+      if (k >= fmt.size()) fail(K::value_error, line, "expected '}' before end of string");
       std::string field = fmt.substr(i + 1, k - i - 1), spec;
       char conv = 0;
       if (fmt[k] == '!') {
-        if (k + 1 >= fmt.size()) fail("ValueError", line, "end of string while looking for conversion specifier");
+        if (k + 1 >= fmt.size()) fail(K::value_error, line, "end of string while looking for conversion specifier");
         conv = fmt[k + 1];
         k += 2;
-        if (k >= fmt.size()) fail("ValueError", line, "expected '}' before end of string");
-        if (fmt[k] != ':' && fmt[k] != '}') fail("ValueError", line, "expected ':' after conversion specifier");
+        if (k >= fmt.size()) fail(K::value_error, line, "expected '}' before end of string");
+        if (fmt[k] != ':' && fmt[k] != '}') fail(K::value_error, line, "expected ':' after conversion specifier");
       }
       if (fmt[k] == ':') {
         size_t depth_in = 0, s = ++k;
@@ -640,25 +642,25 @@ struct Formatter {
           if (fmt[k] == '{') ++depth_in;
           else if (fmt[k] == '}' && depth_in-- == 0) break;
         }
-        if (k >= fmt.size()) fail("ValueError", line, "expected '}' before end of string");
+        if (k >= fmt.size()) fail(K::value_error, line, "expected '}' before end of string");
         spec = fmt.substr(s, k - s);
       }
       i = k;  // the closing brace
       if (field.empty()) {
-        if (auto_index < 0) fail("ValueError", line, "cannot switch from manual field specification to automatic field numbering");
+        if (auto_index < 0) fail(K::value_error, line, "cannot switch from manual field specification to automatic field numbering");
         field = std::to_string(auto_index++);
       } else if (std::all_of(field.begin(), field.end(), ::isdigit)) {
-        if (auto_index > 0) fail("ValueError", line, "cannot switch from manual field specification to automatic field numbering");
+        if (auto_index > 0) fail(K::value_error, line, "cannot switch from manual field specification to automatic field numbering");
         auto_index = -1;
       }
       Value v = value_of(field);
       if (conv == 's') v = Value::string(str(v));
       else if (conv == 'r') v = Value::string(py_repr(v));
       else if (conv == 'a') v = Value::string(ascii_of(py_repr(v)));
-      else if (conv) fail("ValueError", line, std::string("Unknown conversion specifier ") + conv);
+      else if (conv) fail(K::value_error, line, std::string("Unknown conversion specifier ") + conv);
       spec = run(spec, depth - 1);
       if (markup && v.safe && v.type == Value::Type::string && !spec.empty())  // Markup.__html_format__
-        fail("ValueError", line, "Unsupported format specification for Markup.");
+        fail(K::value_error, line, "Unsupported format specification for Markup.");
       std::string got = format_field(r, v, spec, line);
       out += markup && !v.safe ? html_escape(got) : got;
       r.sized(out.size(), line);
@@ -673,8 +675,8 @@ Value str_format(Renderer& r, const Value& fmt, const CallArgs& a, bool format_m
   Value named = Value::new_dict();
   List none;
   if (format_map) {
-    if (!a.kw.empty()) fail("TypeError", line, "format_map() takes no keyword arguments");
-    if (a.pos.size() != 1) fail("TypeError", line, "format_map() takes exactly one argument (" + std::to_string(a.pos.size()) + " given)");
+    if (!a.kw.empty()) fail(K::type_error, line, "format_map() takes no keyword arguments");
+    if (a.pos.size() != 1) fail(K::type_error, line, "format_map() takes exactly one argument (" + std::to_string(a.pos.size()) + " given)");
     if (a.pos[0].type == Value::Type::dict || a.pos[0].type == Value::Type::ns) named = a.pos[0];
   } else {
     for (const auto& [k, v] : a.kw) named.dict->set(Value::string(k), v);
@@ -730,8 +732,8 @@ struct Random {
 
 void add_helper_globals(Frame& globals) {
   globals.vars["cycler"] = callable("cycler", [](Renderer&, CallArgs& a, int line) {
-    if (a.pos.empty()) fail("RuntimeError", line, "at least one item has to be provided");
-    Value c = object("Cycler", [](Renderer&, CallArgs&, int l) -> Value { fail("TypeError", l, "'Cycler' object is not callable"); });
+    if (a.pos.empty()) fail(K::runtime_error, line, "at least one item has to be provided");
+    Value c = object("Cycler", [](Renderer&, CallArgs&, int l) -> Value { fail(K::type_error, l, "'Cycler' object is not callable"); });
     auto at = std::make_shared<size_t>(0);
     Value items = Value::new_list(a.pos);
     items.tuple = true;
@@ -770,7 +772,7 @@ void add_helper_globals(Frame& globals) {
     const bool html = truthy(arg(a, 1, "html", Value::boolean(true)));
     const int64_t lo = to_int(arg(a, 2, "min", Value::integer(20)), line), hi = to_int(arg(a, 3, "max", Value::integer(100)), line);
     if (lo >= hi && n > 0)
-      fail("ValueError", line, "empty range for randrange() (" + std::to_string(lo) + ", " + std::to_string(hi) + ", " + std::to_string(hi - lo) + ")");
+      fail(K::value_error, line, "empty range for randrange() (" + std::to_string(lo) + ", " + std::to_string(hi) + ", " + std::to_string(hi - lo) + ")");
     static const std::vector<std::string> words = [] {
       std::vector<std::string> w;
       for (const char* p = kLorem; *p;) {
@@ -836,9 +838,9 @@ std::tm strftime_clock(const RenderOptions& o, int line) {
     errno = 0;
     const long long t = std::strtoll(epoch, &end, 10);
     if (*end || errno || !std::isdigit(static_cast<unsigned char>(epoch[0])))
-      fail("ValueError", line, std::string("SOURCE_DATE_EPOCH is not a count of seconds: '") + epoch + "'");
+      fail(K::value_error, line, std::string("SOURCE_DATE_EPOCH is not a count of seconds: '") + epoch + "'");
     const std::time_t tt = static_cast<std::time_t>(t);
-    if (!gmtime_r(&tt, &tm)) fail("ValueError", line, std::string("SOURCE_DATE_EPOCH is out of range: '") + epoch + "'");
+    if (!gmtime_r(&tt, &tm)) fail(K::value_error, line, std::string("SOURCE_DATE_EPOCH is out of range: '") + epoch + "'");
     return tm;
   }
   const std::time_t t = std::time(nullptr);

@@ -116,7 +116,7 @@ std::string replace_all(const std::string& s, const std::string& from, const std
 std::vector<int64_t> slice_positions(int64_t len, const Value& start, const Value& stop, const Value& step_v, int line) {
   auto given = [](const Value& v) { return v.type != Value::Type::none && v.type != Value::Type::undefined; };
   int64_t step = given(step_v) ? step_v.i : 1;
-  if (step == 0) throw RenderError("ValueError", line, "slice step cannot be zero");
+  if (step == 0) throw RenderError(RenderErrorKind::value_error, line, "slice step cannot be zero");
   auto clamp = [&](const Value& v, int64_t dflt) {
     if (!given(v)) return dflt;
     int64_t x = v.i;
@@ -136,7 +136,7 @@ std::string slice_string(const std::string& s, const Value& start, const Value& 
   const int64_t len = static_cast<int64_t>(code_point_count(s));
   auto given = [](const Value& v) { return v.type != Value::Type::none && v.type != Value::Type::undefined; };
   const int64_t step = given(step_v) ? step_v.i : 1;
-  if (step == 0) throw RenderError("ValueError", line, "slice step cannot be zero");
+  if (step == 0) throw RenderError(RenderErrorKind::value_error, line, "slice step cannot be zero");
   auto clamp = [&](const Value& v, int64_t dflt) {  // as slice.indices()
     if (!given(v)) return dflt;
     int64_t x = v.i < 0 ? v.i + len : v.i;
@@ -184,221 +184,282 @@ Value arg(const CallArgs& a, size_t n, std::string_view name, Value dflt) {
 
 static void expect_string(const Value& v, int line, const char* what) {
   if (v.type != Value::Type::string)
-    throw RenderError("TypeError", line, std::string(what) + " must be str, not " + type_name(v));
+    throw RenderError(RenderErrorKind::type_error, line, std::string(what) + " must be str, not " + type_name(v));
 }
 
 int64_t to_int(const Value& v, int line) {
   if (v.type == Value::Type::integer || v.type == Value::Type::boolean) return v.i;
-  throw RenderError("TypeError", line, "'" + std::string(type_name(v)) + "' object cannot be interpreted as an integer");
+  throw RenderError(RenderErrorKind::type_error, line, "'" + std::string(type_name(v)) + "' object cannot be interpreted as an integer");
 }
+
+namespace {
+
+// ---- the methods of values: each (renderer, the value, arguments, line, the name it was called by) ----
+
+using K = RenderErrorKind;
+
+Value m_strip(Renderer&, const Value& s, CallArgs& a, int, std::string_view name) {  // strip, lstrip, rstrip
+  Value chars = arg(a, 0, "chars");
+  return Value::string(strip(s.s, &chars, name != "rstrip", name != "lstrip"));
+}
+
+Value m_case(Renderer&, const Value& s, CallArgs&, int, std::string_view name) {  // upper, lower
+  return Value::string(ascii_case(s.s, name == "upper"));
+}
+
+Value m_title(Renderer&, const Value& s, CallArgs&, int, std::string_view) { return Value::string(title_case(s.s)); }
+
+Value m_capitalize(Renderer&, const Value& s, CallArgs&, int, std::string_view) {
+  std::string t = ascii_case(s.s, false);
+  if (!t.empty()) t[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(t[0])));
+  return Value::string(t);
+}
+
+Value m_startswith(Renderer&, const Value& s, CallArgs& a, int l, std::string_view name) {  // and endswith
+  Value p = arg(a, 0, "prefix");
+  List options = p.type == Value::Type::list ? *p.list : List{p};
+  for (const Value& o : options) {
+    expect_string(o, l, name == "startswith" ? "startswith first arg" : "endswith first arg");
+    bool hit = name == "startswith" ? s.s.compare(0, o.s.size(), o.s) == 0 && s.s.size() >= o.s.size()
+                                    : s.s.size() >= o.s.size() && s.s.compare(s.s.size() - o.s.size(), o.s.size(), o.s) == 0;
+    if (hit) return Value::boolean(true);
+  }
+  return Value::boolean(false);
+}
+
+Value m_split(Renderer& r, const Value& s, CallArgs& a, int l, std::string_view name) {  // and rsplit
+  Value sep = arg(a, 0, "sep");
+  int64_t max = arg(a, 1, "maxsplit", Value::integer(-1)).i;
+  List parts;
+  uint64_t made = 0;  // what the pieces will hold, charged before each is made
+  auto piece = [&](size_t bytes) {
+    made += kItemBytes + kStringBytes + bytes;
+    r.reserve(made, l);
+    r.tick(l);
+  };
+  if (sep.type == Value::Type::none) {  // runs of whitespace, none at the ends
+    std::vector<std::string> words;
+    size_t i = 0;
+    while (i < s.s.size()) {
+      while (i < s.s.size() && is_space(s.s[i])) ++i;
+      if (i >= s.s.size()) break;
+      size_t j = i;
+      while (j < s.s.size() && !is_space(s.s[j])) ++j;
+      if (max >= 0 && static_cast<int64_t>(words.size()) == max) j = s.s.size();
+      piece(j - i);
+      std::string w = s.s.substr(i, j - i);
+      if (max >= 0 && static_cast<int64_t>(words.size()) == max) w = strip(w, nullptr, false, true);
+      words.push_back(w);
+      i = j;
+    }
+    for (auto& w : words) parts.push_back(Value::string(std::move(w)));
+    return Value::new_list(std::move(parts));
+  }
+  expect_string(sep, l, "must be str or None; sep");
+  if (sep.s.empty()) throw RenderError(K::value_error, l, "empty separator");
+  std::vector<std::string> pieces;
+  if (name == "split") {
+    size_t at = 0;
+    for (;;) {
+      size_t hit = s.s.find(sep.s, at);
+      if (hit == std::string::npos || (max >= 0 && static_cast<int64_t>(pieces.size()) >= max)) break;
+      piece(hit - at);
+      pieces.push_back(s.s.substr(at, hit - at));
+      at = hit + sep.s.size();
+    }
+    pieces.push_back(s.s.substr(at));
+  } else {
+    size_t end = s.s.size();
+    for (;;) {
+      size_t hit = end >= sep.s.size() ? s.s.rfind(sep.s, end - sep.s.size()) : std::string::npos;
+      if (hit == std::string::npos || (max >= 0 && static_cast<int64_t>(pieces.size()) >= max)) break;
+      piece(end - hit - sep.s.size());
+      pieces.push_back(s.s.substr(hit + sep.s.size(), end - hit - sep.s.size()));
+      end = hit;
+    }
+    pieces.push_back(s.s.substr(0, end));
+    std::reverse(pieces.begin(), pieces.end());  // found from the end
+  }
+  for (auto& p : pieces) parts.push_back(Value::string(std::move(p)));
+  return Value::new_list(std::move(parts));
+}
+
+Value m_replace(Renderer& r, const Value& s, CallArgs& a, int l, std::string_view) {
+  Value from = arg(a, 0, "old"), to = arg(a, 1, "new");
+  expect_string(from, l, "replace() argument 1");
+  expect_string(to, l, "replace() argument 2");
+  std::string out = replace_all(s.s, from.s, to.s, arg(a, 2, "count", Value::integer(-1)).i);
+  r.sized(out.size(), l);
+  return Value::string(out);
+}
+
+Value m_format(Renderer& r, const Value& s, CallArgs& a, int l, std::string_view name) {  // and format_map
+  return str_format(r, s, a, name == "format_map", l);
+}
+
+Value m_join(Renderer& r, const Value& s, CallArgs& a, int l, std::string_view) {
+  std::string out;
+  List items = r.items_of(arg(a, 0, "iterable"), l);
+  for (size_t i = 0; i < items.size(); ++i) {
+    expect_string(items[i], l, ("sequence item " + std::to_string(i) + ": expected str instance,").c_str());
+    r.sized(out.size() + (i ? s.s.size() : 0) + items[i].s.size(), l);  // before it is built
+    r.tick(l);
+    if (i) out += s.s;
+    out += items[i].s;
+  }
+  return Value::string(out);
+}
+
+Value m_find(Renderer&, const Value& s, CallArgs& a, int l, std::string_view name) {  // find, rfind, index, count
+  Value sub = arg(a, 0, "sub");
+  expect_string(sub, l, "must be str");
+  if (name == "count") {
+    if (sub.s.empty()) return Value::integer(static_cast<int64_t>(code_point_count(s.s)) + 1);
+    int64_t n = 0;
+    for (size_t at = s.s.find(sub.s); at != std::string::npos; at = s.s.find(sub.s, at + sub.s.size())) ++n;
+    return Value::integer(n);
+  }
+  size_t at = name == "rfind" ? s.s.rfind(sub.s) : s.s.find(sub.s);
+  if (at == std::string::npos) {
+    if (name == "index") throw RenderError(K::value_error, l, "substring not found");
+    return Value::integer(-1);
+  }
+  return Value::integer(static_cast<int64_t>(code_point_count(s.s.substr(0, at))));
+}
+
+Value m_splitlines(Renderer& r, const Value& s, CallArgs&, int l, std::string_view) {
+  List parts;
+  size_t at = 0;
+  while (at < s.s.size()) {
+    r.reserve_items(parts.size() + 1, l, kItemBytes + kStringBytes);
+    r.tick(l);
+    size_t nl = s.s.find_first_of("\r\n", at);
+    if (nl == std::string::npos) {
+      parts.push_back(Value::string(s.s.substr(at)));
+      break;
+    }
+    parts.push_back(Value::string(s.s.substr(at, nl - at)));
+    at = nl + ((s.s[nl] == '\r' && nl + 1 < s.s.size() && s.s[nl + 1] == '\n') ? 2 : 1);
+  }
+  return Value::new_list(parts);
+}
+
+Value m_is(Renderer&, const Value& s, CallArgs&, int, std::string_view name) {  // isdigit, isalpha, ... islower
+  if (s.s.empty()) return Value::boolean(false);
+  bool cased = false;
+  for (unsigned char c : s.s) {
+    bool ok = name == "isdigit"   ? std::isdigit(c) != 0
+              : name == "isalpha" ? std::isalpha(c) != 0
+              : name == "isspace" ? is_space(static_cast<char>(c))
+              : name == "isalnum" ? std::isalnum(c) != 0
+              : name == "isupper" ? !std::islower(c)
+                                  : !std::isupper(c);
+    if (!ok) return Value::boolean(false);
+    cased = cased || std::isalpha(c);
+  }
+  return Value::boolean(name == "isupper" || name == "islower" ? cased : true);
+}
+
+Value m_get(Renderer&, const Value& s, CallArgs& a, int, std::string_view) {
+  const Value* v = s.dict->find(arg(a, 0, "key"));
+  return v ? *v : arg(a, 1, "default");
+}
+
+Value m_items(Renderer& r, const Value& s, CallArgs&, int l, std::string_view name) {  // items, keys, values
+  r.reserve_items(s.dict->items.size(), l, name == "items" ? 4 * kItemBytes : kItemBytes);
+  List out;
+  for (const auto& [k, v] : s.dict->items) out.push_back(name == "items" ? pair(k, v) : name == "keys" ? k : v);
+  return Value::new_list(out);
+}
+
+Value m_copy(Renderer&, const Value& s, CallArgs&, int, std::string_view) {
+  Value c = Value::new_dict();
+  *c.dict = *s.dict;
+  return c;
+}
+
+Value m_list_index(Renderer&, const Value& s, CallArgs& a, int l, std::string_view name) {  // index, count
+  Value x = arg(a, 0, "value");
+  int64_t n = 0;
+  for (size_t i = 0; i < s.list->size(); ++i)
+    if (equal((*s.list)[i], x)) {
+      if (name == "index") return Value::integer(static_cast<int64_t>(i));
+      ++n;
+    }
+  if (name == "index") throw RenderError(K::value_error, l, repr(x) + " is not in list");
+  return Value::integer(n);
+}
+
+using MethodFn = Value (*)(Renderer&, const Value& self, CallArgs&, int line, std::string_view name);
+struct MethodDef {
+  Value::Type self;
+  std::string_view name;
+  MethodFn fn;
+};
+constexpr bool before(const MethodDef& a, Value::Type t, std::string_view n) { return a.self < t || (a.self == t && a.name < n); }
+
+// The methods the sandbox allows, sorted by the type they belong to, then by name (what
+// mutates a list or a dict is kUnsafeMethods' SecurityError instead).
+constexpr MethodDef kMethods[] = {
+    {Value::Type::string, "capitalize", m_capitalize},
+    {Value::Type::string, "count", m_find},
+    {Value::Type::string, "endswith", m_startswith},
+    {Value::Type::string, "find", m_find},
+    {Value::Type::string, "format", m_format},
+    {Value::Type::string, "format_map", m_format},
+    {Value::Type::string, "index", m_find},
+    {Value::Type::string, "isalnum", m_is},
+    {Value::Type::string, "isalpha", m_is},
+    {Value::Type::string, "isdigit", m_is},
+    {Value::Type::string, "islower", m_is},
+    {Value::Type::string, "isspace", m_is},
+    {Value::Type::string, "isupper", m_is},
+    {Value::Type::string, "join", m_join},
+    {Value::Type::string, "lower", m_case},
+    {Value::Type::string, "lstrip", m_strip},
+    {Value::Type::string, "replace", m_replace},
+    {Value::Type::string, "rfind", m_find},
+    {Value::Type::string, "rsplit", m_split},
+    {Value::Type::string, "rstrip", m_strip},
+    {Value::Type::string, "split", m_split},
+    {Value::Type::string, "splitlines", m_splitlines},
+    {Value::Type::string, "startswith", m_startswith},
+    {Value::Type::string, "strip", m_strip},
+    {Value::Type::string, "title", m_title},
+    {Value::Type::string, "upper", m_case},
+    {Value::Type::list, "count", m_list_index},
+    {Value::Type::list, "index", m_list_index},
+    {Value::Type::dict, "copy", m_copy},
+    {Value::Type::dict, "get", m_get},
+    {Value::Type::dict, "items", m_items},
+    {Value::Type::dict, "keys", m_items},
+    {Value::Type::dict, "values", m_items},
+};
+constexpr bool methods_in_order() {  // strictly sorted: a binary search finds each, none twice
+  for (size_t i = 1; i < std::size(kMethods); ++i)
+    if (!before(kMethods[i - 1], kMethods[i].self, kMethods[i].name)) return false;
+  return true;
+}
+static_assert(methods_in_order(), "kMethods must be sorted by type and name, without duplicates");
+
+const MethodDef* find_method(Value::Type self, std::string_view name) {
+  auto it = std::lower_bound(std::begin(kMethods), std::end(kMethods), name,
+                             [self](const MethodDef& d, std::string_view n) { return before(d, self, n); });
+  return it != std::end(kMethods) && it->self == self && it->name == name ? it : nullptr;
+}
+
+}  // namespace
 
 Value Renderer::method(const Value& self, const std::string& name, int line) {
   if (self.type == Value::Type::callable && self.dict)  // cycler, joiner: their attributes
     if (const Value* v = self.dict->find(std::string_view(name))) return *v;
   if (std::find(kUnsafeMethods.begin(), kUnsafeMethods.end(), name) != kUnsafeMethods.end() &&
       (self.type == Value::Type::list || self.type == Value::Type::dict))
-    throw RenderError("SecurityError", line, "access to attribute '" + name + "' of '" + type_name(self) + "' object is unsafe.");
-  auto bound = [&](std::function<Value(Renderer&, const Value&, CallArgs&, int)> f) {
-    Value s = self;
-    return callable(name, [s, f](Renderer& r, CallArgs& a, int l) { return f(r, s, a, l); });
-  };
-  if (self.type == Value::Type::string) {
-    if (name == "strip" || name == "lstrip" || name == "rstrip")
-      return bound([name](Renderer&, const Value& s, CallArgs& a, int) {
-        Value chars = arg(a, 0, "chars");
-        return Value::string(strip(s.s, &chars, name != "rstrip", name != "lstrip"));
-      });
-    if (name == "upper" || name == "lower")
-      return bound([name](Renderer&, const Value& s, CallArgs&, int) { return Value::string(ascii_case(s.s, name == "upper")); });
-    if (name == "title") return bound([](Renderer&, const Value& s, CallArgs&, int) { return Value::string(title_case(s.s)); });
-    if (name == "capitalize")
-      return bound([](Renderer&, const Value& s, CallArgs&, int) {
-        std::string t = ascii_case(s.s, false);
-        if (!t.empty()) t[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(t[0])));
-        return Value::string(t);
-      });
-    if (name == "startswith" || name == "endswith")
-      return bound([name](Renderer&, const Value& s, CallArgs& a, int l) {
-        Value p = arg(a, 0, "prefix");
-        List options = p.type == Value::Type::list ? *p.list : List{p};
-        for (const Value& o : options) {
-          expect_string(o, l, name == "startswith" ? "startswith first arg" : "endswith first arg");
-          bool hit = name == "startswith" ? s.s.compare(0, o.s.size(), o.s) == 0 && s.s.size() >= o.s.size()
-                                          : s.s.size() >= o.s.size() && s.s.compare(s.s.size() - o.s.size(), o.s.size(), o.s) == 0;
-          if (hit) return Value::boolean(true);
-        }
-        return Value::boolean(false);
-      });
-    if (name == "split" || name == "rsplit")
-      return bound([name](Renderer& r, const Value& s, CallArgs& a, int l) {
-        Value sep = arg(a, 0, "sep");
-        int64_t max = arg(a, 1, "maxsplit", Value::integer(-1)).i;
-        List parts;
-        uint64_t made = 0;  // what the pieces will hold, charged before each is made
-        auto piece = [&](size_t bytes) {
-          made += kItemBytes + kStringBytes + bytes;
-          r.reserve(made, l);
-          r.tick(l);
-        };
-        if (sep.type == Value::Type::none) {  // runs of whitespace, none at the ends
-          std::vector<std::string> words;
-          size_t i = 0;
-          while (i < s.s.size()) {
-            while (i < s.s.size() && is_space(s.s[i])) ++i;
-            if (i >= s.s.size()) break;
-            size_t j = i;
-            while (j < s.s.size() && !is_space(s.s[j])) ++j;
-            if (max >= 0 && static_cast<int64_t>(words.size()) == max) j = s.s.size();
-            piece(j - i);
-            std::string w = s.s.substr(i, j - i);
-            if (max >= 0 && static_cast<int64_t>(words.size()) == max) w = strip(w, nullptr, false, true);
-            words.push_back(w);
-            i = j;
-          }
-          for (auto& w : words) parts.push_back(Value::string(std::move(w)));
-          return Value::new_list(std::move(parts));
-        }
-        expect_string(sep, l, "must be str or None; sep");
-        if (sep.s.empty()) throw RenderError("ValueError", l, "empty separator");
-        std::vector<std::string> pieces;
-        if (name == "split") {
-          size_t at = 0;
-          for (;;) {
-            size_t hit = s.s.find(sep.s, at);
-            if (hit == std::string::npos || (max >= 0 && static_cast<int64_t>(pieces.size()) >= max)) break;
-            piece(hit - at);
-            pieces.push_back(s.s.substr(at, hit - at));
-            at = hit + sep.s.size();
-          }
-          pieces.push_back(s.s.substr(at));
-        } else {
-          size_t end = s.s.size();
-          for (;;) {
-            size_t hit = end >= sep.s.size() ? s.s.rfind(sep.s, end - sep.s.size()) : std::string::npos;
-            if (hit == std::string::npos || (max >= 0 && static_cast<int64_t>(pieces.size()) >= max)) break;
-            piece(end - hit - sep.s.size());
-            pieces.push_back(s.s.substr(hit + sep.s.size(), end - hit - sep.s.size()));
-            end = hit;
-          }
-          pieces.push_back(s.s.substr(0, end));
-          std::reverse(pieces.begin(), pieces.end());  // found from the end
-        }
-        for (auto& p : pieces) parts.push_back(Value::string(std::move(p)));
-        return Value::new_list(std::move(parts));
-      });
-    if (name == "replace")
-      return bound([](Renderer& r, const Value& s, CallArgs& a, int l) {
-        Value from = arg(a, 0, "old"), to = arg(a, 1, "new");
-        expect_string(from, l, "replace() argument 1");
-        expect_string(to, l, "replace() argument 2");
-        std::string out = replace_all(s.s, from.s, to.s, arg(a, 2, "count", Value::integer(-1)).i);
-        r.sized(out.size(), l);
-        return Value::string(out);
-      });
-    if (name == "format" || name == "format_map")
-      return bound([name](Renderer& r, const Value& s, CallArgs& a, int l) { return str_format(r, s, a, name == "format_map", l); });
-    if (name == "join")
-      return bound([](Renderer& r, const Value& s, CallArgs& a, int l) {
-        std::string out;
-        List items = r.items_of(arg(a, 0, "iterable"), l);
-        for (size_t i = 0; i < items.size(); ++i) {
-          expect_string(items[i], l, ("sequence item " + std::to_string(i) + ": expected str instance,").c_str());
-          r.sized(out.size() + (i ? s.s.size() : 0) + items[i].s.size(), l);  // before it is built
-          r.tick(l);
-          if (i) out += s.s;
-          out += items[i].s;
-        }
-        return Value::string(out);
-      });
-    if (name == "find" || name == "rfind" || name == "index" || name == "count")
-      return bound([name](Renderer&, const Value& s, CallArgs& a, int l) {
-        Value sub = arg(a, 0, "sub");
-        expect_string(sub, l, "must be str");
-        if (name == "count") {
-          if (sub.s.empty()) return Value::integer(static_cast<int64_t>(code_point_count(s.s)) + 1);
-          int64_t n = 0;
-          for (size_t at = s.s.find(sub.s); at != std::string::npos; at = s.s.find(sub.s, at + sub.s.size())) ++n;
-          return Value::integer(n);
-        }
-        size_t at = name == "rfind" ? s.s.rfind(sub.s) : s.s.find(sub.s);
-        if (at == std::string::npos) {
-          if (name == "index") throw RenderError("ValueError", l, "substring not found");
-          return Value::integer(-1);
-        }
-        return Value::integer(static_cast<int64_t>(code_point_count(s.s.substr(0, at))));
-      });
-    if (name == "splitlines")
-      return bound([](Renderer& r, const Value& s, CallArgs&, int l) {
-        List parts;
-        size_t at = 0;
-        while (at < s.s.size()) {
-          r.reserve_items(parts.size() + 1, l, kItemBytes + kStringBytes);
-          r.tick(l);
-          size_t nl = s.s.find_first_of("\r\n", at);
-          if (nl == std::string::npos) {
-            parts.push_back(Value::string(s.s.substr(at)));
-            break;
-          }
-          parts.push_back(Value::string(s.s.substr(at, nl - at)));
-          at = nl + ((s.s[nl] == '\r' && nl + 1 < s.s.size() && s.s[nl + 1] == '\n') ? 2 : 1);
-        }
-        return Value::new_list(parts);
-      });
-    if (name == "isdigit" || name == "isalpha" || name == "isspace" || name == "isalnum" || name == "isupper" || name == "islower")
-      return bound([name](Renderer&, const Value& s, CallArgs&, int) {
-        if (s.s.empty()) return Value::boolean(false);
-        bool cased = false;
-        for (unsigned char c : s.s) {
-          bool ok = name == "isdigit"   ? std::isdigit(c) != 0
-                    : name == "isalpha" ? std::isalpha(c) != 0
-                    : name == "isspace" ? is_space(static_cast<char>(c))
-                    : name == "isalnum" ? std::isalnum(c) != 0
-                    : name == "isupper" ? !std::islower(c)
-                                        : !std::isupper(c);
-          if (!ok) return Value::boolean(false);
-          cased = cased || std::isalpha(c);
-        }
-        return Value::boolean(name == "isupper" || name == "islower" ? cased : true);
-      });
-    return Value::undefined("");
-  }
-  if (self.type == Value::Type::dict && !self.fn) {
-    if (name == "get")
-      return bound([](Renderer&, const Value& s, CallArgs& a, int) {
-        const Value* v = s.dict->find(arg(a, 0, "key"));
-        return v ? *v : arg(a, 1, "default");
-      });
-    if (name == "items" || name == "keys" || name == "values")
-      return bound([name](Renderer& r, const Value& s, CallArgs&, int l) {
-        r.reserve_items(s.dict->items.size(), l, name == "items" ? 4 * kItemBytes : kItemBytes);
-        List out;
-        for (const auto& [k, v] : s.dict->items)
-          out.push_back(name == "items" ? pair(k, v) : name == "keys" ? k : v);
-        return Value::new_list(out);
-      });
-    if (name == "copy") return bound([](Renderer&, const Value& s, CallArgs&, int) {
-        Value c = Value::new_dict();
-        *c.dict = *s.dict;
-        return c;
-      });
-    return Value::undefined("");
-  }
-  if (self.type == Value::Type::list) {
-    if (name == "index" || name == "count")
-      return bound([name](Renderer&, const Value& s, CallArgs& a, int l) {
-        Value x = arg(a, 0, "value");
-        int64_t n = 0;
-        for (size_t i = 0; i < s.list->size(); ++i)
-          if (equal((*s.list)[i], x)) {
-            if (name == "index") return Value::integer(static_cast<int64_t>(i));
-            ++n;
-          }
-        if (name == "index") throw RenderError("ValueError", l, repr(x) + " is not in list");
-        return Value::integer(n);
-      });
-    return Value::undefined("");
-  }
-  return Value::undefined("");
+    throw RenderError(K::security, line, "access to attribute '" + name + "' of '" + type_name(self) + "' object is unsafe.");
+  if (self.type == Value::Type::dict && self.fn) return Value::undefined("");  // the loop object has no dict methods
+  const MethodDef* m = find_method(self.type, name);
+  if (!m) return Value::undefined("");
+  return callable(name, [s = self, fn = m->fn, n = m->name](Renderer& r, CallArgs& a, int l) { return fn(r, s, a, l, n); });
 }
 
 CallArgs Renderer::eval_args(const Args& a) {
@@ -432,7 +493,7 @@ bool Renderer::less(const Value& a, const Value& b, int line) {
     }
     return a.list->size() < b.list->size();
   }
-  throw RenderError("TypeError", line,
+  throw RenderError(RenderErrorKind::type_error, line,
                     std::string("'<' not supported between instances of '") + type_name(a) + "' and '" + type_name(b) + "'");
 }
 
@@ -447,18 +508,18 @@ bool Renderer::compare(const std::string& op, const Value& a, const Value& b, in
     bool in = false;
     if (b.type == Value::Type::string) {
       if (a.type != Value::Type::string)
-        throw RenderError("TypeError", line, std::string("'in <string>' requires string as left operand, not ") + type_name(a));
+        throw RenderError(RenderErrorKind::type_error, line, std::string("'in <string>' requires string as left operand, not ") + type_name(a));
       in = b.s.find(a.s) != std::string::npos;
     } else if (b.type == Value::Type::list) {
       in = std::any_of(b.list->begin(), b.list->end(), [&](const Value& x) { return equal(x, a); });
     } else if (b.type == Value::Type::dict || b.type == Value::Type::ns) {
       in = b.dict->find(a) != nullptr;
     } else if (b.type != Value::Type::undefined) {
-      throw RenderError("TypeError", line, std::string("argument of type '") + type_name(b) + "' is not iterable");
+      throw RenderError(RenderErrorKind::type_error, line, std::string("argument of type '") + type_name(b) + "' is not iterable");
     }
     return op == "in" ? in : !in;
   }
-  throw RenderError("TemplateError", line, "unknown comparison " + op);
+  throw RenderError(RenderErrorKind::template_error, line, "unknown comparison " + op);
 }
 
 Value Renderer::binary(const std::string& op, const Value& a, const Value& b, int line) {
@@ -471,10 +532,10 @@ Value Renderer::binary(const std::string& op, const Value& a, const Value& b, in
   if (op == "%" && a.type == Value::Type::string) return percent_format(*this, a, b, line);  // '%s' % undefined is ''
   must_be_defined(b, line);
   auto unsupported = [&]() -> Value {
-    throw RenderError("TypeError", line,
+    throw RenderError(RenderErrorKind::type_error, line,
                       "unsupported operand type(s) for " + op + ": '" + type_name(a) + "' and '" + type_name(b) + "'");
   };
-  auto overflow = [&]() -> Value { limit(line, "integer overflow (ggufkit's integers are 64-bit)"); };
+  auto overflow = [&]() -> Value { limit(line, RenderErrorKind::limit_integer, "integer overflow (ggufkit's integers are 64-bit)"); };
   if (is_number(a) && is_number(b)) {
     bool real = a.type == Value::Type::floating || b.type == Value::Type::floating;
     double x = as_double(a), y = as_double(b);
@@ -483,11 +544,11 @@ Value Renderer::binary(const std::string& op, const Value& a, const Value& b, in
     if (op == "-") return real ? Value::floating(x - y) : __builtin_sub_overflow(a.i, b.i, &r) ? overflow() : Value::integer(r);
     if (op == "*") return real ? Value::floating(x * y) : __builtin_mul_overflow(a.i, b.i, &r) ? overflow() : Value::integer(r);
     if (op == "/") {
-      if (y == 0) throw RenderError("ZeroDivisionError", line, "division by zero");
+      if (y == 0) throw RenderError(RenderErrorKind::zero_division, line, "division by zero");
       return Value::floating(x / y);
     }
     if (op == "//" || op == "%") {
-      if (y == 0) throw RenderError("ZeroDivisionError", line, op == "%" ? "integer modulo by zero" : "integer division or modulo by zero");
+      if (y == 0) throw RenderError(RenderErrorKind::zero_division, line, op == "%" ? "integer modulo by zero" : "integer division or modulo by zero");
       if (real) {
         double m = std::fmod(x, y);
         if (m != 0 && ((m < 0) != (y < 0))) m += y;
@@ -529,7 +590,7 @@ Value Renderer::binary(const std::string& op, const Value& a, const Value& b, in
       return Value::new_list(std::move(l));
     }
     if (a.type == Value::Type::string)
-      throw RenderError("TypeError", line, std::string("can only concatenate str (not \"") + type_name(b) + "\") to str");
+      throw RenderError(RenderErrorKind::type_error, line, std::string("can only concatenate str (not \"") + type_name(b) + "\") to str");
     return unsupported();
   }
   if (op == "*") {
@@ -583,22 +644,22 @@ Value Renderer::eval(const Expr& e) {
     }
     case Expr::Kind::dict: {
       Value d = Value::new_dict();
-      for (size_t i = 0; i + 1 < e.kids.size(); i += 2) {
-        Value k = eval(*e.kids[i]);
-        d.dict->set(std::move(k), eval(*e.kids[i + 1]));
+      for (size_t i = 0; i < e.pairs(); ++i) {
+        Value k = eval(e.key(i));
+        d.dict->set(std::move(k), eval(e.val(i)));
       }
       return d;
     }
-    case Expr::Kind::attr: return getattr(eval(*e.kids[0]), e.name, e.line);
+    case Expr::Kind::attr: return getattr(eval(e.operand()), e.name, e.line);
     case Expr::Kind::item: {
-      Value obj = eval(*e.kids[0]);
-      const Expr& idx = *e.kids[1];
+      Value obj = eval(e.operand());
+      const Expr& idx = e.index();
       if (idx.kind == Expr::Kind::slice) {
         must_be_defined(obj, e.line);
         Value none = Value::none();
-        Value a = idx.kids.size() > 0 && idx.kids[0] ? eval(*idx.kids[0]) : none;
-        Value b = idx.kids.size() > 1 && idx.kids[1] ? eval(*idx.kids[1]) : none;
-        Value c = idx.kids.size() > 2 && idx.kids[2] ? eval(*idx.kids[2]) : none;
+        Value a = idx.start() ? eval(*idx.start()) : none;
+        Value b = idx.stop() ? eval(*idx.stop()) : none;
+        Value c = idx.step() ? eval(*idx.step()) : none;
         if (obj.type == Value::Type::list) {
           reserve_items(obj.list->size(), e.line);
           List out;
@@ -606,50 +667,50 @@ Value Renderer::eval(const Expr& e) {
           return Value::new_list(std::move(out));
         }
         if (obj.type == Value::Type::string) return Value::string(slice_string(obj.s, a, b, c, e.line));
-        throw RenderError("TypeError", e.line, std::string("'") + type_name(obj) + "' object is not subscriptable");
+        throw RenderError(RenderErrorKind::type_error, e.line, std::string("'") + type_name(obj) + "' object is not subscriptable");
       }
       return getitem(obj, eval(idx), e.line);
     }
-    case Expr::Kind::slice: throw RenderError("TemplateError", e.line, "a slice outside of brackets");
+    case Expr::Kind::slice: throw RenderError(RenderErrorKind::template_error, e.line, "a slice outside of brackets");
     case Expr::Kind::call: return eval_call(e);
     case Expr::Kind::filter: {
-      Value in = e.kids.empty() || !e.kids[0] ? Value::string(out) : eval(*e.kids[0]);
+      Value in = e.filtered() ? eval(*e.filtered()) : Value::string(out);
       CallArgs a = eval_args(e.args);
       return filter(e.name, in, a, e.line);
     }
     case Expr::Kind::test: {
-      Value in = eval(*e.kids[0]);
+      Value in = eval(e.operand());
       CallArgs a = eval_args(e.args);
       return Value::boolean(test(e.name, in, a, e.line) != e.negated);
     }
     case Expr::Kind::unary: {
-      Value v = eval(*e.kids[0]);
+      Value v = eval(e.operand());
       if (e.name == "not") return Value::boolean(!truthy(v));
       must_be_defined(v, e.line);
-      if (!is_number(v)) throw RenderError("TypeError", e.line, "bad operand type for unary " + e.name + ": '" + type_name(v) + "'");
+      if (!is_number(v)) throw RenderError(RenderErrorKind::type_error, e.line, "bad operand type for unary " + e.name + ": '" + type_name(v) + "'");
       if (e.name == "+") return v.type == Value::Type::boolean ? Value::integer(v.i) : v;
       if (v.type == Value::Type::floating) return Value::floating(-v.f);
-      if (v.i == INT64_MIN) limit(e.line, "integer overflow (ggufkit's integers are 64-bit)");
+      if (v.i == INT64_MIN) limit(e.line, RenderErrorKind::limit_integer, "integer overflow (ggufkit's integers are 64-bit)");
       return Value::integer(-v.i);
     }
     case Expr::Kind::binary: {
-      Value a = eval(*e.kids[0]);
-      if (e.name == "and") return truthy(a) ? eval(*e.kids[1]) : a;
-      if (e.name == "or") return truthy(a) ? a : eval(*e.kids[1]);
-      return binary(e.name, a, eval(*e.kids[1]), e.line);
+      Value a = eval(e.left());
+      if (e.name == "and") return truthy(a) ? eval(e.right()) : a;
+      if (e.name == "or") return truthy(a) ? a : eval(e.right());
+      return binary(e.name, a, eval(e.right()), e.line);
     }
     case Expr::Kind::compare: {
-      Value a = eval(*e.kids[0]);
+      Value a = eval(e.term(0));
       for (size_t i = 0; i < e.ops.size(); ++i) {
-        Value b = eval(*e.kids[i + 1]);
+        Value b = eval(e.term(i + 1));
         if (!compare(e.ops[i], a, b, e.line)) return Value::boolean(false);
         a = std::move(b);
       }
       return Value::boolean(true);
     }
     case Expr::Kind::cond: {
-      if (truthy(eval(*e.kids[1]))) return eval(*e.kids[0]);
-      if (e.kids.size() > 2 && e.kids[2]) return eval(*e.kids[2]);
+      if (truthy(eval(e.cond()))) return eval(e.then());
+      if (e.else_()) return eval(*e.else_());
       return Value::undefined("the inline if-expression on line " + std::to_string(e.line) +
                               " evaluated to false and no else section was defined.");
     }
@@ -658,7 +719,7 @@ Value Renderer::eval(const Expr& e) {
 }
 
 Value Renderer::eval_call(const Expr& e) {
-  Value f = eval(*e.kids[0]);
+  Value f = eval(e.operand());
   CallArgs a = eval_args(e.args);
   return call(f, a, e.line);
 }
@@ -671,7 +732,7 @@ void Renderer::assign(const Expr& target, const Value& v, Frame& into) {
   if (target.kind == Expr::Kind::tuple || target.kind == Expr::Kind::list) {
     List items = items_of(v, target.line);
     if (items.size() != target.kids.size())
-      throw RenderError("ValueError", target.line,
+      throw RenderError(RenderErrorKind::value_error, target.line,
                         items.size() > target.kids.size()
                             ? "too many values to unpack (expected " + std::to_string(target.kids.size()) + ")"
                             : "not enough values to unpack (expected " + std::to_string(target.kids.size()) + ", got " +
@@ -680,12 +741,12 @@ void Renderer::assign(const Expr& target, const Value& v, Frame& into) {
     return;
   }
   if (target.kind == Expr::Kind::attr) {  // ns.attr = v
-    Value ns = eval(*target.kids[0]);
-    if (ns.type != Value::Type::ns) throw RenderError("TemplateRuntimeError", target.line, "cannot assign attribute on non-namespace object");
+    Value ns = eval(target.operand());
+    if (ns.type != Value::Type::ns) throw RenderError(RenderErrorKind::template_runtime_error, target.line, "cannot assign attribute on non-namespace object");
     ns.dict->set(Value::string(target.name), v);
     return;
   }
-  throw RenderError("TemplateError", target.line, "cannot assign to this expression");
+  throw RenderError(RenderErrorKind::template_error, target.line, "cannot assign to this expression");
 }
 
 Value Renderer::macro(const Node& n, FramePtr closure, const std::string& name) {
@@ -719,7 +780,7 @@ Value Renderer::macro(const Node& n, FramePtr closure, const std::string& name) 
     frame->vars["kwargs"] = kwargs;
     std::string got;
     try {
-      got = r.capture(node->bodies[0]);
+      got = r.capture(node->body());
     } catch (...) {
       r.scope = saved;
       throw;
@@ -730,19 +791,19 @@ Value Renderer::macro(const Node& n, FramePtr closure, const std::string& name) 
 }
 
 void Renderer::for_loop(const Node& n, std::shared_ptr<const List> all, int depth) {
-  const Expr& target = *n.exprs[0];
+  const Expr& target = n.target();
   // The body's frame: cleared each iteration, so what the body sets lasts one iteration
   // (jinja2: `{% set c = c + 1 %}` in a loop reads the outer c every time).
   auto frame = new_frame();
   frame->parent = scope;
   FramePtr saved = scope;
   scope = frame;
-  if (n.exprs[2]) {  // `for x in xs if cond`: filtered before the loop counts
+  if (n.test()) {  // `for x in xs if cond`: filtered before the loop counts
     auto kept = std::make_shared<List>();
     for (const Value& v : *all) {
       iteration(n.line);
       assign(target, v, *frame);
-      if (truthy(eval(*n.exprs[2]))) kept->push_back(v);
+      if (truthy(eval(*n.test()))) kept->push_back(v);
     }
     all = kept;
   }
@@ -769,7 +830,7 @@ void Renderer::for_loop(const Node& n, std::shared_ptr<const List> all, int dept
                         "nextitem"})
     loop.dict->items.emplace_back(Value::string(k), Value::none());
   loop.dict->items.emplace_back(Value::string("cycle"), callable("cycle", [at](Renderer&, CallArgs& a, int line) {
-                                  if (a.pos.empty()) throw RenderError("TypeError", line, "no items for cycling given");
+                                  if (a.pos.empty()) throw RenderError(RenderErrorKind::type_error, line, "no items for cycling given");
                                   return a.pos[static_cast<size_t>(*at) % a.pos.size()];
                                 }));
   try {
@@ -791,11 +852,11 @@ void Renderer::for_loop(const Node& n, std::shared_ptr<const List> all, int dept
       f[9].second = i > 0 ? items[static_cast<size_t>(i - 1)] : Value::undefined("there is no previous item");
       f[10].second = i + 1 < len ? items[static_cast<size_t>(i + 1)] : Value::undefined("there is no next item");
       assign(target, items[static_cast<size_t>(i)], *frame);
-      if (exec(n.bodies[0]) == Flow::brk) break;
+      if (exec(n.body()) == Flow::brk) break;
     }
-    if (len == 0 && n.bodies.size() > 1) {
+    if (len == 0 && n.else_()) {
       scope = saved;
-      exec(n.bodies[1]);
+      exec(*n.else_());
     }
   } catch (...) {
     scope = saved;
@@ -813,43 +874,43 @@ Flow Renderer::exec(const Node& n) {
       for (const ExprPtr& e : n.exprs) emit(str(eval(*e)), n.line);
       return Flow::normal;
     case Node::Kind::if_block:
-      for (size_t i = 0; i < n.exprs.size(); ++i)
-        if (truthy(eval(*n.exprs[i]))) return exec(n.bodies[i]);
-      return n.bodies.size() > n.exprs.size() ? exec(n.bodies.back()) : Flow::normal;
-    case Node::Kind::for_loop: for_loop(n, iterate(eval(*n.exprs[1]), n.line), 1); return Flow::normal;
-    case Node::Kind::set: assign(*n.exprs[0], eval(*n.exprs[1]), *scope); return Flow::normal;
+      for (size_t i = 0; i < n.tests().size(); ++i)
+        if (truthy(eval(*n.tests()[i]))) return exec(n.body(i));
+      return n.else_() ? exec(*n.else_()) : Flow::normal;
+    case Node::Kind::for_loop: for_loop(n, iterate(eval(n.iter()), n.line), 1); return Flow::normal;
+    case Node::Kind::set: assign(n.target(), eval(n.value()), *scope); return Flow::normal;
     case Node::Kind::set_block: {
-      Value body = Value::string(capture(n.bodies[0]));
-      if (n.exprs.size() > 1 && n.exprs[1]) {
+      Value body = Value::string(capture(n.body()));
+      if (n.filter()) {
         std::string saved = std::move(out);
         out = body.s;  // the filter chain's input
         try {
-          body = eval(*n.exprs[1]);
+          body = eval(*n.filter());
         } catch (...) {
           out = std::move(saved);
           throw;
         }
         out = std::move(saved);
       }
-      assign(*n.exprs[0], body, *scope);
+      assign(n.target(), body, *scope);
       return Flow::normal;
     }
     case Node::Kind::macro: scope->vars[n.name] = macro(n, scope, n.name); return Flow::normal;
     case Node::Kind::call_block: {
-      const Expr& c = *n.exprs[0];
-      Value f = eval(*c.kids[0]);
+      const Expr& c = n.call();
+      Value f = eval(c.operand());
       CallArgs a = eval_args(c.args);
       a.kw.emplace_back("caller", macro(n, scope, "caller"));
       emit(str(call(f, a, n.line)), n.line);
       return Flow::normal;
     }
     case Node::Kind::filter_block: {
-      std::string body = capture(n.bodies[0]);
+      std::string body = capture(n.body());
       std::string saved = std::move(out);
       out = body;
       Value v;
       try {
-        v = eval(*n.exprs[0]);
+        v = eval(*n.filter());
       } catch (...) {
         out = std::move(saved);
         throw;
@@ -861,12 +922,12 @@ Flow Renderer::exec(const Node& n) {
     case Node::Kind::with_block: {
       auto frame = new_frame();
       frame->parent = scope;
-      for (size_t i = 0; i < n.exprs.size(); ++i) assign(*n.exprs[i], eval(*n.defaults[i]), *frame);
+      for (size_t i = 0; i < n.targets().size(); ++i) assign(*n.targets()[i], eval(*n.values()[i]), *frame);
       FramePtr saved = scope;
       scope = frame;
       Flow f;
       try {
-        f = exec(n.bodies[0]);
+        f = exec(n.body());
       } catch (...) {
         scope = saved;
         throw;
@@ -876,40 +937,30 @@ Flow Renderer::exec(const Node& n) {
     }
     case Node::Kind::generation:
     case Node::Kind::block:
-    case Node::Kind::autoescape: return exec(n.bodies[0]);
+    case Node::Kind::autoescape: return exec(n.body());
     case Node::Kind::loop_break: return Flow::brk;
     case Node::Kind::loop_continue: return Flow::cont;
     case Node::Kind::extends:
     case Node::Kind::include:
     case Node::Kind::import:
     case Node::Kind::from_import:
-      throw RenderError("TypeError", n.line, "no loader for this environment specified (a chat template cannot load others)");
+      throw RenderError(RenderErrorKind::type_error, n.line, "no loader for this environment specified (a chat template cannot load others)");
   }
   return Flow::normal;
 }
 
 namespace {
 
-// jinja2's compiler refuses a filter or test it does not know, unless the name sits in an
-// if statement or an inline if (a "soft" frame), where only reaching it fails.
-const std::vector<std::string> kFilters = {
-    "abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e", "escape", "filesizeformat",
-    "first", "float", "forceescape", "format", "groupby", "indent", "int", "items", "join", "last", "length", "list", "lower",
-    "map", "max", "min", "pprint", "random", "reject", "rejectattr", "replace", "reverse", "round", "safe", "select",
-    "selectattr", "slice", "sort", "string", "striptags", "sum", "title", "tojson", "trim", "truncate", "unique", "upper",
-    "urlencode", "urlize", "wordcount", "wordwrap", "xmlattr"};
-const std::vector<std::string> kTests = {
-    "boolean", "callable", "defined", "divisibleby", "eq", "equalto", "escaped", "even", "false", "filter", "float", "ge",
-    "greaterthan", "gt", "in", "integer", "iterable", "le", "lessthan", "lower", "lt", "mapping", "ne", "none", "number",
-    "odd", "sameas", "sequence", "string", "test", "true", "undefined", "upper", "==", "!=", ">", ">=", "<", "<="};
-
+// jinja2's compiler refuses a filter or test it does not know (not in the name tables),
+// unless the name sits in an if statement or an inline if (a "soft" frame), where only
+// reaching it fails.
 void compile_expr(const Expr* e, bool soft) {
   if (!e) return;
   if (e->kind == Expr::Kind::cond) soft = true;
-  if (!soft && e->kind == Expr::Kind::filter && std::find(kFilters.begin(), kFilters.end(), e->name) == kFilters.end())
-    throw RenderError("TemplateAssertionError", e->line, "No filter named '" + e->name + "'.");
-  if (!soft && e->kind == Expr::Kind::test && std::find(kTests.begin(), kTests.end(), e->name) == kTests.end())
-    throw RenderError("TemplateAssertionError", e->line, "No test named '" + e->name + "'.");
+  if (!soft && e->kind == Expr::Kind::filter && !find_filter(e->name))
+    throw RenderError(RenderErrorKind::unknown_name, e->line, "No filter named '" + e->name + "'.");
+  if (!soft && e->kind == Expr::Kind::test && !find_test(e->name))
+    throw RenderError(RenderErrorKind::unknown_name, e->line, "No test named '" + e->name + "'.");
   for (const ExprPtr& k : e->kids) compile_expr(k.get(), soft);
   for (const ExprPtr& a : e->args.positional) compile_expr(a.get(), soft);
   for (const auto& [name, a] : e->args.keywords) compile_expr(a.get(), soft);
@@ -920,8 +971,8 @@ void compile_expr(const Expr* e, bool soft) {
 void compile_body(const Body& body, bool soft) {
   for (const NodePtr& n : body) {
     const bool here = soft || n->kind == Node::Kind::if_block;  // an if's tests and bodies are soft
-    for (size_t i = 0; i < n->exprs.size(); ++i)  // a loop's filter is in the loop's own frame
-      compile_expr(n->exprs[i].get(), n->kind == Node::Kind::for_loop && i == 2 ? false : here);
+    for (const ExprPtr& e : n->exprs)  // a loop's filter is in the loop's own frame
+      compile_expr(e.get(), n->kind == Node::Kind::for_loop && e.get() == n->test() ? false : here);
     for (const ExprPtr& d : n->defaults) compile_expr(d.get(), false);
     for (const Body& inner : n->bodies) compile_body(inner, n->kind == Node::Kind::if_block ? here : false);
   }
@@ -955,21 +1006,21 @@ std::string render(const Template& t, const Value& context, const RenderOptions&
   auto globals = r.new_frame();
   globals->vars["range"] = callable("range", [](Renderer&, CallArgs& a, int line) {
     int64_t start = 0, stop, step = 1;
-    if (a.pos.empty()) throw RenderError("TypeError", line, "range expected at least 1 argument, got 0");
+    if (a.pos.empty()) throw RenderError(RenderErrorKind::type_error, line, "range expected at least 1 argument, got 0");
     if (a.pos.size() == 1) stop = to_int(a.pos[0], line);
     else {
       start = to_int(a.pos[0], line);
       stop = to_int(a.pos[1], line);
       if (a.pos.size() > 2) step = to_int(a.pos[2], line);
     }
-    if (step == 0) throw RenderError("ValueError", line, "range() arg 3 must not be zero");
+    if (step == 0) throw RenderError(RenderErrorKind::value_error, line, "range() arg 3 must not be zero");
     // How many items, without overflow: the unsigned distance over the step.
     uint64_t n = 0;
     if (step > 0 && stop > start) n = (static_cast<uint64_t>(stop) - static_cast<uint64_t>(start) - 1) / static_cast<uint64_t>(step) + 1;
     if (step < 0 && start > stop)
       n = (static_cast<uint64_t>(start) - static_cast<uint64_t>(stop) - 1) / (0 - static_cast<uint64_t>(step)) + 1;
     if (n > 100000)
-      throw RenderError("OverflowError", line, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+      throw RenderError(RenderErrorKind::overflow, line, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
     List out;
     out.reserve(n);
     for (uint64_t k = 0; k < n; ++k) out.push_back(Value::integer(start + static_cast<int64_t>(k) * step));
@@ -990,7 +1041,7 @@ std::string render(const Template& t, const Value& context, const RenderOptions&
     return ns;
   });
   globals->vars["raise_exception"] = callable("raise_exception", [](Renderer&, CallArgs& a, int line) -> Value {
-    throw RenderError("TemplateError", line, a.pos.empty() ? "" : str(a.pos[0]));
+    throw RenderError(RenderErrorKind::raise_exception, line, a.pos.empty() ? "" : str(a.pos[0]));
   });
   globals->vars["strftime_now"] = callable("strftime_now", [](Renderer& r, CallArgs& a, int line) {
     Value f = arg(a, 0, "format");

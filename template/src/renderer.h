@@ -5,6 +5,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -44,6 +45,24 @@ inline Value pair(const Value& k, const Value& v) {
 Value arg(const CallArgs& a, size_t n, std::string_view name, Value dflt = Value::none());
 int64_t to_int(const Value& v, int line);
 
+// The name tables of filters and tests (filters.cpp), as jinja2's environment.filters and
+// environment.tests: each entry is called with the name it was found by (one function can
+// serve upper and lower). A null function is a name jinja2 has and ggufkit does not: the
+// template compiles, and reaching it fails as an unknown name does.
+using FilterFn = Value (*)(Renderer&, const Value& v, CallArgs& args, int line, std::string_view name);
+using TestFn = bool (*)(Renderer&, const Value& v, CallArgs& args, int line, std::string_view name);
+struct FilterDef {
+  std::string_view name;
+  FilterFn fn;
+  bool generator;  // jinja2 returns a generator (or an iterator): no len(), no JSON
+};
+struct TestDef {
+  std::string_view name;
+  TestFn fn;
+};
+const FilterDef* find_filter(std::string_view name);  // nullptr when jinja2 has no such filter
+const TestDef* find_test(std::string_view name);
+
 class Renderer {
  public:
   Renderer(const RenderOptions& o) : opt_(o), box_(o.limits) {}
@@ -68,7 +87,7 @@ class Renderer {
   FramePtr scope;
 
   // ---- limits ----
-  [[noreturn]] void limit(int line, const std::string& what) { box_.limit(line, what); }
+  [[noreturn]] void limit(int line, RenderErrorKind kind, const std::string& what) { box_.limit(line, kind, what); }
   void tick(int line) {
     box_.line = line;
     if ((++steps_ & 15) == 0) check_time(line);
@@ -76,7 +95,7 @@ class Renderer {
   void check_time(int line) { box_.check_time(line); }
   void iteration(int line) {
     if (++iterations_ > opt_.limits.max_iterations)
-      limit(line, "more than " + std::to_string(opt_.limits.max_iterations) + " loop iterations (the sandbox's limit)");
+      limit(line, RenderErrorKind::limit_iterations, "more than " + std::to_string(opt_.limits.max_iterations) + " loop iterations (the sandbox's limit)");
     tick(line);
   }
   // A string of n bytes is about to be built: the output limit and the memory budget.
@@ -93,7 +112,7 @@ class Renderer {
   struct Nest {  // C++ depth of the walk: no template exhausts the stack
     Renderer& r;
     Nest(Renderer& x, int line) : r(x) {
-      if (++r.nest_ > 1500) r.limit(line, "the template nests deeper than the sandbox allows (1500 levels of calls and expressions)");
+      if (++r.nest_ > 1500) r.limit(line, RenderErrorKind::limit_nesting, "the template nests deeper than the sandbox allows (1500 levels of calls and expressions)");
     }
     ~Nest() { --r.nest_; }
   };
@@ -101,7 +120,7 @@ class Renderer {
     Renderer& r;
     Call(Renderer& x, int line) : r(x) {
       if (++r.depth_ > r.opt_.limits.max_depth)
-        r.limit(line, "calls nest deeper than " + std::to_string(r.opt_.limits.max_depth) + " (the sandbox's recursion limit)");
+        r.limit(line, RenderErrorKind::limit_depth, "calls nest deeper than " + std::to_string(r.opt_.limits.max_depth) + " (the sandbox's recursion limit)");
     }
     ~Call() { --r.depth_; }
   };
@@ -115,7 +134,7 @@ class Renderer {
 
   // An undefined value fails when used; one that stands for an unsafe attribute (i set)
   // fails as the sandbox's SecurityError.
-  [[noreturn]] void undefined_error(const Value& v, int line) { throw RenderError(v.i ? "SecurityError" : "UndefinedError", line, v.s); }
+  [[noreturn]] void undefined_error(const Value& v, int line) { throw RenderError(v.i ? RenderErrorKind::security : RenderErrorKind::undefined, line, v.s); }
   void must_be_defined(const Value& v, int line) {
     if (v.type == Value::Type::undefined) undefined_error(v, line);
   }
@@ -195,7 +214,7 @@ class Renderer {
         }
         return cps;
       }
-      default: throw RenderError("TypeError", line, "'" + std::string(type_name(v)) + "' object is not iterable");
+      default: throw RenderError(RenderErrorKind::type_error, line, "'" + std::string(type_name(v)) + "' object is not iterable");
     }
   }
 
@@ -209,13 +228,13 @@ class Renderer {
   Value call(const Value& f, CallArgs& args, int line) {
     must_be_defined(f, line);
     if (!f.fn || !f.fn->fn)
-      throw RenderError("TypeError", line, f.fn ? "Tried to call non recursive loop.  Maybe you forgot the 'recursive' modifier."
+      throw RenderError(RenderErrorKind::type_error, line, f.fn ? "Tried to call non recursive loop.  Maybe you forgot the 'recursive' modifier."
                                                 : "'" + std::string(type_name(f)) + "' object is not callable");
     tick(line);
     return f.fn->fn(*this, args, line);
   }
+  // Through the name tables (filters.cpp); an unknown name is jinja2's TemplateAssertionError.
   Value filter(const std::string& name, const Value& v, CallArgs& args, int line);
-  Value filter_value(const std::string& name, const Value& v, CallArgs& args, int line);
   bool test(const std::string& name, const Value& v, CallArgs& args, int line);
 
   // ---- statements ----

@@ -22,10 +22,10 @@ std::atomic<uint64_t> g_renders{0};
 Sandbox::Sandbox(const RenderLimits& l) : limits(l), id(++g_renders), outer_(g_sandbox) { g_sandbox = this; }
 Sandbox::~Sandbox() { g_sandbox = outer_; }
 Sandbox* Sandbox::current() { return g_sandbox; }
-void Sandbox::limit(int at, const std::string& what) const { throw RenderError("LimitError", at, what); }
+void Sandbox::limit(int at, RenderErrorKind kind, const std::string& what) const { throw RenderError(kind, at, what); }
 void Sandbox::check_time(int at) const {
   if (std::chrono::steady_clock::now() - start > limits.max_time)
-    limit(at, "the render took longer than " + std::to_string(limits.max_time.count()) + " ms (the sandbox's time limit)");
+    limit(at, RenderErrorKind::limit_time, "the render took longer than " + std::to_string(limits.max_time.count()) + " ms (the sandbox's time limit)");
 }
 
 void Charge::add(uint64_t n) {
@@ -134,8 +134,39 @@ void Dict::set(Value key, Value v) {
   items.emplace_back(std::move(key), std::move(v));
 }
 
-RenderError::RenderError(std::string k, int l, const std::string& m)
-    : std::runtime_error(k + " (line " + std::to_string(l) + "): " + m), kind(std::move(k)), line(l), message(m) {}
+const char* render_error_name(RenderErrorKind kind) {
+  switch (kind) {
+    case RenderErrorKind::undefined: return "UndefinedError";
+    case RenderErrorKind::security: return "SecurityError";
+    case RenderErrorKind::type_error: return "TypeError";
+    case RenderErrorKind::value_error: return "ValueError";
+    case RenderErrorKind::key_error: return "KeyError";
+    case RenderErrorKind::index_error: return "IndexError";
+    case RenderErrorKind::zero_division: return "ZeroDivisionError";
+    case RenderErrorKind::overflow: return "OverflowError";
+    case RenderErrorKind::runtime_error: return "RuntimeError";
+    case RenderErrorKind::filter_argument: return "FilterArgumentError";
+    case RenderErrorKind::unknown_name: return "TemplateAssertionError";
+    case RenderErrorKind::template_runtime_error: return "TemplateRuntimeError";
+    case RenderErrorKind::raise_exception:
+    case RenderErrorKind::template_error: return "TemplateError";
+    case RenderErrorKind::limit_iterations:
+    case RenderErrorKind::limit_depth:
+    case RenderErrorKind::limit_nesting:
+    case RenderErrorKind::limit_output:
+    case RenderErrorKind::limit_memory:
+    case RenderErrorKind::limit_time:
+    case RenderErrorKind::limit_integer: return "LimitError";
+  }
+  return "TemplateError";
+}
+
+RenderError::RenderError(RenderErrorKind c, int l, const std::string& m)
+    : std::runtime_error(std::string(render_error_name(c)) + " (line " + std::to_string(l) + "): " + m),
+      code(c),
+      kind(render_error_name(c)),
+      line(l),
+      message(m) {}
 
 std::string html_escape(const std::string& s) {
   std::string out;

@@ -28,12 +28,12 @@ struct Sandbox {
   int line = 0;       // the line being rendered, for a limit met inside a value
   uint64_t held = 0;  // bytes of values made and not yet freed
 
-  [[noreturn]] void limit(int at, const std::string& what) const;
+  [[noreturn]] void limit(int at, RenderErrorKind kind, const std::string& what) const;
   void check_time(int at) const;
   // n more bytes of values are about to be made: refused past the budget.
   void reserve(uint64_t n, int at) const {
     if (n > limits.max_memory || held > limits.max_memory - n)
-      limit(at, "more than " + std::to_string(limits.max_memory) + " bytes of values held at once (the sandbox's memory limit)");
+      limit(at, RenderErrorKind::limit_memory, "more than " + std::to_string(limits.max_memory) + " bytes of values held at once (the sandbox's memory limit)");
   }
   // A string of n bytes is about to be built (or has grown to n): refused past the
   // output limit or the budget; a long one is where time goes.
@@ -44,7 +44,7 @@ struct Sandbox {
   void capped(uint64_t n, int at) const {  // the output limit alone (the output is no value)
     if (n > (64u << 10) && (++long_strings_ & 15) == 0) check_time(at);  // building long strings is where time goes
     if (n > limits.max_output)
-      limit(at, "a string of " + std::to_string(n) + " bytes is longer than the sandbox's output limit of " +
+      limit(at, RenderErrorKind::limit_output, "a string of " + std::to_string(n) + " bytes is longer than the sandbox's output limit of " +
                     std::to_string(limits.max_output) + " bytes");
   }
 

@@ -73,6 +73,27 @@ struct Expr {
   Args args;
   bool negated = false;  // test: `is not`
   unsigned height = 1;   // levels of the tree from here down: 1 for a leaf
+
+  // The kids by their part (jinja2's nodes.py names), for the kinds above; a pointer where
+  // the part may be absent.
+  const Expr& operand() const { return *kids[0]; }  // attr, item, call, test, unary: what it applies to
+  const Expr* filtered() const { return kids.empty() ? nullptr : kids[0].get(); }  // filter: null in a filter block
+  const Expr& index() const { return *kids[1]; }    // item
+  const Expr& left() const { return *kids[0]; }     // binary
+  const Expr& right() const { return *kids[1]; }    // binary
+  const Expr& term(size_t i) const { return *kids[i]; }  // compare: term(0) ops[0] term(1) ...
+  const Expr& key(size_t i) const { return *kids[2 * i]; }      // dict: the i-th pair's key
+  const Expr& val(size_t i) const { return *kids[2 * i + 1]; }  // dict: and its value
+  size_t pairs() const { return kids.size() / 2; }              // dict
+  const Expr& then() const { return *kids[0]; }  // cond: then() if cond() else else_()
+  const Expr& cond() const { return *kids[1]; }
+  const Expr* else_() const { return part(2); }
+  const Expr* start() const { return part(0); }  // slice
+  const Expr* stop() const { return part(1); }
+  const Expr* step() const { return part(2); }
+
+ private:
+  const Expr* part(size_t i) const { return i < kids.size() ? kids[i].get() : nullptr; }
 };
 
 struct Node;
@@ -109,6 +130,27 @@ struct Node {
   std::vector<std::string> params;
   std::vector<ExprPtr> defaults;
   bool recursive = false;
+
+  // The parts by name (jinja2's nodes.py), for the kinds above; a pointer where the part
+  // may be absent.
+  const Expr& target() const { return *exprs[0]; }  // for_loop, set, set_block
+  const Expr& iter() const { return *exprs[1]; }    // for_loop
+  const Expr* test() const { return exprs[2].get(); }  // for_loop: `for x in xs if test`
+  const Expr& value() const { return *exprs[1]; }   // set
+  const Expr& call() const { return *exprs[0]; }    // call_block
+  // set_block's filter (may be null), filter_block's filter chain.
+  const Expr* filter() const {
+    const size_t i = kind == Kind::set_block ? 1 : 0;
+    return i < exprs.size() ? exprs[i].get() : nullptr;
+  }
+  const Body& body(size_t i = 0) const { return bodies[i]; }  // the body; if_block: the i-th branch's
+  const std::vector<ExprPtr>& tests() const { return exprs; }  // if_block: one per branch
+  const std::vector<ExprPtr>& targets() const { return exprs; }   // with_block
+  const std::vector<ExprPtr>& values() const { return defaults; }  // with_block: one per target
+  const Body* else_() const {  // for_loop, if_block (may be absent)
+    if (kind == Kind::if_block) return bodies.size() > exprs.size() ? &bodies.back() : nullptr;
+    return bodies.size() > 1 ? &bodies[1] : nullptr;
+  }
 };
 
 struct Template {

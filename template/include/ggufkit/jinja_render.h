@@ -142,15 +142,49 @@ struct Dict {
   void set(Value key, Value v);
 };
 
-// A failure while rendering, with the template line and jinja2's kind of error
-// ("UndefinedError", "TypeError", "TemplateError" for raise_exception, "SecurityError",
-// "LimitError" for a sandbox limit, ...).
+// What failed in a render, for callers to tell apart (each maps to the name of jinja2's or
+// Python's exception: render_error_name).
+enum class RenderErrorKind : uint8_t {
+  undefined,               // UndefinedError: an undefined value used
+  security,                // SecurityError: an attribute or method the sandbox refuses
+  type_error,              // TypeError
+  value_error,             // ValueError
+  key_error,               // KeyError
+  index_error,             // IndexError
+  zero_division,           // ZeroDivisionError
+  overflow,                // OverflowError
+  runtime_error,           // RuntimeError (cycler() without items)
+  filter_argument,         // FilterArgumentError
+  unknown_name,            // TemplateAssertionError: no filter or test of that name
+  template_runtime_error,  // TemplateRuntimeError (an attribute set on what is no namespace)
+  raise_exception,         // TemplateError: the template's own raise_exception(...)
+  template_error,          // TemplateError otherwise (a slice outside brackets, ...)
+  // LimitError: a sandbox limit (RenderLimits, and what ggufkit adds)
+  limit_iterations,  // max_iterations
+  limit_depth,       // max_depth: macro and recursive-loop calls
+  limit_nesting,     // the C++ depth of the walk (1500 levels of calls and expressions)
+  limit_output,      // max_output: the output, or a string being built
+  limit_memory,      // max_memory
+  limit_time,        // max_time
+  limit_integer,     // a 64-bit integer overflow
+};
+// jinja2's (or Python's) name of the error: "UndefinedError", "TemplateError", "LimitError", ...
+const char* render_error_name(RenderErrorKind kind);
+
+// A failure while rendering, with the template line, its kind, and jinja2's name for it.
 struct RenderError : std::runtime_error {
-  RenderError(std::string kind, int line, const std::string& message);
-  std::string kind;
+  RenderError(RenderErrorKind code, int line, const std::string& message);
+  RenderErrorKind code;
+  std::string kind;  // render_error_name(code): what jinja2 would raise
   int line;
   std::string message;
 };
+
+// The filters and tests a template can use, sorted by name (what jinja2 also has but
+// ggufkit does not, such as center or truncate, is not listed: a template using one fails
+// with "No filter named ...").
+std::vector<std::string_view> filter_names();
+std::vector<std::string_view> test_names();
 
 struct RenderLimits {
   uint64_t max_iterations = 200'000;  // loop iterations, all loops together
