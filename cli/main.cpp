@@ -22,6 +22,7 @@
 
 #include "ggufkit/byteorder.h"
 #include "ggufkit/background.h"
+#include "ggufkit/check.h"
 #include "ggufkit/error.h"
 #include "ggufkit/inspect.h"
 #include "ggufkit/jinja.h"
@@ -264,15 +265,18 @@ void check_result(const RewriteJob& job, const std::vector<Finding>& was, const 
     throw Error(Error::Kind::format, job.in, std::nullopt, "",
                 "refusing to write a chat template that does not parse as Jinja:" + bad +
                     "\nnothing was written; give --no-template-check to write it anyway");
-  for (const Finding& f : gate_findings(model)) {  // no spans: the rules, not their offsets
-    if (std::any_of(was.begin(), was.end(), [&](const Finding& w) { return w.code == f.code && w.message == f.message; }))
-      continue;
-    if (f.severity != "error") {  // a template warning the edit brings in: said, not refused
-      if (f.code != "template_syntax") note(job.in, "warning [" + f.code + "] " + f.message);
+  std::vector<std::pair<std::string, KeyCheck>> touched;  // a changed registry key is held to its check's rules
+  for (const Change& c : changes)
+    if (const KeySpec* spec = Registry::builtin().find(c.to.empty() ? c.key : c.to, architecture(model)))
+      touched.push_back({c.to.empty() ? c.key : c.to, spec->check});
+  for (const Finding& f : new_findings(was, gate_findings(model), touched)) {  // no spans: the rules, not their offsets
+    const std::string code(code_name(f.code));
+    if (f.severity != Severity::error) {  // a template warning the edit brings in: said, not refused
+      if (f.code != Code::template_syntax) note(job.in, "warning [" + code + "] " + f.message);
       continue;
     }
-    if (job.allow_broken) note(job.in, "written anyway (--allow-broken): [" + f.code + "] " + f.message);
-    else bad += "\n  [" + f.code + "] " + f.message;
+    if (job.allow_broken) note(job.in, "written anyway (--allow-broken): [" + code + "] " + f.message);
+    else bad += "\n  [" + code + "] " + f.message;
   }
   if (!bad.empty())
     throw Error(Error::Kind::format, job.in, std::nullopt, "",
