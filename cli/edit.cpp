@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "ggufkit/check.h"
 #include "ggufkit/edit.h"
 #include "ggufkit/journal.h"
 #include "ggufkit/path.h"
@@ -196,9 +197,11 @@ void print_file(const EditRequest& req, const EditReport& r, bool json) {
 int run_edit(EditRequest& req, bool json) {
   if (!req.dry_run && req.in_place == !req.output.empty()) throw_usage("give exactly one of -o OUT and --in-place");
   req.on_finding = [&req](const Finding& f) {
-    if (f.code == "template_syntax" && f.severity == "error") print_note(req.input, "written anyway (--no-template-check): " + f.message);
-    else if (f.severity != "error") print_note(req.input, "warning [" + f.code + "] " + f.message);
-    else print_note(req.input, "written anyway (--allow-broken): [" + f.code + "] " + f.message);
+    const std::string code(code_name(f.code));
+    if (f.code == Code::template_syntax && f.severity == Severity::error)
+      print_note(req.input, "written anyway (--no-template-check): " + f.message);
+    else if (f.severity != Severity::error) print_note(req.input, "warning [" + code + "] " + f.message);
+    else print_note(req.input, "written anyway (--allow-broken): [" + code + "] " + f.message);
   };
   // A progress bar on a terminal, for a whole file of more than 64 MiB.
   int shown = -1;

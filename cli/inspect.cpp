@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "common.h"
 
+#include "ggufkit/check.h"
 #include "ggufkit/shards.h"
 #include "ggufkit/error.h"
 #include "ggufkit/inspect.h"
@@ -700,26 +701,23 @@ int cmd_validate(const std::vector<std::string>& args) {
       fs.push_back({files[0], std::move(x)});
     }
   }
-  for (const SetFault& f : faults) {
-    bool warning = f.code == "too_many_shards" || f.code == "split_keys_in_single_file";
-    fs.push_back({f.file, {f.code, warning ? "warning" : "error", std::nullopt, (f.field.empty() ? "" : f.field + ": ") + f.message}});
-  }
+  for (const SetFault& f : faults) fs.push_back({f.file, set_finding(f)});  // severities from the rule table
   size_t errors = 0, warnings = 0;
-  for (const auto& [where, f] : fs) errors += f.severity == "error", warnings += f.severity == "warning";
+  for (const auto& [where, f] : fs) errors += f.severity == Severity::error, warnings += f.severity == Severity::warning;
   if ((*vm)["json"].as<bool>()) {
     std::cout << "{\"file\": " << json_string(file) << ", \"files\": " << std::max<size_t>(files.size(), 1)
               << ", \"errors\": " << errors << ", \"warnings\": " << warnings << ", \"findings\": [";
     for (size_t i = 0; i < fs.size(); ++i) {
       const Finding& f = fs[i].second;
-      std::cout << (i ? ",\n  " : "\n  ") << "{\"file\": " << json_string(fs[i].first) << ", \"code\": \"" << f.code
-                << "\", \"severity\": \"" << f.severity << "\", \"offset\": " << (f.offset ? std::to_string(*f.offset) : "null")
+      std::cout << (i ? ",\n  " : "\n  ") << "{\"file\": " << json_string(fs[i].first) << ", \"code\": \"" << code_name(f.code)
+                << "\", \"severity\": \"" << severity_name(f.severity) << "\", \"offset\": " << (f.offset ? std::to_string(*f.offset) : "null")
                 << ", \"message\": " << json_string(f.message) << "}";
     }
     std::cout << "\n]}\n";
   } else {
     bool many = files.size() > 1 || !faults.empty();
     for (const auto& [where, f] : fs)
-      std::printf("%s%s %s%s: %s\n", many ? (where + ": ").c_str() : "", f.severity.c_str(), f.code.c_str(),
+      std::printf("%s%s %s%s: %s\n", many ? (where + ": ").c_str() : "", severity_name(f.severity).data(), code_name(f.code).data(),
                   f.offset ? (" at byte " + std::to_string(*f.offset)).c_str() : "", f.message.c_str());
     if (files.size() > 1) std::printf("shard set: %zu files\n", files.size());
     std::printf("%s: %zu errors, %zu warnings\n", file.c_str(), errors, warnings);

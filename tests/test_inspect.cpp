@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "ggufkit/error.h"
+#include "ggufkit/check.h"
 #include "ggufkit/inspect.h"
 #include "ggufkit/numeric.h"
 #include "ggufkit/scan.h"

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ggufkit/error.h"
+#include "ggufkit/check.h"
 #include "ggufkit/inspect.h"
 #include "ggufkit/layout.h"
 #include "ggufkit/model.h"

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "ggufkit/background.h"
+#include "ggufkit/check.h"
 #include "ggufkit/format.h"
 #include "ggufkit/jinja.h"
 #include "ggufkit/journal.h"
@@ -98,7 +99,9 @@ void gate(const EditRequest& req, const std::vector<Finding>& was, const Model& 
     try {
       jinja::parse(c.after->str);
     } catch (const jinja::SyntaxError& e) {
-      Finding f{"template_syntax", "error", std::nullopt, c.key + ": " + e.what()};
+      Finding f = finding(Code::template_syntax, std::nullopt, c.key + ": " + e.what());
+      f.severity = Severity::error;  // refused, or written anyway: never just a warning here
+      f.place = Place::key(c.key);
       if (!req.template_check) tell(f);
       else bad += "\n  [template_syntax] " + f.message, refused.push_back(std::move(f));
     }
@@ -107,15 +110,17 @@ void gate(const EditRequest& req, const std::vector<Finding>& was, const Model& 
     throw EditRefused(EditRefused::Reason::template_syntax, req.input, "",
                       "refusing to write a chat template that does not parse as Jinja:" + bad + "\nnothing was written",
                       std::move(refused));
-  for (Finding& f : gate_findings(model)) {  // no spans: the rules, not their offsets
-    if (std::any_of(was.begin(), was.end(), [&](const Finding& w) { return w.code == f.code && w.message == f.message; }))
-      continue;
-    if (f.severity != "error") {  // a template warning the edit brings in: told, not refused
-      if (f.code != "template_syntax") tell(std::move(f));
+  std::vector<std::pair<std::string, KeyCheck>> touched;  // a changed registry key is held to its check's rules
+  for (const Change& c : changes)
+    if (const KeySpec* spec = Registry::builtin().find(c.to.empty() ? c.key : c.to, architecture(model)))
+      touched.push_back({c.to.empty() ? c.key : c.to, spec->check});
+  for (Finding& f : new_findings(was, gate_findings(model), touched)) {  // no spans: the rules, not their offsets
+    if (f.severity != Severity::error) {  // a template warning the edit brings in: told, not refused
+      if (f.code != Code::template_syntax) tell(std::move(f));
       continue;
     }
     if (req.allow_broken) tell(std::move(f));
-    else bad += "\n  [" + f.code + "] " + f.message, refused.push_back(std::move(f));
+    else bad += "\n  [" + std::string(code_name(f.code)) + "] " + f.message, refused.push_back(std::move(f));
   }
   if (!bad.empty())
     throw EditRefused(EditRefused::Reason::rules, req.input, "",

@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 
+#include "ggufkit/check.h"
 #include "ggufkit/error.h"
 #include "ggufkit/source.h"
 #include "ggufkit/inspect.h"
@@ -447,13 +448,14 @@ class Applier : YamlReader {
     where_[s.key] = &n;
   }
 
-  // Strings from a patch are UTF-8 (raw bytes come as {hex:}); a bool is 0 or 1.
+  // Strings from a patch are UTF-8 (raw bytes come as {hex:}); a bool is 0 or 1: the rule
+  // book's invalid_utf8 and bool_value, refused here where the patch gives the value.
   void check_value(const KV& kv, const YamlNode& given, const YamlNode& at, const std::string& entry) {
     const Value& v = kv.value;
     bool hex = given.IsMap() && given["hex"];
-    if (v.type == ValueType::string && !hex && !is_valid_utf8(v.str))
+    if (v.type == ValueType::string && !hex && !rule::utf8_ok(v.str))
       broken(at, entry, "the string is not valid UTF-8; give raw bytes as {hex: \"...\"}");
-    if (v.type == ValueType::boolean && v.bits > 1)
+    if (v.type == ValueType::boolean && !rule::bool_byte_ok(v.bits))
       broken(at, entry, "a bool is written as 0 or 1; " + std::to_string(v.bits) + " is what readers may take either way");
   }
 
@@ -490,7 +492,7 @@ class Applier : YamlReader {
     uint64_t id = 0;
     if (sp.by_id) {
       id = unsigned_of(sp.value, entry, 4);
-      if (id >= vocab.size())
+      if (!rule::token_id_ok(id, vocab.size()))
         refuse("token id " + std::to_string(id) + " is past the vocabulary of " + std::to_string(vocab.size()) +
                                   " tokens (ids 0 to " + std::to_string(vocab.size() - 1) + ")");
     } else {
@@ -598,7 +600,8 @@ class Applier : YamlReader {
 
   // The registry's checks on every key the patch touched, against the patched model: types
   // and templates. What the model must satisfy as a whole (token ids below the vocabulary
-  // size, arrays of one length) is validate's, checked on the result before it is written.
+  // size, arrays of one length) is the rule book's, checked on the result before it is
+  // written, where a touched key is held to the rules its check names (new_findings).
   void check() {
     std::string a = arch();
     for (const std::string& key : touched_) {
@@ -614,13 +617,20 @@ class Applier : YamlReader {
         fail(at, "rename " + key, "the key registry has " + key + " as " + type_text(spec->type, spec->items) +
                                       ", the renamed value is " + type_text(kv->value.type, kv->value.elem));
       }
-      if (spec->check == "template") {
-        if (!is_valid_utf8(kv->value.str)) fail(at, entry, "the chat template is not valid UTF-8");
-        if (size_t z = kv->value.str.find('\0'); z != std::string::npos)
-          broken(at, entry, "the chat template has a NUL byte at byte " + std::to_string(z) + "; C readers (llama.cpp) cut it there");
-        if (kv->value.str.size() > r_.template_bytes())
-          fail(at, entry, "the chat template is " + std::to_string(kv->value.str.size()) + " bytes, over the cap of " +
-                              std::to_string(r_.template_bytes()));
+      switch (spec->check) {
+        case KeyCheck::template_:  // also template_nul on the result
+          if (!rule::utf8_ok(kv->value.str)) fail(at, entry, "the chat template is not valid UTF-8");
+          if (auto z = rule::template_nul(kv->value.str))
+            broken(at, entry, "the chat template has a NUL byte at byte " + std::to_string(*z) + "; C readers (llama.cpp) cut it there");
+          if (kv->value.str.size() > r_.template_bytes())
+            fail(at, entry, "the chat template is " + std::to_string(kv->value.str.size()) + " bytes, over the cap of " +
+                                std::to_string(r_.template_bytes()));
+          break;
+        case KeyCheck::token_id:   // the token_id rule, on the result
+        case KeyCheck::vocab:      // vocab_length, empty_vocab, missing_vocab, vocab_rows, on the result
+        case KeyCheck::alignment:  // alignment_too_small and _too_large, on the result (set by alignment:)
+        case KeyCheck::none:
+          break;
       }
     }
   }

@@ -46,9 +46,10 @@ Registry Registry::parse(const std::string& text, const std::string& name) {
     spec.type = y.value_type(v["type"], spec.pattern);
     if (v["items"]) spec.items = y.value_type(v["items"], spec.pattern);
     if (v["check"]) {
-      spec.check = y.scalar(v["check"], spec.pattern);
-      if (spec.check != "token_id" && spec.check != "vocab" && spec.check != "alignment" && spec.check != "template")
-        y.fail(v["check"], spec.pattern, "unknown check '" + spec.check + "'");
+      const std::string check = y.scalar(v["check"], spec.pattern);
+      const std::optional<KeyCheck> k = key_check_named(check);
+      if (!k) y.fail(v["check"], spec.pattern, "unknown check '" + check + "'");
+      spec.check = *k;
     }
     r.specs_.push_back(std::move(spec));
   }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ggufkit/byteorder.h"
+#include "ggufkit/check.h"
 #include "ggufkit/error.h"
 #include "ggufkit/inspect.h"
 #include "ggufkit/jinja_render.h"

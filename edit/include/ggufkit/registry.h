@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ggufkit/check.h"
 #include "ggufkit/format.h"
 
 namespace ggufkit {
@@ -15,14 +16,14 @@ struct KeySpec {
   std::string pattern;             // "general.name", "{arch}.context_length"
   ValueType type = ValueType::u8;
   ValueType items = ValueType::u8; // arrays: the element type
-  std::string check;               // "", "token_id", "vocab", "alignment", "template"
+  KeyCheck check = KeyCheck::none; // check: in keys.yaml; which rules enforce it: check.h's enforces()
 };
 
 class Registry {
  public:
   // The registry built into the program (schemas/keys.yaml).
   static const Registry& builtin();
-  // A registry from YAML text in the same format.
+  // A registry from YAML text in the same format; an unknown check: value is an error.
   static Registry parse(const std::string& text, const std::string& name);
 
   // The spec of `key` in a file of architecture `arch`, or nullptr.

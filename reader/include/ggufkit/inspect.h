@@ -112,7 +112,6 @@ Hashes hash_model(const Model& m, HashAlgo algo, const std::function<void(uint64
 
 std::string sha256_hex(const uint8_t* data, size_t n);  // for tests: one buffer
 
-// What validate finds: reader errors and the problems a reader lets through.
 // One way two files differ. `kind` is one of: version, byte_order, alignment, key_order,
 // renamed, removed, added, changed, tensor_order, tensor_removed, tensor_added,
 // tensor_changed, tensor_bytes, tensor_offset, padding, trailing. `a` and `b` hold the
@@ -129,27 +128,8 @@ struct Difference {
 // offsets, padding, bytes after the end): a shard set's offsets start again in each file.
 std::vector<Difference> diff_files(const Scanned& a, const Scanned& b, bool layouts = true);
 
-struct Finding {
-  std::string code;      // "truncated", "nonzero_padding", "token_id", ...
-  std::string severity;  // "error", "warning", "info"
-  std::optional<uint64_t> offset;
-  std::string message;
-};
-// With model_rules false, only what is wrong with the file's bytes (a shard of a set, whose
-// model is checked as a whole with check_model).
-std::vector<Finding> validate_file(const std::string& path, bool model_rules = true);
-// The same rules over a model about to be written (its planned layout): what llama.cpp
-// would refuse in its metadata and shapes. Edits are checked with it before they write.
-// errors_only: every error, and warnings only where they cost nothing to find.
-std::vector<Finding> check_model(const Model& model, const Layout& layout, bool errors_only = false);
-// What the chat templates say that the rest of the model contradicts, as warnings (part of
-// validate; an edit shows the ones it brings in): template_syntax (jinja2 would refuse it),
-// template_token (a literal that looks like a special token, <|...|>, <start_of_turn>,
-// [INST], ..., but is no token of the vocabulary), template_end_of_turn (the template ends
-// turns with a token that is neither eos nor eot), template_double_bos (the template
-// prints bos_token and add_bos_token is true), template_no_default (named templates, no
-// tokenizer.chat_template).
-std::vector<Finding> template_findings(const Model& model);
+// What validate finds (Finding, validate_file, check_model) is the rule book's: check/,
+// ggufkit/check.h.
 
 // The alignments llama.cpp loads (its TENSOR_ALIGNMENT) up to the most ggufkit writes
 // without --allow-broken.

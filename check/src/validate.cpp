@@ -1,13 +1,14 @@
 // validate_file: the strict reader's verdict, then what a reader lets through but a
-// user or llama.cpp would trip on later.
+// user or llama.cpp would trip on later. The rule book's rules (check.h's table), moved
+// here from reader/ so the format's layer needs no template parser.
 #include <algorithm>
 #include <cctype>
 #include <functional>
 #include <map>
 #include <unordered_map>
 
+#include "ggufkit/check.h"
 #include "ggufkit/error.h"
-#include "ggufkit/inspect.h"
 #include "ggufkit/jinja.h"
 
 namespace ggufkit {
@@ -51,7 +52,9 @@ void special_looking(std::string_view text, std::vector<std::string>& out) {
 }
 
 // The template rules, each finding under the key it is about.
-void template_rules(const Model& m, const std::function<void(const std::string&, const char*, std::string)>& add) {
+// `item` tells apart findings of one rule about one key (Place::item).
+void template_rules(const Model& m,
+                    const std::function<void(const std::string& key, Code, const std::string& item, std::string)>& add) {
   bool named = false, plain = false;
   std::vector<std::string> candidates;  // special-looking literals of every template
   std::optional<std::string> first_key;
@@ -65,12 +68,12 @@ void template_rules(const Model& m, const std::function<void(const std::string&,
       for (std::string_view lit : jinja::literals(t)) special_looking(lit, candidates);
       prints_bos = prints_bos || jinja::mentions(t, "bos_token");
     } catch (const jinja::SyntaxError& e) {
-      add(kv.key, "template_syntax", kv.key + ": " + e.what() + " (jinja2 refuses it, so do llama.cpp and Hugging Face)");
+      add(kv.key, Code::template_syntax, "", kv.key + ": " + e.what() + " (jinja2 refuses it, so do llama.cpp and Hugging Face)");
     }
   }
   if (!first_key) return;
   if (named && !plain)
-    add(*first_key, "template_no_default", "named chat templates but no tokenizer.chat_template: readers that use the default find none");
+    add(*first_key, Code::template_no_default, "", "named chat templates but no tokenizer.chat_template: readers that use the default find none");
   const Value* tokens = m.find("tokenizer.ggml.tokens");
   if (!tokens || tokens->type != ValueType::array || tokens->elem != ValueType::string) return;
   // One pass over the vocabulary, for every candidate and the texts of eos and eot (by
@@ -92,7 +95,7 @@ void template_rules(const Model& m, const std::function<void(const std::string&,
   }
   for (size_t c = 0; c < candidates.size(); ++c)
     if (!known[c])
-      add(*first_key, "template_token", "the template writes \"" + candidates[c] +
+      add(*first_key, Code::template_token, candidates[c], "the template writes \"" + candidates[c] +
                                             "\", which looks like a special token but is no token of the vocabulary "
                                             "(it is tokenized as plain text)");
   std::vector<std::string> ends;  // the turn-ending tokens the template writes
@@ -104,12 +107,12 @@ void template_rules(const Model& m, const std::function<void(const std::string&,
   }
   if ((eos || eot) && !ends.empty() &&
       std::none_of(ends.begin(), ends.end(), [&](const std::string& c) { return c == eos || c == eot; }))
-    add(*first_key, "template_end_of_turn",
+    add(*first_key, Code::template_end_of_turn, ends.front(),
         "the template ends turns with \"" + ends.front() + "\" but eos is " + (eos ? "\"" + std::string(*eos) + "\"" : "unset") +
             " and eot " + (eot ? "\"" + std::string(*eot) + "\"" : "unset") + ": generation will not stop at the end of a turn");
   const Value* add_bos = m.find("tokenizer.ggml.add_bos_token");
   if (prints_bos && add_bos && add_bos->type == ValueType::boolean && add_bos->bits)
-    add(*first_key, "template_double_bos",
+    add(*first_key, Code::template_double_bos, "",
         "the template prints bos_token and tokenizer.ggml.add_bos_token is true: the prompt starts with two BOS tokens");
 }
 
@@ -132,16 +135,16 @@ class Validator {
       shapes();
       names();
       if (!errors_only_)
-        template_rules(m_, [&](const std::string& key, const char* code, std::string msg) {
-          add(code, "warning", key_at(key), std::move(msg));
+        template_rules(m_, [&](const std::string& key, Code code, const std::string& item, std::string msg) {
+          add(code, Place::key(key, item), key_at(key), std::move(msg));
         });
     }
     return std::move(out_);
   }
 
  private:
-  void add(const char* code, const char* severity, std::optional<uint64_t> offset, std::string msg) {
-    out_.push_back({code, severity, offset, std::move(msg)});
+  void add(Code code, Place place, std::optional<uint64_t> offset, std::string msg) {
+    out_.push_back(finding(code, offset, std::move(msg), std::move(place)));
   }
 
   std::optional<uint64_t> value_at(size_t i, const char* kind = "kv_value") const {
@@ -167,15 +170,15 @@ class Validator {
       uint64_t end = t.source_offset + t.nbytes();
       if (end <= size) continue;
       if (cut++ == 0)
-        add("truncated", "error", t.source_offset,
+        add(Code::truncated, Place::tensor(t.name), t.source_offset,
             "tensor[" + std::to_string(i) + "] " + t.name + ": its data runs to byte " + std::to_string(end) +
                 ", past the end of the file at " + std::to_string(size) + "; the file is cut short (" +
                 std::to_string(L.file_size - size) + " bytes missing, a download that stopped?)");
     }
-    if (cut > 1) add("truncated", "error", std::nullopt, std::to_string(cut) + " tensors in all lie past the end of the file");
+    if (cut > 1) add(Code::truncated, {}, std::nullopt, std::to_string(cut) + " tensors in all lie past the end of the file");
     for (const LabeledSpan& sp : L.spans)
       if (sp.kind == SpanKind::trailing)
-        add("trailing_bytes", "warning", sp.span.offset,
+        add(Code::trailing_bytes, {}, sp.span.offset,
             std::to_string(sp.span.size) + " bytes after the end of the " + (m.tensors.empty() ? "header" : "last tensor") +
                 "; readers ignore them, and a rewrite keeps them");
     bool nonzero = false;
@@ -188,7 +191,7 @@ class Validator {
       auto nz = std::find_if(b.begin(), b.end(), [](uint8_t x) { return x != 0; });
       if (nz != b.end()) {
         uint64_t at = sp.span.offset + static_cast<uint64_t>(nz - b.begin());
-        add("nonzero_padding", "warning", at, "padding byte " + std::to_string(*nz) + " where 0 is written" +
+        add(Code::nonzero_padding, {}, at, "padding byte " + std::to_string(*nz) + " where 0 is written" +
                                                   (sp.path.empty() ? "" : " (after " + sp.path + ")"));
         nonzero = true;
       }
@@ -197,7 +200,7 @@ class Validator {
     uint64_t expected = 0;
     for (size_t i = 0; i < m.tensors.size(); ++i) {
       if (L.tensor_offsets[i] != expected) {
-        add("offset_gap", "error", L.data_offset + L.tensor_offsets[i],
+        add(Code::offset_gap, Place::tensor(m.tensors[i].name), L.data_offset + L.tensor_offsets[i],
             "tensor[" + std::to_string(i) + "] " + m.tensors[i].name + " starts at data offset " +
                 std::to_string(L.tensor_offsets[i]) + "; llama.cpp expects " + std::to_string(expected) +
                 " (right after the tensor before it, padded)");
@@ -210,7 +213,7 @@ class Validator {
       for (const Tensor& t : m.tensors)
         while (actual > 1 && t.source_offset % actual != 0) actual >>= 1;
       if (actual > L.alignment)
-        add("alignment", "info", std::nullopt,
+        add(Code::alignment, Place::key(kAlignmentKey), std::nullopt,
             "no general.alignment, so readers use 32; the data happens to be aligned to " + std::to_string(actual));
     }
   }
@@ -219,27 +222,27 @@ class Validator {
     const Model& m = m_;
     if (const Value* a = m.find(kAlignmentKey); a && a->type == ValueType::u32) {
       if (a->bits < kMinAlignment)
-        add("alignment_too_small", "error", key_at(kAlignmentKey),
+        add(Code::alignment_too_small, Place::key(kAlignmentKey), key_at(kAlignmentKey),
             "general.alignment = " + std::to_string(a->bits) + ": llama.cpp needs at least " +
                 std::to_string(kMinAlignment) + " (its TENSOR_ALIGNMENT) and aborts on load");
       if (a->bits > kMaxAlignment)
-        add("alignment_too_large", "error", key_at(kAlignmentKey),
+        add(Code::alignment_too_large, Place::key(kAlignmentKey), key_at(kAlignmentKey),
             "general.alignment = " + std::to_string(a->bits) + " is over ggufkit's limit of " +
                 std::to_string(kMaxAlignment) + " (1 MiB): every tensor would be padded to it");
     }
     std::string arch = architecture(m);
-    if (arch.empty()) add("missing_architecture", "error", std::nullopt, "no general.architecture (a string): llama.cpp cannot load the file");
+    if (arch.empty()) add(Code::missing_architecture, Place::key("general.architecture"), std::nullopt, "no general.architecture (a string): llama.cpp cannot load the file");
     bool quantized = std::any_of(m.tensors.begin(), m.tensors.end(), [](const Tensor& t) { return ggml_type(t.type)->block > 1; });
     if (quantized && !m.find("general.quantization_version"))
-      add("missing_quantization_version", "warning", std::nullopt, "quantized tensors but no general.quantization_version");
+      add(Code::missing_quantization_version, Place::key("general.quantization_version"), std::nullopt, "quantized tensors but no general.quantization_version");
     auto req = required_hparams().find(arch);
     if (req != required_hparams().end())
       for (const std::string& k : req->second)
-        if (!m.find(arch + "." + k)) add("missing_hparam", "error", std::nullopt, arch + "." + k + " is missing; llama.cpp needs it for " + arch);
+        if (!m.find(arch + "." + k)) add(Code::missing_hparam, Place::key(arch + "." + k), std::nullopt, arch + "." + k + " is missing; llama.cpp needs it for " + arch);
     for (const char* k : {"attention.head_count", "embedding_length", "block_count"}) {
       const Value* v = arch.empty() ? nullptr : m.find(arch + "." + k);
       if (v && v->is_integer() && v->as_u64() == 0)
-        add("zero_hparam", "error", key_at(arch + "." + k), arch + "." + k + " is 0; llama.cpp cannot build a model from it");
+        add(Code::zero_hparam, Place::key(arch + "." + k), key_at(arch + "." + k), arch + "." + k + " is 0; llama.cpp cannot build a model from it");
     }
 
     uint64_t vocab = vocabulary_size(m);
@@ -248,30 +251,30 @@ class Validator {
     for (size_t i = 0; i < m.metadata.size(); ++i) {
       const KV& kv = m.metadata[i];
       const Value& v = kv.value;
-      if (!is_valid_utf8(kv.key)) add("invalid_utf8", "warning", value_at(i, "kv_key"), "key kv[" + std::to_string(i) + "] is not valid UTF-8");
-      if (v.type == ValueType::string && !is_valid_utf8(v.str))
-        add("invalid_utf8", "warning", value_at(i), kv.key + ": the string is not valid UTF-8");
-      if (v.type == ValueType::string && is_template_key(kv.key) && v.str.find('\0') != std::string::npos)
-        add("template_nul", "error", value_at(i), kv.key + ": the template has a NUL byte at byte " +
-                                                      std::to_string(v.str.find('\0')) + "; llama.cpp cuts it there");
-      if (v.type == ValueType::boolean && v.bits > 1)
-        add("bool_value", "warning", value_at(i), kv.key + ": a bool byte of " + std::to_string(v.bits) + "; writers give 0 or 1, and readers differ on the rest");
+      if (!rule::utf8_ok(kv.key)) add(Code::invalid_utf8, Place::key(kv.key, "name"), value_at(i, "kv_key"), "key kv[" + std::to_string(i) + "] is not valid UTF-8");
+      if (v.type == ValueType::string && !rule::utf8_ok(v.str))
+        add(Code::invalid_utf8, Place::key(kv.key), value_at(i), kv.key + ": the string is not valid UTF-8");
+      if (auto z = v.type == ValueType::string && is_template_key(kv.key) ? rule::template_nul(v.str) : std::nullopt)
+        add(Code::template_nul, Place::key(kv.key), value_at(i),
+            kv.key + ": the template has a NUL byte at byte " + std::to_string(*z) + "; llama.cpp cuts it there");
+      if (v.type == ValueType::boolean && !rule::bool_byte_ok(v.bits))
+        add(Code::bool_value, Place::key(kv.key), value_at(i), kv.key + ": a bool byte of " + std::to_string(v.bits) + "; writers give 0 or 1, and readers differ on the rest");
       if (v.type == ValueType::array && v.elem == ValueType::array)
-        add("nested_array", "error", value_at(i), kv.key + ": an array of arrays; the format allows it, llama.cpp refuses it");
+        add(Code::nested_array, Place::key(kv.key), value_at(i), kv.key + ": an array of arrays; the format allows it, llama.cpp refuses it");
       if (v.type == ValueType::array && v.elem == ValueType::string && !errors_only_) {  // a warning: megabytes to scan
-        size_t bad = std::count_if(v.strs.begin(), v.strs.end(), [](std::string_view x) { return !is_valid_utf8(x); });
-        if (bad) add("invalid_utf8", "warning", value_at(i), kv.key + ": " + std::to_string(bad) + " of " + std::to_string(v.size()) + " strings are not valid UTF-8");
+        size_t bad = std::count_if(v.strs.begin(), v.strs.end(), [](std::string_view x) { return !rule::utf8_ok(x); });
+        if (bad) add(Code::invalid_utf8, Place::key(kv.key), value_at(i), kv.key + ": " + std::to_string(bad) + " of " + std::to_string(v.size()) + " strings are not valid UTF-8");
       }
       if (vocab && kv.key.rfind("tokenizer.ggml.", 0) == 0 && kv.key.size() > 9 &&
-          kv.key.compare(kv.key.size() - 9, 9, "_token_id") == 0 && v.is_integer() && v.as_u64() >= vocab)
-        add("token_id", "error", value_at(i), kv.key + " = " + std::to_string(v.as_u64()) + " is not below the vocabulary size " + std::to_string(vocab));
+          kv.key.compare(kv.key.size() - 9, 9, "_token_id") == 0 && v.is_integer() && !rule::token_id_ok(v.as_u64(), vocab))
+        add(Code::token_id, Place::key(kv.key), value_at(i), kv.key + " = " + std::to_string(v.as_u64()) + " is not below the vocabulary size " + std::to_string(vocab));
       if (kv.key == "tokenizer.ggml.tokens" || kv.key == "tokenizer.ggml.scores" || kv.key == "tokenizer.ggml.token_type") {
         uint64_t n = v.size();
         if (first.empty()) {
           first = kv.key;
           first_n = n;
         } else if (n != first_n) {
-          add("vocab_length", "error", value_at(i), kv.key + " has " + std::to_string(n) + " items, " + first + " has " + std::to_string(first_n));
+          add(Code::vocab_length, Place::key(kv.key), value_at(i), kv.key + " has " + std::to_string(n) + " items, " + first + " has " + std::to_string(first_n));
         }
       }
     }
@@ -295,21 +298,21 @@ class Validator {
         blocks = std::max(blocks, n + 1);
       }
       if (any && bc->as_u64() != blocks)
-        add("block_count", "error", key_at(arch + ".block_count"),
+        add(Code::block_count, Place::key(arch + ".block_count"), key_at(arch + ".block_count"),
             arch + ".block_count = " + std::to_string(bc->as_u64()) + " but the tensors are of " + std::to_string(blocks) +
                 " blocks (blk.0 to blk." + std::to_string(blocks - 1) + "); llama.cpp looks for tensors that are not there, or misses some");
     }
     const Value* tokens = m.find("tokenizer.ggml.tokens");
     bool has_model = m.find("tokenizer.ggml.model") != nullptr;
     if (has_model && !tokens)
-      add("missing_vocab", "error", key_at("tokenizer.ggml.model"),
+      add(Code::missing_vocab, Place::key("tokenizer.ggml.tokens"), key_at("tokenizer.ggml.model"),
           "tokenizer.ggml.model is set but there is no tokenizer.ggml.tokens; llama.cpp cannot load the vocabulary");
     if (tokens && tokens->size() == 0)
-      add("empty_vocab", "error", key_at("tokenizer.ggml.tokens"), "tokenizer.ggml.tokens is empty; llama.cpp cannot load a vocabulary of 0 tokens");
+      add(Code::empty_vocab, Place::key("tokenizer.ggml.tokens"), key_at("tokenizer.ggml.tokens"), "tokenizer.ggml.tokens is empty; llama.cpp cannot load a vocabulary of 0 tokens");
     uint64_t vocab = tokens ? tokens->size() : 0;
     for (const Tensor& t : m.tensors)
       if ((t.name == "token_embd.weight" || t.name == "output.weight") && t.dims.size() >= 2 && vocab && t.dims[1] != vocab)
-        add("vocab_rows", "error", key_at("tokenizer.ggml.tokens"),
+        add(Code::vocab_rows, Place::key("tokenizer.ggml.tokens", t.name), key_at("tokenizer.ggml.tokens"),
             t.name + " has " + std::to_string(t.dims[1]) + " rows but the vocabulary has " + std::to_string(vocab) +
                 " tokens; llama.cpp refuses the shape");
   }
@@ -332,11 +335,11 @@ class Validator {
       std::string label = "tensor[" + std::to_string(i) + "]";
       const std::string cut_name(cut(i));
       if (cut_name.size() != name.size())
-        add("tensor_name", "error", std::nullopt, label + ": the name has a NUL byte at byte " + std::to_string(cut_name.size()) +
+        add(Code::tensor_name, Place::tensor(name), std::nullopt, label + ": the name has a NUL byte at byte " + std::to_string(cut_name.size()) +
                                                       "; ggml cuts it there, to '" + cut_name + "'");
-      if (!is_valid_utf8(name)) add("invalid_utf8", "warning", std::nullopt, label + ": the name is not valid UTF-8");
+      if (!rule::utf8_ok(name)) add(Code::invalid_utf8, Place::tensor(name), std::nullopt, label + ": the name is not valid UTF-8");
       if (auto it = first.find(i); it != first.end())
-        add("duplicate_tensor_name", "error", std::nullopt,
+        add(Code::duplicate_tensor_name, Place::tensor(name), std::nullopt,
             label + " and tensor[" + std::to_string(it->second) + "] are both '" + cut_name + "' to ggml (names are cut at a NUL); it refuses the file");
     }
   }
@@ -367,7 +370,7 @@ std::vector<Finding> validate_file(const std::string& path, bool model_rules) {
       Scanned s = scan(src, lenient);  // only the data bounds failed: say how
       return Validator(s.model, s.layout, s.source_size, src.get(), model_rules).run();
     } catch (const Error&) {
-      return {{"read", "error", e.offset, e.field + ": " + e.message}};
+      return {finding(Code::read, e.offset, e.field + ": " + e.message)};
     }
   }
   return Validator(s->model, s->layout, s->source_size, src.get(), model_rules).run();
@@ -383,8 +386,8 @@ namespace ggufkit {
 
 std::vector<Finding> template_findings(const Model& model) {
   std::vector<Finding> out;
-  template_rules(model, [&](const std::string&, const char* code, std::string msg) {
-    out.push_back({code, "warning", std::nullopt, std::move(msg)});
+  template_rules(model, [&](const std::string& key, Code code, const std::string& item, std::string msg) {
+    out.push_back(finding(code, std::nullopt, std::move(msg), Place::key(key, item)));
   });
   return out;
 }

@@ -1,0 +1,123 @@
+#pragma once
+// The rule book: what llama.cpp requires of a model, asked by validate and by every edit
+// alike. One table of rules (rules()), one Finding type, and the small predicates the
+// patch applier shares with the rules so no rule is written twice.
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ggufkit/inspect.h"
+#include "ggufkit/model.h"
+#include "ggufkit/shards.h"
+
+namespace ggufkit {
+
+// Every kind of finding, in the order of the rule table (as llama.cpp's test-gguf.cpp
+// enumerates its failure kinds).
+enum class Code : uint8_t {
+  read, truncated, trailing_bytes, nonzero_padding, offset_gap, alignment,
+  alignment_too_small, alignment_too_large, missing_architecture, missing_quantization_version,
+  missing_hparam, zero_hparam, invalid_utf8, template_nul, bool_value, nested_array, token_id,
+  vocab_length, block_count, missing_vocab, empty_vocab, vocab_rows, tensor_name,
+  duplicate_tensor_name, template_syntax, template_no_default, template_token,
+  template_end_of_turn, template_double_bos,
+  // a shard set's (check_shard_set's SetFault codes)
+  not_a_shard_name, split_keys_in_single_file, too_many_shards, missing_shard, split_no,
+  split_count, split_tensors_count, model_key_in_shard, tensor_in_two_shards,
+};
+enum class Severity : uint8_t { error, warning, info };
+
+// One row of the rule table.
+struct Rule {
+  Code code;
+  std::string_view name;  // as validate prints it
+  Severity severity;      // what a finding of it is
+  std::string_view what;  // one line
+};
+std::span<const Rule> rules();  // one row per Code, in Code's order
+const Rule& rule_of(Code c);
+std::string_view code_name(Code c);
+std::optional<Code> code_named(std::string_view name);
+std::string_view severity_name(Severity s);
+// A code or severity equals its printed name ("token_id"), for tests and scripts.
+inline bool operator==(Code c, std::string_view name) { return code_name(c) == name; }
+inline bool operator==(Severity s, std::string_view name) { return severity_name(s) == name; }
+std::ostream& operator<<(std::ostream& os, Code c);
+std::ostream& operator<<(std::ostream& os, Severity s);
+
+// What a finding is about: a key, a tensor, or the file; `item` tells apart findings of one
+// rule about one key (the literal a template_token names, the turn end of
+// template_end_of_turn, "name" for a key's own bytes).
+struct Place {
+  enum class Of : uint8_t { file, key, tensor } of = Of::file;
+  std::string name;  // the key, or the tensor's name
+  std::string item;
+  static Place key(std::string k, std::string item = "") { return {Of::key, std::move(k), std::move(item)}; }
+  static Place tensor(std::string t) { return {Of::tensor, std::move(t), ""}; }
+  friend bool operator==(const Place&, const Place&) = default;
+};
+
+struct Finding {
+  Code code = Code::read;
+  Severity severity = Severity::error;
+  std::optional<uint64_t> offset;
+  std::string message;
+  Place place;
+};
+// A finding with its rule's severity.
+Finding finding(Code c, std::optional<uint64_t> offset, std::string message, Place place = {});
+// A shard set's fault as validate reports it (its code from the table; no offset).
+Finding set_finding(const SetFault& f);
+
+// With model_rules false, only what is wrong with the file's bytes (a shard of a set, whose
+// model is checked as a whole with check_model).
+std::vector<Finding> validate_file(const std::string& path, bool model_rules = true);
+// The same rules over a model about to be written (its planned layout): what llama.cpp
+// would refuse in its metadata and shapes. Edits are checked with it before they write.
+// errors_only: every error, and warnings only where they cost nothing to find.
+std::vector<Finding> check_model(const Model& model, const Layout& layout, bool errors_only = false);
+// What the chat templates say that the rest of the model contradicts, as warnings (part of
+// validate; an edit shows the ones it brings in): template_syntax (jinja2 would refuse it),
+// template_token (a literal that looks like a special token, <|...|>, <start_of_turn>,
+// [INST], ..., but is no token of the vocabulary), template_end_of_turn (the template ends
+// turns with a token that is neither eos nor eot), template_double_bos (the template
+// prints bos_token and add_bos_token is true), template_no_default (named templates, no
+// tokenizer.chat_template).
+std::vector<Finding> template_findings(const Model& model);
+
+// The check a registry key (schemas/keys.yaml) names, and the rules that enforce it.
+enum class KeyCheck : uint8_t { none, token_id, vocab, alignment, template_ };
+std::optional<KeyCheck> key_check_named(std::string_view name);  // "token_id", ..., "template"
+std::string_view key_check_name(KeyCheck k);
+// The error rules a key of that check is held to whenever an edit touches it:
+//   token_id  -> token_id (the id below the vocabulary size)
+//   vocab     -> vocab_length, empty_vocab, missing_vocab, vocab_rows
+//   alignment -> alignment_too_small, alignment_too_large
+//   template_ -> template_nul (UTF-8 and the size cap are the patch's own, as it reads them)
+bool enforces(KeyCheck k, Code c);
+
+// The findings of `now` an edit brings in: those whose (code, place) is not in `was` (not
+// compared by message: a count in it may change with the edit), and those about a key the
+// edit touched whose registry check enforces their rule, even when the source had them (a
+// token id set to another one outside the vocabulary is not the source's fault).
+std::vector<Finding> new_findings(const std::vector<Finding>& was, const std::vector<Finding>& now,
+                                  const std::vector<std::pair<std::string, KeyCheck>>& touched = {});
+
+// The rules the patch applier checks too, as it reads a value (one implementation each).
+namespace rule {
+// Where a chat template has a NUL byte (llama.cpp cuts it there), or nullopt.
+std::optional<size_t> template_nul(std::string_view text);
+// A bool byte is 0 or 1; readers differ on the rest.
+inline bool bool_byte_ok(uint64_t bits) { return bits <= 1; }
+// A string value (a key, a template, a value) is valid UTF-8.
+bool utf8_ok(std::string_view text);
+// A token id names a token of a vocabulary of `vocab` tokens.
+inline bool token_id_ok(uint64_t id, uint64_t vocab) { return id < vocab; }
+}  // namespace rule
+
+}  // namespace ggufkit

@@ -1,0 +1,132 @@
+// The rule table, and what is asked of it: names, the registry's checks, what an edit brings in.
+#include <algorithm>
+#include <array>
+#include <ostream>
+
+#include "ggufkit/check.h"
+#include "ggufkit/error.h"
+#include "ggufkit/format.h"
+
+namespace ggufkit {
+
+namespace {
+
+using enum Severity;
+constexpr std::array kRules = {
+    Rule{Code::read, "read", error, "the strict reader refuses the file"},
+    Rule{Code::truncated, "truncated", error, "tensor data runs past the end of the file"},
+    Rule{Code::trailing_bytes, "trailing_bytes", warning, "bytes after the last tensor (or the header)"},
+    Rule{Code::nonzero_padding, "nonzero_padding", warning, "a padding byte that is not 0"},
+    Rule{Code::offset_gap, "offset_gap", error, "a tensor not right after the one before it, padded"},
+    Rule{Code::alignment, "alignment", info, "no general.alignment, but the data is aligned wider than 32"},
+    Rule{Code::alignment_too_small, "alignment_too_small", error, "general.alignment below llama.cpp's 32"},
+    Rule{Code::alignment_too_large, "alignment_too_large", error, "general.alignment over 1 MiB"},
+    Rule{Code::missing_architecture, "missing_architecture", error, "no general.architecture string"},
+    Rule{Code::missing_quantization_version, "missing_quantization_version", warning,
+         "quantized tensors but no general.quantization_version"},
+    Rule{Code::missing_hparam, "missing_hparam", error, "a hyperparameter llama.cpp needs for the architecture is missing"},
+    Rule{Code::zero_hparam, "zero_hparam", error, "a head count, embedding length or block count of 0"},
+    Rule{Code::invalid_utf8, "invalid_utf8", warning, "a key, string or tensor name that is not valid UTF-8"},
+    Rule{Code::template_nul, "template_nul", error, "a chat template with a NUL byte (llama.cpp cuts it there)"},
+    Rule{Code::bool_value, "bool_value", warning, "a bool byte other than 0 or 1"},
+    Rule{Code::nested_array, "nested_array", error, "an array of arrays"},
+    Rule{Code::token_id, "token_id", error, "a special token id not below the vocabulary size"},
+    Rule{Code::vocab_length, "vocab_length", error, "tokens, scores and token_type of different lengths"},
+    Rule{Code::block_count, "block_count", error, "block_count disagrees with the blk.N tensors"},
+    Rule{Code::missing_vocab, "missing_vocab", error, "tokenizer.ggml.model but no tokenizer.ggml.tokens"},
+    Rule{Code::empty_vocab, "empty_vocab", error, "tokenizer.ggml.tokens is empty"},
+    Rule{Code::vocab_rows, "vocab_rows", error, "token_embd or output rows other than the vocabulary size"},
+    Rule{Code::tensor_name, "tensor_name", error, "a tensor name with a NUL byte (ggml cuts it there)"},
+    Rule{Code::duplicate_tensor_name, "duplicate_tensor_name", error, "two tensors of one name to ggml"},
+    Rule{Code::template_syntax, "template_syntax", warning, "a chat template jinja2 refuses"},
+    Rule{Code::template_no_default, "template_no_default", warning, "named chat templates but no tokenizer.chat_template"},
+    Rule{Code::template_token, "template_token", warning, "a special-looking literal that is no token of the vocabulary"},
+    Rule{Code::template_end_of_turn, "template_end_of_turn", warning, "turns end with a token that is neither eos nor eot"},
+    Rule{Code::template_double_bos, "template_double_bos", warning, "the template prints bos_token and add_bos_token is true"},
+    Rule{Code::not_a_shard_name, "not_a_shard_name", error, "split.count over 1 in a file not named PREFIX-0000K-of-0000N.gguf"},
+    Rule{Code::split_keys_in_single_file, "split_keys_in_single_file", warning, "split keys in a file of no set"},
+    Rule{Code::too_many_shards, "too_many_shards", warning, "more shards than llama.cpp opens by default"},
+    Rule{Code::missing_shard, "missing_shard", error, "a shard of the set is not there"},
+    Rule{Code::split_no, "split_no", error, "split.no missing, mistyped or not the name's"},
+    Rule{Code::split_count, "split_count", error, "split.count missing, mistyped or not the name's"},
+    Rule{Code::split_tensors_count, "split_tensors_count", error, "split.tensors.count missing, mistyped or not the set's"},
+    Rule{Code::model_key_in_shard, "model_key_in_shard", error, "a model key in a shard after the first"},
+    Rule{Code::tensor_in_two_shards, "tensor_in_two_shards", error, "a tensor name in two shards"},
+};
+
+constexpr bool in_code_order() {
+  for (size_t i = 0; i < kRules.size(); ++i)
+    if (static_cast<size_t>(kRules[i].code) != i) return false;
+  return true;
+}
+static_assert(in_code_order(), "the rule table has one row per Code, in its order");
+static_assert(static_cast<size_t>(Code::tensor_in_two_shards) + 1 == kRules.size(), "a Code without a row");
+
+constexpr std::array<std::string_view, 3> kSeverities = {"error", "warning", "info"};
+constexpr std::array<std::string_view, 5> kKeyChecks = {"", "token_id", "vocab", "alignment", "template"};
+
+}  // namespace
+
+std::span<const Rule> rules() { return kRules; }
+const Rule& rule_of(Code c) { return kRules[static_cast<size_t>(c)]; }
+std::string_view code_name(Code c) { return rule_of(c).name; }
+std::optional<Code> code_named(std::string_view name) {
+  for (const Rule& r : kRules)
+    if (r.name == name) return r.code;
+  return std::nullopt;
+}
+std::string_view severity_name(Severity s) { return kSeverities[static_cast<size_t>(s)]; }
+std::ostream& operator<<(std::ostream& os, Code c) { return os << code_name(c); }
+std::ostream& operator<<(std::ostream& os, Severity s) { return os << severity_name(s); }
+
+Finding finding(Code c, std::optional<uint64_t> offset, std::string message, Place place) {
+  return {c, rule_of(c).severity, offset, std::move(message), std::move(place)};
+}
+
+Finding set_finding(const SetFault& f) {
+  const std::optional<Code> c = code_named(f.code);
+  if (!c) throw Error(Error::Kind::format, f.file, std::nullopt, f.field, "a set fault of no rule: " + f.code);
+  return finding(*c, std::nullopt, (f.field.empty() ? "" : f.field + ": ") + f.message, {Place::Of::file, "", f.field});
+}
+
+std::optional<KeyCheck> key_check_named(std::string_view name) {
+  for (size_t i = 1; i < kKeyChecks.size(); ++i)
+    if (kKeyChecks[i] == name) return static_cast<KeyCheck>(i);
+  return std::nullopt;
+}
+std::string_view key_check_name(KeyCheck k) { return kKeyChecks[static_cast<size_t>(k)]; }
+
+bool enforces(KeyCheck k, Code c) {
+  switch (k) {
+    case KeyCheck::none: return false;
+    case KeyCheck::token_id: return c == Code::token_id;
+    case KeyCheck::vocab:
+      return c == Code::vocab_length || c == Code::empty_vocab || c == Code::missing_vocab || c == Code::vocab_rows;
+    case KeyCheck::alignment: return c == Code::alignment_too_small || c == Code::alignment_too_large;
+    case KeyCheck::template_: return c == Code::template_nul;
+  }
+  return false;
+}
+
+std::vector<Finding> new_findings(const std::vector<Finding>& was, const std::vector<Finding>& now,
+                                  const std::vector<std::pair<std::string, KeyCheck>>& touched) {
+  std::vector<Finding> out;
+  for (const Finding& f : now) {
+    const bool had = std::any_of(was.begin(), was.end(), [&](const Finding& w) { return w.code == f.code && w.place == f.place; });
+    const bool held = f.place.of == Place::Of::key && std::any_of(touched.begin(), touched.end(), [&](const auto& t) {
+                        return t.first == f.place.name && enforces(t.second, f.code);
+                      });
+    if (!had || held) out.push_back(f);
+  }
+  return out;
+}
+
+namespace rule {
+std::optional<size_t> template_nul(std::string_view text) {
+  size_t z = text.find('\0');
+  return z == std::string_view::npos ? std::nullopt : std::optional<size_t>(z);
+}
+bool utf8_ok(std::string_view text) { return is_valid_utf8(text); }
+}  // namespace rule
+
+}  // namespace ggufkit

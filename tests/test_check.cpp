@@ -1,0 +1,173 @@
+// The rule book (check/): its one table of rules, how an edit's findings are told apart
+// from its source's, and the registry's check: values, each held to its rules.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "ggufkit/check.h"
+#include "ggufkit/error.h"
+#include "ggufkit/inspect.h"
+#include "ggufkit/patch.h"
+#include "ggufkit/registry.h"
+#include "ggufkit/scan.h"
+#include "helpers.h"
+
+using namespace ggufkit;
+using namespace testing_helpers;
+
+TEST(RuleTable, OneRowPerCodeWithUniqueNamesThatRoundTrip) {
+  const size_t codes = static_cast<size_t>(Code::tensor_in_two_shards) + 1;
+  ASSERT_EQ(rules().size(), codes);
+  EXPECT_EQ(codes, 38u);
+  std::set<std::string_view> names;
+  for (size_t i = 0; i < codes; ++i) {
+    const Rule& r = rules()[i];
+    EXPECT_EQ(static_cast<size_t>(r.code), i);
+    EXPECT_TRUE(names.insert(r.name).second) << r.name;
+    EXPECT_FALSE(r.what.empty()) << r.name;
+    EXPECT_EQ(code_named(code_name(r.code)), r.code);
+    EXPECT_EQ(&rule_of(r.code), &r);
+  }
+  EXPECT_EQ(code_name(Code::token_id), "token_id");
+  EXPECT_EQ(code_name(Code::template_end_of_turn), "template_end_of_turn");
+  EXPECT_EQ(code_named("split_keys_in_single_file"), Code::split_keys_in_single_file);
+  EXPECT_EQ(code_named("token-id"), std::nullopt);
+  EXPECT_EQ(rule_of(Code::alignment).severity, Severity::info);
+  EXPECT_EQ(rule_of(Code::bool_value).severity, Severity::warning);
+  EXPECT_EQ(rule_of(Code::too_many_shards).severity, Severity::warning);
+  EXPECT_EQ(rule_of(Code::missing_shard).severity, Severity::error);
+  EXPECT_EQ(severity_name(Severity::info), "info");
+  // A finding takes its rule's severity.
+  EXPECT_EQ(finding(Code::template_token, std::nullopt, "m").severity, Severity::warning);
+}
+
+TEST(RuleTable, ASetFaultBecomesTheFindingOfItsRule) {
+  Finding f = set_finding({"m-00002-of-00002.gguf", "split.no", "split_no", "split.no is 0, expected 1 from its name"});
+  EXPECT_EQ(f.code, Code::split_no);
+  EXPECT_EQ(f.severity, Severity::error);
+  EXPECT_EQ(f.message, "split.no: split.no is 0, expected 1 from its name");
+  EXPECT_EQ(f.offset, std::nullopt);
+  EXPECT_THROW(set_finding({"f", "", "no_such_rule", "x"}), Error);
+}
+
+TEST(NewFindings, ComparesByCodeAndPlaceNotByMessage) {
+  const std::string eos = "tokenizer.ggml.eos_token_id", bos = "tokenizer.ggml.bos_token_id";
+  const std::vector<Finding> was = {finding(Code::token_id, 10, eos + " = 99999 is not below the vocabulary size 32000", Place::key(eos))};
+  // Same code, same key, another message (and offset): the source's, not new.
+  EXPECT_TRUE(new_findings(was, {finding(Code::token_id, 20, eos + " = 88888 ...", Place::key(eos))}).empty());
+  // Same code, another key: new.
+  auto other = new_findings(was, {finding(Code::token_id, 10, bos + " = 99999 ...", Place::key(bos))});
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_EQ(other[0].place, Place::key(bos));
+  // Another code, the same key: new.
+  auto code = new_findings(was, {finding(Code::bool_value, 10, "x", Place::key(eos))});
+  ASSERT_EQ(code.size(), 1u);
+  EXPECT_EQ(code[0].code, Code::bool_value);
+  // One key, another item (a template's literal): new.
+  const std::string t = "tokenizer.chat_template";
+  EXPECT_EQ(new_findings({finding(Code::template_token, std::nullopt, "a", Place::key(t, "<|a|>"))},
+                         {finding(Code::template_token, std::nullopt, "b", Place::key(t, "<|b|>"))}).size(), 1u);
+  // A key the edit touched is held to its check's rules, whatever the source had.
+  EXPECT_EQ(new_findings(was, {finding(Code::token_id, 20, "m", Place::key(eos))}, {{eos, KeyCheck::token_id}}).size(), 1u);
+  EXPECT_TRUE(new_findings(was, {finding(Code::token_id, 20, "m", Place::key(eos))}, {{eos, KeyCheck::template_}}).empty());
+  EXPECT_TRUE(new_findings(was, {finding(Code::token_id, 20, "m", Place::key(eos))}, {{bos, KeyCheck::token_id}}).empty());
+}
+
+TEST(KeyChecks, ParsedFromTheRegistryAndUnknownOnesRefused) {
+  for (KeyCheck k : {KeyCheck::token_id, KeyCheck::vocab, KeyCheck::alignment, KeyCheck::template_})
+    EXPECT_EQ(key_check_named(key_check_name(k)), k);
+  EXPECT_EQ(key_check_name(KeyCheck::template_), "template");
+  EXPECT_EQ(key_check_named("vocabulary"), std::nullopt);
+  const Registry& r = Registry::builtin();
+  EXPECT_EQ(r.find("tokenizer.ggml.eos_token_id", "llama")->check, KeyCheck::token_id);
+  EXPECT_EQ(r.find("tokenizer.ggml.scores", "llama")->check, KeyCheck::vocab);
+  EXPECT_EQ(r.find("general.alignment", "llama")->check, KeyCheck::alignment);
+  EXPECT_EQ(r.find("tokenizer.chat_template.tool_use", "llama")->check, KeyCheck::template_);
+  EXPECT_EQ(r.find("general.name", "llama")->check, KeyCheck::none);
+  try {
+    Registry::parse("keys:\n  my.key: {type: u32, check: vocabulary}\n", "test.yaml");
+    FAIL() << "an unknown check was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message.find("unknown check 'vocabulary'"), std::string::npos) << e.message;
+  }
+  EXPECT_EQ(Registry::parse("keys:\n  my.key: {type: u32, check: token_id}\n", "t.yaml").find("my.key", "")->check, KeyCheck::token_id);
+}
+
+namespace {
+// What the edit gate asks: the rules' errors and the templates' warnings of a model, and
+// the registry's check of every key a patch changed.
+std::vector<Finding> gate(const Model& m) {
+  std::vector<Finding> out = check_model(m, Layout{}, true);
+  for (Finding& f : template_findings(m)) out.push_back(std::move(f));
+  return out;
+}
+struct Edited {
+  std::vector<Finding> was, now;
+  std::vector<std::pair<std::string, KeyCheck>> touched;
+};
+Edited edit_with(Model& m, const std::string& patch_text) {
+  Edited e;
+  e.was = gate(m);
+  Patch p = parse_patch(patch_text, "patch.yaml", ".");
+  p.allow_broken = true;
+  for (const Change& c : apply_patch(m, p)) {
+    const std::string key = c.to.empty() ? c.key : c.to;
+    if (const KeySpec* s = Registry::builtin().find(key, architecture(m))) e.touched.push_back({key, s->check});
+  }
+  e.now = gate(m);
+  return e;
+}
+}  // namespace
+
+TEST(KeyChecks, EachCheckValueIsEnforcedByItsRuleOnTheKey) {
+  set_note_handler([](const std::string&, const std::string&) {});  // --allow-broken's notes
+  struct Case { const char* patch; KeyCheck check; Code code; const char* key; const char* message; };
+  const std::vector<Case> cases = {
+      {"set: {tokenizer.ggml.eos_token_id: 99999}\n", KeyCheck::token_id, Code::token_id, "tokenizer.ggml.eos_token_id",
+       "tokenizer.ggml.eos_token_id = 99999 is not below the vocabulary size 32000"},
+      {"set: {tokenizer.ggml.scores: [0.0, 0.0, 0.0]}\n", KeyCheck::vocab, Code::vocab_length, "tokenizer.ggml.scores",
+       "tokenizer.ggml.scores has 3 items, tokenizer.ggml.tokens has 32000"},
+      {"alignment: 16\n", KeyCheck::alignment, Code::alignment_too_small, "general.alignment",
+       "general.alignment = 16: llama.cpp needs at least 32 (its TENSOR_ALIGNMENT) and aborts on load"},
+      {"set: {tokenizer.chat_template: \"{{ bos_token }}\\0tail\"}\n", KeyCheck::template_, Code::template_nul,
+       "tokenizer.chat_template", "tokenizer.chat_template: the template has a NUL byte at byte 15; llama.cpp cuts it there"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.patch);
+    Model m = scan_file(tiny_llama()).model;
+    Edited e = edit_with(m, c.patch);
+    ASSERT_EQ(e.touched.size(), 1u);
+    EXPECT_EQ(e.touched[0], std::make_pair(std::string(c.key), c.check));
+    EXPECT_TRUE(enforces(c.check, c.code));
+    std::vector<Finding> errors;
+    for (const Finding& f : new_findings(e.was, e.now, e.touched))
+      if (f.severity == Severity::error) errors.push_back(f);
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_EQ(errors[0].code, c.code);
+    EXPECT_EQ(errors[0].place, Place::key(c.key));
+    EXPECT_EQ(errors[0].message, c.message);
+    // Set again to another bad value, on a source that already had the fault: still held.
+    Edited again = edit_with(m, c.patch);
+    std::vector<Finding> held;
+    for (const Finding& f : new_findings(again.was, again.now, again.touched))
+      if (f.severity == Severity::error) held.push_back(f);
+    ASSERT_EQ(held.size(), 1u);
+    EXPECT_EQ(held[0].code, c.code);
+    EXPECT_EQ(held[0].place, Place::key(c.key));
+  }
+  set_note_handler(nullptr);
+}
+
+TEST(KeyChecks, AnEditThatSetsABrokenTokenIdAgainIsRefused) {
+  // The source's eos is already outside the vocabulary (forced); an edit that sets it to
+  // another id outside is refused by the token_id rule, an edit elsewhere is not.
+  const std::string broken = temp_path("check-broken-eos.gguf"), out = temp_path("check-out.gguf");
+  ASSERT_EQ(run_cli("edit " + tiny_llama() + " --set tokenizer.ggml.eos_token_id=99999 --allow-broken -o " + broken).code, 0);
+  CliRun again = run_cli("edit " + broken + " --set tokenizer.ggml.eos_token_id=88888 -o " + out);
+  EXPECT_EQ(again.code, 1);
+  EXPECT_NE(again.err.find("refusing to write a model that llama.cpp would refuse:\n  [token_id] "
+                           "tokenizer.ggml.eos_token_id = 88888 is not below the vocabulary size 32000\n"),
+            std::string::npos) << again.err;
+  CliRun other = run_cli("edit " + broken + " --set general.name=other -o " + out);
+  EXPECT_EQ(other.code, 0) << other.err;
+}
