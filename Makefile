@@ -18,7 +18,7 @@ NPM_DIR ?= $(HOME)/.cache/ggufkit-interop
 NPM_PKGS := node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1 @huggingface/gguf@0.4.6
 NPM_STAMP := $(NPM_DIR)/.installed-nlc3.21.1-hf0.4.6
 
-.PHONY: deps interop-deps build demo test test-release test-asan asan fuzz bench clean
+.PHONY: deps interop-deps configure build program demo test test-release test-asan asan fuzz bench clean
 
 deps:
 	@missing=""; for p in $(DEBS) $(EXTRA_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -39,11 +39,17 @@ interop-deps:
 	  || echo "interop: npm install failed; the interop tests will fail"; \
 	fi
 
-build: deps
+configure: deps
 	cmake -S . -B $(BUILD) -DGGUFKIT_WERROR=$(WERROR) -DGGUFKIT_INTEROP_DIR=$(NPM_DIR) >/dev/null
+
+build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# The demo needs the program alone, not the test suite.
+program: configure
+	cmake --build $(BUILD) -j $(JOBS) --target ggufkit
+
+demo: program
 	@echo "== ggufkit example: the walkthrough's 408-byte file =="
 	$(BUILD)/ggufkit example -o $(BUILD)/demo.gguf
 	@echo "== ggufkit map =="

@@ -17,6 +17,16 @@ struct Command {
 };
 const std::vector<Command>& commands();
 
+// `ggufkit --help`, from the table.
+std::string usage();
+// What `ggufkit COMMAND --help` prints.
+std::string command_help(const Command& c);
+// The commands (and help topics) at the fewest edits from `word`, two at most, or that
+// `word` begins: "did you mean show?".
+std::vector<std::string> similar_names(const std::string& word, bool with_topics = false);
+// ggufkit help [COMMAND | TOPIC | --man | --completion] (cli/help.cpp).
+int cmd_help(const std::vector<std::string>& args);
+
 // Reading (cli/inspect.cpp, cli/template.cpp).
 int cmd_show(const std::vector<std::string>& args);
 int cmd_meta(const std::vector<std::string>& args);

@@ -24,7 +24,9 @@ std::optional<po::variables_map> parse(const std::vector<std::string>& args, po:
   desc.add_options()("help,h", "show this help");
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+    // An option is named in full: a prefix (--dry for --dry-run) is refused, not guessed.
+    const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+    po::store(po::command_line_parser(args).options(desc).positional(pos).style(style).run(), vm);
     if (vm.count("help")) {
       std::cout << help << "\n" << desc << "\n";
       return std::nullopt;

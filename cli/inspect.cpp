@@ -8,6 +8,9 @@
 #include <set>
 #include <sstream>
 
+#include <boost/iostreams/device/file_descriptor.hpp>
+#include <boost/iostreams/stream.hpp>
+
 #include "commands.h"
 #include "common.h"
 
@@ -653,8 +656,9 @@ int cmd_hash(const std::vector<std::string>& args) {
 
 int cmd_validate(const std::vector<std::string>& args) {
   po::options_description desc("options");
-  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file")(
-      "strict", po::bool_switch(), "exit 1 on warnings too")("json", po::bool_switch(), "print JSON");
+  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-': a header from standard input), or any shard of a set")(
+      "strict", po::bool_switch(), "exit 1 on warnings too")("json", po::bool_switch(), "print JSON")(
+      "shard-only", po::bool_switch(), "a shard alone, not its set");
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos,
@@ -670,40 +674,19 @@ int cmd_validate(const std::vector<std::string>& args) {
                   "A shard of a set (NAME-00001-of-0000N.gguf) is checked with its set: every\n"
                   "shard, then the set (missing_shard, split_no, split_count, split_tensors_count,\n"
                   "model_key_in_shard, tensor_in_two_shards, too_many_shards; and\n"
-                  "split_keys_in_single_file for a lone file).\n"
+                  "split_keys_in_single_file for a lone file); --shard-only checks the file named alone.\n"
+                  "'-' reads a header from standard input: its model's rules, the data unread.\n"
                   "Each finding has a code, a\n"
                   "severity, an offset where there is one, and a message. Exit 1 when there are\n"
                   "errors (with --strict, warnings too).");
   if (!vm) return 0;
-  std::string file = (*vm)["file"].as<std::string>();
-  // A shard of a set: each shard is validated (shards 2..N carry no model keys, which is
-  // no fault there), then the set as a whole. Each finding names its file.
-  std::vector<std::pair<std::string, Finding>> fs;
-  std::vector<SetFault> faults;
-  std::optional<ShardSet> set;
-  try {
-    set = check_shard_set(file, faults);
-  } catch (const Error&) {  // the file itself does not read: validate_file says where
-  }
-  std::vector<std::string> files{file};
-  if (set && set->is_set()) {
-    files.clear();
-    for (const Shard& sh : set->shards) files.push_back(sh.path);
-  } else {
-    set.reset();  // a lone file is read again by validate_file: not held twice
-  }
-  for (const std::string& f : files)
-    for (Finding& x : validate_file(f, files.size() == 1)) fs.push_back({f, std::move(x)});
-  if (files.size() > 1) {  // the model's rules over the set as one model, told against shard 1
-    Model whole = set->model();
-    for (Finding& x : check_model(whole, plan(whole))) {
-      x.offset.reset();  // an offset in no file
-      fs.push_back({files[0], std::move(x)});
-    }
-  }
-  for (const SetFault& f : faults) fs.push_back({f.file, set_finding(f)});  // severities from the rule table
-  size_t errors = 0, warnings = 0;
-  for (const auto& [where, f] : fs) errors += f.severity == Severity::error, warnings += f.severity == Severity::warning;
+  const std::string file = (*vm)["file"].as<std::string>();
+  namespace io = boost::iostreams;
+  io::stream<io::file_descriptor_source> in(io::file_descriptor_source(0, io::never_close_handle));
+  const Verdict v = validate(file, (*vm)["shard-only"].as<bool>(), &in);
+  const auto& fs = v.findings;
+  const auto& files = v.files;
+  const size_t errors = v.errors, warnings = v.warnings;
   if ((*vm)["json"].as<bool>()) {
     std::cout << "{\"file\": " << json_string(file) << ", \"files\": " << std::max<size_t>(files.size(), 1)
               << ", \"errors\": " << errors << ", \"warnings\": " << warnings << ", \"findings\": [";
@@ -715,7 +698,7 @@ int cmd_validate(const std::vector<std::string>& args) {
     }
     std::cout << "\n]}\n";
   } else {
-    bool many = files.size() > 1 || !faults.empty();
+    const bool many = v.per_file;
     for (const auto& [where, f] : fs)
       std::printf("%s%s %s%s: %s\n", many ? (where + ": ").c_str() : "", severity_name(f.severity).data(), code_name(f.code).data(),
                   f.offset ? (" at byte " + std::to_string(*f.offset)).c_str() : "", f.message.c_str());

@@ -6,13 +6,17 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstdio>
+#include <optional>
+#include <sstream>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "ggufkit/error.h"
 #include "ggufkit/path.h"
+#include "ggufkit/text.h"
 #include "commands.h"
 #include "common.h"
 
@@ -78,14 +82,45 @@ std::string family_lines(const char* family) {
   return out;
 }
 
-std::string usage() {
+}  // namespace
+
+std::string ggufkit::cli::usage() {
   return "usage: ggufkit COMMAND [OPTIONS] FILE\n\n"
          "Read, check and rewrite GGUF files (the model format of llama.cpp).\n\n"
          "reading (each with --json):\n" +
          family_lines("reading") + "\nwriting:\n" + family_lines("writing") +
          "\nFILE may be '-' for standard input where a command only reads the header.\n"
-         "Run 'ggufkit COMMAND --help' for a command's options.\n\n" +
+         "Run 'ggufkit COMMAND --help' for a command's options, 'ggufkit help TOPIC' for the\n"
+         "patch, sketch and JSON formats (topics: patch, sketch, json, templates).\n\n" +
          kExitStatus + "'ggufkit --version' prints the version.\n";
+}
+
+std::string ggufkit::cli::command_help(const Command& c) {
+  std::ostringstream text;
+  std::streambuf* was = std::cout.rdbuf(text.rdbuf());
+  try {
+    c.run({"--help"});
+  } catch (...) {
+    std::cout.rdbuf(was);
+    throw;
+  }
+  std::cout.rdbuf(was);
+  return text.str();
+}
+
+namespace {
+
+// Under --json an error is JSON too, on standard output where the answer would have been.
+bool wants_json(const std::vector<std::string>& args) {
+  return std::find(args.begin(), args.end(), "--json") != args.end();
+}
+
+void print_error_json(const char* kind, int code, const std::string& file, const std::optional<uint64_t>& offset,
+                      const std::string& field, const std::string& message) {
+  std::cout << "{\"error\": {\"kind\": \"" << kind << "\", \"exit\": " << code << ", \"file\": "
+            << (file.empty() ? "null" : json_string(file)) << ", \"offset\": " << (offset ? std::to_string(*offset) : "null")
+            << ", \"field\": " << (field.empty() ? "null" : json_string(field)) << ", \"message\": " << json_string(message)
+            << "}}\n";
 }
 
 // The exit status of an error: its kind, except that an input the command line names
@@ -124,23 +159,37 @@ int main(int argc, char** argv) {
     std::cout << "ggufkit " << GGUFKIT_VERSION << "\n";
     return 0;
   }
-  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+  if (!args.empty() && args[0] == "help") return cmd_help({args.begin() + 1, args.end()});
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << usage();
     return args.empty() ? 2 : 0;
   }
   std::string cmd = args[0];
   args.erase(args.begin());
-  ::signal(SIGXFSZ, SIG_IGN);
-  set_note_handler(print_note);  // past a file size limit, write() fails with EFBIG and we clean up
+  ::signal(SIGXFSZ, SIG_IGN);  // past a file size limit, write() fails with EFBIG and we clean up
+  set_note_handler(print_note);
   try {
     for (const Command& c : commands())
       if (cmd == c.name) return c.run(args);
-    std::cerr << "ggufkit: unknown command '" << cmd << "'\n\n" << usage();
+    std::string hint;
+    for (const std::string& n : similar_names(cmd)) hint += (hint.empty() ? "; did you mean " : " or ") + ("'" + n + "'");
+    std::cerr << "ggufkit: unknown command '" << cmd << "'" << (hint.empty() ? "" : hint + "?")
+              << "\nRun 'ggufkit --help' for the list of commands.\n";
     return 2;
   } catch (const Error& e) {
+    const int code = exit_code(e, args);
+    if (wants_json(args)) {
+      static const char* kinds[] = {"", "format", "usage", "io"};
+      print_error_json(kinds[static_cast<int>(e.kind)], code, e.file, e.offset, e.field, e.message);
+      return code;
+    }
     std::cerr << "ggufkit: error: " << e.what() << "\n";
-    return exit_code(e, args);
+    return code;
   } catch (const po::error& e) {
+    if (wants_json(args)) {
+      print_error_json("usage", 2, "", std::nullopt, "", e.what());
+      return 2;
+    }
     std::cerr << "ggufkit " << cmd << ": " << e.what() << " (see 'ggufkit " << cmd << " --help')\n";
     return 2;
   } catch (const std::bad_alloc&) {  // the machine's limit (sizes an input claims are capped before they are allocated)

@@ -4,12 +4,15 @@
 #include <algorithm>
 #include <cctype>
 #include <functional>
+#include <istream>
 #include <map>
 #include <unordered_map>
 
 #include "ggufkit/check.h"
 #include "ggufkit/error.h"
 #include "ggufkit/jinja.h"
+#include "ggufkit/scan.h"
+#include "ggufkit/writer.h"
 
 namespace ggufkit {
 
@@ -374,6 +377,44 @@ std::vector<Finding> validate_file(const std::string& path, bool model_rules) {
     }
   }
   return Validator(s->model, s->layout, s->source_size, src.get(), model_rules).run();
+}
+
+Verdict validate(const std::string& path, bool shard_only, std::istream* in) {
+  Verdict v;
+  v.files = {path};
+  if (path == "-") {  // a header alone: what the model says, not what the bytes after it hold
+    if (!in) throw_usage("validate -: no input stream was given");
+    Scanned s = scan_stream(*in, "<stdin>");
+    for (Finding& f : Validator(s.model, s.layout, s.source_size, nullptr, true).run()) v.findings.push_back({path, std::move(f)});
+  } else {
+    // A shard of a set: each shard is validated (shards 2..N carry no model keys, which is
+    // no fault there), then the set as a whole.
+    std::vector<SetFault> faults;
+    std::optional<ShardSet> set;
+    if (!shard_only) try {
+        set = check_shard_set(path, faults);
+      } catch (const Error&) {  // the file itself does not read: validate_file says where
+      }
+    if (set && set->is_set()) {
+      v.files.clear();
+      for (const Shard& sh : set->shards) v.files.push_back(sh.path);
+    } else {
+      set.reset();  // a lone file is read again by validate_file: not held twice
+    }
+    for (const std::string& f : v.files)
+      for (Finding& x : validate_file(f, v.files.size() == 1)) v.findings.push_back({f, std::move(x)});
+    if (v.files.size() > 1) {  // the model's rules over the set as one model, told against shard 1
+      Model whole = set->model();
+      for (Finding& x : check_model(whole, plan(whole))) {
+        x.offset.reset();  // an offset in no file
+        v.findings.push_back({v.files[0], std::move(x)});
+      }
+    }
+    for (const SetFault& f : faults) v.findings.push_back({f.file, set_finding(f)});  // severities from the rule table
+    v.per_file = v.files.size() > 1 || !faults.empty();
+  }
+  for (const auto& [where, f] : v.findings) v.errors += f.severity == Severity::error, v.warnings += f.severity == Severity::warning;
+  return v;
 }
 
 std::vector<Finding> check_model(const Model& model, const Layout& layout, bool errors_only) {

@@ -77,6 +77,18 @@ Finding set_finding(const SetFault& f);
 // With model_rules false, only what is wrong with the file's bytes (a shard of a set, whose
 // model is checked as a whole with check_model).
 std::vector<Finding> validate_file(const std::string& path, bool model_rules = true);
+// The verdict `ggufkit validate` prints: for a file, its findings; for a shard of a set
+// (unless shard_only), every shard's, the model's rules over the set as one model (told
+// against shard 1, with no offset) and the set's own faults. Each finding names its file.
+// "-" reads a header from `in` (standard input): its model's rules, its bytes unread.
+struct Verdict {
+  std::vector<std::string> files;  // the files judged (one, or every shard)
+  std::vector<std::pair<std::string, Finding>> findings;
+  size_t errors = 0, warnings = 0;
+  bool per_file = false;           // a set, or a file with set faults: findings say their file
+};
+Verdict validate(const std::string& path, bool shard_only = false, std::istream* in = nullptr);
+
 // The same rules over a model about to be written (its planned layout): what llama.cpp
 // would refuse in its metadata and shapes. Edits are checked with it before they write.
 // errors_only: every error, and warnings only where they cost nothing to find.
