@@ -5,8 +5,10 @@
 #include <boost/iostreams/device/file_descriptor.hpp>
 #include <boost/iostreams/stream.hpp>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <memory>
 #include <cctype>
 #include <cstdio>
 #include <iostream>
@@ -59,27 +61,11 @@ Scanned load(const std::string& path) {
   return scan_stream(in, "<stdin>");
 }
 
-std::optional<ShardSet> set_of(const std::string& path, bool shard_only) {
-  if (path == "-" || shard_only || !parse_shard_name(path)) return std::nullopt;
-  return open_shard_set(path);
-}
-
-Loaded load_model(const std::string& path, bool shard_only) {
-  std::optional<ShardSet> found = set_of(path, shard_only);
-  if (!found) return {load(path), 1, {}};
-  ShardSet& set = *found;
-  Model whole = set.model();  // before shard 1 is moved from
-  Loaded out{std::move(set.shards[0].file), set.shards.size(), {}};
-  out.s.model = std::move(whole);
-  auto& offsets = out.s.layout.tensor_offsets;
-  out.shard.assign(offsets.size(), 1);
-  for (size_t k = 1; k < set.shards.size(); ++k) {
-    const Scanned& f = set.shards[k].file;
-    offsets.insert(offsets.end(), f.layout.tensor_offsets.begin(), f.layout.tensor_offsets.end());
-    out.shard.insert(out.shard.end(), f.layout.tensor_offsets.size(), static_cast<uint32_t>(k + 1));
-    out.s.source_size += f.source_size;
-  }
-  return out;
+ModelView load_model(const std::string& path, bool shard_only) {
+  if (path != "-") return open_model(path, shard_only);
+  namespace io = boost::iostreams;
+  io::stream<io::file_descriptor_source> in(io::file_descriptor_source(0, io::never_close_handle));
+  return open_model(path, shard_only, &in);
 }
 
 std::string string_value(const Model& m, const char* key) {
@@ -136,6 +122,20 @@ extern "C" void on_signal(int) { g_cancel = true; }
 
 void print_note(const std::string& file, const std::string& message) {
   std::fprintf(stderr, "ggufkit: note: %s: %s\n", file.c_str(), message.c_str());
+}
+
+void terminal_progress(WriteOptions& w) {
+  if (!::isatty(2)) return;
+  auto shown = std::make_shared<int>(-1);
+  w.progress = [shown](uint64_t written, uint64_t total) {
+    if (total <= (64u << 20)) return;
+    const int pct = static_cast<int>(100 * written / total);
+    if (pct == *shown) return;
+    *shown = pct;
+    std::fprintf(stderr, "\rggufkit: writing %.2f GB of %.2f GB (%d%%)%s", static_cast<double>(written) / 1e9,
+                 static_cast<double>(total) / 1e9, pct, pct == 100 ? "\n" : "");
+    if (pct == 100) *shown = -1;  // the next file starts its own line
+  };
 }
 
 WriteOptions write_options(bool verify, bool force) {

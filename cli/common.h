@@ -21,18 +21,9 @@ std::optional<po::variables_map> parse(const std::vector<std::string>& args, po:
 // A file, or "-" for a header read from standard input.
 Scanned load(const std::string& path);
 
-// What a reading command reads: the model FILE holds, or the whole set FILE is a shard
-// of (unless shard_only). For a set: the set's model, shard 1's layout with each tensor's
-// offset in its own shard's data section, the files' sizes added up.
-struct Loaded {
-  Scanned s;
-  size_t files = 1;
-  std::vector<uint32_t> shard;  // each tensor's shard, from 1 (a set only)
-};
-Loaded load_model(const std::string& path, bool shard_only);
-
-// The set FILE is a shard of, when FILE is named as a shard (and not shard_only).
-std::optional<ShardSet> set_of(const std::string& path, bool shard_only);
+// What a reading command reads (open_model), "-" from standard input.
+using Loaded = ModelView;
+ModelView load_model(const std::string& path, bool shard_only);
 
 std::string string_value(const Model& m, const char* key);
 
@@ -55,6 +46,9 @@ void print_note(const std::string& file, const std::string& message);
 // The options of every command that writes a model. Once the library starts writing,
 // signals that would kill a write half-way instead stop it cleanly.
 WriteOptions write_options(bool verify, bool force);
+
+// On a terminal, a progress line on standard error for each file of more than 64 MiB written.
+void terminal_progress(WriteOptions& w);
 
 // The span map: text with a closing total, or the documented JSON.
 void print_map(const Layout& L, uint64_t file_size, bool json);

@@ -20,11 +20,6 @@ namespace ggufkit::cli {
 
 namespace {
 
-std::string gb(uint64_t n) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(n) / 1e9);
-  return buf;
-}
 
 std::string change_text(const Change& c) {
   switch (c.kind) {
@@ -203,24 +198,13 @@ int run_edit(EditRequest& req, bool json) {
     else if (f.severity != Severity::error) print_note(req.input, "warning [" + code + "] " + f.message);
     else print_note(req.input, "written anyway (--allow-broken): [" + code + "] " + f.message);
   };
-  // A progress bar on a terminal, for a whole file of more than 64 MiB.
-  int shown = -1;
-  if (::isatty(2))
-    req.write.progress = [&shown](uint64_t w, uint64_t total) {
-      if (total <= (64u << 20)) return;
-      int pct = total ? static_cast<int>(100 * w / total) : 100;
-      if (pct == shown) return;
-      shown = pct;
-      std::fprintf(stderr, "\rggufkit: writing %s of %s (%d%%)", gb(w).c_str(), gb(total).c_str(), pct);
-      if (pct == 100) std::fprintf(stderr, "\n");
-    };
+  terminal_progress(req.write);
   EditReport r;
   try {
     r = edit(req);
   } catch (const EditRefused& e) {
     refused(e);
   }
-  if (shown >= 0 && shown != 100) std::fprintf(stderr, "\n");
   if (r.set_files > 1) print_set(req, r);
   else print_file(req, r, json);
   return 0;

@@ -78,6 +78,7 @@ int cmd_split(const std::vector<std::string>& args) {
   req.input = (*vm)["file"].as<std::string>();
   req.prefix = (*vm)["output"].as<std::string>();
   req.write = write_options(!(*vm)["no-verify"].as<bool>(), (*vm)["force"].as<bool>());
+  terminal_progress(req.write);
   print_written(split(req), (*vm)["json"].as<bool>());
   return 0;
 }
@@ -100,6 +101,7 @@ int cmd_merge(const std::vector<std::string>& args) {
   if (!vm) return 0;
   MergeRequest req{(*vm)["file"].as<std::string>(), (*vm)["output"].as<std::string>(),
                    write_options(!(*vm)["no-verify"].as<bool>(), (*vm)["force"].as<bool>())};
+  terminal_progress(req.write);
   print_written(merge(req), (*vm)["json"].as<bool>());
   return 0;
 }

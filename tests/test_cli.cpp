@@ -209,3 +209,100 @@ TEST(Cli, RunningOutOfMemoryIsAnIOErrorNotACrash) {
   EXPECT_EQ(r.code, 3);
   EXPECT_EQ(r.err, "ggufkit: error: out of memory\n");
 }
+
+// The command table makes the command line humane.
+TEST(CliTable, AMistypedCommandGetsTheNearestOneAndExit2) {
+  CliRun r = run_cli("shwo x.gguf");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "ggufkit: unknown command 'shwo'; did you mean 'show'?\nRun 'ggufkit --help' for the list of commands.\n");
+  r = run_cli("tensos x.gguf");  // two commands one edit away: both
+  EXPECT_EQ(r.err, "ggufkit: unknown command 'tensos'; did you mean 'tensors' or 'tensor'?\nRun 'ggufkit --help' for the list of commands.\n");
+  r = run_cli("vali x.gguf");  // the start of one
+  EXPECT_EQ(r.err, "ggufkit: unknown command 'vali'; did you mean 'validate'?\nRun 'ggufkit --help' for the list of commands.\n");
+  r = run_cli("frobnicate x.gguf");  // nothing near: no guess
+  EXPECT_EQ(r.err, "ggufkit: unknown command 'frobnicate'\nRun 'ggufkit --help' for the list of commands.\n");
+}
+
+TEST(CliTable, AnOptionPrefixIsRefusedNotGuessed) {
+  for (const char* args : {"edit %s --dry --set general.name=x", "show %s --js", "tensor %s token_embd.weight --he 2"}) {
+    char line[512];
+    std::snprintf(line, sizeof line, args, tiny_llama().c_str());
+    CliRun r = run_cli(line);
+    EXPECT_EQ(r.code, 2) << line;
+    EXPECT_NE(r.err.find("unrecognised option '--"), std::string::npos) << line << ": " << r.err;
+    EXPECT_EQ(r.out, "") << line;
+  }
+}
+
+TEST(CliTable, HelpTopicsPrintTheDocumentsTheProgramCarries) {
+  CliRun r = run_cli("help patch");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("# The patch format\n", 0), 0u) << r.out.substr(0, 80);
+  r = run_cli("help sketch");
+  EXPECT_EQ(r.out.rfind("# ", 0), 0u);
+  EXPECT_NE(r.out.find("truncate"), std::string::npos);
+  r = run_cli("help json");
+  EXPECT_NE(r.out.find("token_id"), std::string::npos);
+  r = run_cli("help templates");
+  EXPECT_EQ(r.out.rfind("filters: abs attr batch", 0), 0u) << r.out;
+  r = run_cli("help validate");  // a command: its own help
+  EXPECT_EQ(r.out.rfind("usage: ggufkit validate FILE", 0), 0u);
+  r = run_cli("help pach");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "ggufkit help: no command or topic 'pach'; did you mean 'patch'? (see 'ggufkit help --help')\n");
+}
+
+TEST(CliTable, TheManPageAndCompletionNameEveryCommand) {
+  CliRun man = run_cli("help --man"), comp = run_cli("help --completion");
+  ASSERT_EQ(man.code, 0);
+  ASSERT_EQ(comp.code, 0);
+  EXPECT_EQ(man.out.rfind(".TH GGUFKIT 1 ", 0), 0u);
+  std::string names;
+  for (const char* c : {"show", "meta", "get", "template", "tensors", "stack", "layer", "account", "tensor", "diff", "hash",
+                        "validate", "map", "rewrite", "edit", "realign", "convert", "split", "merge", "write", "dump", "example",
+                        "recover"}) {
+    EXPECT_NE(man.out.find(std::string(".SS ") + c), std::string::npos) << c;
+    EXPECT_NE(man.out.find(std::string("usage: ggufkit ") + c), std::string::npos) << c;
+    names += (names.empty() ? "" : " ") + std::string(c);
+  }
+  EXPECT_NE(comp.out.find("compgen -W \"" + names + " help --help --version\""), std::string::npos) << comp.out;
+  EXPECT_NE(comp.out.find("complete -o filenames -F _ggufkit ggufkit"), std::string::npos);
+}
+
+TEST(CliTable, ValidateReadsAHeaderFromStandardInput) {
+  CliRun r = run_cli("validate - < " + corpus("vocab/ggml-vocab-llama-spm.gguf"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1), "-: 0 errors, 0 warnings\n") << r.out;
+  r = run_cli("validate - --json < " + corpus("history/ggml-vocab-llama.v1.gguf"));
+  EXPECT_EQ(r.code, 1);
+  YAML::Node j = YAML::Load(r.out);
+  EXPECT_EQ(j["errors"].as<int>(), 1);
+  EXPECT_EQ(j["findings"][0]["code"].as<std::string>(), "read");
+}
+
+TEST(CliTable, ValidateShardOnlyJudgesTheNamedShardAlone) {
+  const std::string shard = corpus("splits/by-count-00002-of-00003.gguf");
+  CliRun whole = run_cli("validate --json " + shard), alone = run_cli("validate --json --shard-only " + shard);
+  YAML::Node w = YAML::Load(whole.out), a = YAML::Load(alone.out);
+  EXPECT_EQ(w["files"].as<int>(), 3);
+  EXPECT_EQ(a["files"].as<int>(), 1);
+  EXPECT_EQ(alone.code, 1);  // shard 2 alone has no architecture
+  bool missing_architecture = false;
+  for (const auto& f : a["findings"]) missing_architecture |= f["code"].as<std::string>() == "missing_architecture";
+  EXPECT_TRUE(missing_architecture) << alone.out;
+}
+
+TEST(CliTable, UnderJsonAnErrorIsJsonWithItsPlace) {
+  CliRun r = run_cli("show --json " + corpus("history/ggml-vocab-llama.v1.gguf"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "");
+  YAML::Node j = YAML::Load(r.out);
+  EXPECT_EQ(j["error"]["kind"].as<std::string>(), "format");
+  EXPECT_EQ(j["error"]["exit"].as<int>(), 1);
+  EXPECT_EQ(j["error"]["offset"].as<int>(), 4);
+  EXPECT_EQ(j["error"]["field"].as<std::string>(), "head (version)");
+  r = run_cli("show --json --nope x");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(YAML::Load(r.out)["error"]["kind"].as<std::string>(), "usage");
+}

@@ -209,7 +209,7 @@ class Validator {
                 " (right after the tensor before it, padded)");
         break;
       }
-      expected = align_up(expected + m.tensors[i].nbytes(), L.alignment).value_or(0);
+      expected = packed_next(expected, m.tensors[i].nbytes(), L.alignment).value_or(0);
     }
     if (!m.tensors.empty() && !m.find(kAlignmentKey)) {
       uint64_t actual = 1ull << 20;  // the largest power of two every data start divides
@@ -384,8 +384,13 @@ Verdict validate(const std::string& path, bool shard_only, std::istream* in) {
   v.files = {path};
   if (path == "-") {  // a header alone: what the model says, not what the bytes after it hold
     if (!in) throw_usage("validate -: no input stream was given");
-    Scanned s = scan_stream(*in, "<stdin>");
-    for (Finding& f : Validator(s.model, s.layout, s.source_size, nullptr, true).run()) v.findings.push_back({path, std::move(f)});
+    try {
+      Scanned s = scan_stream(*in, "<stdin>");
+      for (Finding& f : Validator(s.model, s.layout, s.source_size, nullptr, true).run()) v.findings.push_back({path, std::move(f)});
+    } catch (const Error& e) {
+      if (e.kind == Error::Kind::io) throw;
+      v.findings.push_back({path, finding(Code::read, e.offset, e.field + ": " + e.message)});
+    }
   } else {
     // A shard of a set: each shard is validated (shards 2..N carry no model keys, which is
     // no fault there), then the set as a whole.

@@ -147,4 +147,9 @@ bool is_valid_utf8(std::string_view s) {
   return true;
 }
 
+std::optional<uint64_t> packed_next(uint64_t offset, uint64_t nbytes, uint64_t alignment) {
+  auto end = checked_add(offset, nbytes);
+  return end ? align_up(*end, alignment) : std::nullopt;
+}
+
 }  // namespace ggufkit

@@ -362,7 +362,8 @@ class Scanner {
                 "the tensor's " + std::to_string(nbytes) + " bytes at data offset " + std::to_string(off) +
                     " (file offset " + (abs_end ? std::to_string(L.data_offset + off) : "past 2^64") +
                     ") run past the end of the file at " + (size ? std::to_string(*size) : "?"));
-      uint64_t packed = i == 0 ? 0 : align_up(prev_end, L.alignment).value_or(0);
+      const uint64_t packed =
+          i == 0 ? 0 : packed_next(L.tensor_offsets[i - 1], m.tensors[i - 1].nbytes(), L.alignment).value_or(0);
       if (off != packed) m.tensors.keep_offset(i, off);  // a gap before it: kept by a rewrite
       prev_end = *end;
     }

@@ -127,4 +127,31 @@ ShardSet open_shard_set(const std::string& path) {
   return set;
 }
 
+std::optional<ShardSet> set_of(const std::string& path, bool shard_only) {
+  if (path == "-" || shard_only || !parse_shard_name(path)) return std::nullopt;
+  return open_shard_set(path);
+}
+
+ModelView open_model(const std::string& path, bool shard_only, std::istream* in) {
+  std::optional<ShardSet> found = set_of(path, shard_only);
+  if (!found) {
+    if (path != "-") return {scan_file(path), 1, {}};
+    if (!in) throw_usage("'-' names standard input, and no stream was given");
+    return {scan_stream(*in, "<stdin>"), 1, {}};
+  }
+  ShardSet& set = *found;
+  Model whole = set.model();  // before shard 1 is moved from
+  ModelView out{std::move(set.shards[0].file), set.shards.size(), {}};
+  out.s.model = std::move(whole);
+  auto& offsets = out.s.layout.tensor_offsets;
+  out.shard.assign(offsets.size(), 1);
+  for (size_t k = 1; k < set.shards.size(); ++k) {
+    const Scanned& f = set.shards[k].file;
+    offsets.insert(offsets.end(), f.layout.tensor_offsets.begin(), f.layout.tensor_offsets.end());
+    out.shard.insert(out.shard.end(), f.layout.tensor_offsets.size(), static_cast<uint32_t>(k + 1));
+    out.s.source_size += f.source_size;
+  }
+  return out;
+}
+
 }  // namespace ggufkit

@@ -32,7 +32,7 @@ std::vector<Model> split_model(const Model& model, const SplitOptions& o) {
   if (o.metadata_only_first) open_shard();
   uint64_t bytes = 0;  // the current shard's tensor bytes, each padded to 32 as llama.cpp counts
   for (size_t i = 0; i < n; ++i) {
-    uint64_t padded = (model.tensors[i].nbytes() + 31) / 32 * 32;
+    uint64_t padded = packed_next(0, model.tensors[i].nbytes(), 32).value_or(~0ull);
     bool next = o.max_bytes ? bytes + padded > o.max_bytes : (i > 0 && i % o.max_tensors == 0);
     if (next) {
       close_check(i);

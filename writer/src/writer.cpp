@@ -323,8 +323,7 @@ Layout plan_with(const Model& model, FieldMarks* marks) {
                       (start < running ? "before the end of the tensor before it, " + std::to_string(running)
                                        : "not a multiple of the alignment " + std::to_string(L.alignment)));
     L.tensor_offsets.push_back(start);
-    auto next = checked_add(start, t.nbytes());
-    if (next) next = align_up(*next, L.alignment);
+    auto next = packed_next(start, t.nbytes(), L.alignment);
     if (!next) throw Error(Error::Kind::format, "", std::nullopt, "tensor " + t.name, "the data section would pass 2^64 bytes");
     running = *next;
   }

@@ -63,6 +63,11 @@ std::optional<uint64_t> checked_add(uint64_t a, uint64_t b);
 std::optional<uint64_t> checked_mul(uint64_t a, uint64_t b);
 // The one rounding-up in the code base. nullopt when the result does not fit.
 std::optional<uint64_t> align_up(uint64_t x, uint64_t alignment);
+// Where the next tensor's data starts when it follows, packed as llama.cpp lays tensors
+// out, one of `nbytes` at data offset `offset`: the end padded to the alignment; nullopt
+// past 2^64. The one running sum: plan lays tensors by it, the scanner keeps an offset
+// that is not it, validate refuses one llama.cpp would not find, split counts by it.
+std::optional<uint64_t> packed_next(uint64_t offset, uint64_t nbytes, uint64_t alignment);
 
 // Bytes of a tensor of this type and shape, or nullopt with the reason in *why
 // (ne0 not a multiple of the block, an element count or size that overflows).

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,6 +53,19 @@ struct SetFault {
 ShardSet open_shard_set(const std::string& path);
 // The same checks, every fault listed (validate): the shards that could be read, and the faults.
 ShardSet check_shard_set(const std::string& path, std::vector<SetFault>& faults);
+
+// What a reading job reads: the model `path` holds, or, when `path` is named as a shard
+// (and not shard_only), the whole set's model (ShardSet::model) with shard 1's layout,
+// each tensor's offset in its own shard's data section, and the files' sizes added up.
+// "-" reads a header from `in`.
+struct ModelView {
+  Scanned s;
+  size_t files = 1;
+  std::vector<uint32_t> shard;  // each tensor's shard, from 1 (a set only)
+};
+ModelView open_model(const std::string& path, bool shard_only = false, std::istream* in = nullptr);
+// The set `path` is a shard of, when it is named as one (and not shard_only).
+std::optional<ShardSet> set_of(const std::string& path, bool shard_only = false);
 
 // More shards than llama.cpp opens by default (its file handles).
 inline constexpr uint32_t kLlamaMaxShards = 64;
