@@ -9,6 +9,10 @@
 #include "commands.h"
 #include "common.h"
 
+namespace ggufkit {
+extern const std::string_view kExampleSketch;
+}
+
 namespace ggufkit::cli {
 
 int cmd_write(const std::vector<std::string>& args) {
@@ -87,7 +91,9 @@ int cmd_example(const std::vector<std::string>& args) {
                   "tensor holding 0.5 ... 5.5 at byte 384, its data not padded at the end.");
   if (!vm) return 0;
   std::string out = (*vm)["output"].as<std::string>();
-  Layout L = write_file(walkthrough_model(), out, (*vm)["force"].as<bool>());
+  // The walkthrough's file, from the sketch the program carries (examples/sketch-408.yaml).
+  const Sketch sketch = parse_sketch(std::string(kExampleSketch), "the walkthrough sketch", ".");
+  Layout L = write_sketch(sketch, out, (*vm)["force"].as<bool>());
   std::printf("%s: %llu bytes\n", out.c_str(), static_cast<unsigned long long>(L.file_size));
   return 0;
 }

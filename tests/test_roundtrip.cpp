@@ -12,6 +12,7 @@
 #include "ggufkit/scan.h"
 #include "ggufkit/writer.h"
 #include "helpers.h"
+#include "walkthrough.h"
 
 using namespace ggufkit;
 using namespace testing_helpers;

@@ -15,6 +15,7 @@
 #include "ggufkit/sketch.h"
 #include "ggufkit/text.h"
 #include "helpers.h"
+#include "walkthrough.h"
 
 using namespace ggufkit;
 using namespace testing_helpers;

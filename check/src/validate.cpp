@@ -292,13 +292,10 @@ class Validator {
       uint64_t blocks = 0;
       bool any = false;
       for (const Tensor& t : m.tensors) {
-        if (t.name.rfind("blk.", 0) != 0) continue;
-        uint64_t n = 0;
-        size_t i = 4;
-        for (; i < t.name.size() && i < 24 && t.name[i] >= '0' && t.name[i] <= '9'; ++i) n = n * 10 + static_cast<uint64_t>(t.name[i] - '0');
-        if (i == 4 || i >= t.name.size() || t.name[i] != '.') continue;
+        const auto block = block_of(t.name);  // blk.N.REST, as stack and layer read it
+        if (!block) continue;
         any = true;
-        blocks = std::max(blocks, n + 1);
+        blocks = std::max(blocks, block->first + 1);
       }
       if (any && bc->as_u64() != blocks)
         add(Code::block_count, Place::key(arch + ".block_count"), key_at(arch + ".block_count"),

@@ -5,6 +5,7 @@
 #include "ggufkit/error.h"
 #include "ggufkit/patch.h"
 #include "ggufkit/writer.h"
+#include "../walkthrough.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -370,29 +370,5 @@ void write_file(const Model& model, const Layout& layout, const std::string& pat
   out.commit();
 }
 
-Model walkthrough_model() {
-  Model m;
-  m.metadata = {
-      {"general.architecture", Value::of_string("counts")},
-      {"general.name", Value::of_string("Counts walkthrough file")},
-      {"general.alignment", Value::of_u32(64)},
-      {"counts.block_count", Value::of_u32(1)},
-      {"counts.tokens", Value::strings({"alpha", "bravo", "delta"})},
-  };
-  std::vector<uint8_t> data;
-  for (float f : {0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f}) {
-    uint8_t b[4];
-    std::memcpy(b, &f, 4);  // little-endian host, as the file
-    data.insert(data.end(), b, b + 4);
-  }
-  Tensor t;
-  t.name = "blk.0.counts.weight";
-  t.dims = {3, 2};
-  t.type = 0;  // f32
-  t.source = from_bytes("walkthrough tensor", std::move(data));
-  m.tensors.push_back(std::move(t));
-  m.pad_end = false;
-  return m;
-}
 
 }  // namespace ggufkit

@@ -45,8 +45,4 @@ Layout write_file(const Model& model, const std::string& path, bool replace = tr
 void write_file(const Model& model, const Layout& layout, const std::string& path,
                 const std::function<void(int fd)>& finish, bool replace = true);
 
-// The walkthrough's 408-byte file: five KVs, one 3 x 2 f32 tensor holding 0.5 ... 5.5,
-// alignment 64, the last tensor not padded. The demo writes it; tests pin its spans.
-Model walkthrough_model();
-
 }  // namespace ggufkit
