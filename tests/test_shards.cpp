@@ -3,6 +3,8 @@
 // was split; a set is opened from any shard and checked as a whole; a split is written
 // all or nothing.
 #include <gtest/gtest.h>
+#include <map>
+#include <yaml-cpp/yaml.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -199,9 +201,14 @@ TEST(ShardSet, EachFaultNamesTheShardFileAndTheField) {
     // validate, given another shard, reports the same fault by its code, file and field.
     CliRun v = run_cli("validate " + d + "/m-00003-of-00003.gguf --json");
     EXPECT_EQ(v.code, 1) << v.out;
-    EXPECT_NE(v.out.find("{\"file\": \"" + d + "/" + f.file + "\", \"code\": \"" + f.code + "\", \"severity\": \"error\""),
-              std::string::npos) << v.out;
-    EXPECT_NE(v.out.find((f.field.empty() ? "" : f.field + ": ") + f.says), std::string::npos) << v.out;
+    bool found = false;
+    for (const auto& x : YAML::Load(v.out)["findings"])
+      if (x["file"].as<std::string>() == d + "/" + f.file && x["code"].as<std::string>() == f.code) {
+        found = true;
+        EXPECT_EQ(x["severity"].as<std::string>(), "error");
+        EXPECT_NE(x["message"].as<std::string>().find((f.field.empty() ? "" : f.field + ": ") + f.says), std::string::npos) << v.out;
+      }
+    EXPECT_TRUE(found) << v.out;
   }
   // The sets llama.cpp wrote validate clean from any shard; a lone file with split keys
   // (llama.cpp's merge) is a warning; more than 64 shards too.
@@ -216,7 +223,10 @@ TEST(ShardSet, EachFaultNamesTheShardFileAndTheField) {
   std::string many = fresh_dir("set-many");
   write_file(split_model(whole, {1, 0, false})[0], many + "/" + shard_path("m", 1, 65));  // names 65 shards
   CliRun t = run_cli("validate " + many + "/" + shard_path("m", 1, 65) + " --json");
-  EXPECT_NE(t.out.find("\"code\": \"too_many_shards\", \"severity\": \"warning\""), std::string::npos) << t.out;
+  bool too_many = false;
+  for (const auto& x : YAML::Load(t.out)["findings"])
+    too_many |= x["code"].as<std::string>() == "too_many_shards" && x["severity"].as<std::string>() == "warning";
+  EXPECT_TRUE(too_many) << t.out;
 }
 
 TEST(Split, RefusalsChangeNothing) {
@@ -267,25 +277,30 @@ TEST(ShardSet, ShowAndTensorsGivenAnyShardReportTheWholeModel) {
     std::string shard = kSplits + "/" + shard_path("by-count", k, 3);
     CliRun s = run_cli("show " + shard + " --json");
     ASSERT_EQ(s.code, 0) << s.err;
-    EXPECT_NE(s.out.find("\"files\": 3,"), std::string::npos);
-    EXPECT_NE(s.out.find("\"tensor_count\": 21, \"kv_count\": 25,"), std::string::npos) << s.out.substr(0, 300);
+    YAML::Node j = YAML::Load(s.out), single = YAML::Load(one.out);  // JSON is YAML
+    EXPECT_EQ(j["files"].as<int>(), 3);
+    EXPECT_EQ(j["tensor_count"].as<int>(), 21);
+    EXPECT_EQ(j["kv_count"].as<int>(), 25) << s.out.substr(0, 300);
     // The model's own figures are the single file's (the split keys are not the model's).
-    for (const char* field : {"\"bits_per_weight\": ", "\"tensor_bytes\": ", "\"vocabulary_size\": "}) {
-      size_t a = one.out.find(field), b = s.out.find(field);
-      ASSERT_NE(a, std::string::npos);
-      ASSERT_NE(b, std::string::npos);
-      EXPECT_EQ(one.out.substr(a, one.out.find(',', a) - a), s.out.substr(b, s.out.find(',', b) - b));
-    }
+    for (const char* field : {"bits_per_weight", "tensor_bytes", "vocabulary_size"})
+      EXPECT_EQ(j[field].as<std::string>(), single[field].as<std::string>()) << field;
     CliRun t = run_cli("tensors " + shard + " --json");
-    EXPECT_NE(t.out.find("{\"name\": \"token_embd.weight\", \"dims\": [64, 32000], \"type\": \"q8_0\", \"offset\": 0, "
-                         "\"bytes\": 2176000, \"shard\": 1}"),
-              std::string::npos) << t.out.substr(0, 300);
-    EXPECT_NE(t.out.find("{\"name\": \"blk.1.ffn_down.weight\", \"dims\": [128, 64], \"type\": \"q8_0\", \"offset\": 25856, "
-                         "\"bytes\": 8704, \"shard\": 3}"),
-              std::string::npos);
-    CliRun only = run_cli("show " + shard + " --shard-only --json");
-    EXPECT_NE(only.out.find("\"files\": 1,"), std::string::npos);
-    EXPECT_NE(only.out.find(std::string("\"tensor_count\": ") + (k < 3 ? "8" : "5") + ","), std::string::npos);
+    std::map<std::string, YAML::Node> tensors;
+    for (const YAML::Node& x : YAML::Load(t.out)["tensors"]) tensors[x["name"].as<std::string>()] = x;
+    auto expect_tensor = [&](const char* name, std::vector<uint64_t> dims, uint64_t offset, uint64_t bytes, int shard_no) {
+      ASSERT_EQ(tensors.count(name), 1u) << name;
+      const YAML::Node& x = tensors[name];
+      EXPECT_EQ(x["dims"].as<std::vector<uint64_t>>(), dims) << name;
+      EXPECT_EQ(x["type"].as<std::string>(), "q8_0") << name;
+      EXPECT_EQ(x["offset"].as<uint64_t>(), offset) << name;
+      EXPECT_EQ(x["bytes"].as<uint64_t>(), bytes) << name;
+      EXPECT_EQ(x["shard"].as<int>(), shard_no) << name;
+    };
+    expect_tensor("token_embd.weight", {64, 32000}, 0, 2176000, 1);
+    expect_tensor("blk.1.ffn_down.weight", {128, 64}, 25856, 8704, 3);
+    YAML::Node only = YAML::Load(run_cli("show " + shard + " --shard-only --json").out);
+    EXPECT_EQ(only["files"].as<int>(), 1);
+    EXPECT_EQ(only["tensor_count"].as<int>(), k < 3 ? 8 : 5);
   }
 }
 
@@ -407,13 +422,20 @@ TEST(ShardSet, MapAccountAndDiffGivenAnyShardDescribeEveryFileOfTheSet) {
   CliRun one = run_cli("account " + kSplits + "/tiny-llama.gguf --json");
   CliRun a = run_cli("account " + path(3) + " --json");
   ASSERT_EQ(a.code, 0) << a.err;
-  EXPECT_NE(a.out.find("\"file_size\": " + std::to_string(sizes[0] + sizes[1] + sizes[2]) + ", \"left_over\": 0, \"tensors\": 21, "
-                       "\"contiguous\": 21,"), std::string::npos) << a.out;
-  EXPECT_NE(a.out.find("\"tensor_bytes\": 4454656,"), std::string::npos);
-  EXPECT_NE(one.out.find("\"tensor_bytes\": 4454656,"), std::string::npos);
-  EXPECT_NE(a.out.find("\"files\": 3, \"shards\": [{\"file\": \"" + path(1) + "\", \"header\": 724704, \"tensor_bytes\": 4377088, "
-                       "\"file_size\": " + std::to_string(sizes[0]) + "}, "), std::string::npos) << a.out;
-  EXPECT_NE(one.out.find("\"files\": 1}"), std::string::npos);
+  YAML::Node aj = YAML::Load(a.out), onej = YAML::Load(one.out);
+  EXPECT_EQ(aj["file_size"].as<uint64_t>(), sizes[0] + sizes[1] + sizes[2]) << a.out;
+  EXPECT_EQ(aj["left_over"].as<uint64_t>(), 0u);
+  EXPECT_EQ(aj["tensors"].as<int>(), 21);
+  EXPECT_EQ(aj["contiguous"].as<int>(), 21);
+  EXPECT_EQ(aj["tensor_bytes"].as<uint64_t>(), 4454656u);
+  EXPECT_EQ(onej["tensor_bytes"].as<uint64_t>(), 4454656u);
+  EXPECT_EQ(aj["files"].as<int>(), 3);
+  ASSERT_EQ(aj["shards"].size(), 3u);
+  EXPECT_EQ(aj["shards"][0]["file"].as<std::string>(), path(1));
+  EXPECT_EQ(aj["shards"][0]["header"].as<uint64_t>(), 724704u);
+  EXPECT_EQ(aj["shards"][0]["tensor_bytes"].as<uint64_t>(), 4377088u);
+  EXPECT_EQ(aj["shards"][0]["file_size"].as<uint64_t>(), sizes[0]);
+  EXPECT_EQ(onej["files"].as<int>(), 1);
   EXPECT_EQ(run_cli("account " + path(1)).out.rfind("shard set: 3 files", 0), 0u);
 
   // diff: a set against the file it was split from is the same model; llama.cpp's merge
@@ -423,12 +445,21 @@ TEST(ShardSet, MapAccountAndDiffGivenAnyShardDescribeEveryFileOfTheSet) {
   EXPECT_NE(same.out.find("A is a shard set: 3 files, B is one file"), std::string::npos) << same.out;
   EXPECT_NE(same.out.find("no differences"), std::string::npos);
   CliRun merged = run_cli("diff " + path(1) + " " + kSplits + "/merged-by-llama.gguf --json");
-  EXPECT_NE(merged.out.find("\"a_files\": 3, \"b_files\": 1,"), std::string::npos);
-  for (const char* key : {"split.no", "split.count", "split.tensors.count"})
-    EXPECT_NE(merged.out.find(std::string("{\"change\": \"added\", \"key\": \"") + key + "\""), std::string::npos) << key;
+  YAML::Node mjs = YAML::Load(merged.out);
+  EXPECT_EQ(mjs["a_files"].as<int>(), 3);
+  EXPECT_EQ(mjs["b_files"].as<int>(), 1);
+  std::vector<std::string> added;
+  for (const auto& d : mjs["differences"])
+    if (d["change"].as<std::string>() == "added") added.push_back(d["key"].as<std::string>());
+  EXPECT_EQ(added, (std::vector<std::string>{"split.no", "split.tensors.count", "split.count"})) << merged.out;
   EXPECT_EQ(std::count(merged.out.begin(), merged.out.end(), '\n'), 1 + 3);  // the three keys, one per line
   // --shard-only: the two files named, which hold different tensors.
   CliRun files = run_cli("diff " + path(2) + " " + path(3) + " --shard-only --json");
-  EXPECT_NE(files.out.find("\"a_files\": 1, \"b_files\": 1,"), std::string::npos);
-  EXPECT_NE(files.out.find("{\"change\": \"tensor_removed\", \"key\": \"blk.0."), std::string::npos) << files.out;
+  YAML::Node fj = YAML::Load(files.out);
+  EXPECT_EQ(fj["a_files"].as<int>(), 1);
+  EXPECT_EQ(fj["b_files"].as<int>(), 1);
+  bool removed_block0 = false;
+  for (const auto& d : fj["differences"])
+    removed_block0 |= d["change"].as<std::string>() == "tensor_removed" && d["key"].as<std::string>().rfind("blk.0.", 0) == 0;
+  EXPECT_TRUE(removed_block0) << files.out;
 }
