@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
 
 #include "helpers.h"
 
@@ -305,4 +307,46 @@ TEST(CliTable, UnderJsonAnErrorIsJsonWithItsPlace) {
   r = run_cli("show --json --nope x");
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(YAML::Load(r.out)["error"]["kind"].as<std::string>(), "usage");
+}
+
+// Every option the README names for a command ("ggufkit CMD ... --OPT") is one the command
+// takes: its --help lists it.
+TEST(CliTable, EveryOptionTheReadmeNamesExists) {
+  std::ifstream in(std::string(GGUFKIT_SOURCE) + "/README.md");
+  ASSERT_TRUE(in) << "README.md";
+  std::set<std::string> commands;
+  for (const char* c : {"show", "meta", "get", "template", "tensors", "stack", "layer", "account", "tensor", "diff", "hash",
+                        "validate", "map", "rewrite", "edit", "realign", "convert", "split", "merge", "write", "dump", "example",
+                        "recover"})
+    commands.insert(c);
+  std::set<std::pair<std::string, std::string>> named;
+  const std::regex command(R"(ggufkit (\w+)([^`\n]*))"), option(R"((^|[^\w-])(--[a-z][a-z-]*))");
+  std::string line, current;  // a code block's continuation lines belong to the command above
+  bool block = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("```", 0) == 0) {
+      block = !block, current.clear();
+      continue;
+    }
+    std::smatch m;
+    std::string rest;
+    if (std::regex_search(line, m, command) && commands.count(m[1])) {
+      current = m[1];
+      rest = m[2];
+      if (size_t next = rest.find("ggufkit "); next != std::string::npos) rest.resize(next);
+    } else if (block && !current.empty() && !line.empty() && line[0] == ' ') {
+      rest = line;
+    } else {
+      current.clear();
+      continue;
+    }
+    for (auto it = std::sregex_iterator(rest.begin(), rest.end(), option); it != std::sregex_iterator(); ++it)
+      named.insert({current, (*it)[2]});
+  }
+  EXPECT_GE(named.size(), 28u);
+  for (const auto& [c, o] : named) {
+    const std::string help = run_cli(c + " --help").out;
+    const std::regex listed(o + "(?![a-z-])");
+    EXPECT_TRUE(std::regex_search(help, listed)) << "the README names " << c << " " << o << ", which its --help does not list";
+  }
 }
