@@ -622,7 +622,7 @@ int cmd_diff(const std::vector<std::string>& args) {
           [&] {
             for (const Difference& d : diffs)
               j.object([&] {
-                j.key("change").str(d.kind);
+                j.key("change").str(diff_kind_name(d.kind));
                 if (!d.key.empty()) j.key("key").str(d.key);
                 if (d.a) j.key("type").str(value_type_name(d.a->type));
                 else if (d.b) j.key("type").str(value_type_name(d.b->type));
@@ -641,7 +641,7 @@ int cmd_diff(const std::vector<std::string>& args) {
                   y.files > 1 ? ("a shard set: " + std::to_string(y.files) + " files").c_str() : "one file");
     for (const Difference& d : diffs) {
       std::string at = text(d.a, d.a_text), bt = text(d.b, d.b_text);
-      std::printf("%-15s %s%s%s%s\n", d.kind.c_str(), d.key.c_str(), d.key.empty() || (at.empty() && bt.empty()) ? "" : ": ",
+      std::printf("%-15s %s%s%s%s\n", diff_kind_name(d.kind).data(), d.key.c_str(), d.key.empty() || (at.empty() && bt.empty()) ? "" : ": ",
                   at.c_str(), bt.empty() ? "" : (" -> " + bt).c_str());
     }
     if (diffs.empty()) std::printf("no differences\n");
