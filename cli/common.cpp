@@ -1,4 +1,5 @@
 #include "common.h"
+#include "json.h"
 
 #include <sstream>
 #include <utility>
@@ -85,29 +86,7 @@ std::optional<ReadArgs> read_args(const std::vector<std::string>& args, const st
   return ReadArgs{(*vm)["file"].as<std::string>(), (*vm)["json"].as<bool>(), (*vm)["shard-only"].as<bool>()};
 }
 
-void value_json(std::ostream& out, const Value& v) {
-  switch (v.type) {
-    case ValueType::string:
-      if (is_valid_utf8(v.str)) out << json_string(v.str);
-      else out << "{\"hex\": \"" << hex_text(v.str) << "\"}";
-      return;
-    case ValueType::array: {
-      out << '[';
-      bool first = true;
-      v.each([&](const Value& item) {
-        if (!std::exchange(first, false)) out << ", ";
-        value_json(out, item);
-        return true;
-      });
-      out << ']';
-      return;
-    }
-    default: {
-      std::string t = number_text(v);
-      out << (t == "nan" || t == "inf" || t == "-inf" ? "\"" + t + "\"" : t);
-    }
-  }
-}
+void value_json(std::ostream& out, const Value& v) { JsonOut(out, false).value(v); }
 
 std::string value_json(const Value& v) {
   std::ostringstream out;
@@ -152,16 +131,25 @@ WriteOptions write_options(bool verify, bool force) {
   return w;
 }
 
+void map_json(JsonOut& j, const Layout& L, uint64_t file_size) {
+  j.object([&] {
+    j.key("file_size").num(file_size).key("alignment").num(L.alignment).key("data_offset").num(L.data_offset);
+    j.key("spans").array(
+        [&] {
+          for (const auto& sp : L.spans)
+            j.object([&] {
+              j.key("offset").num(sp.span.offset).key("size").num(sp.span.size);
+              j.key("kind").str(span_kind_name(sp.kind)).key("name").str(sp.path);
+            });
+        },
+        JsonOut::lines);
+  });
+}
+
 void print_map(const Layout& L, uint64_t file_size, bool json) {
   if (json) {
-    std::cout << "{\"file_size\": " << file_size << ", \"alignment\": " << L.alignment
-              << ", \"data_offset\": " << L.data_offset << ", \"spans\": [";
-    for (size_t i = 0; i < L.spans.size(); ++i) {
-      const auto& sp = L.spans[i];
-      std::cout << (i ? ",\n  " : "\n  ") << "{\"offset\": " << sp.span.offset << ", \"size\": " << sp.span.size
-                << ", \"kind\": \"" << span_kind_name(sp.kind) << "\", \"name\": " << json_string(sp.path) << "}";
-    }
-    std::cout << "\n]}\n";
+    JsonOut j(std::cout);
+    map_json(j, L, file_size);
     return;
   }
   std::printf("%12s %12s  %-14s %s\n", "offset", "size", "kind", "name");

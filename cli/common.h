@@ -52,5 +52,7 @@ void terminal_progress(WriteOptions& w);
 
 // The span map: text with a closing total, or the documented JSON.
 void print_map(const Layout& L, uint64_t file_size, bool json);
+class JsonOut;
+void map_json(JsonOut& j, const Layout& L, uint64_t file_size);  // the JSON map as one value
 
 }  // namespace ggufkit::cli

@@ -15,6 +15,7 @@
 #include "ggufkit/text.h"
 #include "commands.h"
 #include "common.h"
+#include "json.h"
 
 namespace ggufkit::cli {
 
@@ -35,13 +36,14 @@ std::string change_text(const Change& c) {
   return "";
 }
 
-std::string change_json(const Change& c) {
+void change_json(JsonOut& j, const Change& c) {
   static const char* kinds[] = {"set", "add", "remove", "rename", "alignment"};
-  std::string s = std::string("{\"change\": \"") + kinds[c.kind] + "\", \"key\": " + json_string(c.key);
-  if (c.kind == Change::rename) s += ", \"to\": " + json_string(c.to);
-  if (c.before) s += ", \"before\": " + json_string(brief_value(*c.before, 200));
-  if (c.after) s += ", \"after\": " + json_string(brief_value(*c.after, 200));
-  return s + "}";
+  j.object([&] {
+    j.key("change").str(kinds[c.kind]).key("key").str(c.key);
+    if (c.kind == Change::rename) j.key("to").str(c.to);
+    if (c.before) j.key("before").str(brief_value(*c.before, 200));
+    if (c.after) j.key("after").str(brief_value(*c.after, 200));
+  });
 }
 
 // edit --dry-run --render: the prompt under the old template and tokens and under the new,
@@ -65,10 +67,10 @@ std::string header_written(const std::string& path, const EditReport& r) {
          " bytes differ, at " + std::to_string(r.header_at) + "\n";
 }
 
-std::string changes_json(const std::vector<Change>& changes) {
-  std::string s;
-  for (size_t i = 0; i < changes.size(); ++i) s += (i ? ", " : "") + change_json(changes[i]);
-  return s;
+void changes_json(JsonOut& j, const std::vector<Change>& changes) {
+  j.key("changes").array([&] {
+    for (const Change& c : changes) change_json(j, c);
+  });
 }
 
 // Where an edit in place goes, as the report says: the header alone, or the whole file and why.
@@ -113,9 +115,14 @@ void print_set(const EditRequest& req, const EditReport& r) {
 void print_file(const EditRequest& req, const EditReport& r, bool json) {
   const std::string order_change = r.order_after ? std::string("order   ") + order_name(*r.order_before) + " -> " + order_name(*r.order_after) : "";
   if (r.unchanged) {
-    if (json) std::cout << "{\"file\": " << json_string(req.input) << ", \"changes\": [], \"written\": false}\n";
-    else std::printf("%s: no changes%s; nothing written\n", req.input.c_str(),
-                     req.byte_order ? (std::string(" (already ") + order_name(*req.byte_order) + ")").c_str() : "");
+    if (json) {
+      JsonOut j(std::cout);
+      j.object([&] {
+        j.key("file").str(req.input).key("changes").array([] {}).key("written").boolean(false);
+      });
+    } else
+      std::printf("%s: no changes%s; nothing written\n", req.input.c_str(),
+                  req.byte_order ? (std::string(" (already ") + order_name(*req.byte_order) + ")").c_str() : "");
     return;
   }
   const std::string dropped_note = r.dropped_bytes ? "note: the data is re-laid; the source's " + std::to_string(r.dropped_bytes) +
@@ -124,14 +131,18 @@ void print_file(const EditRequest& req, const EditReport& r, bool json) {
   const std::string where = path_text(req, r, "the whole file");
   if (req.dry_run) {
     if (json) {
-      std::cout << "{\"dry_run\": true, \"changes\": [" << changes_json(r.changes) << "], \"data_offset\": {\"before\": "
-                << r.data_offset_before << ", \"after\": " << r.data_offset_after << "}, \"file_size\": {\"before\": "
-                << r.file_size_before << ", \"after\": " << r.file_size_after << "}";
-      if (r.prompt_before)
-        std::cout << ", \"prompt\": {\"before\": " << json_string(*r.prompt_before) << ", \"after\": " << json_string(*r.prompt_after)
-                  << ", \"diff\": " << json_string(unified_diff(*r.prompt_before, *r.prompt_after, "prompt before", "prompt after"))
-                  << "}";
-      std::cout << "}\n";
+      JsonOut j(std::cout);
+      j.object([&] {
+        j.key("dry_run").boolean(true);
+        changes_json(j, r.changes);
+        j.key("data_offset").object([&] { j.key("before").num(r.data_offset_before).key("after").num(r.data_offset_after); });
+        j.key("file_size").object([&] { j.key("before").num(r.file_size_before).key("after").num(r.file_size_after); });
+        if (r.prompt_before)
+          j.key("prompt").object([&] {
+            j.key("before").str(*r.prompt_before).key("after").str(*r.prompt_after);
+            j.key("diff").str(unified_diff(*r.prompt_before, *r.prompt_after, "prompt before", "prompt after"));
+          });
+      });
       return;
     }
     std::printf("%s: dry run, nothing written\n", req.input.c_str());
@@ -147,11 +158,15 @@ void print_file(const EditRequest& req, const EditReport& r, bool json) {
     return;
   }
   if (r.written == Written::header) {
-    if (json)
-      std::cout << "{\"file\": " << json_string(req.input) << ", \"changes\": [" << changes_json(r.changes)
-                << "], \"written\": \"header\", \"header_bytes\": " << r.header_size << ", \"bytes_written\": " << r.header_bytes
-                << ", \"at\": " << r.header_at << "}\n";
-    else {
+    if (json) {
+      JsonOut j(std::cout);
+      j.object([&] {
+        j.key("file").str(req.input);
+        changes_json(j, r.changes);
+        j.key("written").str("header").key("header_bytes").num(r.header_size).key("bytes_written").num(r.header_bytes);
+        j.key("at").num(r.header_at);
+      });
+    } else {
       for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());
       std::printf("%s", header_written(req.input, r).c_str());
     }
@@ -159,9 +174,13 @@ void print_file(const EditRequest& req, const EditReport& r, bool json) {
   }
   const WrittenFile& f = r.files.at(0);
   if (json) {
-    std::cout << "{\"file\": " << json_string(f.path) << ", \"changes\": [" << changes_json(r.changes)
-              << "], \"file_size\": " << f.file_size << ", \"data_offset\": " << f.data_offset
-              << ", \"tensors_verified\": " << f.tensors_verified << ", \"bytes_verified\": " << f.bytes_verified << "}\n";
+    JsonOut j(std::cout);
+    j.object([&] {
+      j.key("file").str(f.path);
+      changes_json(j, r.changes);
+      j.key("file_size").num(f.file_size).key("data_offset").num(f.data_offset);
+      j.key("tensors_verified").num(f.tensors_verified).key("bytes_verified").num(f.bytes_verified);
+    });
     return;
   }
   for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());

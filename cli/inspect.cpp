@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "json.h"
 
 #include "ggufkit/check.h"
 #include "ggufkit/shards.h"
@@ -37,11 +38,6 @@ std::string fixed(double x, int digits) {
   return b;
 }
 
-std::string dims_json(const std::vector<uint64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
 
 std::string types_text(const std::map<std::string, uint64_t>& types) {
   std::string s;
@@ -52,13 +48,15 @@ std::string types_text(const std::map<std::string, uint64_t>& types) {
 // A column of text padded to width.
 std::string col(const std::string& s, size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); }
 
-// A tensor's name, dims and type: as text columns, or as the opening of its JSON object.
+// A tensor's name, dims and type: as text columns, or as the first fields of its JSON object.
 std::string tensor_columns(const Tensor& t) {
   return col(t.name, 40) + " " + col(shape_text(t.dims), 22) + " " + col(ggml_type(t.type)->name, 8) + " ";
 }
-std::string tensor_json(const Tensor& t) {
-  return "{\"name\": " + json_string(t.name) + ", \"dims\": " + dims_json(t.dims) + ", \"type\": \"" +
-         ggml_type(t.type)->name + "\"";
+void tensor_json(JsonOut& j, const Tensor& t) {
+  j.key("name").str(t.name).key("dims").array([&] {
+    for (uint64_t d : t.dims) j.num(d);
+  });
+  j.key("type").str(ggml_type(t.type)->name);
 }
 
 // FILE plus a second positional argument (layer N, tensor NAME).
@@ -103,41 +101,49 @@ int cmd_show(const std::vector<std::string>& args) {
   double bpw = weights ? 8.0 * static_cast<double>(bytes) / static_cast<double>(weights) : 0;
   const char* order = m.order == ByteOrder::little ? "little" : "big";
   if (a->json) {
-    std::cout << "{\"file\": " << json_string(a->file) << ", \"files\": " << l.files << ", \"version\": " << m.version
-              << ", \"byte_order\": \"" << order
-              << "\", \"tensor_count\": " << m.tensors.size() << ", \"kv_count\": " << m.metadata.size()
-              << ", \"alignment\": " << s.layout.alignment << ", \"data_offset\": " << s.layout.data_offset
-              << ", \"file_size\": " << s.source_size << ", \"architecture\": " << json_string(architecture(m))
-              << ", \"name\": " << json_string(string_value(m, "general.name"))
-              << ", \"file_type\": " << (ft && ft->is_integer() ? std::to_string(ft->as_u64()) : "null")
-              << ", \"file_type_name\": " << json_string(ftype) << ", \"hyperparameters\": {";
-    bool first = true;
-    for (const auto& h : hyperparameters(m))
-      if (h.value) {
-        std::cout << (first ? "" : ", ") << json_string(h.key) << ": " << value_json(*h.value);
-        first = false;
-      }
-    std::cout << "}, \"head_size\": " << head_size(m) << ", \"vocabulary_size\": " << vocabulary_size(m)
-              << ", \"tokenizer\": " << json_string(string_value(m, "tokenizer.ggml.model")) << ", \"special_tokens\": {";
-    first = true;
-    for (const SpecialToken& t : special_tokens(m)) {
-      std::cout << (first ? "" : ", ") << json_string(t.name) << ": {\"id\": " << t.id
-                << ", \"text\": " << (t.text ? json_string(std::string(*t.text)) : "null")
-                << ", \"type\": " << (t.type ? json_string(token_type_name(*t.type)) : "null") << "}";
-      first = false;
-    }
+    JsonOut j(std::cout);
     auto flag = [&](const char* key) {
       const Value* v = m.find(key);
-      return v && v->type == ValueType::boolean ? (v->bits ? "true" : "false") : "null";
+      if (v && v->type == ValueType::boolean) j.boolean(v->bits != 0);
+      else j.null();
     };
-    std::cout << "}, \"add_bos_token\": " << flag("tokenizer.ggml.add_bos_token")
-              << ", \"add_eos_token\": " << flag("tokenizer.ggml.add_eos_token") << ", \"chat_template\": " << (tmpl ? "true" : "false") << ", \"tensor_bytes\": " << bytes
-              << ", \"weights\": " << weights << ", \"bits_per_weight\": " << fixed(bpw, 4) << ", \"types\": [";
-    for (size_t i = 0; i < mix.size(); ++i)
-      std::cout << (i ? ", " : "") << "{\"type\": " << json_string(mix[i].type) << ", \"tensors\": " << mix[i].tensors
-                << ", \"weights\": " << mix[i].weights << ", \"bytes\": " << mix[i].bytes
-                << ", \"share\": " << fixed(bytes ? static_cast<double>(mix[i].bytes) / static_cast<double>(bytes) : 0, 4) << "}";
-    std::cout << "]}\n";
+    j.object([&] {
+      j.key("file").str(a->file).key("files").num(l.files).key("version").num(m.version).key("byte_order").str(order);
+      j.key("tensor_count").num(m.tensors.size()).key("kv_count").num(m.metadata.size());
+      j.key("alignment").num(s.layout.alignment).key("data_offset").num(s.layout.data_offset);
+      j.key("file_size").num(s.source_size).key("architecture").str(architecture(m));
+      j.key("name").str(string_value(m, "general.name")).key("file_type");
+      if (ft && ft->is_integer()) j.num(ft->as_u64());
+      else j.null();
+      j.key("file_type_name").str(ftype).key("hyperparameters").object([&] {
+        for (const auto& h : hyperparameters(m))
+          if (h.value) j.key(h.key).value(*h.value);
+      });
+      j.key("head_size").num(head_size(m)).key("vocabulary_size").num(vocabulary_size(m));
+      j.key("tokenizer").str(string_value(m, "tokenizer.ggml.model")).key("special_tokens").object([&] {
+        for (const SpecialToken& t : special_tokens(m))
+          j.key(t.name).object([&] {
+            j.key("id").num(t.id).key("text");
+            if (t.text) j.str(*t.text);
+            else j.null();
+            j.key("type");
+            if (t.type) j.str(token_type_name(*t.type));
+            else j.null();
+          });
+      });
+      j.key("add_bos_token");
+      flag("tokenizer.ggml.add_bos_token");
+      j.key("add_eos_token");
+      flag("tokenizer.ggml.add_eos_token");
+      j.key("chat_template").boolean(tmpl != nullptr).key("tensor_bytes").num(bytes).key("weights").num(weights);
+      j.key("bits_per_weight").raw(fixed(bpw, 4)).key("types").array([&] {
+        for (const auto& r : mix)
+          j.object([&] {
+            j.key("type").str(r.type).key("tensors").num(r.tensors).key("weights").num(r.weights).key("bytes").num(r.bytes);
+            j.key("share").raw(fixed(bytes ? static_cast<double>(r.bytes) / static_cast<double>(bytes) : 0, 4));
+          });
+      });
+    });
     return 0;
   }
   std::printf("file          %s\n", a->file.c_str());
@@ -204,17 +210,21 @@ int cmd_meta(const std::vector<std::string>& args) {
   Scanned s = load_model((*vm)["file"].as<std::string>(), (*vm)["shard-only"].as<bool>()).s;
   const Model& m = s.model;
   if ((*vm)["json"].as<bool>()) {
-    std::cout << "{\"version\": " << m.version << ", \"metadata\": [";
-    for (size_t i = 0; i < m.metadata.size(); ++i) {
-      const KV& kv = m.metadata[i];
-      std::cout << (i ? ",\n  " : "\n  ") << "{\"key\": " << json_string(kv.key) << ", \"type\": \""
-                << value_type_name(kv.value.type) << "\"";
-      if (kv.value.type == ValueType::array) std::cout << ", \"items\": \"" << value_type_name(kv.value.elem) << "\"";
-      std::cout << ", \"value\": ";
-      value_json(std::cout, kv.value);
-      std::cout << "}";
-    }
-    std::cout << "\n]}\n";
+    JsonOut j(std::cout);
+    j.object([&] {
+      j.key("version").num(m.version).key("metadata").array(
+          [&] {
+            for (size_t i = 0; i < m.metadata.size(); ++i) {
+              const KV& kv = m.metadata[i];
+              j.object([&] {
+                j.key("key").str(kv.key).key("type").str(value_type_name(kv.value.type));
+                if (kv.value.type == ValueType::array) j.key("items").str(value_type_name(kv.value.elem));
+                j.key("value").value(kv.value);
+              });
+            }
+          },
+          JsonOut::lines);
+    });
     return 0;
   }
   bool full = (*vm)["full"].as<bool>();
@@ -249,11 +259,12 @@ int cmd_get(const std::vector<std::string>& args) {
                 "no such key" + (near.empty() ? std::string() : " (did you mean " + near + "?)"));
   }
   if (a->json) {
-    std::cout << "{\"key\": " << json_string(a->second) << ", \"type\": \"" << value_type_name(v->type) << "\"";
-    if (v->type == ValueType::array) std::cout << ", \"items\": \"" << value_type_name(v->elem) << "\"";
-    std::cout << ", \"value\": ";
-    value_json(std::cout, *v);
-    std::cout << "}\n";
+    JsonOut j(std::cout);
+    j.object([&] {
+      j.key("key").str(a->second).key("type").str(value_type_name(v->type));
+      if (v->type == ValueType::array) j.key("items").str(value_type_name(v->elem));
+      j.key("value").value(*v);
+    });
     return 0;
   }
   auto print = [](const Value& x) {
@@ -287,15 +298,21 @@ int cmd_tensors(const std::vector<std::string>& args) {
   const Scanned& s = l.s;
   const Model& m = s.model;
   if (a->json) {
-    std::cout << "{\"data_offset\": " << s.layout.data_offset << ", \"files\": " << l.files << ", \"tensors\": [";
-    for (size_t i = 0; i < m.tensors.size(); ++i) {
-      const Tensor& t = m.tensors[i];
-      std::cout << (i ? ",\n  " : "\n  ") << tensor_json(t) << ", \"offset\": " << s.layout.tensor_offsets[i]
-                << ", \"bytes\": " << t.nbytes();
-      if (l.files > 1) std::cout << ", \"shard\": " << l.shard[i];
-      std::cout << "}";
-    }
-    std::cout << "\n]}\n";
+    JsonOut j(std::cout);
+    j.object([&] {
+      j.key("data_offset").num(s.layout.data_offset).key("files").num(l.files).key("tensors").array(
+          [&] {
+            for (size_t i = 0; i < m.tensors.size(); ++i) {
+              const Tensor& t = m.tensors[i];
+              j.object([&] {
+                tensor_json(j, t);
+                j.key("offset").num(s.layout.tensor_offsets[i]).key("bytes").num(t.nbytes());
+                if (l.files > 1) j.key("shard").num(l.shard[i]);
+              });
+            }
+          },
+          JsonOut::lines);
+    });
     return 0;
   }
   std::printf("%s %s %s %14s %14s\n", col("name", 40).c_str(), col("dims", 22).c_str(), col("type", 8).c_str(), "offset", "bytes");
@@ -326,23 +343,29 @@ int cmd_stack(const std::vector<std::string>& args) {
   Scanned s = load_model(a->file, a->shard_only).s;
   Stack st = stack_of(s.model);
   if (a->json) {
-    std::cout << "{\"blocks\": " << st.blocks << ", \"rows\": [";
-    for (size_t i = 0; i < st.rows.size(); ++i) {
-      const auto& r = st.rows[i];
-      std::cout << (i ? ",\n  " : "\n  ") << "{\"name\": " << json_string(r.name) << ", \"count\": " << r.count << ", \"shapes\": [";
-      for (size_t k = 0; k < r.shapes.size(); ++k) std::cout << (k ? ", " : "") << json_string(r.shapes[k]);
-      std::cout << "], \"types\": {";
-      bool first = true;
-      for (const auto& [t, n] : r.types) {
-        std::cout << (first ? "" : ", ") << json_string(t) << ": " << n;
-        first = false;
-      }
-      std::cout << "}, \"bytes\": " << r.bytes << "}";
-    }
-    std::cout << "\n], \"front\": " << st.front << ", \"inside\": " << st.inside << ", \"behind\": " << st.behind;
-    if (st.smallest) std::cout << ", \"smallest\": {\"block\": " << st.smallest->first << ", \"bytes\": " << st.smallest->second << "}";
-    if (st.largest) std::cout << ", \"largest\": {\"block\": " << st.largest->first << ", \"bytes\": " << st.largest->second << "}";
-    std::cout << "}\n";
+    JsonOut j(std::cout);
+    auto block = [&](const char* name, const std::optional<std::pair<uint64_t, uint64_t>>& b) {
+      if (b) j.key(name).object([&] { j.key("block").num(b->first).key("bytes").num(b->second); });
+    };
+    j.object([&] {
+      j.key("blocks").num(st.blocks).key("rows").array(
+          [&] {
+            for (const auto& r : st.rows)
+              j.object([&] {
+                j.key("name").str(r.name).key("count").num(r.count).key("shapes").array([&] {
+                  for (const auto& sh : r.shapes) j.str(sh);
+                });
+                j.key("types").object([&] {
+                  for (const auto& [t, n] : r.types) j.key(t).num(n);
+                });
+                j.key("bytes").num(r.bytes);
+              });
+          },
+          JsonOut::lines);
+      j.key("front").num(st.front).key("inside").num(st.inside).key("behind").num(st.behind);
+      block("smallest", st.smallest);
+      block("largest", st.largest);
+    });
     return 0;
   }
   std::printf("%s %6s  %s %s %14s\n", col("tensor", 32).c_str(), "count", col("shapes", 22).c_str(), col("types", 24).c_str(), "bytes");
@@ -396,12 +419,19 @@ int cmd_layer(const std::vector<std::string>& args) {
   uint64_t total = 0;
   for (const Tensor& t : mine) total += t.nbytes();
   if (a->json) {
-    std::cout << "{\"block\": " << n << ", \"bytes\": " << total << ", \"tensors\": [";
-    for (size_t i = 0; i < mine.size(); ++i)
-      std::cout << (i ? ", " : "") << tensor_json(mine[i]) << ", \"bytes\": " << mine[i].nbytes() << "}";
-    std::cout << "], \"same_as\": [";
-    for (size_t i = 0; i < same.size(); ++i) std::cout << (i ? ", " : "") << same[i];
-    std::cout << "]}\n";
+    JsonOut j(std::cout);
+    j.object([&] {
+      j.key("block").num(n).key("bytes").num(total).key("tensors").array([&] {
+        for (const Tensor& t : mine)
+          j.object([&] {
+            tensor_json(j, t);
+            j.key("bytes").num(t.nbytes());
+          });
+      });
+      j.key("same_as").array([&] {
+        for (uint64_t b : same) j.num(b);
+      });
+    });
     return 0;
   }
   for (const Tensor& t : mine)
@@ -444,23 +474,27 @@ int cmd_account(const std::vector<std::string>& args) {
   auto mix = quant_mix(model);
   uint64_t header = header_of(ac);
   if (a->json) {
-    std::cout << "{\"head\": " << ac.head << ", \"metadata\": " << ac.metadata << ", \"infos\": " << ac.infos
-              << ", \"padding\": " << ac.padding << ", \"header\": " << header << ", \"tensor_bytes\": " << ac.tensor_bytes
-              << ", \"tensor_padding\": " << ac.tensor_padding << ", \"file_size\": " << ac.file_size
-              << ", \"left_over\": " << ac.left_over << ", \"tensors\": " << model.tensors.size()
-              << ", \"contiguous\": " << ac.contiguous << ", \"types\": [";
-    for (size_t i = 0; i < mix.size(); ++i)
-      std::cout << (i ? ", " : "") << "{\"type\": " << json_string(mix[i].type) << ", \"tensors\": " << mix[i].tensors
-                << ", \"weights\": " << mix[i].weights << ", \"bytes\": " << mix[i].bytes << "}";
-    std::cout << "], \"files\": " << files.size();
-    if (set) {
-      std::cout << ", \"shards\": [";
-      for (size_t k = 0; k < files.size(); ++k)
-        std::cout << (k ? ", " : "") << "{\"file\": " << json_string(files[k].first) << ", \"header\": " << header_of(files[k].second)
-                  << ", \"tensor_bytes\": " << files[k].second.tensor_bytes << ", \"file_size\": " << files[k].second.file_size << "}";
-      std::cout << "]";
-    }
-    std::cout << "}\n";
+    JsonOut j(std::cout);
+    j.object([&] {
+      j.key("head").num(ac.head).key("metadata").num(ac.metadata).key("infos").num(ac.infos).key("padding").num(ac.padding);
+      j.key("header").num(header).key("tensor_bytes").num(ac.tensor_bytes).key("tensor_padding").num(ac.tensor_padding);
+      j.key("file_size").num(ac.file_size).key("left_over").num(ac.left_over).key("tensors").num(model.tensors.size());
+      j.key("contiguous").num(ac.contiguous).key("types").array([&] {
+        for (const auto& r : mix)
+          j.object([&] {
+            j.key("type").str(r.type).key("tensors").num(r.tensors).key("weights").num(r.weights).key("bytes").num(r.bytes);
+          });
+      });
+      j.key("files").num(files.size());
+      if (set)
+        j.key("shards").array([&] {
+          for (const auto& [path, f] : files)
+            j.object([&] {
+              j.key("file").str(path).key("header").num(header_of(f)).key("tensor_bytes").num(f.tensor_bytes);
+              j.key("file_size").num(f.file_size);
+            });
+        });
+    });
     return 0;
   }
   if (set) std::printf("shard set: %zu files (the figures below add them up)\n", files.size());
@@ -537,16 +571,15 @@ int cmd_tensor(const std::vector<std::string>& args) {
   size_t first = a->vm["all"].as<bool>() ? SIZE_MAX : a->vm["head"].as<size_t>();
   TensorStats st = tensor_stats(part, first, s.model.order);
   auto num = [](double x) { return number_text(Value::of_f64(x)); };
-  auto fnum = [](float x) {
-    std::string t = number_text(Value::of_f32(x));
-    return t == "nan" || t == "inf" || t == "-inf" ? "\"" + t + "\"" : t;
-  };
   if (a->json) {
-    std::cout << "{\"name\": " << json_string(t->name) << ", \"type\": \"" << ggml_type(t->type)->name << "\", \"count\": "
-              << st.count << ", \"min\": " << num(st.min) << ", \"max\": " << num(st.max) << ", \"mean\": " << num(st.mean)
-              << ", \"std\": " << num(st.stddev) << ", \"nan\": " << st.nan << ", \"inf\": " << st.inf << ", \"head\": [";
-    for (size_t i = 0; i < st.head.size(); ++i) std::cout << (i ? ", " : "") << fnum(st.head[i]);
-    std::cout << "]}\n";
+    JsonOut j(std::cout);
+    j.object([&] {
+      j.key("name").str(t->name).key("type").str(ggml_type(t->type)->name).key("count").num(st.count);
+      j.key("min").raw(num(st.min)).key("max").raw(num(st.max)).key("mean").raw(num(st.mean));
+      j.key("std").raw(num(st.stddev)).key("nan").num(st.nan).key("inf").num(st.inf).key("head").array([&] {
+        for (float x : st.head) j.value(Value::of_f32(x));
+      });
+    });
     return 0;
   }
   std::printf("%s  %s %s%s\n", t->name.c_str(), ggml_type(t->type)->name, shape_text(t->dims).c_str(),
@@ -583,19 +616,24 @@ int cmd_diff(const std::vector<std::string>& args) {
   std::vector<Difference> diffs = diff_files(x.s, y.s, !sets);
   auto text = [](const std::optional<Value>& v, const std::string& t) { return v ? brief_value(*v) : t; };
   if (a->json) {
-    std::cout << "{\"same\": " << (diffs.empty() ? "true" : "false") << ", \"a_files\": " << x.files
-              << ", \"b_files\": " << y.files << ", \"differences\": [";
-    for (size_t i = 0; i < diffs.size(); ++i) {
-      const Difference& d = diffs[i];
-      std::cout << (i ? ",\n  " : "\n  ") << "{\"change\": \"" << d.kind << "\"";
-      if (!d.key.empty()) std::cout << ", \"key\": " << json_string(d.key);
-      if (d.a) std::cout << ", \"type\": \"" << value_type_name(d.a->type) << "\"";
-      else if (d.b) std::cout << ", \"type\": \"" << value_type_name(d.b->type) << "\"";
-      if (d.a || !d.a_text.empty()) std::cout << ", \"a\": " << (d.a ? value_json(*d.a) : json_string(d.a_text));
-      if (d.b || !d.b_text.empty()) std::cout << ", \"b\": " << (d.b ? value_json(*d.b) : json_string(d.b_text));
-      std::cout << "}";
-    }
-    std::cout << "]}\n";
+    JsonOut j(std::cout);
+    j.object([&] {
+      j.key("same").boolean(diffs.empty()).key("a_files").num(x.files).key("b_files").num(y.files).key("differences").array(
+          [&] {
+            for (const Difference& d : diffs)
+              j.object([&] {
+                j.key("change").str(diff_kind_name(d.kind));
+                if (!d.key.empty()) j.key("key").str(d.key);
+                if (d.a) j.key("type").str(value_type_name(d.a->type));
+                else if (d.b) j.key("type").str(value_type_name(d.b->type));
+                if (d.a) j.key("a").value(*d.a);
+                else if (!d.a_text.empty()) j.key("a").str(d.a_text);
+                if (d.b) j.key("b").value(*d.b);
+                else if (!d.b_text.empty()) j.key("b").str(d.b_text);
+              });
+          },
+          JsonOut::lines_open);
+    });
   } else {
     if (sets)
       std::printf("A is %s, B is %s: the models are compared, not their files' layouts\n",
@@ -603,7 +641,7 @@ int cmd_diff(const std::vector<std::string>& args) {
                   y.files > 1 ? ("a shard set: " + std::to_string(y.files) + " files").c_str() : "one file");
     for (const Difference& d : diffs) {
       std::string at = text(d.a, d.a_text), bt = text(d.b, d.b_text);
-      std::printf("%-15s %s%s%s%s\n", d.kind.c_str(), d.key.c_str(), d.key.empty() || (at.empty() && bt.empty()) ? "" : ": ",
+      std::printf("%-15s %s%s%s%s\n", diff_kind_name(d.kind).data(), d.key.c_str(), d.key.empty() || (at.empty() && bt.empty()) ? "" : ": ",
                   at.c_str(), bt.empty() ? "" : (" -> " + bt).c_str());
     }
     if (diffs.empty()) std::printf("no differences\n");
@@ -641,11 +679,15 @@ int cmd_hash(const std::vector<std::string>& args) {
                  static_cast<double>(total) / 1e9, pct, pct == 100 ? "\n" : "");
   });
   if ((*vm)["json"].as<bool>()) {
-    std::cout << "{\"algo\": \"" << algo << "\", \"all\": \"" << hs.all << "\", \"tensors\": [";
-    for (size_t i = 0; i < s.model.tensors.size(); ++i)
-      std::cout << (i ? ",\n  " : "\n  ") << "{\"name\": " << json_string(s.model.tensors[i].name) << ", \""
-                << algo << "\": \"" << hs.tensors[i] << "\"}";
-    std::cout << "\n]}\n";
+    JsonOut j(std::cout);
+    j.object([&] {
+      j.key("algo").str(algo).key("all").str(hs.all).key("tensors").array(
+          [&] {
+            for (size_t i = 0; i < s.model.tensors.size(); ++i)
+              j.object([&] { j.key("name").str(s.model.tensors[i].name).key(algo).str(hs.tensors[i]); });
+          },
+          JsonOut::lines);
+    });
     return 0;
   }
   for (size_t i = 0; i < s.model.tensors.size(); ++i)
@@ -688,15 +730,22 @@ int cmd_validate(const std::vector<std::string>& args) {
   const auto& files = v.files;
   const size_t errors = v.errors, warnings = v.warnings;
   if ((*vm)["json"].as<bool>()) {
-    std::cout << "{\"file\": " << json_string(file) << ", \"files\": " << std::max<size_t>(files.size(), 1)
-              << ", \"errors\": " << errors << ", \"warnings\": " << warnings << ", \"findings\": [";
-    for (size_t i = 0; i < fs.size(); ++i) {
-      const Finding& f = fs[i].second;
-      std::cout << (i ? ",\n  " : "\n  ") << "{\"file\": " << json_string(fs[i].first) << ", \"code\": \"" << code_name(f.code)
-                << "\", \"severity\": \"" << severity_name(f.severity) << "\", \"offset\": " << (f.offset ? std::to_string(*f.offset) : "null")
-                << ", \"message\": " << json_string(f.message) << "}";
-    }
-    std::cout << "\n]}\n";
+    JsonOut j(std::cout);
+    j.object([&] {
+      j.key("file").str(file).key("files").num(std::max<size_t>(files.size(), 1));
+      j.key("errors").num(errors).key("warnings").num(warnings).key("findings").array(
+          [&] {
+            for (const auto& [where, f] : fs)
+              j.object([&] {
+                j.key("file").str(where).key("code").str(code_name(f.code)).key("severity").str(severity_name(f.severity));
+                j.key("offset");
+                if (f.offset) j.num(*f.offset);
+                else j.null();
+                j.key("message").str(f.message);
+              });
+          },
+          JsonOut::lines);
+    });
   } else {
     const bool many = v.per_file;
     for (const auto& [where, f] : fs)
@@ -727,16 +776,31 @@ int cmd_map(const std::vector<std::string>& args) {
     return 0;
   }
   const size_t n = set->shards.size();
-  if (a->json) std::cout << "{\"files\": " << n << ", \"shards\": [\n";
-  else std::printf("shard set: %zu files\n", n);
+  if (a->json) {
+    // A shard a line; its map ends with a line end, as a lone file's map does.
+    static constexpr JsonOut::Items one_a_line{"\n", ",\n", "\n"}, map_then_newline{"", ", ", "\n"};
+    JsonOut j(std::cout);
+    j.object([&] {
+      j.key("files").num(n).key("shards").array(
+          [&] {
+            for (const Shard& sh : set->shards)
+              j.object(
+                  [&] {
+                    j.key("file").str(sh.path).key("map");
+                    map_json(j, sh.file.layout, sh.file.source_size);
+                  },
+                  map_then_newline);
+          },
+          one_a_line);
+    });
+    return 0;
+  }
+  std::printf("shard set: %zu files\n", n);
   for (size_t k = 0; k < n; ++k) {
     const Shard& sh = set->shards[k];
-    if (a->json) std::cout << (k ? ",\n" : "") << "{\"file\": " << json_string(sh.path) << ", \"map\": ";
-    else std::printf("\n== %s (shard %zu of %zu)\n", sh.path.c_str(), k + 1, n);
-    print_map(sh.file.layout, sh.file.source_size, a->json);
-    if (a->json) std::cout << "}";
+    std::printf("\n== %s (shard %zu of %zu)\n", sh.path.c_str(), k + 1, n);
+    print_map(sh.file.layout, sh.file.source_size, false);
   }
-  if (a->json) std::cout << "\n]}\n";
   return 0;
 }
 

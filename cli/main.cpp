@@ -19,6 +19,7 @@
 #include "ggufkit/text.h"
 #include "commands.h"
 #include "common.h"
+#include "json.h"
 
 using namespace ggufkit;
 using namespace ggufkit::cli;
@@ -117,10 +118,23 @@ bool wants_json(const std::vector<std::string>& args) {
 
 void print_error_json(const char* kind, int code, const std::string& file, const std::optional<uint64_t>& offset,
                       const std::string& field, const std::string& message) {
-  std::cout << "{\"error\": {\"kind\": \"" << kind << "\", \"exit\": " << code << ", \"file\": "
-            << (file.empty() ? "null" : json_string(file)) << ", \"offset\": " << (offset ? std::to_string(*offset) : "null")
-            << ", \"field\": " << (field.empty() ? "null" : json_string(field)) << ", \"message\": " << json_string(message)
-            << "}}\n";
+  JsonOut j(std::cout);
+  auto text_or_null = [&](const std::string& s) {
+    if (s.empty()) j.null();
+    else j.str(s);
+  };
+  j.object([&] {
+    j.key("error").object([&] {
+      j.key("kind").str(kind).key("exit").num(code).key("file");
+      text_or_null(file);
+      j.key("offset");
+      if (offset) j.num(*offset);
+      else j.null();
+      j.key("field");
+      text_or_null(field);
+      j.key("message").str(message);
+    });
+  });
 }
 
 // The exit status of an error: its kind, except that an input the command line names

@@ -6,6 +6,7 @@
 #include "ggufkit/text.h"
 #include "commands.h"
 #include "common.h"
+#include "json.h"
 
 namespace ggufkit::cli {
 
@@ -27,11 +28,16 @@ uint64_t parse_size(const std::string& text) {
 
 void print_written(const std::vector<WrittenFile>& rs, bool json) {
   if (json) {
-    std::cout << "{\"files\": [";
-    for (size_t i = 0; i < rs.size(); ++i)
-      std::cout << (i ? ", " : "") << "{\"file\": " << json_string(rs[i].path) << ", \"tensors\": " << rs[i].tensors
-                << ", \"file_size\": " << rs[i].file_size << ", \"tensors_verified\": " << rs[i].tensors_verified << "}";
-    std::cout << "]}\n";
+    JsonOut j(std::cout);
+    j.object([&] {
+      j.key("files").array([&] {
+        for (const WrittenFile& f : rs)
+          j.object([&] {
+            j.key("file").str(f.path).key("tensors").num(f.tensors).key("file_size").num(f.file_size);
+            j.key("tensors_verified").num(f.tensors_verified);
+          });
+      });
+    });
     return;
   }
   for (size_t i = 0; i < rs.size(); ++i)

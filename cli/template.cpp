@@ -8,6 +8,7 @@
 #include "ggufkit/text.h"
 #include "commands.h"
 #include "common.h"
+#include "json.h"
 
 namespace ggufkit::cli {
 
@@ -48,11 +49,13 @@ int cmd_template(const std::vector<std::string>& args) {
   };
   if ((*vm)["list"].as<bool>()) {
     if ((*vm)["json"].as<bool>()) {
-      std::cout << "{\"templates\": [";
-      for (size_t i = 0; i < found.size(); ++i)
-        std::cout << (i ? ", " : "") << "{\"name\": " << json_string(name_of(found[i]->key)) << ", \"key\": "
-                  << json_string(found[i]->key) << ", \"bytes\": " << found[i]->value.str.size() << "}";
-      std::cout << "]}\n";
+      JsonOut j(std::cout);
+      j.object([&] {
+        j.key("templates").array([&] {
+          for (const KV* kv : found)
+            j.object([&] { j.key("name").str(name_of(kv->key)).key("key").str(kv->key).key("bytes").num(kv->value.str.size()); });
+        });
+      });
     } else {
       for (const KV* kv : found) std::printf("%-16s %-40s %zu bytes\n", name_of(kv->key).c_str(), kv->key.c_str(), kv->value.str.size());
       if (found.empty()) std::printf("no chat templates\n");
@@ -69,8 +72,12 @@ int cmd_template(const std::vector<std::string>& args) {
       jinja::Value conv = read_conversation((*vm)["render"].as<std::string>());
       if ((*vm)["add-generation-prompt"].as<bool>()) conv.dict->set(jinja::Value::string("add_generation_prompt"), jinja::Value::boolean(true));
       const std::string prompt = render_prompt(file, kv->key, kv->value.str, s.model, conv);
-      if ((*vm)["json"].as<bool>()) std::cout << "{\"prompt\": " << json_string(prompt) << "}\n";
-      else std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+      if ((*vm)["json"].as<bool>()) {
+        JsonOut j(std::cout);
+        j.object([&] { j.key("prompt").str(prompt); });
+      } else {
+        std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+      }
       return 0;
     }
   std::string have;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -626,6 +627,24 @@ TEST(Diff, EveryKindOfDifferenceIsReportedAndExitCodeSaysSo) {
   CliRun same = run_cli("diff " + a + " " + a + " --exit-code");
   EXPECT_EQ(same.code, 0);
   EXPECT_EQ(same.out, "no differences\n");
+}
+
+TEST(Diff, EveryKindHasItsOwnNameAndTheNameReadsBack) {
+  std::vector<std::string> names;
+  for (int i = 0; i <= static_cast<int>(kLastDiffKind); ++i) {
+    const DiffKind k = static_cast<DiffKind>(i);
+    const std::string name(diff_kind_name(k));
+    EXPECT_EQ(std::count(names.begin(), names.end(), name), 0) << name;
+    EXPECT_EQ(diff_kind_named(name), k) << name;
+    names.push_back(name);
+  }
+  // The list schemas/json.md gives for diff's "change", in its order.
+  std::string joined;
+  for (const std::string& n : names) joined += (joined.empty() ? "" : " ") + n;
+  EXPECT_EQ(joined, "version byte_order alignment key_order renamed removed added changed tensor_order tensor_removed "
+                    "tensor_added tensor_changed tensor_bytes tensor_offset padding trailing");
+  EXPECT_EQ(diff_kind_named("tensor"), std::nullopt);
+  EXPECT_EQ(diff_kind_named(""), std::nullopt);
 }
 
 TEST(Diff, JsonGivesTypedValues) {

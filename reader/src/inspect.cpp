@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <set>
@@ -374,19 +375,37 @@ std::string filler_bytes(const Scanned& s, std::initializer_list<SpanKind> kinds
 }
 }  // namespace
 
+namespace {
+// In DiffKind's order.
+constexpr const char* kDiffKindNames[] = {
+    "version",      "byte_order",     "alignment",    "key_order",      "renamed",      "removed",
+    "added",        "changed",        "tensor_order", "tensor_removed", "tensor_added", "tensor_changed",
+    "tensor_bytes", "tensor_offset",  "padding",      "trailing",
+};
+static_assert(std::size(kDiffKindNames) == static_cast<size_t>(kLastDiffKind) + 1, "a name for every DiffKind");
+}  // namespace
+
+std::string_view diff_kind_name(DiffKind k) { return kDiffKindNames[static_cast<size_t>(k)]; }
+
+std::optional<DiffKind> diff_kind_named(std::string_view name) {
+  for (size_t i = 0; i < std::size(kDiffKindNames); ++i)
+    if (name == kDiffKindNames[i]) return static_cast<DiffKind>(i);
+  return std::nullopt;
+}
+
 std::vector<Difference> diff_files(const Scanned& x, const Scanned& y, bool layouts) {
   std::vector<Difference> out;
-  auto add = [&](std::string kind, std::string key, std::optional<Value> a, std::optional<Value> b, std::string at = "",
+  auto add = [&](DiffKind kind, std::string key, std::optional<Value> a, std::optional<Value> b, std::string at = "",
                  std::string bt = "") {
-    out.push_back({std::move(kind), std::move(key), std::move(a), std::move(b), std::move(at), std::move(bt)});
+    out.push_back({kind, std::move(key), std::move(a), std::move(b), std::move(at), std::move(bt)});
   };
   const Model &ma = x.model, &mb = y.model;
-  if (ma.version != mb.version) add("version", "", Value::of_u32(ma.version), Value::of_u32(mb.version));
+  if (ma.version != mb.version) add(DiffKind::version, "", Value::of_u32(ma.version), Value::of_u32(mb.version));
   if (ma.order != mb.order)
-    add("byte_order", "", std::nullopt, std::nullopt, ma.order == ByteOrder::big ? "big" : "little",
+    add(DiffKind::byte_order, "", std::nullopt, std::nullopt, ma.order == ByteOrder::big ? "big" : "little",
         mb.order == ByteOrder::big ? "big" : "little");
   if (x.layout.alignment != y.layout.alignment)
-    add("alignment", "", Value::of_u32(x.layout.alignment), Value::of_u32(y.layout.alignment));
+    add(DiffKind::alignment, "", Value::of_u32(x.layout.alignment), Value::of_u32(y.layout.alignment));
   // Keys: a key gone from A whose value turns up under a key new in B was renamed. Keys
   // are looked up in sorted indices: a header may hold millions.
   const Metadata &da = ma.metadata, &db = mb.metadata;
@@ -402,18 +421,18 @@ std::vector<Difference> diff_files(const Scanned& x, const Scanned& y, bool layo
   for (const KV*& g : gone)
     for (const KV*& f : fresh)
       if (g && f && g->value == f->value) {
-        add("renamed", g->key, std::nullopt, std::nullopt, g->key, f->key);
+        add(DiffKind::renamed, g->key, std::nullopt, std::nullopt, g->key, f->key);
         g = f = nullptr;
       }
   for (const KV* g : gone)
-    if (g) add("removed", g->key, g->value, std::nullopt);
+    if (g) add(DiffKind::removed, g->key, g->value, std::nullopt);
   for (size_t i : oa)
-    if (KV a = da[i], b = db[*db.index_of(a.key, sb)]; !(a.value == b.value)) add("changed", a.key, a.value, b.value);
+    if (KV a = da[i], b = db[*db.index_of(a.key, sb)]; !(a.value == b.value)) add(DiffKind::changed, a.key, a.value, b.value);
   for (const KV* f : fresh)
-    if (f) add("added", f->key, std::nullopt, f->value);
+    if (f) add(DiffKind::added, f->key, std::nullopt, f->value);
   for (size_t i = 0; i < oa.size(); ++i)
     if (da.key(oa[i]) != db.key(ob[i])) {
-      add("key_order", std::string(da.key(oa[i])), std::nullopt, std::nullopt, "position " + std::to_string(i) + " of the shared keys",
+      add(DiffKind::key_order, std::string(da.key(oa[i])), std::nullopt, std::nullopt, "position " + std::to_string(i) + " of the shared keys",
           std::string(db.key(ob[i])) + " stands there");
       break;
     }
@@ -426,33 +445,33 @@ std::vector<Difference> diff_files(const Scanned& x, const Scanned& y, bool layo
     const Tensor& t = ma.tensors[i];
     auto it = ib.find(t.name);
     if (it == ib.end()) {
-      add("tensor_removed", t.name, std::nullopt, std::nullopt, record(t));
+      add(DiffKind::tensor_removed, t.name, std::nullopt, std::nullopt, record(t));
       continue;
     }
     ta.push_back(t.name);
     const Tensor& u = mb.tensors[it->second];
-    if (record(t) != record(u)) add("tensor_changed", t.name, std::nullopt, std::nullopt, record(t), record(u));
-    else if (hash_tensor(t, HashAlgo::xxh64) != hash_tensor(u, HashAlgo::xxh64)) add("tensor_bytes", t.name, std::nullopt, std::nullopt);
+    if (record(t) != record(u)) add(DiffKind::tensor_changed, t.name, std::nullopt, std::nullopt, record(t), record(u));
+    else if (hash_tensor(t, HashAlgo::xxh64) != hash_tensor(u, HashAlgo::xxh64)) add(DiffKind::tensor_bytes, t.name, std::nullopt, std::nullopt);
     if (layouts && x.layout.tensor_offsets[i] != y.layout.tensor_offsets[it->second] && x.layout.alignment == y.layout.alignment)
-      add("tensor_offset", t.name, Value::of_u64(x.layout.tensor_offsets[i]), Value::of_u64(y.layout.tensor_offsets[it->second]));
+      add(DiffKind::tensor_offset, t.name, Value::of_u64(x.layout.tensor_offsets[i]), Value::of_u64(y.layout.tensor_offsets[it->second]));
   }
   for (const Tensor& t : mb.tensors) {
     bool in_a = false;
     for (const Tensor& u : ma.tensors) in_a = in_a || u.name == t.name;
     if (in_a) tb.push_back(t.name);
-    else add("tensor_added", t.name, std::nullopt, std::nullopt, "", record(t));
+    else add(DiffKind::tensor_added, t.name, std::nullopt, std::nullopt, "", record(t));
   }
-  if (ta != tb) add("tensor_order", "", std::nullopt, std::nullopt, "", "");
+  if (ta != tb) add(DiffKind::tensor_order, "", std::nullopt, std::nullopt, "", "");
   if (!layouts) return out;
   // Bytes no field describes: non-zero padding, bytes after the end.
   std::string pa = filler_bytes(x, {SpanKind::padding, SpanKind::tensor_padding, SpanKind::gap}, true);
   std::string pb = filler_bytes(y, {SpanKind::padding, SpanKind::tensor_padding, SpanKind::gap}, true);
   if (pa != pb)
-    add("padding", "", std::nullopt, std::nullopt, std::to_string(pa.size()) + " non-zero bytes",
+    add(DiffKind::padding, "", std::nullopt, std::nullopt, std::to_string(pa.size()) + " non-zero bytes",
         std::to_string(pb.size()) + " non-zero bytes");
   std::string ra = filler_bytes(x, {SpanKind::trailing}, false), rb = filler_bytes(y, {SpanKind::trailing}, false);
   if (ra != rb)
-    add("trailing", "", std::nullopt, std::nullopt, std::to_string(ra.size()) + " bytes after the end",
+    add(DiffKind::trailing, "", std::nullopt, std::nullopt, std::to_string(ra.size()) + " bytes after the end",
         std::to_string(rb.size()) + " bytes after the end");
   return out;
 }

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ggufkit/model.h"
@@ -112,13 +113,20 @@ Hashes hash_model(const Model& m, HashAlgo algo, const std::function<void(uint64
 
 std::string sha256_hex(const uint8_t* data, size_t n);  // for tests: one buffer
 
-// One way two files differ. `kind` is one of: version, byte_order, alignment, key_order,
-// renamed, removed, added, changed, tensor_order, tensor_removed, tensor_added,
-// tensor_changed, tensor_bytes, tensor_offset, padding, trailing. `a` and `b` hold the
-// typed values where there are values (metadata, version, alignment, offsets); `a_text`
-// and `b_text` say the rest in words.
+// One way two files differ. `a` and `b` hold the typed values where there are values
+// (metadata, version, alignment, offsets); `a_text` and `b_text` say the rest in words.
+enum class DiffKind {
+  version, byte_order, alignment, key_order, renamed, removed, added, changed,
+  tensor_order, tensor_removed, tensor_added, tensor_changed, tensor_bytes, tensor_offset,
+  padding, trailing,
+};
+inline constexpr DiffKind kLastDiffKind = DiffKind::trailing;
+// The name diff prints (its `change` in JSON), and back.
+std::string_view diff_kind_name(DiffKind k);
+std::optional<DiffKind> diff_kind_named(std::string_view name);
 struct Difference {
-  std::string kind, key;
+  DiffKind kind;
+  std::string key;
   std::optional<Value> a, b;
   std::string a_text, b_text;
 };
