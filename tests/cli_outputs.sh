@@ -49,6 +49,8 @@ run() {
   files >files.txt
   if [ -n "${STDIN:-}" ]; then "$bin" "$@" <"$STDIN" >out.txt 2>err.txt; else "$bin" "$@" </dev/null >out.txt 2>err.txt; fi
   local rc=$?
+  # Paths made relative before anything is measured: the record holds on any machine.
+  sed -i -e "s#$corpus#CORPUS#g" -e "s#$work#WORK#g" -e "s#$here#TESTS#g" out.txt err.txt
   {
     echo "=== $n $name: ggufkit $*"
     shown out.txt

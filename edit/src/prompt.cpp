@@ -2,6 +2,9 @@
 #include "ggufkit/prompt.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -24,13 +27,25 @@ jinja::Value read_conversation(const std::string& path) {
   }
 }
 
+namespace {
+// The sandbox's limits, but for its time limit (500 ms), which GGUFKIT_RENDER_TIME_LIMIT
+// (milliseconds) sets: a slow or loaded machine whose tests are about the other limits.
+jinja::RenderOptions render_options() {
+  jinja::RenderOptions o;
+  const char* ms = std::getenv("GGUFKIT_RENDER_TIME_LIMIT");
+  if (ms && *ms && std::strlen(ms) <= 9 && std::strspn(ms, "0123456789") == std::strlen(ms))
+    o.limits.max_time = std::chrono::milliseconds(std::strtoull(ms, nullptr, 10));
+  return o;
+}
+}  // namespace
+
 std::string render_prompt(const std::string& file, const std::string& key, const std::string& text, const Model& m,
                           const jinja::Value& conversation) {
   std::optional<std::string> bos, eos;
   for (const SpecialToken& t : special_tokens(m))
     if (t.text && (t.name == "bos" || t.name == "eos")) (t.name == "bos" ? bos : eos) = std::string(*t.text);
   try {
-    return jinja::render(jinja::parse(text), jinja::chat_context(conversation, bos, eos));
+    return jinja::render(jinja::parse(text), jinja::chat_context(conversation, bos, eos), render_options());
   } catch (const jinja::SyntaxError& e) {
     throw Error(Error::Kind::format, file, std::nullopt, key, std::string("the template does not parse: ") + e.what());
   } catch (const jinja::RenderError& e) {
