@@ -202,4 +202,26 @@ std::shared_ptr<const ByteSource> constant_source(std::string name, uint64_t siz
                                            [byte](uint64_t, uint8_t* out, size_t n) { std::memset(out, byte, n); });
 }
 
+namespace {
+class HoleSource final : public ByteSource {
+ public:
+  HoleSource(std::string name, uint64_t size) : name_(std::move(name)), size_(size) {}
+  const std::string& name() const override { return name_; }
+  uint64_t size() const override { return size_; }
+  void read_at(uint64_t offset, void* dst, size_t n) const override {
+    check_range(*this, offset, n);
+    std::memset(dst, 0, n);
+  }
+  Extent extent(uint64_t, uint64_t limit) const override { return {limit, true}; }
+
+ private:
+  std::string name_;
+  uint64_t size_;
+};
+}  // namespace
+
+std::shared_ptr<const ByteSource> hole_source(std::string name, uint64_t size) {
+  return std::make_shared<HoleSource>(std::move(name), size);
+}
+
 }  // namespace ggufkit

@@ -35,6 +35,14 @@ class ByteSource {
   // Held while a header is read in several prefixes: a file's shared lock, so that no
   // ggufkit edit writes between two of them. Null for a source that needs none.
   virtual std::shared_ptr<const void> read_lock() const { return nullptr; }
+  // How the bytes from `offset` are stored, up to `limit` (> offset): [offset, end) is a
+  // hole (reads as zeros and takes no disk: a sparse file's, a replica's) or data. A writer
+  // that copies a hole leaves one, as `cp --sparse=auto` does. Default: all data.
+  struct Extent {
+    uint64_t end = 0;
+    bool hole = false;
+  };
+  virtual Extent extent(uint64_t offset, uint64_t limit) const { (void)offset; return {limit, false}; }
 };
 
 class FileSource final : public ByteSource {

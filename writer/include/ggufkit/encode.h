@@ -53,5 +53,8 @@ std::shared_ptr<const ByteSource> encoded_source(std::string name, const GgmlTyp
 std::shared_ptr<const ByteSource> random_bytes_source(std::string name, uint64_t size, uint64_t seed);
 // The same byte, size times.
 std::shared_ptr<const ByteSource> constant_source(std::string name, uint64_t size, uint8_t byte);
+// size zeros that are one hole (ByteSource::extent): a replica's tensor data, which a file
+// sink leaves unwritten.
+std::shared_ptr<const ByteSource> hole_source(std::string name, uint64_t size);
 
 }  // namespace ggufkit
