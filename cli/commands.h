@@ -54,5 +54,8 @@ int cmd_merge(const std::vector<std::string>& args);
 int cmd_write(const std::vector<std::string>& args);
 int cmd_dump(const std::vector<std::string>& args);
 int cmd_example(const std::vector<std::string>& args);
+// Fixtures (cli/fixture.cpp).
+int cmd_replica(const std::vector<std::string>& args);
+int cmd_extract(const std::vector<std::string>& args);
 
 }  // namespace ggufkit::cli

@@ -146,7 +146,7 @@ void map_json(JsonOut& j, const Layout& L, uint64_t file_size) {
   });
 }
 
-void print_map(const Layout& L, uint64_t file_size, bool json) {
+void print_map(const Layout& L, uint64_t file_size, bool json, bool header_only) {
   if (json) {
     JsonOut j(std::cout);
     map_json(j, L, file_size);
@@ -160,7 +160,10 @@ void print_map(const Layout& L, uint64_t file_size, bool json) {
               L.spans.size(), static_cast<unsigned long long>(file_size));
   if (file_size > L.file_size)
     std::printf(" (%llu bytes after the last span)", static_cast<unsigned long long>(file_size - L.file_size));
-  if (file_size < L.file_size)
+  if (header_only)
+    std::printf(" (header only: a header exemplar, the spans from byte %llu on are the model's, not in the file)",
+                static_cast<unsigned long long>(file_size));
+  else if (file_size < L.file_size)
     std::printf(" (cut %llu bytes short)", static_cast<unsigned long long>(L.file_size - file_size));
   std::printf("\n");
 }

@@ -51,7 +51,7 @@ WriteOptions write_options(bool verify, bool force);
 void terminal_progress(WriteOptions& w);
 
 // The span map: text with a closing total, or the documented JSON.
-void print_map(const Layout& L, uint64_t file_size, bool json);
+void print_map(const Layout& L, uint64_t file_size, bool json, bool header_only = false);
 class JsonOut;
 void map_json(JsonOut& j, const Layout& L, uint64_t file_size);  // the JSON map as one value
 

@@ -111,7 +111,8 @@ int cmd_show(const std::vector<std::string>& args) {
       j.key("file").str(a->file).key("files").num(l.files).key("version").num(m.version).key("byte_order").str(order);
       j.key("tensor_count").num(m.tensors.size()).key("kv_count").num(m.metadata.size());
       j.key("alignment").num(s.layout.alignment).key("data_offset").num(s.layout.data_offset);
-      j.key("file_size").num(s.source_size).key("architecture").str(architecture(m));
+      j.key("file_size").num(s.model_size).key("header_only").boolean(s.header_only);
+      j.key("architecture").str(architecture(m));
       j.key("name").str(string_value(m, "general.name")).key("file_type");
       if (ft && ft->is_integer()) j.num(ft->as_u64());
       else j.null();
@@ -153,7 +154,10 @@ int cmd_show(const std::vector<std::string>& args) {
   std::printf("metadata      %zu keys\n", m.metadata.size());
   std::printf("alignment     %u\n", s.layout.alignment);
   std::printf("data start    %llu\n", static_cast<unsigned long long>(s.layout.data_offset));
-  std::printf("file size     %llu\n", static_cast<unsigned long long>(s.source_size));
+  std::printf("file size     %llu%s\n", static_cast<unsigned long long>(s.model_size),
+              s.header_only ? (" (header only: the file holds its first " + std::to_string(s.source_size) +
+                               " bytes, a header exemplar)").c_str()
+                            : "");
   std::printf("architecture  %s\n", architecture(m).c_str());
   std::printf("name          %s\n", string_value(m, "general.name").c_str());
   if (ft) std::printf("file type     %s%s\n", brief_value(*ft).c_str(), ftype.empty() ? "" : (" (" + ftype + ")").c_str());
@@ -469,6 +473,7 @@ int cmd_account(const std::vector<std::string>& args) {
                        &Account::tensor_padding, &Account::file_size, &Account::contiguous})
       ac.*field += f.*field;
     ac.left_over += f.left_over;
+    ac.header_only |= f.header_only;
   }
   auto header_of = [](const Account& x) { return x.head + x.metadata + x.infos + x.padding; };
   auto mix = quant_mix(model);
@@ -479,7 +484,7 @@ int cmd_account(const std::vector<std::string>& args) {
       j.key("head").num(ac.head).key("metadata").num(ac.metadata).key("infos").num(ac.infos).key("padding").num(ac.padding);
       j.key("header").num(header).key("tensor_bytes").num(ac.tensor_bytes).key("tensor_padding").num(ac.tensor_padding);
       j.key("file_size").num(ac.file_size).key("left_over").num(ac.left_over).key("tensors").num(model.tensors.size());
-      j.key("contiguous").num(ac.contiguous).key("types").array([&] {
+      j.key("contiguous").num(ac.contiguous).key("header_only").boolean(ac.header_only).key("types").array([&] {
         for (const auto& r : mix)
           j.object([&] {
             j.key("type").str(r.type).key("tensors").num(r.tensors).key("weights").num(r.weights).key("bytes").num(r.bytes);
@@ -514,6 +519,7 @@ int cmd_account(const std::vector<std::string>& args) {
   std::printf("file\n");
   line("header + tensors", header + ac.tensor_bytes + ac.tensor_padding);
   line("file size", ac.file_size);
+  if (ac.header_only) std::printf("  (header only: a header exemplar; the file size is the model's, from its header)\n");
   std::printf("  %-18s %16lld%s\n", "left over", static_cast<long long>(ac.left_over),
               ac.left_over < 0 ? "  (the file is cut short)" : ac.left_over > 0 ? "  (bytes after the last tensor)" : "");
   std::printf("%llu of %zu tensors start right where the one before ended (padded)\n",
@@ -772,7 +778,7 @@ int cmd_map(const std::vector<std::string>& args) {
   std::optional<ShardSet> set = set_of(a->file, a->shard_only);
   if (!set) {
     Scanned s = load(a->file);
-    print_map(s.layout, s.source_size, a->json);
+    print_map(s.layout, s.source_size, a->json, s.header_only);
     return 0;
   }
   const size_t n = set->shards.size();
@@ -799,7 +805,7 @@ int cmd_map(const std::vector<std::string>& args) {
   for (size_t k = 0; k < n; ++k) {
     const Shard& sh = set->shards[k];
     std::printf("\n== %s (shard %zu of %zu)\n", sh.path.c_str(), k + 1, n);
-    print_map(sh.file.layout, sh.file.source_size, false);
+    print_map(sh.file.layout, sh.file.source_size, false, sh.file.header_only);
   }
   return 0;
 }

@@ -263,7 +263,7 @@ TEST(CliTable, TheManPageAndCompletionNameEveryCommand) {
   std::string names;
   for (const char* c : {"show", "meta", "get", "template", "tensors", "stack", "layer", "account", "tensor", "diff", "hash",
                         "validate", "map", "rewrite", "edit", "realign", "convert", "split", "merge", "write", "dump", "example",
-                        "recover"}) {
+                        "replica", "extract", "recover"}) {
     EXPECT_NE(man.out.find(std::string(".SS ") + c), std::string::npos) << c;
     EXPECT_NE(man.out.find(std::string("usage: ggufkit ") + c), std::string::npos) << c;
     names += (names.empty() ? "" : " ") + std::string(c);

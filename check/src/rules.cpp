@@ -15,6 +15,7 @@ using enum Severity;
 constexpr std::array kRules = {
     Rule{Code::read, "read", error, "the strict reader refuses the file"},
     Rule{Code::truncated, "truncated", error, "tensor data runs past the end of the file"},
+    Rule{Code::header_only, "header_only", info, "the file ends at its data start: a header exemplar, no tensor bytes"},
     Rule{Code::trailing_bytes, "trailing_bytes", warning, "bytes after the last tensor (or the header)"},
     Rule{Code::nonzero_padding, "nonzero_padding", warning, "a padding byte that is not 0"},
     Rule{Code::offset_gap, "offset_gap", error, "a tensor not right after the one before it, padded"},

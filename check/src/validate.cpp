@@ -131,6 +131,8 @@ class Validator {
       if (sp.kind == SpanKind::kv_value || sp.kind == SpanKind::kv_key) at_.emplace(sp.path + "/" + span_kind_name(sp.kind), sp.span.offset);
   }
 
+  bool header_only = false;  // the file read is a header exemplar (Scanned::header_only)
+
   std::vector<Finding> run() {
     if (src_) data();
     if (model_rules_) {
@@ -168,7 +170,11 @@ class Validator {
     const Layout& L = L_;
     uint64_t size = size_;
     size_t cut = 0;
-    for (size_t i = 0; i < m.tensors.size(); ++i) {
+    if (header_only)  // what it is, not a fault: its tensors are past its end by design
+      add(Code::header_only, {}, size,
+          "the file ends at its data start (byte " + std::to_string(size) + "): a header exemplar of a " +
+              std::to_string(L.file_size) + "-byte model, or a download cut exactly there; it holds no tensor bytes");
+    for (size_t i = 0; i < m.tensors.size() && !header_only; ++i) {
       const Tensor& t = m.tensors[i];
       uint64_t end = t.source_offset + t.nbytes();
       if (end <= size) continue;
@@ -373,7 +379,9 @@ std::vector<Finding> validate_file(const std::string& path, bool model_rules) {
       return {finding(Code::read, e.offset, e.field + ": " + e.message)};
     }
   }
-  return Validator(s->model, s->layout, s->source_size, src.get(), model_rules).run();
+  Validator v(s->model, s->layout, s->source_size, src.get(), model_rules);
+  v.header_only = s->header_only;
+  return v.run();
 }
 
 Verdict validate(const std::string& path, bool shard_only, std::istream* in) {

@@ -348,7 +348,8 @@ Account account_of(const Scanned& s) {
       case SpanKind::gap: case SpanKind::trailing: case SpanKind::data: break;  // left over: counted below; data taken apart
     }
   });
-  a.file_size = s.source_size;
+  a.file_size = s.model_size;  // an exemplar's: the model's, as its header gives it
+  a.header_only = s.header_only;
   uint64_t total = a.head + a.metadata + a.infos + a.padding + a.tensor_bytes + a.tensor_padding;
   a.left_over = static_cast<int64_t>(a.file_size) - static_cast<int64_t>(total);
   uint64_t expected = 0;  // where a tensor starts if it follows the one before, padded

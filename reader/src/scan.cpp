@@ -28,6 +28,40 @@ struct Where {
   int64_t index = -1;
 };
 
+// Whether any tensor has bytes: a model of empty tensors ends at its data start anyway.
+bool holds_data(const Model& m, const Layout& L) {
+  for (size_t i = 0; i < m.tensors.size(); ++i)
+    if (m.tensors[i].nbytes() > 0 || L.tensor_offsets[i] > 0) return true;
+  return false;
+}
+
+// A header exemplar's tensors read from here: the file as far as it goes (its header),
+// and past its end an error that says what the file is and how to get the bytes.
+class HeaderOnlySource final : public ByteSource {
+ public:
+  HeaderOnlySource(std::shared_ptr<const ByteSource> file, uint64_t data_offset)
+      : file_(std::move(file)), data_offset_(data_offset) {}
+  const std::string& name() const override { return file_->name(); }
+  uint64_t size() const override { return UINT64_MAX; }  // the model's bytes are "there", to be refused
+  void read_at(uint64_t offset, void* dst, size_t n) const override {
+    if (n == 0) return;
+    if (offset + n <= data_offset_) return file_->read_at(offset, dst, n);
+    throw Error(Error::Kind::usage, file_->name(), std::max(offset, data_offset_), "tensor data",
+                "the file is a header exemplar: it ends at its data start (byte " + std::to_string(data_offset_) +
+                    "), so it holds no tensor bytes (a download cut exactly there looks the same); "
+                    "`ggufkit replica FILE -o OUT` makes the full-size file, every tensor zero");
+  }
+  std::shared_ptr<const void> read_lock() const override { return file_->read_lock(); }
+
+ private:
+  std::shared_ptr<const ByteSource> file_;
+  uint64_t data_offset_;
+};
+
+std::shared_ptr<const ByteSource> header_only_source(std::shared_ptr<const ByteSource> file, uint64_t data_offset) {
+  return std::make_shared<HeaderOnlySource>(std::move(file), data_offset);
+}
+
 // Thrown by a Cursor over a prefix of a file that needs bytes past it: scan() maps a longer
 // prefix and reads again.
 struct NeedMore {};
@@ -235,7 +269,7 @@ class Scanner {
  public:
   Scanner(Cursor& c, const ScanOptions& o) : c_(c), opt_(o) {}
 
-  Scanned run(const std::shared_ptr<const ByteSource>& source) {
+  Scanned run(std::shared_ptr<const ByteSource> source) {
     Scanned out;
     Model& m = out.model;
     Layout& L = out.layout;
@@ -336,6 +370,12 @@ class Scanner {
     const auto& size = c_.size();
     c_.context.clear();
 
+    // A file that ends exactly at its data start, with tensor bytes to hold, is a header
+    // exemplar (`replica --data none`): read as the model it describes, its tensors'
+    // bytes refused when asked for (header_only_source). A download cut exactly there reads
+    // the same; nothing in the bytes tells the two apart, and neither holds any tensor.
+    out.header_only = size && *size == L.data_offset && holds_data(m, L);
+    if (out.header_only) source = header_only_source(source, L.data_offset);
     // Tensor data must sit in file order, aligned, without overlap, inside the file.
     if (source) m.tensors.place(source, L.data_offset);
     uint64_t prev_end = 0;
@@ -357,7 +397,7 @@ class Scanner {
                                              ", which ends at offset " + std::to_string(prev_end));
       auto end = checked_add(off, nbytes);
       auto abs_end = end ? checked_add(L.data_offset, *end) : std::nullopt;
-      if (!abs_end || (size && opt_.data_in_file && *abs_end > *size))
+      if (!abs_end || (size && opt_.data_in_file && !out.header_only && *abs_end > *size))
         c_.fail(offset_at(), {"offset"},
                 "the tensor's " + std::to_string(nbytes) + " bytes at data offset " + std::to_string(off) +
                     " (file offset " + (abs_end ? std::to_string(L.data_offset + off) : "past 2^64") +
@@ -368,9 +408,12 @@ class Scanner {
       prev_end = *end;
     }
     c_.context.clear();
-    tail(m, L, size);
-    if (source && size) m.tail = SourceTail{source, L.header_size, L.data_offset, *size, L.alignment};
+    // An exemplar's layout is the model's (padded to the end, as llama.cpp writes); it has
+    // no tail to keep (its bytes end where the data would start).
+    tail(m, L, out.header_only ? std::nullopt : size);
+    if (source && size && !out.header_only) m.tail = SourceTail{source, L.header_size, L.data_offset, *size, L.alignment};
     out.source_size = size.value_or(L.file_size);
+    out.model_size = out.header_only ? L.file_size : out.source_size;
     return out;
   }
 

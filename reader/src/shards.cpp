@@ -150,6 +150,8 @@ ModelView open_model(const std::string& path, bool shard_only, std::istream* in)
     offsets.insert(offsets.end(), f.layout.tensor_offsets.begin(), f.layout.tensor_offsets.end());
     out.shard.insert(out.shard.end(), f.layout.tensor_offsets.size(), static_cast<uint32_t>(k + 1));
     out.s.source_size += f.source_size;
+    out.s.model_size += f.model_size;
+    out.s.header_only |= f.header_only;
   }
   return out;
 }

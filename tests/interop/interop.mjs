@@ -5,6 +5,7 @@
 //   node interop.mjs hf-verdict FILE     whether it reads the file: {"ok": true} or {"ok": false, "error": "..."}
 //   node interop.mjs hf-build OUT        write a header with serializeGgufMetadata; print its metadata
 //   node interop.mjs llama-run FILE      load with llama.cpp (node-llama-cpp), generate 8 tokens greedily
+//   node interop.mjs llama-tokenize FILE  llama.cpp's tokens of a few texts (-vocab: loaded with vocab_only)
 import { writeFile } from "node:fs/promises";
 
 // Every number as text, so 64-bit integers and float bit patterns survive JSON.
@@ -99,7 +100,21 @@ if (cmd === "hf-read") {
   }));
   await context.dispose();
   await model.dispose();
+} else if (cmd === "llama-tokenize" || cmd === "llama-tokenize-vocab") {
+  // llama.cpp's tokenizer over texts that reach its every path (spaces, digits, unicode,
+  // special tokens parsed and not), the model loaded whole or with vocab_only.
+  const { getLlama } = await import("node-llama-cpp");
+  const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
+  const model = await llama.loadModel({ modelPath: file, vocabOnly: cmd === "llama-tokenize-vocab" });
+  const texts = ["Once upon a time", " Hello  world\n\tof 12345 tokens", "ünïcödé 日本語 🙂", "<s>[INST] hi [/INST]</s>", ""];
+  console.log(JSON.stringify({
+    n_tokens: model.tokens.count ?? null,
+    bos: model.tokens.bos, eos: model.tokens.eos,
+    plain: texts.map((t) => model.tokenize(t, false)),
+    special: texts.map((t) => model.tokenize(t, true)),
+  }));
+  await model.dispose();
 } else {
-  console.error("usage: interop.mjs hf-read FILE | hf-verdict FILE | hf-build OUT | llama-run FILE");
+  console.error("usage: interop.mjs hf-read FILE | hf-verdict FILE | hf-build OUT | llama-run FILE | llama-tokenize[-vocab] FILE");
   process.exit(2);
 }

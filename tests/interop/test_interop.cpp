@@ -400,6 +400,52 @@ TEST(LlamaCpp, LoadsTheSetsGgufkitSplitWritesAndGeneratesTheSameTokens) {
   }
 }
 
+// The fixture factory against llama.cpp: a replica (every tensor zero) loads and runs, its
+// logits all zero (so it ran over the zeros, not over some other bytes); a vocabulary-only
+// extract tokenizes exactly as the model does.
+TEST(LlamaCpp, TheReplicaOfTheTinyLlamaLoadsAndGeneratesOverZeros) {
+  const std::string rep = temp_path("replica.gguf"), ex = temp_path("replica-ex.gguf"), back = temp_path("replica-back.gguf");
+  ASSERT_EQ(run_cli("replica " + tiny_llama() + " -o " + rep).code, 0);
+  llama_api::Run r = llama_run(rep);
+  ASSERT_EQ(r.tokens.size(), 8u);
+  EXPECT_EQ(r.n_vocab, 32000);
+  EXPECT_EQ(r.eos, 2);
+  ASSERT_EQ(r.first_logits.size(), 32000u);
+  EXPECT_TRUE(std::all_of(r.first_logits.begin(), r.first_logits.end(), [](float x) { return x == 0; }));
+  EXPECT_FALSE(llama_run(tiny_llama()).first_logits == r.first_logits);
+  // The exemplar made full size again loads the same way.
+  ASSERT_EQ(run_cli("replica --data none " + tiny_llama() + " -o " + ex).code, 0);
+  ASSERT_EQ(run_cli("replica " + ex + " -o " + back).code, 0);
+  EXPECT_EQ(llama_run(back).tokens, r.tokens);
+}
+
+TEST(LlamaCpp, AVocabOnlyExtractTokenizesAsTheModelDoes) {
+  const std::vector<std::string> models = {tiny_llama(), corpus("vocab/ggml-vocab-phi-3.gguf"), corpus("vocab/ggml-vocab-gpt-2.gguf")};
+  for (size_t i = 0; i < models.size(); ++i) {
+    SCOPED_TRACE(models[i]);
+    const std::string out = temp_path("vocab-only-" + std::to_string(i) + ".gguf");
+    CliRun w = run_cli("extract --vocab-only " + models[i] + " -o " + out);
+    ASSERT_EQ(w.code, 0) << w.err;
+    YAML::Node a = js("llama-tokenize-vocab", models[i]), b = js("llama-tokenize-vocab", out);
+    for (const char* k : {"plain", "special"}) {
+      ASSERT_EQ(a[k].size(), 5u);
+      for (size_t t = 0; t < a[k].size(); ++t) {
+        std::vector<int> x = a[k][t].as<std::vector<int>>(), y = b[k][t].as<std::vector<int>>();
+        EXPECT_EQ(x, y) << k << " " << t;
+        if (t == 0) {
+          EXPECT_GT(x.size(), 1u);  // a text that is tokens, so that equality can fail
+        }
+      }
+    }
+    EXPECT_EQ(a["bos"].as<std::string>(""), b["bos"].as<std::string>(""));
+    EXPECT_EQ(a["eos"].as<std::string>(""), b["eos"].as<std::string>(""));
+  }
+  // The model loaded whole tokenizes as its extract loaded with vocab_only.
+  const std::string out = temp_path("vocab-only-0.gguf");
+  YAML::Node whole = js("llama-tokenize", tiny_llama()), vocab = js("llama-tokenize-vocab", out);
+  for (size_t t = 0; t < 5; ++t) EXPECT_EQ(whole["special"][t].as<std::vector<int>>(), vocab["special"][t].as<std::vector<int>>()) << t;
+}
+
 TEST(HuggingFace, ReadsEveryFileTheTestsWriteAndTheCorpusAsGgufkitDoes) {
   std::vector<std::string> files = {
       write_fixture("interop-408", kExamples + "/sketch-408.yaml"),

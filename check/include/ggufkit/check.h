@@ -20,7 +20,7 @@ namespace ggufkit {
 // Every kind of finding, in the order of the rule table (as llama.cpp's test-gguf.cpp
 // enumerates its failure kinds).
 enum class Code : uint8_t {
-  read, truncated, trailing_bytes, nonzero_padding, offset_gap, alignment,
+  read, truncated, header_only, trailing_bytes, nonzero_padding, offset_gap, alignment,
   alignment_too_small, alignment_too_large, missing_architecture, missing_quantization_version,
   missing_hparam, zero_hparam, invalid_utf8, template_nul, bool_value, nested_array, token_id,
   vocab_length, block_count, missing_vocab, empty_vocab, vocab_rows, tensor_name,

@@ -87,6 +87,7 @@ struct Account {
   uint64_t file_size = 0;
   int64_t left_over = 0;   // file size - everything above (gaps, bytes after the end, or missing)
   uint64_t contiguous = 0; // tensors starting exactly where the one before ended, padded
+  bool header_only = false; // a header exemplar: the figures are the model's, not the file's
 };
 Account account_of(const Scanned& s);
 

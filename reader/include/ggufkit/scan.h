@@ -24,6 +24,13 @@ struct Scanned {
   Layout layout;            // what was found, span by span
   uint64_t source_size = 0; // bytes in the source; more than layout.file_size when
                             // there are bytes after the last span
+  // The source ends exactly at its data start, with tensor bytes to hold: a header exemplar
+  // (`replica --data none`), or a download cut exactly there, which reads the same. The
+  // layout is the model's, to its padded end (layout.file_size, past source_size); reading a
+  // tensor's bytes throws a usage Error that says so.
+  bool header_only = false;
+  // The model's file size: source_size, or for an exemplar the size its header describes.
+  uint64_t model_size = 0;
 };
 
 // Reads a GGUF header in one forward pass and checks it against the format's rules
