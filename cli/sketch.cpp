@@ -3,11 +3,13 @@
 #include <filesystem>
 #include <iostream>
 
+#include "ggufkit/edit.h"
 #include "ggufkit/output.h"
 #include "ggufkit/sketch.h"
 #include "ggufkit/writer.h"
 #include "commands.h"
 #include "common.h"
+#include "json.h"
 
 namespace ggufkit {
 extern const std::string_view kExampleSketch;
@@ -15,35 +17,84 @@ extern const std::string_view kExampleSketch;
 
 namespace ggufkit::cli {
 
+namespace {
+
+// " at byte N" when the finding has an offset.
+std::string at_byte(const Finding& f) { return f.offset ? " at byte " + std::to_string(*f.offset) : ""; }
+
+}  // namespace
+
 int cmd_write(const std::vector<std::string>& args) {
   po::options_description desc("options");
   desc.add_options()("sketch", po::value<std::string>()->required(), "the sketch (YAML or JSON)")(
       "output,o", po::value<std::string>()->required(), "the GGUF file to write")(
       "define,D", po::value<std::vector<std::string>>()->composing(), "NAME=VALUE: fill [[NAME]] in the sketch")(
       "force", po::bool_switch(), "replace OUT if it exists")(
+      "check", po::bool_switch(),
+      "write nothing when validate finds an error in the file (exit 1); warnings do not stop it")(
       "map", po::bool_switch(), "print the span map of what was written")(
-      "json", po::bool_switch(), "with --map: print it as JSON");
+      "json", po::bool_switch(), "print what was written and the findings as JSON (with --map, the map too)");
   po::positional_options_description pos;
   pos.add("sketch", 1);
   auto vm = parse(args, desc, pos,
-                  "usage: ggufkit write SKETCH.yaml -o OUT.gguf [-D NAME=VALUE]... [--map [--json]]\n\n"
+                  "usage: ggufkit write SKETCH.yaml -o OUT.gguf [-D NAME=VALUE]... [--check] [--map] [--json]\n\n"
                   "Writes the GGUF file a sketch describes: metadata entries in order with their\n"
                   "types, tensors with their data (values, fill, bytes or from), and raw overrides\n"
                   "that break the file on purpose. The format is in schemas/sketch.md; examples are\n"
-                  "in examples/. Prints nothing on success unless --map is given.");
+                  "in examples/. The file is judged with validate's rules before it is written, and\n"
+                  "what they find (a duplicate key an include: brings in, a token id past the\n"
+                  "vocabulary, ...) is printed on standard error with its code and byte offset:\n"
+                  "a sketch may be broken on purpose, so it is written all the same (exit 0).\n"
+                  "--check refuses instead when a finding is an error (exit 1, nothing written,\n"
+                  "an existing OUT untouched); warnings are printed and the file written.\n"
+                  "Prints nothing else on success unless --map or --json is given.");
   if (!vm) return 0;
-  Defines defines;
+  WriteSketchRequest req;
   if (vm->count("define"))
     for (const auto& d : (*vm)["define"].as<std::vector<std::string>>()) {
       auto eq = d.find('=');
       if (eq == std::string::npos || eq == 0) throw_usage("-D expects NAME=VALUE, found '" + d + "'");
-      defines[d.substr(0, eq)] = d.substr(eq + 1);
+      req.defines[d.substr(0, eq)] = d.substr(eq + 1);
     }
-  std::string out = (*vm)["output"].as<std::string>();
-  refuse_same_file((*vm)["sketch"].as<std::string>(), out, "");
-  Sketch sketch = read_sketch((*vm)["sketch"].as<std::string>(), defines);
-  Layout L = write_sketch(sketch, out, (*vm)["force"].as<bool>());
-  if ((*vm)["map"].as<bool>()) print_map(L, sketch.truncate_at.value_or(L.file_size), (*vm)["json"].as<bool>());
+  req.sketch = (*vm)["sketch"].as<std::string>();
+  req.output = (*vm)["output"].as<std::string>();
+  req.force = (*vm)["force"].as<bool>();
+  req.check = (*vm)["check"].as<bool>();
+  refuse_same_file(req.sketch, req.output, "");
+  const bool json = (*vm)["json"].as<bool>(), map = (*vm)["map"].as<bool>();
+  WriteSketchReport r;
+  try {
+    r = write_sketch(req);
+  } catch (const EditRefused& e) {
+    for (const Finding& f : e.findings)  // the errors are in the message
+      if (f.severity != Severity::error && !json)
+        print_note(req.output, std::string(severity_name(f.severity)) + " [" + std::string(code_name(f.code)) + "]" + at_byte(f) + ": " + f.message);
+    throw Error(e.kind, e.file, e.offset, e.field, e.message + "; without --check it is written anyway (a broken fixture on purpose)");
+  }
+  if (json) {
+    JsonOut j(std::cout);
+    j.object([&] {
+      j.key("path").str(r.file.path).key("file_size").num(r.file.file_size).key("data_offset").num(r.file.data_offset);
+      j.key("tensors").num(r.file.tensors).key("keys").num(r.file.keys);
+      j.key("findings").array([&] {
+        for (const Finding& f : r.findings)
+          j.object([&] {
+            j.key("code").str(code_name(f.code)).key("severity").str(severity_name(f.severity)).key("offset");
+            if (f.offset) j.num(*f.offset);
+            else j.null();
+            j.key("message").str(f.message);
+          });
+      }, JsonOut::lines);
+      if (map) map_json(j.key("map"), r.layout, r.file.file_size);
+    });
+    return 0;
+  }
+  for (const Finding& f : r.findings) {
+    const std::string what = "[" + std::string(code_name(f.code)) + "]" + at_byte(f) + ": " + f.message;
+    print_note(req.output, f.severity == Severity::error ? "written anyway (without --check): " + what
+                                                        : std::string(severity_name(f.severity)) + " " + what);
+  }
+  if (map) print_map(r.layout, r.file.file_size, false);
   return 0;
 }
 

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ggufkit/check.h"
+#include "ggufkit/edit.h"
 #include "ggufkit/encode.h"
 #include "ggufkit/error.h"
 #include "ggufkit/numeric.h"
@@ -487,4 +489,182 @@ tensors:
   EXPECT_EQ(e.message, "value 40000 is out of range for i16 (-32768 to 32767)");
   e = sketch_error("tensors:\n  - {name: x, type: i8, dims: [1], values: [1.5]}\n");
   EXPECT_EQ(e.message, "expected an integer, found '1.5'");
+}
+
+// ggufkit write says what validate finds in the file it writes, and --check refuses an error.
+namespace {
+
+std::string finding_text(const Finding& f) {
+  return std::string(severity_name(f.severity)) + " " + std::string(code_name(f.code)) + " " +
+         (f.offset ? std::to_string(*f.offset) : "-") + " " + f.message;
+}
+std::vector<std::string> texts(const std::vector<Finding>& fs) {
+  std::vector<std::string> out;
+  for (const Finding& f : fs) out.push_back(finding_text(f));
+  return out;
+}
+
+// A folder of its own, to see that a refused write leaves nothing in it.
+std::string fresh_dir(const std::string& name) {
+  std::string d = temp_path(name);
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+// An include: of phi-3's vocabulary, chat template and all, then a chat template of its own.
+std::string duplicate_template_sketch(const std::string& dir) {
+  std::string path = dir + "/dup.yaml";
+  std::ofstream(path) << "metadata:\n"
+                         "  - {key: general.architecture, type: string, value: llama}\n"
+                         "  - include: " << corpus("vocab/ggml-vocab-phi-3.gguf") << "\n"
+                         "    prefix: tokenizer.\n"
+                         "  - {key: tokenizer.chat_template, type: string, value: \"{{ messages }}\"}\n";
+  return path;
+}
+
+}  // namespace
+
+TEST(WriteSays, AChatTemplateSetOverAnIncludedOneIsWrittenAndTheDuplicateKeyNamedAtItsByte) {
+  std::string dir = fresh_dir("write-dup");
+  std::string sketch = duplicate_template_sketch(dir), out = dir + "/dup.gguf";
+  // Where the second tokenizer.chat_template starts, by the plan: its key's span.
+  Layout L = plan(read_sketch(sketch).model);
+  const LabeledSpan* second = L.find(SpanKind::kv_key, "kv[13] tokenizer.chat_template");
+  ASSERT_NE(second, nullptr);
+  ASSERT_EQ(second->span.offset, 725492u);
+
+  WriteSketchRequest req;
+  req.sketch = sketch;
+  req.output = out;
+  WriteSketchReport r = write_sketch(req);
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].code, Code::read);
+  EXPECT_EQ(r.findings[0].severity, Severity::error);
+  EXPECT_EQ(r.findings[0].offset, 725492u);
+  EXPECT_EQ(r.findings[0].message, "kv[13] (key): duplicate key 'tokenizer.chat_template', first at kv[12]");
+  EXPECT_EQ(texts(r.findings), texts(validate_file(out)));  // judged before writing, the same as after
+  EXPECT_EQ(r.file.file_size, 725568u);
+  EXPECT_EQ(r.file.keys, 14u);
+  EXPECT_EQ(std::filesystem::file_size(out), 725568u);
+
+  // The command: written, exit 0, the finding on standard error.
+  std::string out2 = dir + "/dup2.gguf";
+  CliRun w = run_cli("write " + sketch + " -o " + out2);
+  EXPECT_EQ(w.code, 0);
+  EXPECT_EQ(w.out, "");
+  EXPECT_EQ(w.err, "ggufkit: note: " + out2 + ": written anyway (without --check): [read] at byte 725492: kv[13] (key): "
+                   "duplicate key 'tokenizer.chat_template', first at kv[12]\n");
+  EXPECT_EQ(read_file_bytes(out2), read_file_bytes(out));
+  CliRun j = run_cli("write " + sketch + " -o " + dir + "/dup3.gguf --json");
+  EXPECT_EQ(j.code, 0);
+  EXPECT_EQ(j.err, "");
+  EXPECT_EQ(j.out, "{\"path\": \"" + dir + "/dup3.gguf\", \"file_size\": 725568, \"data_offset\": 725568, \"tensors\": 0, "
+                   "\"keys\": 14, \"findings\": [\n  {\"code\": \"read\", \"severity\": \"error\", \"offset\": 725492, "
+                   "\"message\": \"kv[13] (key): duplicate key 'tokenizer.chat_template', first at kv[12]\"}\n]}\n");
+}
+
+TEST(WriteSays, CheckRefusesAnErrorAndLeavesTheOutputAsItWasWithNothingBesideIt) {
+  std::string dir = fresh_dir("write-check");
+  std::string sketch = duplicate_template_sketch(dir), out = dir + "/out.gguf";
+  std::ofstream(out) << "the bytes that were here";
+  const auto before = read_file_bytes(out);
+  const auto files_before = files_in(dir);
+
+  WriteSketchRequest req;
+  req.sketch = sketch;
+  req.output = out;
+  req.force = true;
+  req.check = true;
+  try {
+    write_sketch(req);
+    FAIL() << "not refused";
+  } catch (const EditRefused& e) {
+    EXPECT_EQ(e.reason, EditRefused::Reason::rules);
+    EXPECT_EQ(e.file, sketch);
+    ASSERT_EQ(e.findings.size(), 1u);
+    EXPECT_EQ(e.findings[0].code, Code::read);
+    EXPECT_EQ(e.findings[0].offset, 725492u);
+  }
+  EXPECT_EQ(read_file_bytes(out), before);
+  EXPECT_EQ(files_in(dir), files_before);
+
+  CliRun c = run_cli("write " + sketch + " -o " + out + " --force --check");
+  EXPECT_EQ(c.code, 1);
+  EXPECT_EQ(c.out, "");
+  EXPECT_EQ(c.err, "ggufkit: error: " + sketch + ": refusing to write " + out + ", which validate finds errors in:\n"
+                   "  [read] at byte 725492: kv[13] (key): duplicate key 'tokenizer.chat_template', first at kv[12]\n"
+                   "nothing was written; without --check it is written anyway (a broken fixture on purpose)\n");
+  EXPECT_EQ(read_file_bytes(out), before);
+  EXPECT_EQ(files_in(dir), files_before);
+  // Under --json the refusal is the JSON error, exit 1 the same.
+  CliRun j = run_cli("write " + sketch + " -o " + out + " --force --check --json");
+  EXPECT_EQ(j.code, 1);
+  EXPECT_NE(j.out.find("\"exit\": 1"), std::string::npos) << j.out;
+  EXPECT_EQ(read_file_bytes(out), before);
+}
+
+TEST(WriteSays, ACleanSketchPrintsNoWarningAndCheckWritesIt) {
+  std::string dir = fresh_dir("write-clean");
+  WriteSketchRequest req;
+  req.sketch = kExamples + "/sketch-408.yaml";
+  req.output = dir + "/a.gguf";
+  req.check = true;
+  WriteSketchReport r = write_sketch(req);
+  EXPECT_TRUE(r.findings.empty()) << texts(r.findings)[0];
+  EXPECT_EQ(r.file.file_size, 408u);
+  EXPECT_EQ(r.file.data_offset, 384u);
+  EXPECT_EQ(r.file.tensors, 1u);
+  EXPECT_EQ(r.file.keys, 5u);
+  CliRun c = run_cli("write " + kExamples + "/sketch-408.yaml -o " + dir + "/b.gguf --check");
+  EXPECT_EQ(c.code, 0);
+  EXPECT_EQ(c.out, "");
+  EXPECT_EQ(c.err, "");
+  EXPECT_EQ(read_file_bytes(dir + "/b.gguf"), read_file_bytes(dir + "/a.gguf"));
+}
+
+TEST(WriteSays, EveryBrokenExampleIsWrittenWithItsFindingsAndCheckRefusesAllButTheWarning) {
+  std::string dir = fresh_dir("write-broken");
+  int refused = 0, warned = 0, files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(kExamples + "/broken")) {
+    const std::string name = e.path().stem().string(), out = dir + "/" + name + ".gguf";
+    SCOPED_TRACE(name);
+    ++files;
+    // What is judged before writing is the written file, byte for byte.
+    const Sketch sk = read_sketch(e.path().string());
+    const auto src = sketch_source(sk);
+    std::vector<uint8_t> virt(src->size());
+    src->read_at(0, virt.data(), virt.size());
+    EXPECT_EQ(virt, sketch_bytes(sk));
+
+    WriteSketchRequest req;
+    req.sketch = e.path().string();
+    req.output = out;
+    WriteSketchReport r = write_sketch(req);
+    ASSERT_FALSE(r.findings.empty());
+    EXPECT_EQ(texts(r.findings), texts(validate_file(out)));
+    EXPECT_EQ(read_file_bytes(out), virt);
+
+    CliRun w = run_cli("write " + e.path().string() + " -o " + dir + "/" + name + "-cli.gguf");
+    EXPECT_EQ(w.code, 0);
+    EXPECT_EQ(std::count(w.err.begin(), w.err.end(), '\n'), static_cast<long>(r.findings.size())) << w.err;
+    EXPECT_EQ(w.err.rfind("ggufkit: note: " + dir + "/" + name + "-cli.gguf: ", 0), 0u) << w.err;
+    EXPECT_TRUE(std::filesystem::exists(dir + "/" + name + "-cli.gguf"));
+
+    const bool error = std::any_of(r.findings.begin(), r.findings.end(), [](const Finding& f) { return f.severity == Severity::error; });
+    CliRun c = run_cli("write " + e.path().string() + " -o " + dir + "/" + name + "-check.gguf --check");
+    if (error) {
+      ++refused;
+      EXPECT_EQ(c.code, 1);
+      EXPECT_FALSE(std::filesystem::exists(dir + "/" + name + "-check.gguf"));
+    } else {
+      ++warned;
+      EXPECT_EQ(c.code, 0);
+      EXPECT_EQ(c.err, "ggufkit: note: " + dir + "/" + name + "-check.gguf: warning [nonzero_padding] at byte 249: "
+                       "padding byte 170 where 0 is written\n");
+    }
+  }
+  EXPECT_EQ(files, 26);
+  EXPECT_EQ(refused, 25);
+  EXPECT_EQ(warned, 1);  // non-zero padding
 }

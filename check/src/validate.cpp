@@ -366,6 +366,10 @@ std::vector<Finding> validate_file(const std::string& path, bool model_rules) {
   auto src = open_file(path);
   const auto hold = src->read_lock();
   refuse_journal(path);  // a file half-way through an edit is not judged: recover finishes it
+  return validate_source(src, model_rules);
+}
+
+std::vector<Finding> validate_source(const std::shared_ptr<const ByteSource>& src, bool model_rules) {
   std::optional<Scanned> s;
   try {
     s = scan(src);  // the strict verdict first; when it passes, the lenient read is the same

@@ -18,6 +18,7 @@
 #include "ggufkit/registry.h"
 #include "ggufkit/rewrite.h"
 #include "ggufkit/shards.h"
+#include "ggufkit/sketch.h"
 #include "ggufkit/split.h"
 #include "ggufkit/writer.h"
 
@@ -364,6 +365,30 @@ std::vector<WrittenFile> merge(const MergeRequest& req) {
   std::vector<RewriteResult> rs =
       safe_write_all({{&merged, req.output}}, paths_of(set), rewrite_options(req.write, req.write.force));
   return {written_file(rs.at(0), merged)};
+}
+
+// The file is judged before it is written, from the bytes it would have (sketch_source):
+// the same findings, at the same offsets, as validate of the written file, and with
+// check nothing is written when one is an error.
+WriteSketchReport write_sketch(const WriteSketchRequest& req) {
+  const Sketch sketch = read_sketch(req.sketch, req.defines);
+  WriteSketchReport report;
+  report.findings = validate_source(sketch_source(sketch));
+  if (req.check) {
+    std::string bad;
+    for (const Finding& f : report.findings)
+      if (f.severity == Severity::error)
+        bad += "\n  [" + std::string(code_name(f.code)) + "]" + (f.offset ? " at byte " + std::to_string(*f.offset) : "") +
+               ": " + f.message;
+    if (!bad.empty())
+      throw EditRefused(EditRefused::Reason::rules, req.sketch, "",
+                        "refusing to write " + req.output + ", which validate finds errors in:" + bad + "\nnothing was written",
+                        report.findings);
+  }
+  report.layout = write_sketch(sketch, req.output, req.force);
+  report.file = {req.output, sketch.truncate_at.value_or(report.layout.file_size), report.layout.data_offset,
+                 sketch.model.tensors.size(), sketch.model.metadata.size(), 0, 0};
+  return report;
 }
 
 }  // namespace ggufkit

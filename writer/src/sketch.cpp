@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <cerrno>
+#include <functional>
 #include <filesystem>
 #include <set>
 
@@ -358,6 +360,81 @@ std::vector<uint8_t> sketch_bytes(const Sketch& s) {
   for (const auto& p : e.patches) std::copy(p.bytes.begin(), p.bytes.end(), sink.bytes.begin() + static_cast<long>(p.at));
   return std::move(sink.bytes);
 }
+
+namespace {
+
+// Keeps what emit() writes as pieces: header bytes in memory, copied data as a reference
+// to where it is read from (never read here).
+class PieceSink final : public Sink {
+ public:
+  struct Piece {
+    uint64_t at = 0;
+    std::vector<uint8_t> bytes;           // or, when from is set,
+    const ByteSource* from = nullptr;     // n bytes of it from `offset`
+    uint64_t offset = 0, n = 0;
+    uint64_t end() const { return at + (from ? n : bytes.size()); }
+  };
+  std::vector<Piece> pieces;  // in order, each ending where the next starts
+
+ protected:
+  void put(const void* data, size_t n) override {
+    if (pieces.empty() || pieces.back().from) pieces.push_back({pos(), {}, nullptr, 0, 0});
+    const auto* p = static_cast<const uint8_t*>(data);
+    pieces.back().bytes.insert(pieces.back().bytes.end(), p, p + n);
+  }
+  void transfer(const ByteSource& src, uint64_t offset, uint64_t n) override {
+    if (n) pieces.push_back({pos(), {}, &src, offset, n});
+  }
+};
+
+class SketchSource final : public ByteSource {
+ public:
+  explicit SketchSource(const Sketch& s) : name_("the sketch's file") {
+    for (const Tensor& t : s.model.tensors) keep_.push_back(t.source);  // what the pieces point into
+    if (s.model.tail) keep_.push_back(s.model.tail->source);
+    FieldMarks marks;
+    Layout L = plan(s.model, marks);
+    emit(s.model, L, sink_);
+    Edits e = sketch_edits(s, L, marks);
+    size_ = e.truncate_at.value_or(L.file_size);
+    patches_ = std::move(e.patches);
+  }
+  const std::string& name() const override { return name_; }
+  uint64_t size() const override { return size_; }
+  void read_at(uint64_t offset, void* dst, size_t n) const override {
+    if (offset > size_ || n > size_ - offset) {
+      errno = 0;
+      throw_io(name_, "read of " + std::to_string(n) + " bytes at " + std::to_string(offset) + " is past the end (" +
+                          std::to_string(size_) + " bytes)");
+    }
+    auto* out = static_cast<uint8_t*>(dst);
+    std::memset(out, 0, n);  // past the emitted end: the zeros truncate_at adds
+    const uint64_t end = offset + n;
+    auto copy = [&](uint64_t at, uint64_t len, const std::function<void(uint64_t from, uint8_t* to, uint64_t k)>& get) {
+      uint64_t lo = std::max(at, offset), hi = std::min(at + len, end);
+      if (lo < hi) get(lo - at, out + (lo - offset), hi - lo);
+    };
+    for (const auto& p : sink_.pieces) {
+      if (p.at >= end) break;
+      if (p.end() <= offset) continue;
+      if (p.from) copy(p.at, p.n, [&](uint64_t from, uint8_t* to, uint64_t k) { p.from->read_at(p.offset + from, to, k); });
+      else copy(p.at, p.bytes.size(), [&](uint64_t from, uint8_t* to, uint64_t k) { std::memcpy(to, p.bytes.data() + from, k); });
+    }
+    for (const auto& p : patches_)  // after the cut, as write_sketch writes them
+      copy(p.at, p.bytes.size(), [&](uint64_t from, uint8_t* to, uint64_t k) { std::memcpy(to, p.bytes.data() + from, k); });
+  }
+
+ private:
+  std::string name_;
+  std::vector<std::shared_ptr<const ByteSource>> keep_;
+  PieceSink sink_;
+  uint64_t size_ = 0;
+  std::vector<BytePatch> patches_;
+};
+
+}  // namespace
+
+std::shared_ptr<const ByteSource> sketch_source(const Sketch& s) { return std::make_shared<SketchSource>(s); }
 
 Layout write_sketch(const Sketch& s, const std::string& path, bool replace) {
   FieldMarks marks;

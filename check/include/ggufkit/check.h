@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -14,6 +15,7 @@
 #include "ggufkit/inspect.h"
 #include "ggufkit/model.h"
 #include "ggufkit/shards.h"
+#include "ggufkit/source.h"
 
 namespace ggufkit {
 
@@ -77,6 +79,8 @@ Finding set_finding(const SetFault& f);
 // With model_rules false, only what is wrong with the file's bytes (a shard of a set, whose
 // model is checked as a whole with check_model).
 std::vector<Finding> validate_file(const std::string& path, bool model_rules = true);
+// The same of any bytes (a file not yet written: write_sketch's --check judges it so).
+std::vector<Finding> validate_source(const std::shared_ptr<const ByteSource>& source, bool model_rules = true);
 // The verdict `ggufkit validate` prints: for a file, its findings; for a shard of a set
 // (unless shard_only), every shard's, the model's rules over the set as one model (told
 // against shard 1, with no offset) and the set's own faults. Each finding names its file.

@@ -1,7 +1,7 @@
 #pragma once
 // The library's front door for every job that writes a model: one plain request struct
 // and one function per job (as LLVM's executeObjcopy(Config)); `ggufkit edit`, rewrite,
-// realign, convert, split and merge only fill the request and print the report.
+// realign, convert, split, merge and write only fill the request and print the report.
 //
 //   ggufkit::EditRequest req;
 //   req.input = "model.gguf";                 // a file, or any shard of a set
@@ -27,6 +27,7 @@
 #include "ggufkit/inspect.h"
 #include "ggufkit/jinja_render.h"
 #include "ggufkit/patch.h"
+#include "ggufkit/sketch.h"
 
 namespace ggufkit {
 
@@ -129,5 +130,25 @@ struct MergeRequest {
   WriteOptions write;
 };
 std::vector<WrittenFile> merge(const MergeRequest& request);
+
+// ggufkit write: the file a sketch (schemas/sketch.md) describes, and validate's findings
+// of it. A sketch may be broken on purpose: it is written whatever they are, unless check.
+// Here, not in writer/, because it writes and checks: check/ sits above writer/.
+struct WriteSketchRequest {
+  std::string sketch;   // the sketch file, YAML or JSON
+  Defines defines;      // fill its [[NAME]] placeholders
+  std::string output;
+  bool force = false;   // an existing output may be replaced
+  // Refuse (EditRefused, Reason::rules, carrying every finding) when a finding is an
+  // error; nothing is then written. Warnings never refuse.
+  bool check = false;
+};
+
+struct WriteSketchReport {
+  WrittenFile file;               // its size as written (a raw truncate_at's), data start, counts
+  Layout layout;                  // the plan (a cut or patched file's spans as planned)
+  std::vector<Finding> findings;  // validate's of the written bytes: offsets in that file
+};
+WriteSketchReport write_sketch(const WriteSketchRequest& request);
 
 }  // namespace ggufkit
