@@ -54,5 +54,7 @@ int cmd_merge(const std::vector<std::string>& args);
 int cmd_write(const std::vector<std::string>& args);
 int cmd_dump(const std::vector<std::string>& args);
 int cmd_example(const std::vector<std::string>& args);
+// Fixtures (cli/corrupt.cpp).
+int cmd_corrupt(const std::vector<std::string>& args);
 
 }  // namespace ggufkit::cli

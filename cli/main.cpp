@@ -48,6 +48,7 @@ const std::vector<Command>& ggufkit::cli::commands() {
       {"write", "writing", "write SKETCH -o OUT", "write the GGUF file a YAML sketch describes (-D NAME=VALUE fills [[NAME]])", cmd_write},
       {"dump", "writing", "dump FILE", "print a sketch that 'write' turns back into the same bytes", cmd_dump},
       {"example", "writing", "example -o OUT", "write the 408-byte walkthrough file (a demo and a fixture)", cmd_example},
+      {"corrupt", "writing", "corrupt FILE -o DIR", "broken variants of FILE from its span map, with a manifest of verdicts", cmd_corrupt},
       {"recover", "writing", "recover FILE", "finish an interrupted in-place edit (its journal beside FILE); --discard", cmd_recover},
   };
   return table;
