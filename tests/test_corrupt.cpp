@@ -41,9 +41,11 @@ TEST(Corrupt, TheTinyLlamasCorpusBreaksEverySpanKindOfItsMapWithTheMutationsOfTh
   for (const CorruptEntry& e : r.files) broken.insert(e.span_kind), by_mutation[e.mutation]++;
   EXPECT_EQ(broken, kinds);
   EXPECT_EQ(kinds.size(), 10u);  // no tensor_padding, gap or trailing: every tensor's size is a multiple of 32
-  // Each mutation's quota, once for each kind of span of the file it changes.
+  // Each mutation's quota, once for each kind of span of the file it changes; fewer cuts
+  // where a kind has fewer places (one magic, version and padding span; 3 bytes inside the
+  // 4-byte ones), since no variant is made twice.
   const std::map<std::string, size_t> expected = {
-      {"cut_boundary", 20}, {"cut_inside", 40}, {"bad_magic", 1}, {"version_0", 1}, {"version_1", 1},
+      {"cut_boundary", 15}, {"cut_inside", 37}, {"bad_magic", 1}, {"version_0", 1}, {"version_1", 1},
       {"version_future", 1}, {"version_other_endian", 1}, {"count_past_file", 4}, {"count_negative", 2},
       {"count_minus_one", 2}, {"key_length_past_file", 4}, {"empty_key", 2}, {"duplicate_key", 4},
       {"unknown_value_type", 6}, {"alignment_wrong_type", 2}, {"string_length_past_file", 4},
@@ -135,7 +137,8 @@ TEST(Corrupt, TheManifestNamesEveryFileWithItsFieldsTyped) {
   std::string dir = temp_path("manifest");
   CliRun c = run_cli("corrupt " + tiny_llama() + " -o " + dir + " --count 45 --seed 3 --json");
   ASSERT_EQ(c.code, 0) << c.err;
-  EXPECT_EQ(c.out, std::string(read_file_bytes(dir + "/manifest.json").begin(), read_file_bytes(dir + "/manifest.json").end()));
+  const std::vector<uint8_t> written = read_file_bytes(dir + "/manifest.json");
+  EXPECT_EQ(c.out, std::string(written.begin(), written.end()));
   YAML::Node j = YAML::Load(c.out);  // JSON is YAML
   EXPECT_EQ(j["source"].as<std::string>(), tiny_llama());
   EXPECT_EQ(j["seed"].as<uint64_t>(), 3u);
