@@ -77,6 +77,12 @@ measure "realign 64 (verified)" "$bin" realign "$model" -a 64 -o "$dir/out.gguf"
 measure "rewrite --no-verify" "$bin" rewrite "$model" -o "$dir/out.gguf" --no-verify
 measure "rewrite (verified)" "$bin" rewrite "$model" -o "$dir/out.gguf"
 
+echo "== a corrupt corpus of the tiny llama (goal: under 5 s)"
+tiny=$dir/tiny-llama.gguf
+[ -f "$tiny" ] || "$bin" write "$here/../examples/tiny-llama.yaml" -D VOCAB="$here/../../shared/corpus/vocab/ggml-vocab-llama-spm.gguf" -o "$tiny"
+measure "corrupt (the tiny llama, default)" sh -c "rm -rf '$dir/corrupt' && '$bin' corrupt '$tiny' -o '$dir/corrupt'"
+rm -rf "$dir/corrupt"
+
 echo "== a chat-template fix of the model as a shard set whose first shard holds only the keys"
 set_prefix=$dir/set/qwen7b
 rm -rf "$dir/set"; mkdir -p "$dir/set"

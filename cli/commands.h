@@ -54,8 +54,9 @@ int cmd_merge(const std::vector<std::string>& args);
 int cmd_write(const std::vector<std::string>& args);
 int cmd_dump(const std::vector<std::string>& args);
 int cmd_example(const std::vector<std::string>& args);
-// Fixtures (cli/fixture.cpp).
+// Fixtures (cli/fixture.cpp, cli/corrupt.cpp).
 int cmd_replica(const std::vector<std::string>& args);
 int cmd_extract(const std::vector<std::string>& args);
+int cmd_corrupt(const std::vector<std::string>& args);
 
 }  // namespace ggufkit::cli

@@ -50,6 +50,7 @@ const std::vector<Command>& ggufkit::cli::commands() {
       {"example", "writing", "example -o OUT", "write the 408-byte walkthrough file (a demo and a fixture)", cmd_example},
       {"replica", "writing", "replica FILE -o OUT", "FILE without its weights: sparse, zeros or the header alone (--data)", cmd_replica},
       {"extract", "writing", "extract FILE -o OUT", "--vocab-only: the vocabulary-only file llama.cpp loads with vocab_only", cmd_extract},
+      {"corrupt", "writing", "corrupt FILE -o DIR", "broken variants of FILE from its span map, with a manifest of verdicts", cmd_corrupt},
       {"recover", "writing", "recover FILE", "finish an interrupted in-place edit (its journal beside FILE); --discard", cmd_recover},
   };
   return table;

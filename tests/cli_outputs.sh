@@ -152,7 +152,7 @@ run "bad option" show "$tiny" --nope
 run "missing file" show nope.gguf
 run "missing arg" layer "$tiny"
 for c in show meta get template tensors stack layer account tensor diff hash validate map rewrite edit realign \
-  convert split merge write dump example recover; do
+  convert split merge write dump example corrupt recover; do
   run "$c help" "$c" --help
 done
 

@@ -263,7 +263,7 @@ TEST(CliTable, TheManPageAndCompletionNameEveryCommand) {
   std::string names;
   for (const char* c : {"show", "meta", "get", "template", "tensors", "stack", "layer", "account", "tensor", "diff", "hash",
                         "validate", "map", "rewrite", "edit", "realign", "convert", "split", "merge", "write", "dump", "example",
-                        "replica", "extract", "recover"}) {
+                        "replica", "extract", "corrupt", "recover"}) {
     EXPECT_NE(man.out.find(std::string(".SS ") + c), std::string::npos) << c;
     EXPECT_NE(man.out.find(std::string("usage: ggufkit ") + c), std::string::npos) << c;
     names += (names.empty() ? "" : " ") + std::string(c);
@@ -317,7 +317,7 @@ TEST(CliTable, EveryOptionTheReadmeNamesExists) {
   std::set<std::string> commands;
   for (const char* c : {"show", "meta", "get", "template", "tensors", "stack", "layer", "account", "tensor", "diff", "hash",
                         "validate", "map", "rewrite", "edit", "realign", "convert", "split", "merge", "write", "dump", "example",
-                        "recover"})
+                        "corrupt", "recover"})
     commands.insert(c);
   std::set<std::pair<std::string, std::string>> named;
   const std::regex command(R"(ggufkit (\w+)([^`\n]*))"), option(R"((^|[^\w-])(--[a-z][a-z-]*))");

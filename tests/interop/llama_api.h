@@ -19,6 +19,9 @@ struct Run {
 bool available(std::string& why);
 // Loads the model; nullopt when llama.cpp refuses it (its log is in `why`).
 std::optional<Run> run(const std::string& model, std::string& why);
+// Whether llama.cpp loads the model (no context, no decoding), in a child process: llama.cpp
+// aborts on some broken files, and a crash is a refusal. `why` has the child's status.
+bool loads(const std::string& model, std::string& why);
 // llama_model_meta_val_str: the value as llama.cpp prints it, or nullopt when it has no such key
 // (or refuses the file).
 std::optional<std::string> meta(const std::string& model, const std::string& key);

@@ -15,6 +15,7 @@
 #include <set>
 #include <random>
 
+#include "ggufkit/corrupt.h"
 #include "ggufkit/encode.h"
 #include "ggufkit/error.h"
 #include "ggufkit/scan.h"
@@ -836,4 +837,88 @@ TEST(GgmlParser, TheQ8AndQ4EncodersWriteWhatGgmlsQuantizerWrites) {
       }
     EXPECT_EQ(differ, 0) << "of " << blocks << " blocks";
   }
+}
+
+namespace {
+
+// The tiny llama's default corrupt corpus (ggufkit corrupt), made once.
+const CorruptReport& corrupt_corpus(std::string& dir) {
+  static std::string d = temp_path("corrupt-corpus");
+  static CorruptReport r = [] {
+    CorruptRequest q;
+    q.source = tiny_llama();
+    q.dir = d;
+    return corrupt(q);
+  }();
+  dir = d;
+  return r;
+}
+
+// Variants on which ggml's parser does not do what ggufkit predicts, each with why. None
+// today: the prediction is ggufkit's reader without the data bounds, plus ggml's rules.
+const std::map<std::string, std::string>& corrupt_exceptions() {
+  static const std::map<std::string, std::string> e = {};
+  return e;
+}
+
+}  // namespace
+
+TEST(GgmlParser, DoesWhatEveryCorruptVariantsManifestEntryPredicts) {
+  const Ggml& g = ggml();
+  ASSERT_TRUE(g.lib && g.init && g.free && g.free_ctx);
+  std::string dir;
+  const CorruptReport& r = corrupt_corpus(dir);
+  ASSERT_GE(r.files.size(), 150u);
+  size_t accepts = 0, refuses = 0, differ = 0;
+  for (const CorruptEntry& e : r.files) {
+    SCOPED_TRACE(e.file + " " + e.mutation + " " + e.field);
+    void* ctx = nullptr;
+    void* theirs = g.init((dir + "/" + e.file).c_str(), GgufInitParams{true, &ctx});
+    (theirs ? accepts : refuses)++;
+    if ((theirs != nullptr) != e.gguf_accepts) {
+      differ++;
+      EXPECT_TRUE(corrupt_exceptions().count(e.file)) << "ggml " << (theirs ? "accepts" : "refuses") << ", predicted otherwise";
+    }
+    if (theirs) g.free(theirs);
+    if (ctx) g.free_ctx(ctx);
+  }
+  EXPECT_LE(differ * 100, r.files.size());  // at most 1%, each listed
+  EXPECT_EQ(differ, corrupt_exceptions().size());
+  EXPECT_GT(accepts, 30u);  // NaN and inf, padding, bytes after the end, cuts in the data, ...
+  EXPECT_GT(refuses, 100u);
+  std::printf("ggml on %zu corrupt variants: %zu accept, %zu refuse, %zu differ from the prediction\n", r.files.size(), accepts,
+              refuses, differ);
+}
+
+TEST(LlamaCpp, LoadsACorruptVariantExactlyWhenTheRuleBookFindsNoError) {
+  std::string why;
+  ASSERT_TRUE(llama_api::available(why)) << why;
+  std::string dir;
+  const CorruptReport& r = corrupt_corpus(dir);
+  // Where llama.cpp is laxer than the rule book, and why the rule book is kept: the token_id
+  // rule holds every special token id below the vocabulary size, but llama.cpp warns "bad
+  // special token" and falls back to its default for an unknown token id past the end.
+  auto listed = [](const CorruptEntry& e) {
+    return e.mutation == "token_id_past_vocab" && e.field.find("tokenizer.ggml.unknown_token_id") != std::string::npos;
+  };
+  size_t sampled = 0, agree = 0, loads = 0, exceptions = 0;
+  for (size_t i = 0; i < r.files.size(); i += 3) {  // every third file: each mutation's early variants
+    const CorruptEntry& e = r.files[i];
+    SCOPED_TRACE(e.file + " " + e.mutation + " " + e.field);
+    bool loaded = llama_api::loads(dir + "/" + e.file, why);
+    sampled++;
+    agree += loaded == e.llama_loads;
+    loads += loaded;
+    if (loaded != e.llama_loads && listed(e)) {
+      EXPECT_TRUE(loaded);
+      exceptions++;
+      continue;
+    }
+    EXPECT_EQ(loaded, e.llama_loads) << why;
+  }
+  EXPECT_GE(sampled, 50u);
+  EXPECT_GT(loads, 5u);
+  EXPECT_EQ(exceptions, 2u);  // 0127 and 0154: the unknown token id past the vocabulary
+  std::printf("llama.cpp on %zu corrupt variants: %zu load, %zu agree with the rule book, %zu listed exceptions\n", sampled,
+              loads, agree, exceptions);
 }

@@ -1,0 +1,201 @@
+// ggufkit corrupt: the tiny llama's corpus of broken variants, each file read back to
+// prove what its manifest entry says.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "ggufkit/check.h"
+#include "ggufkit/corrupt.h"
+#include "ggufkit/error.h"
+#include "ggufkit/scan.h"
+#include "helpers.h"
+
+using namespace ggufkit;
+using namespace testing_helpers;
+namespace fs = std::filesystem;
+
+namespace {
+
+const CorruptReport& tiny_corpus() {
+  static CorruptReport r = [] {
+    CorruptRequest q;
+    q.source = tiny_llama();
+    q.dir = temp_path("corrupt-tiny");
+    return corrupt(q);
+  }();
+  return r;
+}
+const std::string kTinyDir = "corrupt-tiny";
+
+}  // namespace
+
+TEST(Corrupt, TheTinyLlamasCorpusBreaksEverySpanKindOfItsMapWithTheMutationsOfTheTable) {
+  const CorruptReport& r = tiny_corpus();
+  ASSERT_GE(r.files.size(), 150u);
+  std::set<std::string> kinds, broken;
+  for (const LabeledSpan& s : scan_file(tiny_llama()).layout.spans) kinds.insert(span_kind_name(s.kind));
+  std::map<std::string, size_t> by_mutation;
+  for (const CorruptEntry& e : r.files) broken.insert(e.span_kind), by_mutation[e.mutation]++;
+  EXPECT_EQ(broken, kinds);
+  EXPECT_EQ(kinds.size(), 10u);  // no tensor_padding, gap or trailing: every tensor's size is a multiple of 32
+  // Each mutation's quota, once for each kind of span of the file it changes; fewer cuts
+  // where a kind has fewer places (one magic, version and padding span; 3 bytes inside the
+  // 4-byte ones), since no variant is made twice.
+  const std::map<std::string, size_t> expected = {
+      {"cut_boundary", 15}, {"cut_inside", 37}, {"bad_magic", 1}, {"version_0", 1}, {"version_1", 1},
+      {"version_future", 1}, {"version_other_endian", 1}, {"count_past_file", 4}, {"count_negative", 2},
+      {"count_minus_one", 2}, {"key_length_past_file", 4}, {"empty_key", 2}, {"duplicate_key", 4},
+      {"unknown_value_type", 6}, {"alignment_wrong_type", 2}, {"string_length_past_file", 4},
+      {"array_count_past_file", 4}, {"unknown_element_type", 3}, {"nested_array", 3}, {"alignment_0", 1},
+      {"alignment_3", 1}, {"block_count_disagrees", 2}, {"hparam_zero", 3}, {"token_id_past_vocab", 4},
+      {"bool_not_0_1", 1}, {"name_length_past_file", 3}, {"n_dims_0", 3}, {"n_dims_5", 3},
+      {"unknown_ggml_type", 4}, {"removed_ggml_type", 2}, {"misaligned_offset", 4}, {"overlapping_offset", 3},
+      {"offset_gap", 3}, {"duplicate_name", 3}, {"dim_past_file", 1}, {"row_not_whole_blocks", 2},
+      {"nonzero_padding", 4}, {"nan_f32", 3}, {"inf_f32", 3}, {"nan_f16", 3}, {"inf_f16", 3}, {"bytes_after_end", 3}};
+  EXPECT_EQ(by_mutation, expected);
+  std::vector<std::string> names = corrupt_mutations();
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), expected.size());
+}
+
+TEST(Corrupt, EveryFileFailsInTheReaderWhereItsEntrySaysAndValidateGivesItsLlamaVerdict) {
+  const CorruptReport& r = tiny_corpus();
+  const std::string dir = temp_path(kTinyDir);
+  size_t fails = 0, refused = 0;
+  for (const CorruptEntry& e : r.files) {
+    SCOPED_TRACE(e.file + " " + e.mutation + " " + e.field);
+    const std::string path = dir + "/" + e.file;
+    ASSERT_TRUE(fs::exists(path));
+    EXPECT_LE(fs::file_size(path), 8u << 20);
+    std::optional<uint64_t> at;
+    bool reads = true;
+    try {
+      scan_file(path);
+    } catch (const Error& err) {
+      reads = false;
+      at = err.offset;
+      EXPECT_NE(e.error.find(err.message), std::string::npos) << e.error;
+    }
+    EXPECT_EQ(reads, e.error.empty()) << e.error;
+    EXPECT_EQ(at, e.error_offset);
+    Verdict v = validate(path, true);
+    EXPECT_EQ(v.errors == 0, e.llama_loads);
+    EXPECT_EQ(e.gguf_accepts, ggml_accepts(path));
+    fails += !reads;
+    refused += !e.llama_loads;
+  }
+  // Most variants break the reader; the rest are what readers let through, which llama.cpp
+  // trips on later or loads (non-zero padding, NaN in the weights, bytes after the end).
+  EXPECT_GT(fails, r.files.size() / 2);
+  EXPECT_GT(refused, fails);
+  for (const CorruptEntry& e : r.files) {
+    SCOPED_TRACE(e.file + " " + e.mutation);
+    if (e.mutation == "nan_f32" || e.mutation == "inf_f16" || e.mutation == "nonzero_padding" || e.mutation == "bytes_after_end") {
+      EXPECT_TRUE(e.error.empty()) << e.error;
+      EXPECT_TRUE(e.llama_loads);
+      EXPECT_TRUE(e.gguf_accepts);
+    }
+    if (e.mutation == "offset_gap") {  // the format allows it; ggml and llama.cpp do not
+      EXPECT_TRUE(e.error.empty()) << e.error;
+      EXPECT_FALSE(e.gguf_accepts);
+      EXPECT_FALSE(e.llama_loads);
+    }
+    if (e.mutation == "dim_past_file") {  // ggml with no_alloc does not look at the data
+      EXPECT_FALSE(e.error.empty());
+      EXPECT_TRUE(e.gguf_accepts);
+    }
+    if (e.mutation == "version_0" || e.mutation == "bad_magic" || e.mutation == "n_dims_5") {
+      EXPECT_FALSE(e.gguf_accepts);
+      EXPECT_FALSE(e.llama_loads);
+      EXPECT_TRUE(e.error_offset.has_value());
+    }
+  }
+}
+
+TEST(Corrupt, TheSameSeedGivesTheSameBytesAndManifestAndAnotherSeedOtherFiles) {
+  auto make = [](const std::string& name, int seed) {
+    std::string dir = temp_path(name);
+    CliRun c = run_cli("corrupt " + tiny_llama() + " -o " + dir + " --count 60 --seed " + std::to_string(seed));
+    EXPECT_EQ(c.code, 0) << c.err;
+    return dir;
+  };
+  std::string a = make("seed-7a", 7), b = make("seed-7b", 7), c = make("seed-8", 8);
+  std::vector<std::string> files = files_in(a);
+  ASSERT_EQ(files.size(), 61u);  // 60 variants and the manifest
+  EXPECT_EQ(files_in(b), files);
+  size_t differ = 0;
+  for (const std::string& f : files) {
+    EXPECT_EQ(read_file_bytes(a + "/" + f), read_file_bytes(b + "/" + f)) << f;
+    differ += read_file_bytes(a + "/" + f) != read_file_bytes(c + "/" + f);
+  }
+  EXPECT_GT(differ, 30u);  // another seed: other offsets and values, mostly
+}
+
+TEST(Corrupt, TheManifestNamesEveryFileWithItsFieldsTyped) {
+  std::string dir = temp_path("manifest");
+  CliRun c = run_cli("corrupt " + tiny_llama() + " -o " + dir + " --count 45 --seed 3 --json");
+  ASSERT_EQ(c.code, 0) << c.err;
+  const std::vector<uint8_t> written = read_file_bytes(dir + "/manifest.json");
+  EXPECT_EQ(c.out, std::string(written.begin(), written.end()));
+  YAML::Node j = YAML::Load(c.out);  // JSON is YAML
+  EXPECT_EQ(j["source"].as<std::string>(), tiny_llama());
+  EXPECT_EQ(j["seed"].as<uint64_t>(), 3u);
+  ASSERT_TRUE(j["files"].IsSequence());
+  ASSERT_EQ(j["files"].size(), 45u);
+  std::set<std::string> names;
+  for (const auto& e : j["files"]) {
+    names.insert(e["file"].as<std::string>());
+    EXPECT_TRUE(fs::exists(dir + "/" + e["file"].as<std::string>()));
+    for (const char* k : {"span_kind", "field", "mutation", "error"}) EXPECT_TRUE(e[k].IsScalar()) << k;
+    EXPECT_GE(e["offset"].as<uint64_t>(), 0u);
+    EXPECT_TRUE(e["gguf"].as<std::string>() == "accepts" || e["gguf"].as<std::string>() == "refuses");
+    EXPECT_TRUE(e["llama"].as<std::string>() == "loads" || e["llama"].as<std::string>() == "refuses");
+    if (e["error_offset"].IsNull()) EXPECT_EQ(e["error"].as<std::string>(), "");
+    else EXPECT_GE(e["error_offset"].as<uint64_t>(), 0u);
+    EXPECT_TRUE(e["findings"].IsSequence());
+  }
+  EXPECT_EQ(names.size(), 45u);
+  EXPECT_EQ(*names.begin(), "0001.gguf");
+  EXPECT_EQ(*names.rbegin(), "0045.gguf");
+}
+
+TEST(Corrupt, ACountBelowTheDefaultGivesItsFirstVariantsAndAboveItDrawsMore) {
+  CorruptRequest q;
+  q.source = tiny_llama();
+  q.dir = temp_path("count-20");
+  q.count = 20;
+  CorruptReport few = corrupt(q);
+  ASSERT_EQ(few.files.size(), 20u);
+  for (size_t i = 0; i < 20; ++i) {
+    EXPECT_EQ(few.files[i].mutation, tiny_corpus().files[i].mutation);
+    EXPECT_EQ(few.files[i].offset, tiny_corpus().files[i].offset);
+  }
+  q.dir = temp_path("count-more");
+  q.count = tiny_corpus().files.size() + 25;
+  EXPECT_EQ(corrupt(q).files.size(), tiny_corpus().files.size() + 25);
+}
+
+TEST(Corrupt, AFolderThatHoldsFilesIsRefusedUnlessForcedAndThenOnlyItsOwnFilesAreReplaced) {
+  std::string dir = temp_path("held");
+  fs::create_directories(dir);
+  write_file_bytes(dir + "/keep.txt", {'k'});
+  CliRun no = run_cli("corrupt " + tiny_llama() + " -o " + dir + " --count 3");
+  EXPECT_EQ(no.code, 2);
+  EXPECT_NE(no.err.find("holds files"), std::string::npos) << no.err;
+  EXPECT_EQ(files_in(dir), std::vector<std::string>{"keep.txt"});
+  CliRun yes = run_cli("corrupt " + tiny_llama() + " -o " + dir + " --count 3 --force");
+  EXPECT_EQ(yes.code, 0) << yes.err;
+  EXPECT_EQ(files_in(dir), (std::vector<std::string>{"0001.gguf", "0002.gguf", "0003.gguf", "keep.txt", "manifest.json"}));
+  EXPECT_NE(yes.out.find("wrote 3 files"), std::string::npos) << yes.out;
+}
+
+TEST(Corrupt, ASourceThatDoesNotReadIsRefusedWithTheReadersError) {
+  std::string bad = temp_path("not-gguf.gguf");
+  write_file_bytes(bad, {'G', 'G', 'U', 'X', 3, 0, 0, 0});
+  CliRun c = run_cli("corrupt " + bad + " -o " + temp_path("never"));
+  EXPECT_EQ(c.code, 1);
+  EXPECT_NE(c.err.find("at byte 0"), std::string::npos) << c.err;
+  EXPECT_FALSE(fs::exists(temp_path("never")));
+}
