@@ -405,8 +405,10 @@ TEST(SetRenames, AFileGivenANewShardsHiddenNameSinceIsNotRenamedInAndAHugeSetJou
     if (n.rfind(".ggufkit-", 0) == 0) hidden = n;
   ASSERT_FALSE(hidden.empty());
   const auto theirs = std::vector<uint8_t>{'n', 'o', 't', ' ', 'm', 'i', 'n', 'e'};
-  fs::remove(dir + "/" + hidden);
-  write_file_bytes(dir + "/" + hidden, theirs);
+  // Made before the old one goes, then renamed over it: a file removed first may give its
+  // inode number to the next file made, which would then be the same inode to recover.
+  write_file_bytes(dir + "/theirs.tmp", theirs);
+  fs::rename(dir + "/theirs.tmp", dir + "/" + hidden);
   const auto s2 = read_file_bytes(shard(2)), s3 = read_file_bytes(shard(3));
   CliRun r = run_cli("recover " + shard(1));
   EXPECT_EQ(r.code, 1);
