@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 
+#include "ggufkit/fixture.h"
 #include "ggufkit/scan.h"
 
 namespace {
@@ -50,6 +51,31 @@ void BM_GgmlParseHeader(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_GgmlParseHeader)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+// The fixture factory, in O(header) (goal: at most 3x ggml's header read above): the
+// sparse replica (header copied and checked, the rest a hole), the header exemplar, and
+// the vocabulary-only extract, each written next to the model and replaced every run.
+void fixture_run(benchmark::State& state, const char* name, ggufkit::ReplicaData d, bool vocab) {
+  const std::string out = g_file + "." + name + ".gguf";
+  for (auto _ : state) {
+    if (vocab) {
+      ggufkit::ExtractRequest r;
+      r.input = g_file, r.output = out, r.write.force = true;
+      benchmark::DoNotOptimize(ggufkit::extract_vocab(r));
+    } else {
+      ggufkit::ReplicaRequest r;
+      r.input = g_file, r.output = out, r.data = d, r.write.force = true;
+      benchmark::DoNotOptimize(ggufkit::replica(r));
+    }
+  }
+  std::remove(out.c_str());
+}
+void BM_ReplicaSparse(benchmark::State& state) { fixture_run(state, "replica", ggufkit::ReplicaData::sparse, false); }
+void BM_ReplicaHeaderOnly(benchmark::State& state) { fixture_run(state, "exemplar", ggufkit::ReplicaData::none, false); }
+void BM_ExtractVocabOnly(benchmark::State& state) { fixture_run(state, "vocab", ggufkit::ReplicaData::none, true); }
+BENCHMARK(BM_ReplicaSparse)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_ReplicaHeaderOnly)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_ExtractVocabOnly)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 }  // namespace
 
 int main(int argc, char** argv) {
