@@ -26,6 +26,7 @@
 #include "ggufkit/output.h"
 #include "ggufkit/path.h"
 #include "ggufkit/scan.h"
+#include "ggufkit/source.h"
 #include "ggufkit/writer.h"
 
 namespace ggufkit {
@@ -44,8 +45,11 @@ struct Mismatch {
 // output against where it came from, while the writer goes on writing and flushing: the
 // written bytes are read back while they are still in the page cache. A piece the kernel
 // copied is compared byte for byte with its source; one that went through memory (a byte
-// order conversion) with the xxHash64 taken of it there. (Reading the output through a map
-// instead of pread was measured: 1.3x slower, for the page faults.)
+// order conversion) with the xxHash64 taken of it there. A hole left in the output (a
+// source's hole) must read as zeros there and, from a file, in the source: each is asked for
+// its extents and only their data is read (the edges of a hole off the output's blocks), so
+// gigabytes of hole cost a few lseeks. (Reading the output through a map instead of pread
+// was measured: 1.3x slower, for the page faults.)
 class VerifyingSink final : public FdSink {
  public:
   VerifyingSink(int fd, std::string name, const std::atomic<bool>* stop)
@@ -78,11 +82,24 @@ class VerifyingSink final : public FdSink {
 
  protected:
   void copied(const ByteSource* src, uint64_t offset, const uint8_t* bytes, uint64_t at, uint64_t n) override {
-    Piece p{src, offset, bytes ? XXH64(bytes, n, 0) : 0, at, n};
+    queue({src, offset, bytes ? XXH64(bytes, n, 0) : 0, at, n, false});
+  }
+  void hole(const ByteSource* src, uint64_t offset, uint64_t at, uint64_t n) override {
+    queue({src, offset, 0, at, n, true});
+  }
+
+ private:
+  struct Piece {
+    const ByteSource* src;  // null: compare with `hash` (a hole: the output alone is checked)
+    uint64_t offset, hash, at, n;
+    bool hole;
+  };
+
+  void queue(const Piece& p) {
     if (inline_) {
       if (mismatch_) return;
       mismatch_ = check(p, a_, b_);
-      if (!mismatch_) verified_ += n;
+      if (!mismatch_) verified_ += p.n;
       return;
     }
     std::unique_lock<std::mutex> g(m_);
@@ -90,12 +107,6 @@ class VerifyingSink final : public FdSink {
     queue_.push_back(p);
     cv_.notify_all();
   }
-
- private:
-  struct Piece {
-    const ByteSource* src;  // null: compare with `hash`
-    uint64_t offset, hash, at, n;
-  };
 
   void work() {
     std::vector<uint8_t> a, b;  // sized by the first piece: a file with no tensor data needs none
@@ -124,8 +135,42 @@ class VerifyingSink final : public FdSink {
     cv_.notify_all();
   }
 
+  // Where [from, from + n) of a source, whose extents and bytes `extent` and `read` give,
+  // holds a byte that is not zero: its holes are taken as said, its data read.
+  template <typename ExtentOf, typename Read>
+  std::optional<uint64_t> nonzero(uint64_t from, uint64_t n, ExtentOf extent, Read read, std::vector<uint8_t>& buf) {
+    for (uint64_t at = from; at < from + n;) {
+      if (stop_ && stop_->load()) break;
+      ByteSource::Extent e = extent(at, from + n);
+      uint64_t end = e.end > at && e.end <= from + n ? e.end : from + n;
+      for (; !e.hole && at < end;) {
+        size_t k = static_cast<size_t>(std::min<uint64_t>(end - at, kPiece));
+        read(at, buf.data(), k);
+        auto z = std::find_if(buf.data(), buf.data() + k, [](uint8_t c) { return c != 0; });
+        if (z != buf.data() + k) return at + static_cast<uint64_t>(z - buf.data());
+        at += k;
+      }
+      at = end;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Mismatch> check_hole(const Piece& p, std::vector<uint8_t>& b) {
+    auto out = nonzero(
+        p.at, p.n, [&](uint64_t o, uint64_t l) { return file_extent(fd_, o, l); },
+        [&](uint64_t o, uint8_t* d, size_t k) { pread_all(fd_, name_, d, k, o, "cannot re-read the written file"); }, b);
+    if (out) return Mismatch{*out, 1};
+    if (!p.src) return std::nullopt;
+    auto in = nonzero(
+        p.offset, p.n, [&](uint64_t o, uint64_t l) { return p.src->extent(o, l); },
+        [&](uint64_t o, uint8_t* d, size_t k) { p.src->read_at(o, d, k); }, b);
+    if (in) return Mismatch{p.at + (*in - p.offset), 1};  // the source is no longer zeros there
+    return std::nullopt;
+  }
+
   std::optional<Mismatch> check(const Piece& p, std::vector<uint8_t>& a, std::vector<uint8_t>& b) {
     if (b.empty()) a.resize(kPiece), b.resize(kPiece);
+    if (p.hole) return check_hole(p, b);
     XXH64_state_t* st = p.src ? nullptr : XXH64_createState();
     if (st) XXH64_reset(st, 0);
     std::optional<Mismatch> bad;

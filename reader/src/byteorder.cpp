@@ -65,6 +65,16 @@ void SwappedSource::read_at(uint64_t offset, void* dst, size_t n) const {
   std::memcpy(dst, buf.data() + (offset - base_ - first * type_.size), n);
 }
 
+ByteSource::Extent SwappedSource::extent(uint64_t offset, uint64_t limit) const {
+  Extent e = inner_.extent(offset, limit);
+  if (!e.hole || offset < base_) return {e.end, false};
+  uint64_t first = base_ + (offset - base_ + type_.size - 1) / type_.size * type_.size;  // the first whole block
+  uint64_t last = base_ + (e.end - base_) / type_.size * type_.size;                     // where the whole blocks end
+  if (first > offset) return {std::min(first, e.end), false};  // the rest of a block that began in data
+  if (last <= offset) return {e.end, false};                    // less than a block of hole
+  return {last, true};
+}
+
 std::string swappable_types() {
   std::string s;
   for (const Layout& l : layouts()) s += (s.empty() ? "" : ", ") + std::string(l.type);

@@ -182,6 +182,23 @@ void FileSource::read_at(uint64_t offset, void* dst, size_t n) const {
   pread_all(fd_, path_, dst, n, offset);
 }
 
+ByteSource::Extent file_extent(int fd, uint64_t offset, uint64_t limit) {
+  const ByteSource::Extent data{limit, false};
+  off_t d = ::lseek(fd, static_cast<off_t>(offset), SEEK_DATA);
+  if (d < 0) {
+    if (errno != ENXIO) return data;  // no support here
+    // ENXIO: no data from offset on, which is also what lies past the end: a hole only up
+    // to the end as it is now.
+    off_t end = ::lseek(fd, 0, SEEK_END);
+    if (end < 0 || static_cast<uint64_t>(end) <= offset) return data;
+    return {std::min(limit, static_cast<uint64_t>(end)), true};
+  }
+  if (static_cast<uint64_t>(d) > offset) return {std::min(limit, static_cast<uint64_t>(d)), true};
+  off_t h = ::lseek(fd, static_cast<off_t>(offset), SEEK_HOLE);
+  if (h < 0 || static_cast<uint64_t>(h) <= offset) return data;
+  return {std::min(limit, static_cast<uint64_t>(h)), false};
+}
+
 void pread_all(int fd, const std::string& name, void* dst, size_t n, uint64_t offset, const char* what) {
   auto* out = static_cast<uint8_t*>(dst);
   while (n > 0) {

@@ -14,7 +14,7 @@ namespace ggufkit {
 
 namespace {
 constexpr uint64_t kChunk = 1 << 20;
-}
+}  // namespace
 
 void Sink::zeros(uint64_t n) {
   static const uint8_t zero[4096] = {};
@@ -70,7 +70,7 @@ void FdSink::drain() {
 void FdSink::write_all(const uint8_t* p, size_t n, uint64_t at) {
   while (n > 0) {
     int injected = fault_point("write");
-    ssize_t w = injected ? (errno = injected, -1) : ::write(fd_, p, n);
+    ssize_t w = injected ? (errno = injected, -1) : ::pwrite(fd_, p, n, static_cast<off_t>(at));
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) throw_io(name_, "write failed at byte " + std::to_string(at));
     p += w;
@@ -87,9 +87,39 @@ void FdSink::tick(uint64_t written) {
   if (progress) progress(written);
 }
 
+namespace {
+// A hole shorter than this is copied as zeros, as data: leaving it would save a few blocks
+// at most (none where it covers no whole block of the output, whose data may start off a
+// block), for an ftruncate and a more fragmented file. The holes that matter,
+// a replica's or a sparse stand-in's, are megabytes to gigabytes.
+constexpr uint64_t kMinHole = 64 << 10;
+}  // namespace
+
 void FdSink::transfer(const ByteSource& src, uint64_t offset, uint64_t n) {
   drain();
   const uint64_t at = pos();  // the bytes go to [at, at + n)
+  for (uint64_t done = 0; done < n;) {
+    ByteSource::Extent e = src.extent(offset + done, offset + n);
+    bool sane = e.end > offset + done && e.end <= offset + n;
+    uint64_t k = sane ? e.end - (offset + done) : n - done;
+    if (sane && e.hole && k >= kMinHole) leave_hole(src, offset + done, at + done, k);
+    else copy_data(src, offset + done, at + done, k);
+    done += k;
+  }
+}
+
+void FdSink::leave_hole(const ByteSource& src, uint64_t offset, uint64_t at, uint64_t n) {
+  // The output is written in order from its start, so it ends at `at`: going on past the
+  // hole leaves [at, at + n) unwritten, which reads as zeros and takes no disk. The file is
+  // made that long now, not when it is finished, so that the hole can be read back at once
+  // and a file that ends in one has its size.
+  if (::ftruncate(fd_, static_cast<off_t>(at + n)) != 0) throw_io(name_, "write failed at byte " + std::to_string(at));
+  fault_point("copied", {fd_, at, n});
+  hole(src.fd() >= 0 ? &src : nullptr, offset, at, n);
+  tick(at + n);
+}
+
+void FdSink::copy_data(const ByteSource& src, uint64_t offset, uint64_t at, uint64_t n) {
   uint64_t done = 0;
   auto piece = [&](const ByteSource* from, const uint8_t* bytes, uint64_t k) {
     // Start writing the piece to the disk now, so the final flush has little left to wait
@@ -101,13 +131,13 @@ void FdSink::transfer(const ByteSource& src, uint64_t offset, uint64_t n) {
     tick(at + done);
   };
   if (src.fd() >= 0 && offset <= src.size() && n <= src.size() - offset) {
-    auto in = static_cast<loff_t>(offset);
+    auto in = static_cast<loff_t>(offset), out = static_cast<loff_t>(at);
     while (done < n) {
       if (int injected = fault_point("write")) {
         errno = injected;
         throw_io(name_, "write failed at byte " + std::to_string(at + done));
       }
-      ssize_t k = ::copy_file_range(src.fd(), &in, fd_, nullptr, static_cast<size_t>(std::min(n - done, kChunk * 8)), 0);
+      ssize_t k = ::copy_file_range(src.fd(), &in, fd_, &out, static_cast<size_t>(std::min(n - done, kChunk * 8)), 0);
       if (k < 0 && errno == EINTR) continue;
       if (k <= 0) break;  // not supported here, or a short file: on through memory below
       piece(&src, nullptr, static_cast<uint64_t>(k));

@@ -27,6 +27,9 @@ class SwappedSource final : public ByteSource {
   const std::string& name() const override { return inner_.name(); }
   uint64_t size() const override { return inner_.size(); }
   void read_at(uint64_t offset, void* dst, size_t n) const override;
+  // The inner source's holes, in whole blocks: a block of zeros turned over is zeros, one
+  // only partly in a hole is data.
+  Extent extent(uint64_t offset, uint64_t limit) const override;
 
  private:
   const ByteSource& inner_;

@@ -45,6 +45,11 @@ class ByteSource {
   virtual Extent extent(uint64_t offset, uint64_t limit) const { (void)offset; return {limit, false}; }
 };
 
+// ByteSource::extent of an open file, from lseek's SEEK_DATA and SEEK_HOLE: a hole only where
+// the file system says so (whole blocks that read as zeros), data where it cannot say
+// (no support: EINVAL) and past the file's end now (so that a read of a file cut short fails).
+ByteSource::Extent file_extent(int fd, uint64_t offset, uint64_t limit);
+
 class FileSource final : public ByteSource {
  public:
   explicit FileSource(std::string path);
@@ -59,6 +64,7 @@ class FileSource final : public ByteSource {
   void trim(const uint8_t* held, uint64_t n) const override;
   int fd() const override { return fd_; }
   std::shared_ptr<const void> read_lock() const override;
+  Extent extent(uint64_t offset, uint64_t limit) const override { return file_extent(fd_, offset, limit); }
   uint64_t device() const { return dev_; }
   uint64_t inode() const { return ino_; }
   // Whether `st` (of a file open now) is this file as it was opened: the same device and

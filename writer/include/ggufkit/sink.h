@@ -56,7 +56,10 @@ class VectorSink final : public Sink {
 // large writes (a 6 MB vocabulary is 760,000 fields); tensor data from a file is copied in
 // the kernel (copy_file_range) where it can be, else read and written in pieces. After
 // each piece of copied data it passes the `copied` fault point and calls copied(); between
-// pieces it reports progress and stops, with an io Error, when `cancel` is set.
+// pieces it reports progress and stops, with an io Error, when `cancel` is set. A source's
+// holes (ByteSource::extent) are left unwritten, as `cp --sparse=auto` does, so `fd` must be
+// an empty file (a fresh temporary file). Every write says where it goes (pwrite): the
+// descriptor's position is nobody's, and the verifier may lseek it for holes.
 class FdSink : public Sink {
  public:
   FdSink(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
@@ -72,12 +75,19 @@ class FdSink : public Sink {
   virtual void copied(const ByteSource* src, uint64_t offset, const uint8_t* bytes, uint64_t at, uint64_t n) {
     (void)src, (void)offset, (void)bytes, (void)at, (void)n;
   }
+  // A hole of src at `offset` was left unwritten at [at, at + n) of the output (src is null
+  // when it may not outlive the call). It passed the `copied` fault point too.
+  virtual void hole(const ByteSource* src, uint64_t offset, uint64_t at, uint64_t n) {
+    (void)src, (void)offset, (void)at, (void)n;
+  }
 
   int fd_;
   std::string name_;
 
  private:
   void drain();
+  void copy_data(const ByteSource& src, uint64_t offset, uint64_t at, uint64_t n);
+  void leave_hole(const ByteSource& src, uint64_t offset, uint64_t at, uint64_t n);
   void write_all(const uint8_t* p, size_t n, uint64_t at);
   void tick(uint64_t written);  // progress, and the cancel check
   std::vector<uint8_t> buf_;    // header bytes not yet written
