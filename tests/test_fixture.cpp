@@ -144,6 +144,7 @@ TEST(Replica, ValidateReportsAnExemplarAsHeaderOnlyInformationAndACutPastItAsTru
   EXPECT_EQ(truncated, 2u);  // the first tensor past the end, and how many are
 }
 
+// (An in-place edit that fits the header needs no tensor byte: AnExemplarsHeaderIsEdited... below.)
 TEST(Replica, CommandsThatNeedTensorBytesRefuseAnExemplarNamingReplicaAndWriteNothing) {
   const std::string ex = temp_path("cmd-ex.gguf");
   make(tiny_llama(), ex, ReplicaData::none);
@@ -151,7 +152,7 @@ TEST(Replica, CommandsThatNeedTensorBytesRefuseAnExemplarNamingReplicaAndWriteNo
   for (const std::string& c : {"hash " + ex, "tensor " + ex + " output.weight", "rewrite " + ex + " -o " + temp_path("cmd-rw.gguf"),
                                "split " + ex + " --max-tensors 5 -o " + temp_path("cmd-sp"),
                                "edit " + ex + " --set general.name=x -o " + temp_path("cmd-ed.gguf"),
-                               "edit " + ex + " --set general.name=x --in-place", "realign " + ex + " -a 64 -o " + temp_path("cmd-ra.gguf")}) {
+                               "realign " + ex + " -a 64 -o " + temp_path("cmd-ra.gguf")}) {
     SCOPED_TRACE(c);
     CliRun r = run_cli(c);
     EXPECT_EQ(r.code, 2) << r.err;
@@ -298,4 +299,26 @@ TEST(Replica, AnEditThatRewritesTheWholeReplicaGivesAReplica) {
   // leave holes under 64 KiB (sink.cpp): 151 KiB here, of the 4.4 MB of tensor data.
   EXPECT_LE(disk_bytes(out), s.layout.data_offset + 256 * 1024);
   EXPECT_LT(disk_bytes(out), b.size() / 4);
+}
+
+TEST(Replica, AnExemplarsHeaderIsEditedInPlaceWhenTheEditFitsAndStaysAnExemplar) {
+  const std::string ex = temp_path("inplace-ex.gguf");
+  make(tiny_llama(), ex, ReplicaData::none);
+  const auto before = read_file_bytes(ex);
+  CliRun r = run_cli("edit " + ex + " --eos-token-id 7 --in-place");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto after = read_file_bytes(ex);
+  ASSERT_EQ(after.size(), before.size());  // still the header alone
+  size_t differ = 0;
+  for (size_t i = 0; i < after.size(); ++i) differ += after[i] != before[i];
+  EXPECT_EQ(differ, 1u);  // eos 2 -> 7: one byte of a u32
+  Scanned s = scan_file(ex);
+  EXPECT_TRUE(s.header_only);
+  EXPECT_EQ(s.model.find("tokenizer.ggml.eos_token_id")->as_u64(), 7u);
+  EXPECT_EQ(s.model_size, read_file_bytes(tiny_llama()).size());
+  // One that does not fit needs the tensor bytes: refused, the file as it was.
+  r = run_cli("edit " + ex + " --set general.name=a-much-longer-name-than-the-header-has-room-for --in-place");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("ggufkit replica"), std::string::npos) << r.err;
+  EXPECT_EQ(read_file_bytes(ex), after);
 }

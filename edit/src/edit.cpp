@@ -209,7 +209,7 @@ void edit_set(const EditRequest& req, ShardSet& set, std::vector<std::unique_ptr
   Layout first_after;
   if (!every) {
     first_after = plan(shards[0]);
-    header = header_path(req, first, shards[0], first_after, set.shards[0].file.layout, set.shards[0].file.source_size, report);
+    header = header_path(req, first, shards[0], first_after, set.shards[0].file.layout, set.shards[0].file.model_size, report);
   } else if (req.header_only) {
     throw EditRefused(EditRefused::Reason::header_only_every_shard, req.input, "",
                       report.why_whole + "; nothing was written", {});
@@ -284,7 +284,7 @@ void edit_file(const EditRequest& req, std::optional<ShardSet>& set, std::vector
       if (sp.kind == SpanKind::gap || sp.kind == SpanKind::trailing) report.dropped_bytes += sp.span.size;
     });
   std::optional<HeaderEdit> header;
-  if (!report.order_after) header = header_path(req, req.input, model, after, before, s.source_size, report);
+  if (!report.order_after) header = header_path(req, req.input, model, after, before, s.model_size, report);
   else report.why_whole = "the byte order changes";
   if (req.dry_run) return;
   if (header) {

@@ -436,7 +436,7 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
     }
     const Scanned read = back.get();  // a format Error if it does not read
     if (!same || read.layout.data_offset != planned.data_offset || read.layout.tensor_offsets != planned.tensor_offsets ||
-        read.source_size != planned.file_size) {
+        read.model_size != planned.file_size) {
       errno = 0;
       throw_io(path, "verification failed: the header written in place does not read back as planned");
     }

@@ -367,6 +367,7 @@ std::string filler_bytes(const Scanned& s, std::initializer_list<SpanKind> kinds
   if (!s.model.tail) return out;
   each_span(s.layout, s.model.tensors, [&](const LabeledSpan& sp) {
     if (std::find(kinds.begin(), kinds.end(), sp.kind) == kinds.end()) return;
+    if (sp.span.end() > s.source_size) return;  // a header exemplar's: the model's, not in the file
     std::string b(static_cast<size_t>(sp.span.size), '\0');
     s.model.tail->source->read_at(sp.span.offset, b.data(), b.size());
     if (nonzero_only) b.erase(std::remove(b.begin(), b.end(), '\0'), b.end());

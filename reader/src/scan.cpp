@@ -375,6 +375,7 @@ class Scanner {
     // bytes refused when asked for (header_only_source). A download cut exactly there reads
     // the same; nothing in the bytes tells the two apart, and neither holds any tensor.
     out.header_only = size && *size == L.data_offset && holds_data(m, L);
+    const std::shared_ptr<const ByteSource> file = source;  // the tail's: the bytes the file has
     if (out.header_only) source = header_only_source(source, L.data_offset);
     // Tensor data must sit in file order, aligned, without overlap, inside the file.
     if (source) m.tensors.place(source, L.data_offset);
@@ -408,10 +409,11 @@ class Scanner {
       prev_end = *end;
     }
     c_.context.clear();
-    // An exemplar's layout is the model's (padded to the end, as llama.cpp writes); it has
-    // no tail to keep (its bytes end where the data would start).
+    // An exemplar's layout is the model's (padded to the end, as llama.cpp writes). Its tail
+    // is the file itself, which ends at the data start: a header edit in place compares
+    // against it; no rewrite copies it, since no tensor reads from it (keeps_tail).
     tail(m, L, out.header_only ? std::nullopt : size);
-    if (source && size && !out.header_only) m.tail = SourceTail{source, L.header_size, L.data_offset, *size, L.alignment};
+    if (file && size) m.tail = SourceTail{file, L.header_size, L.data_offset, *size, L.alignment};
     out.source_size = size.value_or(L.file_size);
     out.model_size = out.header_only ? L.file_size : out.source_size;
     return out;
