@@ -11,7 +11,7 @@ BENCH_RUNS ?= 5
 CORPUS ?= ../shared/corpus
 # -Werror in CI (CI=true), plain warnings by hand.
 WERROR := $(if $(filter true,$(CI)),ON,OFF)
-DEBS := cmake g++ make libboost-program-options-dev libboost-iostreams-dev libyaml-cpp-dev libgtest-dev libxxhash-dev python3-jinja2
+DEBS := cmake g++ make libboost-program-options-dev libboost-iostreams-dev libyaml-cpp-dev libgtest-dev libxxhash-dev libpcre2-dev libicu-dev python3-jinja2
 FUZZ_DEBS := clang libclang-rt-14-dev
 # The interop tests' npm packages, pinned, installed outside the source tree.
 NPM_DIR ?= $(HOME)/.cache/ggufkit-interop

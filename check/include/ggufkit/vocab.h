@@ -1,0 +1,17 @@
+#pragma once
+// A model's vocabulary as llama.cpp loads it: the tokenizer library fed from the reader's
+// model. What llama.cpp refuses at load comes back as a format Error naming the key and
+// where its value starts.
+
+#include "ggufkit/model.h"
+#include "ggufkit/tokenizer.h"
+
+namespace ggufkit {
+
+// The keys the tokenizer reads, as views of `m` (valid while `m` is).
+tokenizer::VocabSpec vocab_spec(const Model& m);
+// Loaded as llama.cpp loads it; `file` names the model in errors. nullopt when the model has
+// no tokenizer.ggml.model (no vocabulary at all: llama.cpp refuses such a model).
+std::optional<tokenizer::Vocab> load_vocab(const Model& m, const std::string& file = "");
+
+}  // namespace ggufkit

@@ -1,0 +1,2 @@
+// Tests of BPE and the pre-tokenizers.
+#include <gtest/gtest.h>

@@ -1,0 +1,2 @@
+// Tests of ggufkit tokenize, detokenize and show's loaded vocabulary.
+#include <gtest/gtest.h>

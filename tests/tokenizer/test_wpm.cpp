@@ -1,0 +1,2 @@
+// Tests of WordPiece, Unigram and RWKV.
+#include <gtest/gtest.h>

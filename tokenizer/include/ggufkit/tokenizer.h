@@ -1,0 +1,123 @@
+#pragma once
+
+// Text to token ids exactly as llama.cpp tokenizes it (src/llama-vocab.cpp, src/unicode.cpp),
+// and back. It knows nothing of GGUF files: it is fed the vocabulary's keys as plain values
+// (check/'s vocab.h makes them from a model) and loads them as llama.cpp does: the special
+// ids from the keys and, where unset, found by their text; the type overrides; the
+// end-of-generation set; the add-BOS/EOS defaults of each vocabulary type; the
+// pre-tokenizer by llama.cpp's table of names. Unicode comes from PCRE2 and ICU.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ggufkit::tokenizer {
+
+// What llama.cpp refuses at load ("unknown pre-tokenizer type: 'x'", "cannot find tokenizer
+// merges in model file"), in its words; `key` names the key at fault when there is one.
+struct Error : std::runtime_error {
+  Error(std::string key, const std::string& what) : std::runtime_error(what), key(std::move(key)) {}
+  std::string key;
+};
+
+// GGUF's value types by number (0 u8 ... 12 f64), which llama.cpp's key getters check.
+enum class ValueType : uint32_t { u8, i8, u16, i16, u32, i32, f32, boolean, string, array, u64, i64, f64 };
+
+// One key's value, as the vocabulary is made of them. Views stay valid while the caller's
+// model does; Vocab::load copies what it keeps.
+struct KeyValue {
+  ValueType type = ValueType::u8;
+  uint64_t bits = 0;                       // scalars: the value's bits, zero-extended
+  std::string_view str;                    // type string
+  ValueType elem = ValueType::u8;          // type array: the element type
+  size_t count = 0;                        // type array: the element count
+  std::vector<std::string_view> strings;   // an array of strings: its items
+  std::vector<uint64_t> numbers;           // an array of numbers: each item's bits, zero-extended
+};
+
+// The keys llama.cpp reads for the vocabulary, by name: every tokenizer.* key and
+// general.architecture (for {arch}.vocab_size, which is there too when the model has it).
+struct VocabSpec {
+  std::map<std::string, KeyValue, std::less<>> keys;
+  const KeyValue* find(std::string_view key) const {
+    auto it = keys.find(key);
+    return it == keys.end() ? nullptr : &it->second;
+  }
+};
+
+// llama.cpp's vocabulary types (llama_vocab_type) and token attributes (llama_token_attr).
+enum class Kind { none, spm, bpe, wpm, ugm, rwkv, plamo2 };
+std::string_view kind_name(Kind k);  // "none", "spm", "bpe", "wpm", "ugm", "rwkv", "plamo2"
+enum Attr : uint32_t {
+  attr_undefined = 0,
+  attr_unknown = 1 << 0,
+  attr_unused = 1 << 1,
+  attr_normal = 1 << 2,
+  attr_control = 1 << 3,
+  attr_user_defined = 1 << 4,
+  attr_byte = 1 << 5,
+  attr_normalized = 1 << 6,
+  attr_lstrip = 1 << 7,
+  attr_rstrip = 1 << 8,
+  attr_single_word = 1 << 9,
+};
+
+// What llama.cpp makes of the vocabulary at load (its llama_vocab_* answers). -1: none.
+struct Loaded {
+  int32_t bos = -1, eos = -1, eot = -1, eom = -1, unk = -1, sep = -1, nl = -1, pad = -1, mask = -1;
+  int32_t fim_pre = -1, fim_suf = -1, fim_mid = -1, fim_pad = -1, fim_rep = -1, fim_sep = -1;
+  bool add_bos = false, add_eos = false, add_sep = false;
+  std::vector<int32_t> eog;      // the end-of-generation set, ascending
+  std::vector<int32_t> control;  // every token with the control attribute, ascending
+  // The special ids llama.cpp found by their text because their key was unset (or out of
+  // range), by llama.cpp's name ("eot", "fim_pre", ...), ascending by name.
+  std::map<std::string, int32_t> found_by_text;
+  // What llama.cpp warns of while loading, in its words (one line each).
+  std::vector<std::string> warnings;
+};
+
+class Vocab {
+ public:
+  // Loads as llama.cpp's llama_vocab::load does; an Error where llama.cpp refuses the model.
+  static Vocab load(const VocabSpec& spec);
+  Vocab(Vocab&&) noexcept;
+  Vocab& operator=(Vocab&&) noexcept;
+  ~Vocab();
+
+  Kind kind() const;
+  std::string_view model() const;     // tokenizer.ggml.model as read
+  std::string_view pre() const;       // tokenizer.ggml.pre as read ("" when unset)
+  std::string_view pre_type() const;  // the pre-tokenizer llama.cpp took it for: "default", "llama3", ...
+  size_t size() const;                // tokens
+  std::string_view text(int32_t id) const;  // as loaded
+  float score(int32_t id) const;
+  uint32_t attr(int32_t id) const;    // Attr bits
+  const Loaded& loaded() const;
+
+  // llama_tokenize: `add_special` adds BOS/EOS/SEP as the vocabulary says, `parse_special`
+  // takes control tokens in the text as themselves (user-defined ones always are).
+  std::vector<int32_t> tokenize(std::string_view text, bool add_special = true, bool parse_special = true) const;
+  // llama_token_to_piece (lstrip 0): a token's text as generation prints it; `special`
+  // prints control tokens' text too.
+  std::string piece(int32_t id, bool special = true) const;
+  // llama_detokenize.
+  std::string detokenize(std::span<const int32_t> ids, bool remove_special = false, bool unparse_special = true) const;
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  explicit Vocab(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The pre-tokenizer names llama.cpp knows (tokenizer.ggml.pre), in its table's order.
+const std::vector<std::string>& known_pre_names();
+
+}  // namespace ggufkit::tokenizer

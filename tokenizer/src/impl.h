@@ -1,0 +1,112 @@
+#pragma once
+// The vocabulary as loaded, shared by the algorithms (internal). Field names follow
+// llama.cpp's llama_vocab::impl so a reader can check one against the other.
+
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ggufkit/tokenizer.h"
+
+namespace ggufkit::tokenizer {
+
+// llama.cpp's llama_vocab_pre_type, in its order.
+enum class PreType {
+  default_, llama3, deepseek_llm, deepseek_coder, falcon, mpt, starcoder, gpt2, refact, command_r, stablelm2, qwen2,
+  olmo, dbrx, smaug, poro, chatglm3, chatglm4, viking, jais, tekken, smollm, codeshell, bloom, gpt3_finnish, exaone,
+  chameleon, minerva, deepseek3_llm, gpt4o, superbpe, trillion, bailingmoe, llama4, pixtral, seed_coder, hunyuan,
+  kimi_k2, hunyuan_dense, grok_2, granite_docling, minimax_m2, afmoe, solar_open, youtu, exaone_moe, qwen35,
+  tiny_aya, joyai_llm, jais2, gemma4, sarvam_moe, minicpm5, whitespace, granite_emb_multi, mellum2, laguna,
+};
+
+struct TokenData {
+  std::string text;
+  float score = 0.0f;
+  uint32_t attr = attr_normal;
+};
+
+// One fragment of raw text (no special token in it) to ids, as llama.cpp's session for the
+// vocabulary type does it. Built once per Vocab, on first use (a regex compiled, a trie
+// built), and used from any thread.
+struct Algorithm {
+  virtual ~Algorithm() = default;
+  virtual void tokenize(const std::string& text, std::vector<int32_t>& out) const = 0;
+};
+
+struct StringPairHash {
+  size_t operator()(const std::pair<std::string, std::string>& p) const {
+    return std::hash<std::string>{}(p.first) ^ (std::hash<std::string>{}(p.second) << 1);
+  }
+};
+
+struct Vocab::Impl {
+  std::string tokenizer_model, tokenizer_pre;
+  Kind type = Kind::spm;
+  PreType pre_type = PreType::default_;
+  std::string pre_type_name = "default";
+  uint32_t n_token_types = 0;
+  int max_token_len = 0;
+
+  int32_t special_bos_id = 1, special_eos_id = 2, special_eot_id = -1, special_eom_id = -1, special_unk_id = 0,
+          special_sep_id = -1, special_pad_id = -1, special_mask_id = -1, linefeed_id = 13;
+  int32_t special_fim_pre_id = -1, special_fim_suf_id = -1, special_fim_mid_id = -1, special_fim_pad_id = -1,
+          special_fim_rep_id = -1, special_fim_sep_id = -1;
+
+  bool add_space_prefix = false, add_bos = false, add_eos = false, add_sep = false, ignore_merges = false,
+       clean_spaces = false, remove_extra_whitespaces = false, escape_whitespaces = true,
+       treat_whitespace_as_suffix = false;
+  // BERT normalizer options (llama.cpp's normalizer_options), where the keys set them.
+  bool bert_lowercase = true, bert_strip_accents = true, bert_handle_chinese_chars = true;
+
+  std::unordered_map<std::string, int32_t> token_to_id;
+  std::vector<TokenData> id_to_token;
+  std::vector<int32_t> cache_special_tokens;      // longest text first, as llama.cpp sorts them
+  std::vector<std::string> cache_token_to_piece;  // piece(id, special = true)
+  std::unordered_map<std::pair<std::string, std::string>, int, StringPairHash> bpe_ranks;
+  std::set<int32_t> special_eog_ids;
+  std::vector<char> precompiled_charsmap;
+  Loaded loaded;
+
+  // The algorithm for `type`, made on first use.
+  const Algorithm& algorithm() const;
+  mutable std::once_flag algorithm_once;
+  mutable std::unique_ptr<Algorithm> algorithm_;
+
+  // llama.cpp's helpers the algorithms call.
+  int32_t text_to_token(const std::string& text) const {  // -1: none
+    auto it = token_to_id.find(text);
+    return it == token_to_id.end() ? -1 : it->second;
+  }
+  int32_t byte_to_token(uint8_t ch) const;  // -1: the vocabulary has no token for it
+  int find_bpe_rank(const std::string& left, const std::string& right) const {
+    auto it = bpe_ranks.find({left, right});
+    return it == bpe_ranks.end() ? -1 : it->second;
+  }
+  uint32_t token_get_attr(int32_t id) const { return id_to_token.at(static_cast<size_t>(id)).attr; }
+};
+
+// bpe.cpp: llama.cpp's table of pre-tokenizer names (tokenizer.ggml.pre, in v.tokenizer_pre)
+// for a BPE vocabulary: sets v.pre_type, v.pre_type_name and the flags the table sets with
+// it (ignore_merges, clean_spaces, add_bos, ...); an Error for a name llama.cpp refuses.
+void apply_pre_tokenizer(Vocab::Impl& v);
+
+// Each made from the loaded vocabulary (which outlives it).
+std::unique_ptr<Algorithm> make_spm(const Vocab::Impl& v);   // spm.cpp
+std::unique_ptr<Algorithm> make_bpe(const Vocab::Impl& v);   // bpe.cpp: with the pre-tokenizer of v.pre_type
+std::unique_ptr<Algorithm> make_wpm(const Vocab::Impl& v);   // wpm.cpp
+std::unique_ptr<Algorithm> make_ugm(const Vocab::Impl& v);   // ugm.cpp
+std::unique_ptr<Algorithm> make_rwkv(const Vocab::Impl& v);  // ugm.cpp (a trie too)
+
+// unicode.cpp: llama.cpp's unicode.cpp on PCRE2 and ICU.
+// UTF-8 to code points as llama.cpp decodes them (an invalid byte becomes U+FFFD).
+std::vector<uint32_t> cpts_from_utf8(std::string_view text);
+std::string cpt_to_utf8(uint32_t cpt);
+size_t utf8_len(char first_byte);  // 1 to 4, by the first byte, as llama.cpp's unicode_len_utf8
+// GPT-2's byte-to-unicode map: a byte as the code point's UTF-8, and back.
+std::string byte_to_utf8(uint8_t byte);
+int utf8_to_byte(std::string_view utf8);  // -1 when it is not one of the 256
+
+}  // namespace ggufkit::tokenizer
