@@ -41,6 +41,9 @@ int cmd_diff(const std::vector<std::string>& args);
 int cmd_hash(const std::vector<std::string>& args);
 int cmd_validate(const std::vector<std::string>& args);
 int cmd_map(const std::vector<std::string>& args);
+// Tokens (cli/tokenize.cpp).
+int cmd_tokenize(const std::vector<std::string>& args);
+int cmd_detokenize(const std::vector<std::string>& args);
 // Editing (cli/edit.cpp).
 int cmd_rewrite(const std::vector<std::string>& args);
 int cmd_edit(const std::vector<std::string>& args);

@@ -20,6 +20,7 @@
 #include "ggufkit/error.h"
 #include "ggufkit/inspect.h"
 #include "ggufkit/text.h"
+#include "ggufkit/vocab.h"
 #include "ggufkit/writer.h"
 
 namespace ggufkit::cli {
@@ -80,6 +81,28 @@ std::optional<TwoArgs> two_args(const std::vector<std::string>& args, const char
 
 }  // namespace
 
+// show --json's "loaded": the vocabulary as llama.cpp loads it (its llama_vocab_* answers).
+static void loaded_json(JsonOut& j, const tokenizer::Vocab& v) {
+  const tokenizer::Loaded& L = v.loaded();
+  j.object([&] {
+    for (auto [name, id] : {std::pair{"bos", L.bos}, {"eos", L.eos}, {"eot", L.eot}, {"sep", L.sep}, {"nl", L.nl}, {"pad", L.pad},
+                            {"fim_pre", L.fim_pre}, {"fim_suf", L.fim_suf}, {"fim_mid", L.fim_mid}, {"fim_pad", L.fim_pad},
+                            {"fim_rep", L.fim_rep}, {"fim_sep", L.fim_sep}})
+      j.key(name).num(id);
+    j.key("add_bos").boolean(L.add_bos).key("add_eos").boolean(L.add_eos);
+    j.key("eog").array([&] {
+      for (int32_t id : L.eog) j.num(id);
+    });
+    j.key("control").array([&] {
+      for (int32_t id : L.control) j.num(id);
+    });
+    j.key("found_by_text").object([&] {
+      for (const auto& [name, id] : L.found_by_text) j.key(name).num(id);
+    });
+    j.key("type").str(tokenizer::kind_name(v.kind())).key("pre").str(v.pre_type());
+  });
+}
+
 int cmd_show(const std::vector<std::string>& args) {
   auto a = read_args(args,
                      "usage: ggufkit show FILE [--json]\n\n"
@@ -100,6 +123,14 @@ int cmd_show(const std::vector<std::string>& args) {
   const Value* tmpl = m.find("tokenizer.chat_template");
   double bpw = weights ? 8.0 * static_cast<double>(bytes) / static_cast<double>(weights) : 0;
   const char* order = m.order == ByteOrder::little ? "little" : "big";
+  // What llama.cpp makes of the vocabulary at load; why it refuses it, when it does.
+  std::optional<tokenizer::Vocab> vocab;
+  std::string vocab_error;
+  try {
+    vocab = load_vocab(m, a->file);
+  } catch (const Error& e) {
+    vocab_error = e.message;
+  }
   if (a->json) {
     JsonOut j(std::cout);
     auto flag = [&](const char* key) {
@@ -136,6 +167,10 @@ int cmd_show(const std::vector<std::string>& args) {
       flag("tokenizer.ggml.add_bos_token");
       j.key("add_eos_token");
       flag("tokenizer.ggml.add_eos_token");
+      j.key("loaded");
+      if (vocab) loaded_json(j, *vocab);
+      else j.null();
+      if (!vocab_error.empty()) j.key("vocabulary_error").str(vocab_error);
       j.key("chat_template").boolean(tmpl != nullptr).key("tensor_bytes").num(bytes).key("weights").num(weights);
       j.key("bits_per_weight").raw(fixed(bpw, 4)).key("types").array([&] {
         for (const auto& r : mix)
@@ -183,6 +218,20 @@ int cmd_show(const std::vector<std::string>& args) {
       if (const Value* v = m.find(std::string("tokenizer.ggml.add_") + which + "_token"); v && v->type == ValueType::boolean)
         flags += (flags.empty() ? "" : ", ") + std::string(which) + (v->bits ? " yes" : " no");
     if (!flags.empty()) std::printf("adds tokens   %s\n", flags.c_str());
+    if (vocab) {
+      const tokenizer::Loaded& L = vocab->loaded();
+      for (const auto& [name, id] : L.found_by_text)
+        std::printf("  %-10s %8d  %-24s found by its text, as llama.cpp finds it (no %s key)\n", name.c_str(), id,
+                    json_string(vocab->text(id)).c_str(), special_token_key(name).c_str());
+      std::string eog;
+      for (int32_t id : L.eog) eog += (eog.empty() ? "" : ", ") + std::to_string(id);
+      std::printf("tokenizer     %s%s; adds %s; generation stops at %s\n", std::string(tokenizer::kind_name(vocab->kind())).c_str(),
+                  vocab->kind() == tokenizer::Kind::bpe ? (", pre-tokenizer " + std::string(vocab->pre_type())).c_str() : "",
+                  L.add_bos && L.add_eos ? "BOS and EOS" : L.add_bos ? "BOS" : L.add_eos ? "EOS" : "nothing",
+                  eog.empty() ? "no token" : eog.c_str());
+    } else if (!vocab_error.empty()) {
+      std::printf("tokenizer     refused: %s\n", vocab_error.c_str());
+    }
     std::printf("chat template %s\n", tmpl ? ("yes, " + std::to_string(tmpl->str.size()) + " bytes").c_str() : "no");
   }
   if (!mix.empty()) {

@@ -38,6 +38,8 @@ const std::vector<Command>& ggufkit::cli::commands() {
       {"diff", "reading", "diff A B", "metadata, tensor records and tensor bytes that differ", cmd_diff},
       {"hash", "reading", "hash FILE", "a checksum per tensor and of all tensor data (--algo sha256)", cmd_hash},
       {"validate", "reading", "validate FILE", "everything wrong with the file, with codes and offsets (--strict)", cmd_validate},
+      {"tokenize", "reading", "tokenize FILE TEXT", "token ids exactly as llama.cpp gives them (--ids, --no-add-special, -f FILE)", cmd_tokenize},
+      {"detokenize", "reading", "detokenize FILE ID...", "the text token ids stand for, as llama.cpp's llama_detokenize", cmd_detokenize},
       {"map", "reading", "map FILE", "every field of the file with its offset, size and name", cmd_map},
       {"rewrite", "writing", "rewrite FILE -o OUT", "read FILE and write it again with ggufkit's writer", cmd_rewrite},
       {"edit", "writing", "edit FILE -o OUT", "change metadata (--patch, --set, --chat-template-file, ...)", cmd_edit},

@@ -2,6 +2,8 @@
 // from its source's, and the registry's check: values, each held to its rules.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <set>
 
 #include "ggufkit/check.h"
@@ -18,7 +20,7 @@ using namespace testing_helpers;
 TEST(RuleTable, OneRowPerCodeWithUniqueNamesThatRoundTrip) {
   const size_t codes = static_cast<size_t>(Code::tensor_in_two_shards) + 1;
   ASSERT_EQ(rules().size(), codes);
-  EXPECT_EQ(codes, 39u);
+  EXPECT_EQ(codes, 40u);
   std::set<std::string_view> names;
   for (size_t i = 0; i < codes; ++i) {
     const Rule& r = rules()[i];
@@ -170,4 +172,31 @@ TEST(KeyChecks, AnEditThatSetsABrokenTokenIdAgainIsRefused) {
             std::string::npos) << again.err;
   CliRun other = run_cli("edit " + broken + " --set general.name=other -o " + out);
   EXPECT_EQ(other.code, 0) << other.err;
+}
+
+// Issue 28: the rule book asks the tokenizer, which loads the vocabulary as llama.cpp does;
+// a pre-tokenizer name llama.cpp does not know makes it refuse the model, and an edit that
+// would write one is refused before anything is written.
+TEST(VocabRefused, AnUnknownPreTokenizerIsTheErrorLlamaCppRefusesTheModelWith) {
+  const std::string gpt2 = corpus("vocab/ggml-vocab-gpt-2.gguf");
+  Scanned s = scan_file(gpt2);
+  std::vector<Finding> clean = check_model(s.model, s.layout, false);
+  EXPECT_TRUE(std::none_of(clean.begin(), clean.end(), [](const Finding& f) { return f.code == Code::vocab_refused; }));
+  size_t at = 0;
+  while (s.model.metadata.key(at) != "tokenizer.ggml.pre") ++at;
+  const uint64_t value_at = *s.model.metadata.value_offset(at);
+  s.model.metadata.edit(at).value = Value::of_string("no-such-pre");
+  std::vector<Finding> found = check_model(s.model, s.layout, false);
+  auto it = std::find_if(found.begin(), found.end(), [](const Finding& f) { return f.code == Code::vocab_refused; });
+  ASSERT_NE(it, found.end());
+  EXPECT_EQ(it->severity, Severity::error);
+  EXPECT_EQ(it->place.name, "tokenizer.ggml.pre");
+  EXPECT_EQ(it->offset, value_at);
+  EXPECT_NE(it->message.find("unknown pre-tokenizer type: 'no-such-pre'"), std::string::npos) << it->message;
+
+  const std::string out = temp_path("vocab-refused.gguf");
+  CliRun r = run_cli("edit " + gpt2 + " --set tokenizer.ggml.pre=no-such-pre -o " + out);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("vocab_refused"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
 }

@@ -459,7 +459,8 @@ bool has(const std::vector<std::string>& codes, const std::string& code) {
 }  // namespace
 
 // phi-3's vocabulary as published: eos is <|endoftext|> while its template ends turns with
-// <|end|>, and the template prints bos_token while add_bos_token is true.
+// <|end|> (which no key names, and llama.cpp finds by its text), and the template prints
+// bos_token while add_bos_token is true.
 TEST(TemplateWarnings, EachIsRaisedWhereItAppliesAndNotWhereItDoesNot) {
   const std::string phi3 = corpus("vocab/ggml-vocab-phi-3.gguf");
   auto edited = [&](const std::string& name, const std::string& args) {
@@ -474,8 +475,13 @@ TEST(TemplateWarnings, EachIsRaisedWhereItAppliesAndNotWhereItDoesNot) {
     return edited(name, "--chat-template-file " + t);
   };
   const auto original = template_codes(phi3);
-  // end of turn: <|end|> is neither eos nor eot; with eos set to it, or eot, no warning.
-  EXPECT_TRUE(has(original, "template_end_of_turn"));
+  // end of turn: <|end|> is neither eos nor eot by the keys, but llama.cpp takes it as end of
+  // turn by its text and stops there (issue 28: the loaded vocabulary); a template that ends
+  // turns with a token llama.cpp does not stop at is warned of. With eos or eot set to
+  // <|end|>, no warning either.
+  EXPECT_FALSE(has(original, "template_end_of_turn"));
+  EXPECT_TRUE(has(template_codes(with_template("noend", "{% for m in messages %}<|user|>{{ m.content }}<|end_turn|>{% endfor %}")),
+                  "template_end_of_turn"));
   EXPECT_FALSE(has(template_codes(edited("eos", "--special-token 'eos=<|end|>'")), "template_end_of_turn"));
   EXPECT_FALSE(has(template_codes(edited("eot", "--special-token 'eot=<|end|>'")), "template_end_of_turn"));
   // double BOS: bos_token printed while add_bos_token is true.

@@ -12,6 +12,7 @@
 #include "ggufkit/error.h"
 #include "ggufkit/jinja.h"
 #include "ggufkit/scan.h"
+#include "ggufkit/vocab.h"
 #include "ggufkit/writer.h"
 
 namespace ggufkit {
@@ -56,7 +57,7 @@ void special_looking(std::string_view text, std::vector<std::string>& out) {
 
 // The template rules, each finding under the key it is about.
 // `item` tells apart findings of one rule about one key (Place::item).
-void template_rules(const Model& m,
+void template_rules(const Model& m, const tokenizer::Vocab* vocab,
                     const std::function<void(const std::string& key, Code, const std::string& item, std::string)>& add) {
   bool named = false, plain = false;
   std::vector<std::string> candidates;  // special-looking literals of every template
@@ -108,11 +109,25 @@ void template_rules(const Model& m,
                    c.find("header") != std::string::npos || c.find('/') != std::string::npos;
     if (end && !opening) ends.push_back(c);
   }
-  if ((eos || eot) && !ends.empty() &&
-      std::none_of(ends.begin(), ends.end(), [&](const std::string& c) { return c == eos || c == eot; }))
+  if (vocab) {
+    // What llama.cpp stops at: its end-of-generation set, which holds the tokens it finds
+    // by their text (phi-3's <|end|>) though no key names them.
+    std::vector<std::string_view> stops;
+    for (int32_t id : vocab->loaded().eog) stops.push_back(vocab->text(id));
+    auto stops_at = [&](const std::string& c) { return std::find(stops.begin(), stops.end(), c) != stops.end(); };
+    if (!ends.empty() && !stops.empty() && std::none_of(ends.begin(), ends.end(), stops_at)) {
+      std::string list;
+      for (std::string_view s : stops) list += (list.empty() ? "\"" : ", \"") + std::string(s) + "\"";
+      add(*first_key, Code::template_end_of_turn, ends.front(),
+          "the template ends turns with \"" + ends.front() + "\" but llama.cpp ends generation only at " + list +
+              ": generation will not stop at the end of a turn");
+    }
+  } else if ((eos || eot) && !ends.empty() &&
+             std::none_of(ends.begin(), ends.end(), [&](const std::string& c) { return c == eos || c == eot; })) {
     add(*first_key, Code::template_end_of_turn, ends.front(),
         "the template ends turns with \"" + ends.front() + "\" but eos is " + (eos ? "\"" + std::string(*eos) + "\"" : "unset") +
             " and eot " + (eot ? "\"" + std::string(*eot) + "\"" : "unset") + ": generation will not stop at the end of a turn");
+  }
   const Value* add_bos = m.find("tokenizer.ggml.add_bos_token");
   if (prints_bos && add_bos && add_bos->type == ValueType::boolean && add_bos->bits)
     add(*first_key, Code::template_double_bos, "",
@@ -139,8 +154,9 @@ class Validator {
       metadata();
       shapes();
       names();
+      std::optional<tokenizer::Vocab> vocab = vocabulary();
       if (!errors_only_)
-        template_rules(m_, [&](const std::string& key, Code code, const std::string& item, std::string msg) {
+        template_rules(m_, vocab ? &*vocab : nullptr, [&](const std::string& key, Code code, const std::string& item, std::string msg) {
           add(code, Place::key(key, item), key_at(key), std::move(msg));
         });
     }
@@ -224,6 +240,22 @@ class Validator {
       if (actual > L.alignment)
         add(Code::alignment, Place::key(kAlignmentKey), std::nullopt,
             "no general.alignment, so readers use 32; the data happens to be aligned to " + std::to_string(actual));
+    }
+  }
+
+  // The vocabulary as llama.cpp loads it, when the keys hold one to load and no rule above
+  // found its arrays broken; vocab_refused where llama.cpp refuses it.
+  std::optional<tokenizer::Vocab> vocabulary() {
+    for (const Finding& f : out_)
+      if (f.code == Code::missing_vocab || f.code == Code::empty_vocab || f.code == Code::vocab_length) return std::nullopt;
+    const Value* tokens = m_.find("tokenizer.ggml.tokens");
+    if (!tokens || tokens->type != ValueType::array || tokens->size() == 0) return std::nullopt;
+    try {
+      return load_vocab(m_);
+    } catch (const Error& e) {
+      const std::string key = e.field.substr(e.field.find(' ') + 1);
+      add(Code::vocab_refused, Place::key(key.empty() ? "tokenizer.ggml.model" : key), e.offset ? e.offset : key_at(key), e.message);
+      return std::nullopt;
     }
   }
 
@@ -441,7 +473,12 @@ namespace ggufkit {
 
 std::vector<Finding> template_findings(const Model& model) {
   std::vector<Finding> out;
-  template_rules(model, [&](const std::string& key, Code code, const std::string& item, std::string msg) {
+  std::optional<tokenizer::Vocab> vocab;
+  try {
+    vocab = load_vocab(model);
+  } catch (const Error&) {  // validate reports it (vocab_refused); the template rules go by the keys
+  }
+  template_rules(model, vocab ? &*vocab : nullptr, [&](const std::string& key, Code code, const std::string& item, std::string msg) {
     out.push_back(finding(code, std::nullopt, std::move(msg), Place::key(key, item)));
   });
   return out;

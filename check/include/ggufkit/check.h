@@ -25,7 +25,7 @@ enum class Code : uint8_t {
   read, truncated, header_only, trailing_bytes, nonzero_padding, offset_gap, alignment,
   alignment_too_small, alignment_too_large, missing_architecture, missing_quantization_version,
   missing_hparam, zero_hparam, invalid_utf8, template_nul, bool_value, nested_array, token_id,
-  vocab_length, block_count, missing_vocab, empty_vocab, vocab_rows, tensor_name,
+  vocab_length, block_count, missing_vocab, empty_vocab, vocab_refused, vocab_rows, tensor_name,
   duplicate_tensor_name, template_syntax, template_no_default, template_token,
   template_end_of_turn, template_double_bos,
   // a shard set's (check_shard_set's SetFault codes)

@@ -1,0 +1,177 @@
+// tokenize and detokenize: text to ids and back, exactly as llama.cpp's llama-tokenize does
+// it on the file's vocabulary (the tokenizer library; this file only parses and prints).
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "ggufkit/error.h"
+#include "ggufkit/text.h"
+#include "ggufkit/vocab.h"
+#include "commands.h"
+#include "common.h"
+#include "json.h"
+
+namespace ggufkit::cli {
+
+namespace {
+
+// The file's vocabulary as llama.cpp loads it; a model without one is refused (exit 1).
+tokenizer::Vocab vocab_of(const std::string& file, bool shard_only) {
+  Scanned s = load_model(file, shard_only).s;
+  std::optional<tokenizer::Vocab> v = load_vocab(s.model, file);
+  if (!v) throw Error(Error::Kind::format, file, std::nullopt, "tokenizer.ggml.model", "the file has no vocabulary to tokenize with");
+  return std::move(*v);
+}
+
+// What the tokenizer refuses while it works (a vocabulary type it has no algorithm for) is
+// the model's fault: exit 1, naming the key.
+template <class F>
+auto refused_as_format(const std::string& file, F f) {
+  try {
+    return f();
+  } catch (const tokenizer::Error& e) {
+    throw Error(Error::Kind::format, file, std::nullopt, e.key, e.what());
+  }
+}
+
+// All of a file's bytes, or standard input's for "-".
+std::string read_all(const std::string& path) {
+  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_usage("cannot open " + path + " (the --file to read)");
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (in.bad()) throw_io(path, "cannot read");
+  return s.str();
+}
+
+// A piece quoted for a terminal: JSON's escapes, and \xNN for bytes that are not UTF-8 (a
+// byte token's piece is often half a character).
+std::string quoted(const std::string& piece) {
+  if (is_valid_utf8(piece)) return json_string(piece);
+  std::string r = "\"";
+  static const char* hex = "0123456789abcdef";
+  for (unsigned char c : piece) {
+    if (c == '"' || c == '\\') r += '\\', r += static_cast<char>(c);
+    else if (c >= 0x20 && c < 0x7f) r += static_cast<char>(c);
+    else r += "\\x", r += hex[c >> 4], r += hex[c & 15];
+  }
+  return r + "\"";
+}
+
+void piece_json(JsonOut& j, const std::string& piece) {
+  if (is_valid_utf8(piece)) j.str(piece);
+  else j.object([&] { j.key("hex").str(hex_text(piece)); });
+}
+
+}  // namespace
+
+int cmd_tokenize(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file (a vocabulary-only one will do), or any shard of a set")(
+      "text", po::value<std::string>(), "the text to tokenize")(
+      "text-file,f", po::value<std::string>(), "tokenize this file's bytes instead ('-' for standard input)")(
+      "no-add-special", po::bool_switch(), "do not add BOS/EOS/SEP, whatever the vocabulary says")(
+      "no-parse-special", po::bool_switch(), "tokenize control tokens' text as plain text (<s> as '<', 's', '>')")(
+      "ids", po::bool_switch(), "print the ids alone, on one line, separated by single spaces")(
+      "json", po::bool_switch(), "print {\"tokens\": [{\"id\": 1, \"text\": \"<s>\"}, ...]}")(
+      "shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
+  po::positional_options_description pos;
+  pos.add("file", 1).add("text", 1);
+  auto vm = parse(args, desc, pos,
+                  "usage: ggufkit tokenize FILE TEXT [--no-add-special] [--no-parse-special] [--ids | --json]\n"
+                  "       ggufkit tokenize FILE --text-file F|- [...]\n\n"
+                  "Tokenizes TEXT with the file's vocabulary exactly as llama.cpp does (its\n"
+                  "llama_tokenize, as llama-tokenize calls it), without llama.cpp: special tokens\n"
+                  "are added as the vocabulary says (add_bos_token, add_eos_token and the defaults\n"
+                  "of its type) and control tokens written in the text are taken as themselves.\n"
+                  "Prints one token a line, its id and its text as generation prints it:\n"
+                  "       1 -> \"<s>\"\n"
+                  "   15043 -> \" Hello\"\n"
+                  "Examples:\n"
+                  "  ggufkit tokenize model.gguf 'Hello world' --ids\n"
+                  "  ggufkit template model.gguf --render chat.json | ggufkit tokenize model.gguf -f - --no-add-special\n"
+                  "A model whose vocabulary llama.cpp refuses (an unknown pre-tokenizer, no merges)\n"
+                  "is refused with llama.cpp's reason (exit 1).");
+  if (!vm) return 0;
+  const std::string file = (*vm)["file"].as<std::string>();
+  if (vm->count("text") == vm->count("text-file"))
+    throw_usage("tokenize needs the text: TEXT or --text-file F (one of them, not both)");
+  const std::string text = vm->count("text") ? (*vm)["text"].as<std::string>() : read_all((*vm)["text-file"].as<std::string>());
+  tokenizer::Vocab vocab = vocab_of(file, (*vm)["shard-only"].as<bool>());
+  std::vector<int32_t> ids = refused_as_format(file, [&] {
+    return vocab.tokenize(text, !(*vm)["no-add-special"].as<bool>(), !(*vm)["no-parse-special"].as<bool>());
+  });
+  if ((*vm)["ids"].as<bool>()) {
+    std::string line;
+    for (int32_t id : ids) line += (line.empty() ? "" : " ") + std::to_string(id);
+    std::printf("%s\n", line.c_str());
+  } else if ((*vm)["json"].as<bool>()) {
+    JsonOut j(std::cout);
+    j.object([&] {
+      j.key("tokens").array([&] {
+        for (int32_t id : ids) j.object([&] { j.key("id").num(id).key("text"); piece_json(j, vocab.piece(id)); });
+      }, JsonOut::lines);
+    });
+  } else {
+    for (int32_t id : ids) std::printf("%8d -> %s\n", id, quoted(vocab.piece(id)).c_str());
+  }
+  return 0;
+}
+
+int cmd_detokenize(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file (a vocabulary-only one will do), or any shard of a set")(
+      "id", po::value<std::vector<std::string>>(), "token ids; '-' reads them from standard input, separated by spaces or lines")(
+      "remove-special", po::bool_switch(), "drop BOS/EOS where the vocabulary adds them")(
+      "no-unparse-special", po::bool_switch(), "print nothing for control tokens (their text otherwise)")(
+      "json", po::bool_switch(), "print {\"text\": \"...\"}")(
+      "shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
+  po::positional_options_description pos;
+  pos.add("file", 1).add("id", -1);
+  auto vm = parse(args, desc, pos,
+                  "usage: ggufkit detokenize FILE ID... [--remove-special] [--no-unparse-special] [--json]\n\n"
+                  "Prints the text the ids stand for, as llama.cpp's llama_detokenize gives it (the\n"
+                  "bytes as they are, no newline added). The inverse of tokenize:\n"
+                  "  ggufkit tokenize model.gguf 'Hello' --ids | ggufkit detokenize model.gguf -");
+  if (!vm) return 0;
+  const std::string file = (*vm)["file"].as<std::string>();
+  std::vector<std::string> words;
+  if (vm->count("id"))
+    for (const std::string& w : (*vm)["id"].as<std::vector<std::string>>()) {
+      if (w != "-") {
+        words.push_back(w);
+        continue;
+      }
+      std::istringstream in(read_all("-"));
+      for (std::string x; in >> x;) words.push_back(x);
+    }
+  tokenizer::Vocab vocab = vocab_of(file, (*vm)["shard-only"].as<bool>());
+  std::vector<int32_t> ids;
+  for (const std::string& w : words) {
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(w, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != w.size() || w.empty()) throw_usage("not a token id: '" + w + "'");
+    if (id < 0 || static_cast<unsigned long long>(id) >= vocab.size())
+      throw Error(Error::Kind::format, file, std::nullopt, "tokenizer.ggml.tokens",
+                  "token id " + w + " is not in the vocabulary (ids 0 to " + std::to_string(vocab.size()) + " - 1)");
+    ids.push_back(static_cast<int32_t>(id));
+  }
+  std::string text = vocab.detokenize(ids, (*vm)["remove-special"].as<bool>(), !(*vm)["no-unparse-special"].as<bool>());
+  if ((*vm)["json"].as<bool>()) {
+    JsonOut j(std::cout);
+    j.object([&] { j.key("text"); piece_json(j, text); });
+  } else {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  }
+  return 0;
+}
+
+}  // namespace ggufkit::cli
