@@ -109,6 +109,34 @@ TEST(VocabLoaded, Phi3GivesEveryControlTokenRstripButUnkBosAndEndoftext) {
   for (int32_t id : {0, 1, 32000}) EXPECT_EQ(v.attr(id) & tk::attr_rstrip, 0u) << id;
 }
 
+// llama-spm with normal tokens 1000..1009 renamed (llama.cpp loaded the same file):
+// <|return|> <|call|> <|end|> <|channel|> <|fim_pad|> <|eom_id|> <|im_end|> <|file_sep|> <PRE> <|endoftext|>
+tk::VocabSpec renamed_spec() {
+  tk::VocabSpec s = spec("ggml-vocab-llama-spm.gguf");
+  static const char* names[] = {"<|return|>", "<|call|>", "<|end|>", "<|channel|>", "<|fim_pad|>",
+                                "<|eom_id|>", "<|im_end|>", "<|file_sep|>", "<PRE>", "<|endoftext|>"};
+  for (int i = 0; i < 10; ++i) s.keys["tokenizer.ggml.tokens"].strings[1000 + i] = names[i];
+  return s;
+}
+
+TEST(VocabLoaded, NamedTokensBecomeSpecialIdsEogAndControlAsLlamaCppOverridesThem) {
+  tk::Vocab v = tk::Vocab::load(renamed_spec());
+  EXPECT_EQ(json(v),
+            R"({"n_tokens": 32000, "type": 1, "bos": 1, "eos": 2, "eot": 1006, "sep": -1, "nl": 13, "pad": -1, "fim_pre": 1008, "fim_suf": -1, "fim_mid": -1, "fim_pad": 1004, "fim_rep": -1, "fim_sep": 1007, "add_bos": true, "add_eos": false, "eog": [2, 1000, 1001, 1004, 1005, 1006, 1007, 1009], "control": [1, 2, 1000, 1001, 1004, 1005, 1006, 1007, 1008, 1009]})");
+  EXPECT_EQ(v.loaded().found_by_text,
+            (std::map<std::string, int32_t>{{"eom", 1005}, {"eot", 1006}, {"fim_pad", 1004}, {"fim_pre", 1008}, {"fim_sep", 1007}}));
+  // gpt-oss: <|channel|> is always printed; with <|return|> and <|call|>, <|end|> ends nothing
+  EXPECT_EQ(v.attr(1003), tk::attr_user_defined);
+  EXPECT_EQ(v.attr(1002), tk::attr_user_defined);
+  EXPECT_EQ(v.loaded().warnings.back(),
+            "special_eog_ids contains both '<|return|>' and '<|call|>', or '<|calls|>' and '<|flush|>' tokens, removing "
+            "'<|end|>' token from EOG list");
+  // user-defined tokens are cut out without parse_special too; a control one only with it
+  EXPECT_EQ(v.tokenize("a<|channel|>b<|end|>c<|im_end|>", false, false),
+            (Ids{263, 1003, 289, 1002, 274, 29966, 29989, 326, 29918, 355, 29989, 29958}));
+  EXPECT_EQ(v.tokenize("a<|channel|>b<|end|>c<|im_end|>", false, true), (Ids{263, 1003, 289, 1002, 274, 1006}));
+}
+
 // --- the special-token partition ------------------------------------------------------------
 
 struct Case {
