@@ -6,7 +6,8 @@ namespace ggufkit {
 
 namespace {
 bool wanted(std::string_view key) {
-  return key.starts_with("tokenizer.") || key == "general.architecture" || key.ends_with(".vocab_size");
+  return key.starts_with("tokenizer.") || key == "general.architecture" || key == "general.name" ||
+         key.ends_with(".vocab_size");
 }
 }  // namespace
 

@@ -86,6 +86,10 @@ struct Vocab::Impl {
     return it == bpe_ranks.end() ? -1 : it->second;
   }
   uint32_t token_get_attr(int32_t id) const { return id_to_token.at(static_cast<size_t>(id)).attr; }
+
+  // vocab (vocab.cpp): a vocabulary of type none has {arch}.vocab_size dummy tokens, kept as
+  // a count (a hostile size allocates nothing).
+  size_t n_dummy_tokens = 0;
 };
 
 // bpe.cpp: llama.cpp's table of pre-tokenizer names (tokenizer.ggml.pre, in v.tokenizer_pre)

@@ -1,6 +1,12 @@
-// The vocabulary as llama.cpp's llama_vocab::impl::load makes it, and llama_tokenize's
-// dispatch over fragments. (Skeleton: the full load lands with the tokenizer issue.)
+// The vocabulary as llama.cpp's llama_vocab::impl::load makes it (src/llama-vocab.cpp), step
+// by step in its order, and llama_tokenize's dispatch: the special-token partition
+// (tokenizer_st_partition), then each vocabulary type's handling of the fragments. Pieces and
+// detokenize as llama_token_to_piece and llama_detokenize.
 #include <algorithm>
+#include <cctype>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "impl.h"
@@ -29,10 +35,25 @@ Kind Vocab::kind() const { return impl_->type; }
 std::string_view Vocab::model() const { return impl_->tokenizer_model; }
 std::string_view Vocab::pre() const { return impl_->tokenizer_pre; }
 std::string_view Vocab::pre_type() const { return impl_->pre_type_name; }
-size_t Vocab::size() const { return impl_->id_to_token.size(); }
-std::string_view Vocab::text(int32_t id) const { return impl_->id_to_token.at(static_cast<size_t>(id)).text; }
-float Vocab::score(int32_t id) const { return impl_->id_to_token.at(static_cast<size_t>(id)).score; }
-uint32_t Vocab::attr(int32_t id) const { return impl_->token_get_attr(id); }
+size_t Vocab::size() const { return std::max<size_t>(impl_->id_to_token.size(), impl_->n_dummy_tokens); }
+namespace {
+const TokenData* token_at(const Vocab::Impl& v, int32_t id) {
+  return id >= 0 && static_cast<size_t>(id) < v.id_to_token.size() ? &v.id_to_token[static_cast<size_t>(id)] : nullptr;
+}
+}  // namespace
+// A dummy token of a vocabulary without tokens (type none) has no text, score or attribute.
+std::string_view Vocab::text(int32_t id) const {
+  if (impl_->type == Kind::none && id >= 0 && static_cast<size_t>(id) < impl_->n_dummy_tokens) return {};
+  return impl_->id_to_token.at(static_cast<size_t>(id)).text;
+}
+float Vocab::score(int32_t id) const {
+  if (impl_->type == Kind::none && id >= 0 && static_cast<size_t>(id) < impl_->n_dummy_tokens) return 0.0f;
+  return impl_->id_to_token.at(static_cast<size_t>(id)).score;
+}
+uint32_t Vocab::attr(int32_t id) const {
+  if (impl_->type == Kind::none && id >= 0 && static_cast<size_t>(id) < impl_->n_dummy_tokens) return attr_undefined;
+  return impl_->token_get_attr(id);
+}
 const Loaded& Vocab::loaded() const { return impl_->loaded; }
 
 const Algorithm& Vocab::Impl::algorithm() const {
@@ -56,7 +77,8 @@ int32_t Vocab::Impl::byte_to_token(uint8_t ch) const {
     case Kind::ugm: {
       const char buf[7] = {'<', '0', 'x', hex[ch >> 4], hex[ch & 15], '>', 0};
       int32_t id = text_to_token(buf);
-      return id >= 0 ? id : text_to_token(std::string(1, static_cast<char>(ch)));
+      // llama.cpp falls back to the byte as a C string: for byte 0 that is "", never a token.
+      return id >= 0 || ch == 0 ? id : text_to_token(std::string(1, static_cast<char>(ch)));
     }
     case Kind::wpm:
     case Kind::bpe: return text_to_token(byte_to_utf8(ch));
@@ -69,78 +91,457 @@ int32_t Vocab::Impl::byte_to_token(uint8_t ch) const {
 }
 
 namespace {
-const KeyValue* array_of(const VocabSpec& s, const char* key, std::initializer_list<ValueType> elems) {
-  const KeyValue* kv = s.find(key);
-  if (!kv) return nullptr;
-  if (kv->type != ValueType::array || std::find(elems.begin(), elems.end(), kv->elem) == elems.end())
-    throw Error(key, std::string("invalid gguf type for ") + key);
-  return kv;
+
+constexpr int32_t null_id = -1;
+constexpr uint32_t attr_special = attr_unknown | attr_control;
+
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n < 0) return {};
+  if (static_cast<size_t>(n) < sizeof buf) return std::string(buf, static_cast<size_t>(n));
+  std::string s(static_cast<size_t>(n) + 1, '\0');
+  va_start(ap, fmt);
+  std::vsnprintf(s.data(), s.size(), fmt, ap);
+  va_end(ap);
+  s.resize(static_cast<size_t>(n));
+  return s;
 }
+
+const char* type_name(ValueType t) {  // gguf_type_name
+  static const char* names[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "str", "arr", "u64", "i64", "f64"};
+  auto i = static_cast<uint32_t>(t);
+  return i < 13 ? names[i] : "unknown";
+}
+
+// llama.cpp reads every GGUF string through a C string: the text ends at its first NUL.
+std::string c_string(std::string_view s) { return std::string(s.substr(0, s.find('\0'))); }
+
 float f32_of(uint64_t bits) {
   uint32_t b = static_cast<uint32_t>(bits);
   float f;
   std::memcpy(&f, &b, 4);
   return f;
 }
+
+// llama_model_loader::get_key: absent is false; present with another type is a refusal.
+const KeyValue* typed(const VocabSpec& s, const std::string& key, ValueType want) {
+  const KeyValue* kv = s.find(key);
+  if (kv && kv->type != want)
+    throw Error(key, format("key %s has wrong type %s but expected type %s", key.c_str(), type_name(kv->type), type_name(want)));
+  return kv;
+}
+bool get_str(const VocabSpec& s, const std::string& key, std::string& out) {
+  const KeyValue* kv = typed(s, key, ValueType::string);
+  if (kv) out = c_string(kv->str);
+  return kv != nullptr;
+}
+bool get_u32(const VocabSpec& s, const std::string& key, uint32_t& out) {
+  const KeyValue* kv = typed(s, key, ValueType::u32);
+  if (kv) out = static_cast<uint32_t>(kv->bits);
+  return kv != nullptr;
+}
+bool get_bool(const VocabSpec& s, const std::string& key, bool& out) {
+  const KeyValue* kv = typed(s, key, ValueType::boolean);
+  if (kv) out = (kv->bits & 0xff) != 0;
+  return kv != nullptr;
+}
+// An array key that must hold one of `elems` (llama.cpp: "invalid gguf type for KEY").
+const KeyValue* array_of(const VocabSpec& s, const std::string& key, std::initializer_list<ValueType> elems) {
+  const KeyValue* kv = s.find(key);
+  if (!kv) return nullptr;
+  if (kv->type != ValueType::array || std::find(elems.begin(), elems.end(), kv->elem) == elems.end())
+    throw Error(key, "invalid gguf type for " + key);
+  return kv;
+}
+
+// The merges as BPE ranks: "left right", split at the first space after the first byte.
+void read_merges(Vocab::Impl& v, const KeyValue& merges) {
+  for (size_t i = 0; i < merges.strings.size(); ++i) {
+    std::string word = c_string(merges.strings[i]);
+    std::string first, second;
+    size_t pos = word.find(' ', 1);
+    if (pos != std::string::npos) first = word.substr(0, pos), second = word.substr(pos + 1);
+    v.bpe_ranks.emplace(std::make_pair(std::move(first), std::move(second)), static_cast<int>(i));
+  }
+}
+
+bool is_c_space(char c) {  // isspace in the C locale
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+void replace_all(std::string& s, std::string_view from, std::string_view to) {
+  if (from.empty()) return;
+  std::string r;
+  r.reserve(s.size());
+  size_t at = 0;
+  for (size_t hit; (hit = s.find(from, at)) != std::string::npos; at = hit + from.size()) r.append(s, at, hit - at).append(to);
+  r.append(s, at, std::string::npos);
+  s = std::move(r);
+}
+void escape_whitespace(std::string& s) { replace_all(s, " ", "\xe2\x96\x81"); }
+void unescape_whitespace(std::string& s) { replace_all(s, "\xe2\x96\x81", " "); }
+
+// llama_decode_text: GPT-2's byte-level text back to bytes; a code point that is none of the
+// 256 is written as llama.cpp writes it ("[UNK_BYTE_0x" its hex, the whole text, "]").
+std::string decode_bpe_text(const std::string& text) {
+  std::string out;
+  for (uint32_t cpt : cpts_from_utf8(text)) {
+    std::string utf8 = cpt_to_utf8(cpt);
+    int byte = utf8_to_byte(utf8);
+    if (byte >= 0) {
+      out += static_cast<char>(byte);
+    } else {
+      out += "[UNK_BYTE_0x";
+      for (char c : utf8) out += format("%02x", static_cast<uint8_t>(c));
+      out += text + "]";
+    }
+  }
+  return out;
+}
+
+// llama_unescape_rwkv_token: RWKV's token texts escape bytes as \t \n \r \xHH and \c.
+std::string unescape_rwkv(const std::string& escaped) {
+  std::string out;
+  bool escaping = false;
+  int hex_remaining = 0;
+  uint8_t acc = 0;
+  for (char c : escaped) {
+    if (hex_remaining) {
+      uint8_t value = c >= 'a' ? static_cast<uint8_t>(c - 'a' + 10) : static_cast<uint8_t>(c - '0');
+      acc = static_cast<uint8_t>((acc << 4) + value);
+      if (--hex_remaining == 0) out += static_cast<char>(acc), acc = 0;
+    } else if (escaping) {
+      if (c == 't') out += '\t';
+      else if (c == 'n') out += '\n';
+      else if (c == 'r') out += '\r';
+      else if (c == 'x') hex_remaining = 2;
+      else out += c;
+      escaping = false;
+    } else if (c == '\\') {
+      escaping = true;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// token_to_byte: a byte token's "<0xHH>" read as strtol reads the two characters after "<0x".
+char token_to_byte(const Vocab::Impl& v, int32_t id) {
+  const std::string& text = v.id_to_token[static_cast<size_t>(id)].text;
+  if (v.type == Kind::wpm || v.type == Kind::rwkv || v.type == Kind::none)
+    throw Error("tokenizer.ggml.token_type", format("a byte token (%d) in a vocabulary of type %s: llama.cpp aborts", id,
+                                                    std::string(kind_name(v.type)).c_str()));
+  if (text.size() < 3)
+    throw Error("tokenizer.ggml.token_type",
+                format("byte token %d '%s' is too short: llama.cpp's substr throws", id, text.c_str()));
+  std::string hex = text.substr(3, 2);
+  return static_cast<char>(std::strtol(hex.c_str(), nullptr, 16));
+}
+
+// token_to_piece without the cache (lstrip 0): what the cache is built from.
+std::string piece_of(const Vocab::Impl& v, int32_t id, bool special) {
+  const TokenData* t = token_at(v, id);
+  if (!t) return {};
+  const uint32_t attr = t->attr;
+  if (!special && (attr & attr_special)) return {};
+  const std::string& text = t->text;
+  switch (v.type) {
+    case Kind::wpm:
+    case Kind::spm:
+    case Kind::ugm:
+      if (attr & (attr_special | attr_user_defined)) return text;
+      if (attr & attr_normal) {
+        std::string r = text;
+        unescape_whitespace(r);
+        return r;
+      }
+      if (attr & attr_byte) return std::string(1, token_to_byte(v, id));
+      return {};
+    case Kind::bpe:
+      if (attr & (attr_special | attr_user_defined)) return text;
+      if (attr & attr_normal) {
+        if (v.escape_whitespaces) {  // SPM-style BPE (gemma4): "▁" for spaces
+          std::string r = text;
+          unescape_whitespace(r);
+          return r;
+        }
+        return decode_bpe_text(text);
+      }
+      if (attr & attr_byte) return std::string(1, token_to_byte(v, id));
+      return {};
+    case Kind::rwkv: return unescape_rwkv(text);
+    case Kind::plamo2:
+      if ((attr & attr_byte) && text.size() == 6 && text.compare(0, 3, "<0x") == 0 && text.back() == '>' &&
+          std::isxdigit(static_cast<unsigned char>(text[3])) && std::isxdigit(static_cast<unsigned char>(text[4])))
+        return std::string(1, static_cast<char>(std::strtol(text.substr(3, 2).c_str(), nullptr, 16)));
+      return text;
+    case Kind::none: return {};
+  }
+  return {};
+}
+
+// One fragment of the text being tokenized: raw text [off, off + len) or a special token.
+struct Fragment {
+  int32_t token;  // null_id: raw text
+  size_t off, len;
+};
+
+// tokenizer_st_partition: each special token in turn (longest text first) is cut out of every
+// raw fragment left, control and unknown ones only when parsing specials. lstrip/rstrip
+// attributes eat the C-locale whitespace next to the token.
+std::vector<Fragment> partition(const Vocab::Impl& v, std::string_view text, bool parse_special) {
+  std::vector<Fragment> frags{{null_id, 0, text.size()}}, next;
+  for (int32_t id : v.cache_special_tokens) {
+    const TokenData& data = v.id_to_token[static_cast<size_t>(id)];
+    if (!parse_special && (data.attr & attr_special)) continue;
+    const std::string& tok = data.text;
+    if (tok.empty()) continue;  // cannot be: empty texts were renamed at load
+    next.clear();
+    for (const Fragment& f : frags) {
+      if (f.token != null_id) {
+        next.push_back(f);
+        continue;
+      }
+      size_t off = f.off, len = f.len;
+      while (len > 0) {
+        size_t match = text.substr(0, off + len).find(tok, off);
+        if (match == std::string_view::npos) {
+          next.push_back({null_id, off, len});
+          break;
+        }
+        size_t left = match - off;
+        if (data.attr & attr_lstrip)
+          while (left > 0 && is_c_space(text[off + left - 1])) --left;
+        if (left > 0) next.push_back({null_id, off, left});
+        next.push_back({id, 0, 0});
+        size_t right_off = match + tok.size(), right_len = off + len - right_off;
+        if (data.attr & attr_rstrip)
+          while (right_len > 0 && is_c_space(text[right_off])) ++right_off, --right_len;
+        off = right_off, len = right_len;
+      }
+    }
+    frags.swap(next);
+  }
+  return frags;
+}
+
+// The dispatch of llama_vocab::impl::tokenize over the fragments, for each vocabulary type.
+std::vector<int32_t> tokenize_impl(const Vocab::Impl& v, std::string_view raw, bool add_special, bool parse_special) {
+  std::vector<int32_t> out;
+  std::vector<Fragment> frags;
+  if (!raw.empty()) frags = partition(v, raw, parse_special);
+  auto need = [](int32_t id, const char* what) {
+    if (id == null_id)
+      throw Error(std::string("tokenizer.ggml.") + what + "_token_id",
+                  std::string("the vocabulary adds a ") + what + " token but has none (llama.cpp aborts)");
+    return id;
+  };
+  auto fragment_text = [&](const Fragment& f) { return std::string(raw.substr(f.off, f.len)); };
+  switch (v.type) {
+    case Kind::spm: {
+      // Each raw fragment right after a special token (or at the start) gets the space prefix.
+      bool prev_special = true;
+      if (add_special && v.add_bos) out.push_back(need(v.special_bos_id, "bos"));
+      for (const Fragment& f : frags) {
+        if (f.token != null_id) {
+          out.push_back(f.token);
+          prev_special = true;
+          continue;
+        }
+        std::string text = v.add_space_prefix && prev_special ? " " : "";
+        text += fragment_text(f);
+        escape_whitespace(text);
+        v.algorithm().tokenize(text, out);
+        prev_special = false;
+      }
+      if (add_special && v.add_eos) out.push_back(need(v.special_eos_id, "eos"));
+      break;
+    }
+    case Kind::bpe: {
+      if (add_special && v.add_bos) out.push_back(need(v.special_bos_id, "bos"));
+      for (const Fragment& f : frags) {
+        if (f.token != null_id) {
+          out.push_back(f.token);
+          continue;
+        }
+        std::string text = fragment_text(f);
+        if (v.escape_whitespaces) escape_whitespace(text);
+        v.algorithm().tokenize(text, out);
+      }
+      if (add_special && v.add_eos) out.push_back(need(v.special_eos_id, "eos"));
+      break;
+    }
+    case Kind::wpm: {
+      // BERT: [CLS] ... [SEP] whenever specials are added, whatever add_bos says.
+      if (add_special) out.push_back(need(v.special_bos_id, "bos"));
+      for (const Fragment& f : frags) {
+        if (f.token != null_id) out.push_back(f.token);
+        else v.algorithm().tokenize(fragment_text(f), out);
+      }
+      if (add_special) out.push_back(need(v.special_sep_id, "seperator"));
+      break;
+    }
+    case Kind::ugm: {
+      if (add_special && v.add_bos) out.push_back(need(v.special_bos_id, "bos"));
+      for (const Fragment& f : frags) {
+        if (f.token != null_id) out.push_back(f.token);
+        else v.algorithm().tokenize(fragment_text(f), out);
+      }
+      if (add_special && v.add_eos) out.push_back(need(v.special_eos_id, "eos"));
+      break;
+    }
+    case Kind::rwkv:
+    case Kind::plamo2: {
+      for (const Fragment& f : frags) {
+        if (f.token != null_id) out.push_back(f.token);
+        else v.algorithm().tokenize(fragment_text(f), out);
+      }
+      break;
+    }
+    case Kind::none: throw Error("tokenizer.ggml.model", "a vocabulary of type none has no tokenizer (llama.cpp aborts)");
+  }
+  return out;
+}
+
 }  // namespace
 
 Vocab Vocab::load(const VocabSpec& spec) {
-  auto v = std::make_unique<Impl>();
-  const KeyValue* model = spec.find("tokenizer.ggml.model");
-  if (!model || model->type != ValueType::string) throw Error("tokenizer.ggml.model", "key not found in model: tokenizer.ggml.model");
-  v->tokenizer_model = std::string(model->str);
-  if (const KeyValue* pre = spec.find("tokenizer.ggml.pre"); pre && pre->type == ValueType::string)
-    v->tokenizer_pre = std::string(pre->str);
-  const std::string& tm = v->tokenizer_model;
-  if (tm == "llama") {
-    v->type = Kind::spm;
-    v->add_space_prefix = true;
-    v->add_bos = true;
-  } else if (tm == "bert") {
-    v->type = Kind::wpm;
-    v->special_bos_id = 101, v->special_eos_id = -1, v->special_unk_id = 100, v->special_sep_id = 102;
-    v->special_pad_id = 0, v->special_mask_id = 103;
-    v->add_sep = true, v->add_bos = true, v->clean_spaces = true;
-  } else if (tm == "gpt2") {
-    v->type = Kind::bpe;
-    if (const KeyValue* merges = array_of(spec, "tokenizer.ggml.merges", {ValueType::string})) {
-      for (size_t i = 0; i < merges->strings.size(); ++i) {
-        std::string_view w = merges->strings[i];
-        std::string first, second;
-        size_t pos = w.find(' ', 1);
-        if (pos != std::string_view::npos) first = std::string(w.substr(0, pos)), second = std::string(w.substr(pos + 1));
-        v->bpe_ranks.emplace(std::make_pair(std::move(first), std::move(second)), static_cast<int>(i));
-      }
-    } else {
-      throw Error("tokenizer.ggml.merges", "cannot find tokenizer merges in model file");
+  auto vp = std::make_unique<Impl>();
+  Impl& v = *vp;
+  Loaded& L = v.loaded;
+  auto warn = [&](std::string w) { L.warnings.push_back(std::move(w)); };
+
+  // The vocabulary type and its defaults.
+  if (!get_str(spec, "tokenizer.ggml.model", v.tokenizer_model))
+    throw Error("tokenizer.ggml.model", "key not found in model: tokenizer.ggml.model");
+  get_str(spec, "tokenizer.ggml.pre", v.tokenizer_pre);
+  get_u32(spec, "tokenizer.ggml.token_type_count", v.n_token_types);
+  std::string arch;
+  get_str(spec, "general.architecture", arch);
+  const std::string& tm = v.tokenizer_model;
+
+  if (tm == "no_vocab" || tm == "none") {
+    v.type = Kind::none;
+    v.special_bos_id = v.special_eos_id = v.special_unk_id = v.special_sep_id = v.special_pad_id = v.special_mask_id =
+        v.linefeed_id = null_id;
+    uint32_t n = 0;
+    if (get_u32(spec, arch + ".vocab_size", n)) {
+      warn(format("adding %u dummy tokens", n));
+      v.n_dummy_tokens = n;  // kept as a count: llama.cpp's dummies have no text, score or attribute
     }
-    v->special_bos_id = 11, v->special_eos_id = 11, v->special_unk_id = -1;
-    v->escape_whitespaces = false, v->clean_spaces = true;
-    apply_pre_tokenizer(*v);
-  } else if (tm == "t5") {
-    v->type = Kind::ugm;
-    v->special_bos_id = -1, v->special_eos_id = 1, v->special_unk_id = 2, v->special_pad_id = 0;
-    v->add_eos = true;
-  } else {
-    throw Error("tokenizer.ggml.model", "unknown tokenizer: '" + tm + "'");
+    L.bos = L.eos = L.unk = L.sep = L.pad = L.mask = L.nl = null_id;
+    return Vocab(std::move(vp));
   }
-  const KeyValue* tokens = array_of(spec, "tokenizer.ggml.tokens", {ValueType::string});
+
+  if (tm == "llama") {
+    v.type = Kind::spm;
+    v.special_bos_id = 1, v.special_eos_id = 2, v.special_unk_id = 0;
+    v.special_sep_id = v.special_pad_id = v.special_mask_id = null_id;
+  } else if (tm == "bert") {
+    v.type = Kind::wpm;
+    v.special_bos_id = 101, v.special_eos_id = null_id, v.special_unk_id = 100, v.special_sep_id = 102;
+    v.special_pad_id = 0, v.special_mask_id = 103;
+    v.add_sep = true;
+  } else if (tm == "gpt2" || tm == "hybriddna" || tm == "whitespace" || tm == "gemma4") {
+    v.type = Kind::bpe;
+    const KeyValue* merges = spec.find("tokenizer.ggml.merges");
+    // Kimi-K2 tokenizes without merges; every other BPE vocabulary needs them.
+    if (!merges && !(tm != "gemma4" && v.tokenizer_pre == "kimi-k2"))
+      throw Error("tokenizer.ggml.merges", "cannot find tokenizer merges in model file");
+    if (merges) read_merges(v, *array_of(spec, "tokenizer.ggml.merges", {ValueType::string}));
+    if (tm == "gemma4") {
+      v.special_bos_id = v.special_eos_id = null_id;
+      v.tokenizer_pre = "gemma4";
+    } else {
+      v.special_bos_id = 11, v.special_eos_id = 11;
+    }
+    v.special_unk_id = v.special_sep_id = v.special_pad_id = v.special_mask_id = null_id;
+  } else if (tm == "t5") {
+    v.type = Kind::ugm;
+    v.special_bos_id = null_id, v.special_eos_id = 1, v.special_unk_id = 2, v.special_sep_id = null_id;
+    v.special_pad_id = 0, v.special_mask_id = null_id;
+    if (const KeyValue* pc = array_of(spec, "tokenizer.ggml.precompiled_charsmap", {ValueType::i8, ValueType::u8})) {
+      v.precompiled_charsmap.reserve(pc->numbers.size());
+      for (uint64_t b : pc->numbers) v.precompiled_charsmap.push_back(static_cast<char>(b));
+      if (v.precompiled_charsmap.size() < 4)
+        throw Error("tokenizer.ggml.precompiled_charsmap", "precompiled_charsmap too small for xcda_blob_size header!");
+      uint32_t blob = 0;
+      std::memcpy(&blob, v.precompiled_charsmap.data(), 4);  // little-endian, as GGUF is
+      if (uint64_t{blob} + 4 >= v.precompiled_charsmap.size())
+        throw Error("tokenizer.ggml.precompiled_charsmap", "Index out of array bounds in precompiled charsmap!");
+    }
+  } else if (tm == "rwkv") {
+    v.type = Kind::rwkv;
+    v.special_bos_id = v.special_eos_id = v.special_unk_id = v.special_sep_id = v.special_pad_id = null_id;
+  } else if (tm == "plamo2") {
+    v.type = Kind::plamo2;
+    v.special_bos_id = 1, v.special_eos_id = 2, v.special_unk_id = 0, v.special_sep_id = null_id;
+    v.special_pad_id = 3, v.special_mask_id = null_id;
+  } else {
+    throw Error("tokenizer.ggml.model", format("unknown tokenizer: '%s'", tm.c_str()));
+  }
+
+  if (v.type == Kind::bpe) {
+    // Only BPE vocabularies have pre-tokenizers: their defaults, then llama.cpp's table.
+    v.add_space_prefix = false, v.escape_whitespaces = false, v.clean_spaces = true;
+    apply_pre_tokenizer(v);
+    if (v.tokenizer_pre.empty() &&
+        std::none_of(L.warnings.begin(), L.warnings.end(), [](const std::string& w) { return w.find("missing pre-tokenizer") != std::string::npos; }))
+      warn("missing pre-tokenizer type, using: 'default'");
+  } else {
+    v.pre_type = PreType::default_, v.pre_type_name = "default";
+    switch (v.type) {
+      case Kind::spm: v.add_space_prefix = true, v.clean_spaces = false, v.add_bos = true, v.add_eos = false; break;
+      case Kind::wpm: v.add_space_prefix = false, v.clean_spaces = true, v.add_bos = true, v.add_eos = false, v.add_sep = true; break;
+      case Kind::ugm: v.add_bos = false, v.add_eos = true; break;
+      case Kind::rwkv: v.add_space_prefix = false, v.clean_spaces = false, v.add_bos = false, v.add_eos = false; break;
+      default: break;
+    }
+  }
+  get_bool(spec, "tokenizer.ggml.add_space_prefix", v.add_space_prefix);
+  get_bool(spec, "tokenizer.ggml.remove_extra_whitespaces", v.remove_extra_whitespaces);
+
+  // The tokens, their scores and types.
+  const KeyValue* tokens = spec.find("tokenizer.ggml.tokens");
   if (!tokens) throw Error("tokenizer.ggml.tokens", "cannot find tokenizer vocab in model file");
-  const KeyValue* scores = array_of(spec, "tokenizer.ggml.scores", {ValueType::f32, ValueType::i32});
+  array_of(spec, "tokenizer.ggml.tokens", {ValueType::string});
+  const size_t n_tokens = std::min<size_t>(tokens->strings.size(), UINT32_MAX);
+  const KeyValue* scores = nullptr;
+  if (const KeyValue* s = spec.find("tokenizer.ggml.scores")) {
+    if (s->type != ValueType::array || (s->elem != ValueType::i32 && s->elem != ValueType::f32))
+      throw Error("tokenizer.ggml.scores", "invalid gguf type for tokenizer.ggml.scores");
+    if (s->numbers.size() < n_tokens)
+      throw Error("tokenizer.ggml.scores", format("Index out of array bounds for scores (%zu < %zu)", s->numbers.size(), n_tokens));
+    scores = s;
+  }
   const KeyValue* types = array_of(spec, "tokenizer.ggml.token_type", {ValueType::i32});
-  size_t n = tokens->strings.size();
-  v->id_to_token.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    std::string word(tokens->strings[i]);
-    if (word.empty()) word = "[EMPTY_" + std::to_string(i) + "]";
-    v->token_to_id[word] = static_cast<int32_t>(i);
-    v->max_token_len = std::max(v->max_token_len, static_cast<int>(word.size()));
-    TokenData& t = v->id_to_token[i];
+  if (types && types->numbers.size() < n_tokens)
+    throw Error("tokenizer.ggml.token_type",
+                format("Index out of array bounds for toktypes (%zu < %zu)", types->numbers.size(), n_tokens));
+
+  v.id_to_token.resize(n_tokens);
+  v.token_to_id.clear();  // filled as llama.cpp fills it: the same inserts give the same iteration order
+  for (size_t i = 0; i < n_tokens; ++i) {
+    std::string word = c_string(tokens->strings[i]);
+    if (word.empty()) {
+      warn(format("empty token at index %zu", i));
+      word = "[EMPTY_" + std::to_string(i) + "]";
+    }
+    v.token_to_id[word] = static_cast<int32_t>(i);
+    v.max_token_len = std::max(v.max_token_len, static_cast<int>(std::min<size_t>(word.size(), INT32_MAX)));
+    TokenData& t = v.id_to_token[i];
     t.text = std::move(word);
-    if (scores && i < scores->numbers.size())
+    if (scores)
       t.score = scores->elem == ValueType::f32 ? f32_of(scores->numbers[i])
                                                : static_cast<float>(static_cast<int32_t>(scores->numbers[i]));
-    if (types && i < types->numbers.size()) {
+    t.attr = attr_normal;
+    if (types) {
       switch (static_cast<int32_t>(types->numbers[i])) {
         case 2: t.attr = attr_unknown; break;
         case 5: t.attr = attr_unused; break;
@@ -152,34 +553,335 @@ Vocab Vocab::load(const VocabSpec& spec) {
       }
     }
   }
-  return Vocab(std::move(v));
+  // llama.cpp asserts one id per text: a repeated text aborts it.
+  if (v.token_to_id.size() != v.id_to_token.size())
+    throw Error("tokenizer.ggml.tokens", format("%zu tokens but %zu distinct texts: llama.cpp's load asserts they are equal",
+                                                v.id_to_token.size(), v.token_to_id.size()));
+
+  // hybriddna: the k-mers after <oov> carry a marker that keeps their texts distinct; their
+  // pieces are the bare sequence.
+  if (tm == "hybriddna") {
+    static const std::string marker = "\xee\x80\x80";
+    if (auto oov = v.token_to_id.find("<oov>"); oov != v.token_to_id.end())
+      for (size_t i = static_cast<size_t>(oov->second) + 1; i < v.id_to_token.size(); ++i) {
+        std::string& text = v.id_to_token[i].text;
+        if (text.size() > marker.size() && text.compare(text.size() - marker.size(), marker.size(), marker) == 0)
+          text.erase(text.size() - marker.size());
+      }
+  }
+
+  // The newline token (before the special ids are read, and with no special tokens cached yet).
+  if (v.type == Kind::spm) {
+    v.linefeed_id = v.byte_to_token('\n');
+    if (v.linefeed_id == null_id) {
+      warn("SPM vocabulary, but newline token not found: _Map_base::at! Using special_pad_id instead.");
+      v.linefeed_id = v.special_pad_id;
+    }
+  } else if (v.type == Kind::wpm) {
+    v.linefeed_id = v.special_pad_id;
+  } else if (v.type == Kind::plamo2) {
+    // Not built here: its tokenizer (and so its newline token) is left out.
+    warn("plamo2 tokenizer is not implemented by ggufkit: newline token unknown");
+    v.linefeed_id = null_id;
+  } else {
+    std::vector<int32_t> ids = tokenize_impl(v, "\n", false, false);
+    if (ids.empty()) {
+      if (v.type == Kind::rwkv) throw Error("tokenizer.ggml.tokens", "model vocab missing newline token (llama.cpp asserts)");
+      warn("model vocab missing newline token, using special_pad_id instead");
+      v.linefeed_id = v.special_pad_id;
+    } else {
+      v.linefeed_id = ids[0];
+    }
+  }
+
+  // The special ids from their keys; a default out of range is disabled, a key out of range ignored.
+  struct Special {
+    const char* key;
+    int32_t& id;
+  };
+  const Special specials[] = {
+      {"tokenizer.ggml.bos_token_id", v.special_bos_id},         {"tokenizer.ggml.eos_token_id", v.special_eos_id},
+      {"tokenizer.ggml.eot_token_id", v.special_eot_id},         {"tokenizer.ggml.eom_token_id", v.special_eom_id},
+      {"tokenizer.ggml.unknown_token_id", v.special_unk_id},     {"tokenizer.ggml.seperator_token_id", v.special_sep_id},
+      {"tokenizer.ggml.padding_token_id", v.special_pad_id},     {"tokenizer.ggml.mask_token_id", v.special_mask_id},
+      {"tokenizer.ggml.fim_pre_token_id", v.special_fim_pre_id}, {"tokenizer.ggml.fim_suf_token_id", v.special_fim_suf_id},
+      {"tokenizer.ggml.fim_mid_token_id", v.special_fim_mid_id}, {"tokenizer.ggml.fim_pad_token_id", v.special_fim_pad_id},
+      {"tokenizer.ggml.fim_rep_token_id", v.special_fim_rep_id}, {"tokenizer.ggml.fim_sep_token_id", v.special_fim_sep_id},
+      // deprecated names of the first three FIM ids, read after them
+      {"tokenizer.ggml.prefix_token_id", v.special_fim_pre_id},  {"tokenizer.ggml.suffix_token_id", v.special_fim_suf_id},
+      {"tokenizer.ggml.middle_token_id", v.special_fim_mid_id},
+  };
+  for (const Special& s : specials) {
+    if (s.id >= 0 && static_cast<size_t>(s.id) >= n_tokens) {
+      warn(format("default special token '%s' = %d out of vocab range, disabling", s.key, s.id));
+      s.id = null_id;
+    }
+    uint32_t new_id = 0;
+    if (!get_u32(spec, s.key, new_id)) continue;
+    if (new_id >= n_tokens) warn(format("bad special token: '%s' = %u, using default id %d", s.key, new_id, s.id));
+    else s.id = static_cast<int32_t>(new_id);
+  }
+
+  get_bool(spec, "tokenizer.ggml.add_bos_token", v.add_bos);
+  get_bool(spec, "tokenizer.ggml.add_eos_token", v.add_eos);
+  get_bool(spec, "tokenizer.ggml.add_sep_token", v.add_sep);
+  if (v.pre_type == PreType::gemma4 && !v.add_bos) {
+    v.add_bos = true;  // llama.cpp's workaround for Gemma 4
+    warn("override 'tokenizer.ggml.add_bos_token' to 'true' for Gemma4");
+  }
+
+  get_bool(spec, "tokenizer.ggml.normalizer.lowercase", v.bert_lowercase);
+  v.bert_strip_accents = v.bert_lowercase;
+  get_bool(spec, "tokenizer.ggml.normalizer.strip_accents", v.bert_strip_accents);
+
+  // suppress_tokens: only checked (the tokenizer does not use them).
+  array_of(spec, "tokenizer.ggml.suppress_tokens", {ValueType::i32});
+
+  // Special ids still unset are found by their text, in token_to_id's iteration order (the
+  // first match wins), and made control if they were not.
+  auto make_control = [&](int32_t id, const std::string& text) {
+    uint32_t& attr = v.id_to_token[static_cast<size_t>(id)].attr;
+    if ((attr & attr_control) == 0) {
+      warn(format("control-looking token: %6d '%s' was not control-type; this is probably a bug in the model. its type will be overridden",
+                  id, text.c_str()));
+      attr |= attr_control;
+    }
+  };
+  struct ByText {
+    const char* name;
+    int32_t& id;
+    std::vector<std::string_view> texts;
+  };
+  const ByText by_text[] = {
+      {"eot", v.special_eot_id,
+       {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]",
+        "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", "<end_of_utterance>"}},
+      {"eom", v.special_eom_id, {"<|eom_id|>"}},
+      {"fim_pre", v.special_fim_pre_id,
+       {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "begin\xef\xbd\x9c>", "<PRE>",
+        "\xe2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>"}},
+      {"fim_suf", v.special_fim_suf_id,
+       {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\xef\xbd\x9c" "fim\xe2\x96\x81hole\xef\xbd\x9c>", "<SUF>",
+        "\xe2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>"}},
+      {"fim_mid", v.special_fim_mid_id,
+       {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "end\xef\xbd\x9c>", "<MID>",
+        "\xe2\x96\x81<MID>", "<|code_middle|>", "<|middle|>"}},
+      {"fim_pad", v.special_fim_pad_id, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"}},
+      {"fim_rep", v.special_fim_rep_id, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}},
+      {"fim_sep", v.special_fim_sep_id, {"<|file_sep|>"}},
+  };
+  for (const auto& [text, id] : v.token_to_id)
+    for (const ByText& b : by_text)
+      if (b.id == null_id && std::find(b.texts.begin(), b.texts.end(), text) != b.texts.end()) {
+        b.id = id;
+        L.found_by_text[b.name] = id;
+        make_control(id, text);
+      }
+
+  // Control tokens named "unused" are unused.
+  for (const auto& [text, id] : v.token_to_id) {
+    uint32_t& attr = v.id_to_token[static_cast<size_t>(id)].attr;
+    if ((attr & attr_control) && !(attr & attr_unused) && text.find("unused") != std::string::npos) attr |= attr_unused;
+  }
+
+  // The end-of-generation set: the FIM pad/rep/sep ids, then every token named as one.
+  v.special_eog_ids.clear();
+  for (int32_t id : {v.special_fim_pad_id, v.special_fim_rep_id, v.special_fim_sep_id})
+    if (id != null_id) v.special_eog_ids.insert(id);
+  static const std::vector<std::string_view> eog_texts = {
+      "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
+      "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>",
+      "<eos>", "<turn|>", "<|tool_response>", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", "[e~[",
+  };
+  for (const auto& [text, id] : v.token_to_id)
+    if (std::find(eog_texts.begin(), eog_texts.end(), text) != eog_texts.end()) {
+      v.special_eog_ids.insert(id);
+      make_control(id, text);
+    }
+
+  // gpt-oss: these are always printed.
+  for (const auto& [text, id] : v.token_to_id)
+    if (text == "<|channel|>" || text == "<|message|>" || text == "<|start|>" || text == "<|constrain|>") {
+      uint32_t& attr = v.id_to_token[static_cast<size_t>(id)].attr;
+      warn(format("setting token '%s' (%d) attribute to USER_DEFINED (%u), old attributes: %u", text.c_str(), id,
+                  static_cast<unsigned>(attr_user_defined), static_cast<unsigned>(attr)));
+      attr = attr_user_defined;
+    }
+
+  for (auto [id, name] : {std::pair{v.special_eos_id, "eos"}, {v.special_eot_id, "eot"}, {v.special_eom_id, "eom"}})
+    if (id != null_id && v.special_eog_ids.insert(id).second)
+      warn(format("special_%s_id is not in special_eog_ids - the tokenizer config may be incorrect", name));
+
+  // o200k_harmony and solar-open: "<|end|>" ends no generation when the return/call
+  // (or calls/flush) tokens are there.
+  {
+    bool has_return = false, has_call = false, has_end = false, has_flush = false;
+    int32_t end_id = null_id;
+    for (int32_t tid : v.special_eog_ids) {
+      const TokenData* t = token_at(v, tid);
+      if (!t) {
+        warn(format("EOG token id %d is out of range (vocab size %zu), skipping", tid, n_tokens));
+        continue;
+      }
+      if (t->text == "<|return|>") has_return = true;
+      else if (t->text == "<|call|>" || t->text == "<|calls|>") has_call = true;
+      else if (t->text == "<|flush|>") has_flush = true;
+      else if (t->text == "<|end|>") has_end = true, end_id = tid;
+    }
+    if ((has_return && has_call && has_end) || (has_call && has_flush && has_end)) {
+      v.special_eog_ids.erase(end_id);
+      v.id_to_token[static_cast<size_t>(end_id)].attr = attr_user_defined;
+      warn("special_eog_ids contains both '<|return|>' and '<|call|>', or '<|calls|>' and '<|flush|>' tokens, removing '<|end|>' token from EOG list");
+    }
+  }
+  // gemma4 and paddleocr: "</s>" ends no generation when "<|tool_response>" does.
+  {
+    bool has_tool_response = false;
+    int32_t s_id = null_id;
+    for (int32_t tid : v.special_eog_ids) {
+      const TokenData* t = token_at(v, tid);
+      if (!t) continue;
+      if (t->text == "<|tool_response>") has_tool_response = true;
+      else if (t->text == "</s>") s_id = tid;
+    }
+    if (has_tool_response && s_id != null_id) {
+      v.special_eog_ids.erase(s_id);
+      v.id_to_token[static_cast<size_t>(s_id)].attr = attr_normal;
+      warn("special_eog_ids contains '<|tool_response>', removing '</s>' token from EOG list");
+    }
+  }
+
+  // The special tokens the partition cuts out, longest text first (std::sort, as llama.cpp:
+  // ties keep whatever order that sort leaves).
+  for (size_t id = 0; id < n_tokens; ++id)
+    if (v.id_to_token[id].attr & (attr_control | attr_user_defined | attr_unknown))
+      v.cache_special_tokens.push_back(static_cast<int32_t>(id));
+  std::sort(v.cache_special_tokens.begin(), v.cache_special_tokens.end(), [&](int32_t a, int32_t b) {
+    return v.id_to_token[static_cast<size_t>(a)].text.size() > v.id_to_token[static_cast<size_t>(b)].text.size();
+  });
+
+  v.cache_token_to_piece.resize(n_tokens);
+  for (size_t id = 0; id < n_tokens; ++id) v.cache_token_to_piece[id] = piece_of(v, static_cast<int32_t>(id), true);
+
+  // Per-token attributes llama.cpp sets by model, pre-tokenizer or architecture name.
+  {
+    std::string model_name, pre_name, general_arch;
+    get_str(spec, "general.name", model_name);
+    get_str(spec, "tokenizer.ggml.pre", pre_name);
+    get_str(spec, "general.architecture", general_arch);
+    for (char& c : model_name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    auto contains_any = [](const std::string& s, std::initializer_list<std::string_view> subs) {
+      return std::any_of(subs.begin(), subs.end(), [&](std::string_view sub) { return s.find(sub) != std::string::npos; });
+    };
+    auto set_attr = [&](int32_t id, uint32_t attr, bool on) {
+      uint32_t& a = v.id_to_token[static_cast<size_t>(id)].attr;
+      a = on ? (a | attr) : (a & ~attr);
+    };
+    auto set_named = [&](const char* text, uint32_t attr, bool on) {
+      auto it = v.token_to_id.find(text);
+      if (it == v.token_to_id.end())  // llama.cpp's token_to_id.at throws: the load fails
+        throw Error("general.name", format("the vocabulary has no token '%s' (llama.cpp: _Map_base::at)", text));
+      set_attr(it->second, attr, on);
+    };
+    if (contains_any(pre_name, {"jina-v2-de", "jina-v2-es", "jina-v2-code"}) ||
+        contains_any(general_arch, {"nomic-bert-moe", "jina-bert-v3"})) {
+      if (!v.token_to_id.count("<mask>")) warn("Mask token is missing in vocab, please reconvert model!");
+      else set_named("<mask>", attr_lstrip, true);
+    } else if (contains_any(model_name, {"phi-3", "phi3"})) {
+      for (int32_t id : v.cache_special_tokens) set_attr(id, attr_rstrip, true);
+      set_named("</s>", attr_rstrip, true);
+      for (const char* t : {"<unk>", "<s>", "<|endoftext|>"}) set_named(t, attr_rstrip, false);
+    } else if (contains_any(model_name, {"modern-bert"})) {
+      if (!v.token_to_id.count("[MASK]")) warn("Mask token missing in vocab!");
+      else set_named("[MASK]", attr_lstrip, true);
+    }
+  }
+
+  L.bos = v.special_bos_id, L.eos = v.special_eos_id, L.eot = v.special_eot_id, L.eom = v.special_eom_id;
+  L.unk = v.special_unk_id, L.sep = v.special_sep_id, L.nl = v.linefeed_id, L.pad = v.special_pad_id;
+  L.mask = v.special_mask_id;
+  L.fim_pre = v.special_fim_pre_id, L.fim_suf = v.special_fim_suf_id, L.fim_mid = v.special_fim_mid_id;
+  L.fim_pad = v.special_fim_pad_id, L.fim_rep = v.special_fim_rep_id, L.fim_sep = v.special_fim_sep_id;
+  L.add_bos = v.add_bos, L.add_eos = v.add_eos, L.add_sep = v.add_sep;
+  L.eog.assign(v.special_eog_ids.begin(), v.special_eog_ids.end());
+  for (size_t id = 0; id < n_tokens; ++id)
+    if (v.id_to_token[id].attr & attr_control) L.control.push_back(static_cast<int32_t>(id));
+  return Vocab(std::move(vp));
 }
 
 std::vector<int32_t> Vocab::tokenize(std::string_view text, bool add_special, bool parse_special) const {
-  (void)parse_special;  // skeleton: no special-token partition yet
-  const Impl& v = *impl_;
-  std::vector<int32_t> out;
-  if (v.type == Kind::spm) {
-    if (add_special && v.add_bos) out.push_back(v.special_bos_id);
-    if (!text.empty()) {
-      std::string t = v.add_space_prefix ? " " : "";
-      t += text;
-      std::string esc;
-      for (char c : t) esc += c == ' ' ? std::string("\xe2\x96\x81") : std::string(1, c);
-      v.algorithm().tokenize(esc, out);
-    }
-    if (add_special && v.add_eos) out.push_back(v.special_eos_id);
-    return out;
-  }
-  if (!text.empty()) v.algorithm().tokenize(std::string(text), out);
-  return out;
+  return tokenize_impl(*impl_, text, add_special, parse_special);
 }
 
-std::string Vocab::piece(int32_t id, bool) const { return std::string(text(id)); }
-std::string Vocab::detokenize(std::span<const int32_t> ids, bool, bool) const {
-  std::string r;
-  for (int32_t id : ids) r += piece(id);
-  return r;
+std::string Vocab::piece(int32_t id, bool special) const {
+  const Impl& v = *impl_;
+  const TokenData* t = token_at(v, id);
+  if (!t) return {};  // llama.cpp throws (std::out_of_range) for an id out of range
+  if (!special && (t->attr & attr_special)) return {};
+  if (!v.cache_token_to_piece.empty()) return v.cache_token_to_piece[static_cast<size_t>(id)];
+  return piece_of(v, id, special);
+}
+
+std::string Vocab::detokenize(std::span<const int32_t> ids, bool remove_special, bool unparse_special) const {
+  const Impl& v = *impl_;
+  if (v.type == Kind::none) return {};
+  // The first piece loses one leading space when the vocabulary adds a space prefix, unless a
+  // removed BOS came first.
+  bool remove_space = v.add_space_prefix;
+  if (remove_special && v.add_bos && !ids.empty() && ids.front() == v.special_bos_id) {
+    remove_space = false;
+    ids = ids.subspan(1);
+  }
+  if (remove_special && v.add_eos && !ids.empty() && ids.back() == v.special_eos_id) ids = ids.subspan(0, ids.size() - 1);
+  std::string text;
+  for (int32_t id : ids) {
+    std::string p = piece(id, unparse_special);
+    size_t skip = remove_space && !p.empty() && p[0] == ' ' ? 1 : 0;
+    text.append(p, skip, std::string::npos);
+    remove_space = false;
+  }
+  if (!v.clean_spaces) return text;
+
+  // llama.cpp's three in-place passes, kept as they are (the second writes a NUL where it
+  // drops a space, which the third then reads).
+  char* s = text.data();
+  size_t total = text.size();
+  {  // " ?", " !", " .", " ,": the space goes
+    const size_t n = total;
+    total = n ? 1 : 0;
+    for (size_t i = 1; i < n; ++i) {
+      const char x = s[i];
+      if (s[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ',')) --total;
+      s[total++] = x;
+    }
+  }
+  {  // " ' ": both spaces go
+    const size_t n = total;
+    total = n ? 1 : 0;
+    for (size_t i = 1; i < n; ++i) {
+      const char x = s[i];
+      if (x == '\'' && i + 1 < n && s[i - 1] == ' ' && s[i + 1] == ' ') {
+        --total;
+        s[++i] = '\0';
+      }
+      s[total++] = x;
+    }
+  }
+  {  // " 's", " 'm", " 're", " 've": the space goes
+    const size_t n = total;
+    total = n ? 1 : 0;
+    for (size_t i = 1; i < n; ++i) {
+      const char x = s[i];
+      if (s[i - 1] == ' ' && x == '\'' && i + 1 < n) {
+        const char x1 = s[i + 1];
+        if (x1 == 's' || x1 == 'm') --total;
+        else if (i + 2 < n && ((x1 == 'r' && s[i + 2] == 'e') || (x1 == 'v' && s[i + 2] == 'e'))) --total;
+      }
+      s[total++] = x;
+    }
+  }
+  text.resize(total);
+  return text;
 }
 
 }  // namespace ggufkit::tokenizer

@@ -43,6 +43,7 @@ struct KeyValue {
 
 // The keys llama.cpp reads for the vocabulary, by name: every tokenizer.* key and
 // general.architecture (for {arch}.vocab_size, which is there too when the model has it).
+// general.name too: llama.cpp sets per-token attributes by it (phi-3's rstrip).
 struct VocabSpec {
   std::map<std::string, KeyValue, std::less<>> keys;
   const KeyValue* find(std::string_view key) const {
@@ -104,7 +105,7 @@ class Vocab {
   // takes control tokens in the text as themselves (user-defined ones always are).
   std::vector<int32_t> tokenize(std::string_view text, bool add_special = true, bool parse_special = true) const;
   // llama_token_to_piece (lstrip 0): a token's text as generation prints it; `special`
-  // prints control tokens' text too.
+  // prints control tokens' text too. An id out of range gives "" (llama.cpp throws).
   std::string piece(int32_t id, bool special = true) const;
   // llama_detokenize.
   std::string detokenize(std::span<const int32_t> ids, bool remove_special = false, bool unparse_special = true) const;
