@@ -40,7 +40,7 @@ auto refused_as_format(const std::string& file, F f) {
 std::string read_all(const std::string& path) {
   if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw_usage("cannot open " + path + " (the --file to read)");
+  if (!in) throw_usage("cannot open " + path + " (the --text-file to tokenize)");
   std::ostringstream s;
   s << in.rdbuf();
   if (in.bad()) throw_io(path, "cannot read");
@@ -161,7 +161,8 @@ int cmd_detokenize(const std::vector<std::string>& args) {
     if (used != w.size() || w.empty()) throw_usage("not a token id: '" + w + "'");
     if (id < 0 || static_cast<unsigned long long>(id) >= vocab.size())
       throw Error(Error::Kind::format, file, std::nullopt, "tokenizer.ggml.tokens",
-                  "token id " + w + " is not in the vocabulary (ids 0 to " + std::to_string(vocab.size()) + " - 1)");
+                  "token id " + w + " is not in the vocabulary (its " + std::to_string(vocab.size()) + " tokens are ids 0 to " +
+                      std::to_string(vocab.size() - 1) + ")");
     ids.push_back(static_cast<int32_t>(id));
   }
   std::string text = vocab.detokenize(ids, (*vm)["remove-special"].as<bool>(), !(*vm)["no-unparse-special"].as<bool>());
