@@ -18,7 +18,7 @@ NPM_DIR ?= $(HOME)/.cache/ggufkit-interop
 NPM_PKGS := node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1 @huggingface/gguf@0.4.6
 NPM_STAMP := $(NPM_DIR)/.installed-nlc3.21.1-hf0.4.6
 
-.PHONY: deps interop-deps configure build program demo test test-release test-asan asan fuzz bench clean
+.PHONY: deps interop-deps configure build program demo test test-release test-asan asan fuzz bench bench-tokenize clean
 
 deps:
 	@missing=""; for p in $(DEBS) $(EXTRA_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -100,6 +100,11 @@ bench: build interop-deps
 	@$(MAKE) --no-print-directory deps EXTRA_DEBS="libbenchmark-dev"
 	cmake -S . -B $(BUILD) >/dev/null && cmake --build $(BUILD) -j $(JOBS) --target bench_parse bench_render
 	bench/run.sh $(BUILD) $(NPM_DIR) $(BENCH_RUNS)
+	bench/tokenize.sh $(BUILD) $(NPM_DIR) $(BENCH_RUNS)
+
+# The tokenizer against llama.cpp's alone (the "Tokenizer" section of bench/RESULTS.md).
+bench-tokenize: build interop-deps
+	bench/tokenize.sh $(BUILD) $(NPM_DIR) $(BENCH_RUNS)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

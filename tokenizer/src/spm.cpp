@@ -4,6 +4,8 @@
 // again and again; each final symbol is its token, or its bytes as byte tokens.
 #include <climits>
 #include <queue>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "impl.h"
 
@@ -29,12 +31,67 @@ struct Lower {
   }
 };
 
+// A character's bytes as one number (at most 4 bytes), for the set of adjacent pairs.
+uint64_t char_key(std::string_view s, size_t at, size_t n) {
+  uint64_t k = n;
+  for (size_t i = 0; i < n; ++i) k = k << 8 | static_cast<uint8_t>(s[at + i]);
+  return k;
+}
+
 class Spm final : public Algorithm {
  public:
-  explicit Spm(const Vocab::Impl& v) : v_(v) {}
+  // Every pair of adjacent characters inside some token: a merge makes a token of two
+  // neighbours, so it joins a pair of this set; between two characters that are no such pair
+  // no merge ever happens, and the text falls apart there into pieces that are tokenized
+  // alone, each as the whole text would tokenize it (the queue's order within a piece is
+  // the same). Repeated pieces (words) are then tokenized once.
+  explicit Spm(const Vocab::Impl& v) : v_(v) {
+    for (const TokenData& t : v.id_to_token) {
+      const std::string& s = t.text;
+      uint64_t prev = 0;
+      for (size_t at = 0; at < s.size();) {
+        size_t n = std::min(utf8_len(s[at]), s.size() - at);
+        uint64_t k = char_key(s, at, n);
+        if (at) pairs_.insert(prev * 0x9E3779B97F4A7C15ull ^ k);
+        prev = k;
+        at += n;
+      }
+    }
+  }
 
   void tokenize(const std::string& text, std::vector<int32_t>& out) const override {
     if (text.size() > static_cast<size_t>(INT32_MAX)) throw Error("", "a text of more than 2 GiB (llama.cpp's symbol index overflows)");
+    std::unordered_map<std::string, std::vector<int32_t>> seen;
+    size_t start = 0;
+    uint64_t prev = 0;
+    std::string piece;
+    auto flush = [&](size_t end) {
+      if (end == start) return;
+      piece.assign(text, start, end - start);
+      if (piece.size() > 64) {
+        merge(piece, out);
+      } else if (auto it = seen.find(piece); it != seen.end()) {
+        out.insert(out.end(), it->second.begin(), it->second.end());
+      } else {
+        std::vector<int32_t> ids;
+        merge(piece, ids);
+        out.insert(out.end(), ids.begin(), ids.end());
+        seen.emplace(piece, std::move(ids));
+      }
+      start = end;
+    };
+    for (size_t at = 0; at < text.size();) {
+      size_t n = std::min(utf8_len(text[at]), text.size() - at);
+      uint64_t k = char_key(text, at, n);
+      if (at && !pairs_.count(prev * 0x9E3779B97F4A7C15ull ^ k)) flush(at);
+      prev = k;
+      at += n;
+    }
+    flush(text.size());
+  }
+
+ private:
+  void merge(const std::string& text, std::vector<int32_t>& out) const {
     std::vector<Symbol> symbols;
     symbols.reserve(text.size());
     // A character is cut by its first byte's length, truncated at the end of the text.
@@ -91,8 +148,8 @@ class Spm final : public Algorithm {
     }
   }
 
- private:
   const Vocab::Impl& v_;
+  std::unordered_set<uint64_t> pairs_;
 };
 
 }  // namespace
