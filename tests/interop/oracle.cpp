@@ -271,10 +271,10 @@ struct Gen {
 
 }  // namespace
 
-std::string random_text(uint64_t seed, size_t index, const std::vector<std::string>& specials) {
+std::string random_text(uint64_t seed, size_t index, const std::vector<std::string>& specials, uint32_t long_pieces) {
   Gen g{std::mt19937_64(seed * 0x9E3779B97F4A7C15ull + index), specials, {}};
   if (index == 0) return "";
-  uint32_t pieces = index % 20 == 7 ? g.in(400, 900) : g.chance(25) ? g.in(8, 40) : g.in(1, 8);
+  uint32_t pieces = index % 20 == 7 ? g.in(long_pieces / 2, long_pieces) : g.chance(25) ? g.in(8, 40) : g.in(1, 8);
   // A whole 4-byte sequence above U+10FFFF (F4 90.., F5..F7) makes llama.cpp's BPE and WPM
   // abort: only in one text of fifty, so the others compare ids.
   uint32_t beyond = index % 50 == 3 ? g.below(pieces + 1) : UINT32_MAX;

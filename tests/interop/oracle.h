@@ -52,9 +52,10 @@ std::vector<std::string> special_literals(const ggufkit::Model& m);
 // contractions in both cases; accented Latin (precomposed and combining); Cyrillic, Greek,
 // Arabic, Hebrew, Devanagari, Thai, CJK, kana, Hangul; emoji with ZWJ, skin tones and flags;
 // Unicode spaces; control characters; invalid UTF-8; the special literals next to spaces and
-// text; code and numbers. Text 0 is empty; one in twenty is long (a few KB); one in fifty
-// holds a 4-byte sequence above U+10FFFF (where llama.cpp's BPE and WPM abort).
-std::string random_text(uint64_t seed, size_t index, const std::vector<std::string>& specials);
+// text; code and numbers. Text 0 is empty; one in twenty is long (`long_pieces` / 2 to
+// `long_pieces` pieces: 900 make a few KB); one in fifty holds a 4-byte sequence above
+// U+10FFFF (where llama.cpp's BPE and WPM abort).
+std::string random_text(uint64_t seed, size_t index, const std::vector<std::string>& specials, uint32_t long_pieces = 900);
 
 // The bytes as a C string literal would write them: printable ASCII as is, the rest escaped.
 std::string escaped(std::string_view bytes);

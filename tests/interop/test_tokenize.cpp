@@ -130,11 +130,11 @@ Outcome compare(const std::string& our_file, const std::string& oracle_file, uin
   return o;
 }
 
-std::vector<std::string> texts_for(const std::string& file, uint64_t seed) {
+std::vector<std::string> texts_for(const std::string& file, uint64_t seed, uint32_t long_pieces) {
   ggufkit::Scanned s = ggufkit::scan_file(file);
   std::vector<std::string> specials = oracle::special_literals(s.model);
   std::vector<std::string> texts;
-  for (size_t i = 0; i < kTexts; ++i) texts.push_back(oracle::random_text(seed, i, specials));
+  for (size_t i = 0; i < kTexts; ++i) texts.push_back(oracle::random_text(seed, i, specials, long_pieces));
   return texts;
 }
 
@@ -146,10 +146,11 @@ oracle::Run ask(const std::string& file, const std::vector<std::string>& texts) 
 }
 
 // The whole comparison of one vocabulary: ours on `our_file`, llama.cpp on `oracle_file`.
-void expect_same_ids(const std::string& stream, const std::string& our_file, const std::string& oracle_file) {
+void expect_same_ids(const std::string& stream, const std::string& our_file, const std::string& oracle_file,
+                     uint32_t long_pieces = 900) {
   need_oracle();
   uint64_t seed = seed_of(stream);
-  std::vector<std::string> texts = texts_for(oracle_file, seed);
+  std::vector<std::string> texts = texts_for(oracle_file, seed, long_pieces);
   oracle::Run run = ask(oracle_file, texts);
   ASSERT_FALSE(run.refused) << "llama.cpp refuses " << oracle_file;
   Outcome o = compare(our_file, oracle_file, seed, texts, run);
@@ -254,7 +255,9 @@ class LlamaTokenizePre : public testing::TestWithParam<std::string> {};
 
 TEST_P(LlamaTokenizePre, Gpt2RelabelledGivesLlamaCppsIdsForRandomTextsInEveryMode) {
   std::string file = relabelled(GetParam());
-  expect_same_ids("gpt-2 as " + GetParam(), file, file);
+  // Long texts of ~1 KB, not a few: llama.cpp runs the regexes it has no hand-written split
+  // for through std::regex, slow enough to weigh on the suite's time over 87 names.
+  expect_same_ids("gpt-2 as " + GetParam(), file, file, 200);
 }
 
 INSTANTIATE_TEST_SUITE_P(KnownNames, LlamaTokenizePre, testing::ValuesIn(tk::known_pre_names()),
@@ -291,7 +294,7 @@ TEST(LlamaTokenizePreNames, KnownPreNamesAreEveryNameThisLlamaCppAccepts) {
 
 TEST(LlamaTokenizePreNames, ANameLlamaCppRefusesIsRefusedByGgufkitToo) {
   need_oracle();
-  for (const std::string pre : {"no-such-pre", "GPT-2", "llama3 ", ""}) {
+  for (const std::string pre : {"no-such-pre", "GPT-2", "Llama3", ""}) {
     std::string file = relabelled(pre);
     bool llama_refuses = oracle::loaded(file) == "refused";
     bool ours_refuses = false;
