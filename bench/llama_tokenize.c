@@ -6,10 +6,19 @@
  *   llama_tokenize LIBDIR VOCAB.gguf lines                  requests on stdin, one a line:
  *                                                           "ADD PARSE HEX" -> the ids, one line
  *   llama_tokenize LIBDIR VOCAB.gguf loaded                 llama_vocab_* answers, as JSON
+ *   llama_tokenize LIBDIR VOCAB.gguf attrs                  mask, add_sep and every token attribute
+ *                                                           but normal (llama_vocab_get_attr), as JSON
  *
  * ADD and PARSE are 0 or 1 (add_special, parse_special); HEX is the text's bytes in hex.
+ * Where llama.cpp aborts on a text (an uncaught C++ exception: "invalid codepoint" for a
+ * 4-byte sequence above U+10FFFF in the BPE and WPM paths), `lines` answers "crash" and goes
+ * on with the next request: the abort's SIGABRT jumps back to the loop (nothing is unwound,
+ * so the vocabulary is as it was; the exception object is leaked).
  * A refused load prints "refused" and exits 1. */
+#define _GNU_SOURCE
 #include <dlfcn.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,13 +37,16 @@ static void* sym(void* lib, const char* name) {
   return p;
 }
 static void quiet(int level, const char* text, void* user) { (void)level, (void)text, (void)user; }
+static sigjmp_buf on_abort;
+static void aborted(int sig) { (void)sig, siglongjmp(on_abort, 1); }
 
 typedef int32_t (*vocab_fn)(const void*);
 static int hexval(int c) { return c <= '9' ? c - '0' : (c | 32) - 'a' + 10; }
 
 int main(int argc, char** argv) {
-  if (argc < 4) { fprintf(stderr, "usage: llama_tokenize LIBDIR VOCAB.gguf bench FILE [ADD PARSE] | lines | loaded\n"); return 2; }
+  if (argc < 4) { fprintf(stderr, "usage: llama_tokenize LIBDIR VOCAB.gguf bench FILE [ADD PARSE] | lines | loaded | attrs\n"); return 2; }
   char path[4096];
+  setenv("GGML_NO_BACKTRACE", "1", 1);  /* ggml's terminate handler would attach gdb on every abort */
   snprintf(path, sizeof path, "%s/libggml.v0.4.0.so", argv[1]);
   void* ggml = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
   snprintf(path, sizeof path, "%s/libllama.v0.4.0.so", argv[1]);
@@ -74,6 +86,17 @@ int main(int argc, char** argv) {
     printf("]}\n");
     return 0;
   }
+  if (strcmp(mode, "attrs") == 0) {  /* apart from loaded, whose fields others compare one to one */
+    int32_t (*get_attr)(const void*, int32_t) = (int32_t (*)(const void*, int32_t))sym(lib, "llama_vocab_get_attr");
+    int32_t n = ((vocab_fn)sym(lib, "llama_vocab_n_tokens"))(vocab);
+    printf("{\"mask\": %d", ((vocab_fn)sym(lib, "llama_vocab_mask"))(vocab));
+    printf(", \"add_sep\": %s, \"attr\": [", ((bool (*)(const void*))sym(lib, "llama_vocab_get_add_sep"))(vocab) ? "true" : "false");
+    const char* sep = "";
+    for (int32_t t = 0; t < n; ++t)
+      if (get_attr(vocab, t) != 4 /* LLAMA_TOKEN_ATTR_NORMAL */) printf("%s[%d, %d]", sep, t, get_attr(vocab, t)), sep = ", ";
+    printf("]}\n");
+    return 0;
+  }
   if (strcmp(mode, "bench") == 0 && argc >= 5) {
     FILE* f = fopen(argv[4], "rb");
     if (!f) { perror(argv[4]); return 2; }
@@ -98,6 +121,11 @@ int main(int argc, char** argv) {
     int32_t* ids = malloc(sizeof(int32_t) * cap);
     ssize_t got;
     size_t lcap = cap;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = aborted;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGABRT, &sa, NULL);
     while ((got = getline(&line, &lcap, stdin)) > 0) {
       if (lcap > cap) {
         cap = lcap;
@@ -107,6 +135,11 @@ int main(int argc, char** argv) {
       bool add = line[0] == '1', parse = line[2] == '1';
       size_t len = 0;
       for (const char* p = line + 4; p[0] && p[1] && p[0] != '\n'; p += 2) text[len++] = (char)(hexval(p[0]) * 16 + hexval(p[1]));
+      if (sigsetjmp(on_abort, 1)) {  /* back from an abort inside llama_tokenize */
+        puts("crash");
+        fflush(stdout);
+        continue;
+      }
       int32_t n = tokenize(vocab, text, (int32_t)len, ids, (int32_t)cap, add, parse);
       for (int32_t i = 0; i < n; ++i) printf(i ? " %d" : "%d", ids[i]);
       printf(n < 0 ? "error %d\n" : "\n", n);
