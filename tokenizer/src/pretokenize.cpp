@@ -405,7 +405,13 @@ PreTokenizer::PreTokenizer(const std::vector<std::string>& exprs, bool byte_enco
       PCRE2_SIZE where = 0;
       // DOLLAR_ENDONLY: ECMAScript's $ is the end only, never before a final newline.
       step->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(units.data()), units.size(), PCRE2_DOLLAR_ENDONLY, &err, &where, nullptr);
-      if (!step->code) throw Error("tokenizer.ggml.pre", "Failed to process regex: '" + e + "'");
+      if (!step->code) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(err, msg, 256);
+        std::string why;
+        for (PCRE2_UCHAR* p = msg; *p; ++p) why += static_cast<char>(*p);
+        throw Error("tokenizer.ggml.pre", "Failed to process regex: '" + e + "': " + why + " at " + std::to_string(where));
+      }
       pcre2_jit_compile(step->code, PCRE2_JIT_COMPLETE);  // the interpreter stands in if JIT fails
     }
     steps_.push_back(std::move(step));
