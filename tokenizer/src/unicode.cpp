@@ -1,7 +1,11 @@
-// The UTF-8 and byte-map facts of llama.cpp's unicode.cpp that every algorithm needs.
+// The UTF-8 and byte-map facts of llama.cpp's unicode.cpp that every algorithm needs, and
+// the code point facts its pre-tokenizers ask (from ICU).
+#include <unicode/uchar.h>
+
 #include <array>
 
 #include "impl.h"
+#include "pretokenize.h"
 
 namespace ggufkit::tokenizer {
 
@@ -96,6 +100,67 @@ int utf8_to_byte(std::string_view utf8) {
   }();
   auto it = inverse.find(c);
   return it == inverse.end() ? -1 : it->second;
+}
+
+uint16_t cpt_flags(uint32_t cpt) {
+  if (cpt > 0x10ffff) return cpt_undefined;
+  uint16_t f = 0;
+  switch (u_charType(static_cast<UChar32>(cpt))) {
+    case U_UNASSIGNED: f = cpt_undefined; break;
+    case U_CONTROL_CHAR:
+    case U_FORMAT_CHAR:
+    case U_PRIVATE_USE_CHAR:
+    case U_SURROGATE: f = cpt_control; break;
+    case U_UPPERCASE_LETTER:
+    case U_LOWERCASE_LETTER:
+    case U_TITLECASE_LETTER:
+    case U_MODIFIER_LETTER:
+    case U_OTHER_LETTER: f = cpt_letter; break;
+    case U_NON_SPACING_MARK:
+    case U_ENCLOSING_MARK:
+    case U_COMBINING_SPACING_MARK: f = cpt_mark; break;
+    case U_DECIMAL_DIGIT_NUMBER:
+    case U_LETTER_NUMBER:
+    case U_OTHER_NUMBER: f = cpt_number; break;
+    case U_SPACE_SEPARATOR:
+    case U_LINE_SEPARATOR:
+    case U_PARAGRAPH_SEPARATOR: f = cpt_separator; break;
+    case U_DASH_PUNCTUATION:
+    case U_START_PUNCTUATION:
+    case U_END_PUNCTUATION:
+    case U_CONNECTOR_PUNCTUATION:
+    case U_OTHER_PUNCTUATION:
+    case U_INITIAL_PUNCTUATION:
+    case U_FINAL_PUNCTUATION: f = cpt_punctuation; break;
+    default: f = cpt_symbol; break;  // Sm Sc Sk So
+  }
+  if (u_isUWhiteSpace(static_cast<UChar32>(cpt))) f |= cpt_whitespace;
+  return f;
+}
+
+uint32_t cpt_tolower(uint32_t cpt) {
+  return cpt > 0x10ffff ? cpt : static_cast<uint32_t>(u_tolower(static_cast<UChar32>(cpt)));
+}
+
+bool cpt_is_han(uint32_t cpt) {
+  if (cpt > 0x10ffff) return false;
+  switch (ublock_getCode(static_cast<UChar32>(cpt))) {
+    case UBLOCK_CJK_UNIFIED_IDEOGRAPHS:
+    case UBLOCK_CJK_UNIFIED_IDEOGRAPHS_EXTENSION_A:
+    case UBLOCK_CJK_UNIFIED_IDEOGRAPHS_EXTENSION_B:
+    case UBLOCK_CJK_UNIFIED_IDEOGRAPHS_EXTENSION_C:
+    case UBLOCK_CJK_UNIFIED_IDEOGRAPHS_EXTENSION_D:
+    case UBLOCK_CJK_UNIFIED_IDEOGRAPHS_EXTENSION_E:
+    case UBLOCK_CJK_UNIFIED_IDEOGRAPHS_EXTENSION_F:
+    case UBLOCK_CJK_COMPATIBILITY_IDEOGRAPHS:
+    case UBLOCK_CJK_COMPATIBILITY_IDEOGRAPHS_SUPPLEMENT: return true;
+    default: return false;
+  }
+}
+
+std::string cpt_to_utf8_strict(uint32_t cpt) {
+  if (cpt > 0x10ffff) throw Error("", "invalid codepoint");
+  return cpt_to_utf8(cpt);
 }
 
 }  // namespace ggufkit::tokenizer
