@@ -16,7 +16,9 @@ lib=$npm/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 mkdir -p "$dir"
 text=$dir/tokenize-text.txt
 # The templates and the README, over again to 512 KiB, cut at the last whole line.
-for _ in 1 2; do cat "$corpus"/templates/*.jinja "$here/../README.md"; done | head -c 524288 | sed '$d' > "$text"
+cat "$corpus"/templates/*.jinja "$here/../README.md" "$corpus"/templates/*.jinja "$here/../README.md" > "$text.all"
+head -c 524288 "$text.all" | sed '$d' > "$text"
+rm -f "$text.all"
 bytes=$(stat -c %s "$text")
 
 # run NAME OUT COMMAND...: RUNS runs; prints "median_seconds peak_kb" and keeps the last output.
@@ -41,9 +43,8 @@ for v in gpt-2 llama-spm; do
   cmp -s "$dir/ours.txt" "$dir/llama.txt" && same=yes
   tokens=$(wc -w < "$dir/llama.txt")
   row=$(awk -v v="$v" -v os="$ours_s" -v ok="$ours_kb" -v ls="$llama_s" -v lk="$llama_kb" -v n="$tokens" -v same="$same" 'BEGIN {
-    r = ls > 0 ? os / ls : 0; m = lk > 0 ? ok / lk : 0
-    printf "| %s | %d | %.3f s | %.3f s | %.3f | %.0f | %.0f | %.1f MiB | %.1f MiB | %.2f | %s |", v, n, os, ls, r,
-           os > 0 ? n / os : 0, ls > 0 ? n / ls : 0, ok / 1024, lk / 1024, m, same }')
+    r = (ls > 0) ? os / ls : 0; m = (lk > 0) ? ok / lk : 0; otps = (os > 0) ? n / os : 0; ltps = (ls > 0) ? n / ls : 0
+    printf "| %s | %d | %.3f s | %.3f s | %.3f | %.0f | %.0f | %.1f MiB | %.1f MiB | %.2f | %s |", v, n, os, ls, r, otps, ltps, ok / 1024, lk / 1024, m, same }')
   echo "$row"
   rows+="$row"$'\n'
 done

@@ -2,6 +2,7 @@
 // pre-tokenizer names, the expressions of each pre-tokenizer, and the merge loop by rank.
 #include <algorithm>
 #include <queue>
+#include <unordered_map>
 
 #include "impl.h"
 #include "pretokenize.h"
@@ -268,7 +269,7 @@ struct Symbol {
 
 struct Bigram {
   int left, right;
-  std::string text;
+  size_t size;  // bytes of the pair when it was queued
   int rank;
 };
 struct BigramAfter {  // the lowest rank first, then the leftmost
@@ -303,8 +304,28 @@ class Bpe : public Algorithm {
   }
 
   // llm_tokenizer_bpe_session::tokenize: every word merged by rank, the pieces to ids.
+  // Real text repeats its words: each word of a text is merged once (its ids depend on it
+  // alone), which is most of the time saved against llama.cpp.
   void session(const std::string& text, std::vector<int32_t>& out) const {
+    std::unordered_map<std::string, std::vector<int32_t>> seen;
     for (const std::string& word : pre_->split(text)) {
+      if (word.size() > 64) {
+        word_ids(word, out);
+        continue;
+      }
+      if (auto it = seen.find(word); it != seen.end()) {
+        out.insert(out.end(), it->second.begin(), it->second.end());
+        continue;
+      }
+      std::vector<int32_t> ids;
+      word_ids(word, ids);
+      out.insert(out.end(), ids.begin(), ids.end());
+      seen.emplace(word, std::move(ids));
+    }
+  }
+
+  void word_ids(const std::string& word, std::vector<int32_t>& out) const {
+    {
       std::vector<Symbol> sym;
       size_t offset = 0;
       if (v_.ignore_merges && v_.text_to_token(word) >= 0) {
@@ -347,10 +368,9 @@ class Bpe : public Algorithm {
     auto text = [&](int i) { return word.substr(sym[i].at, sym[i].n); };
     auto add = [&](int left, int right) {
       if (left < 0 || right < 0) return;
-      std::string l = text(left), r = text(right);
-      int rank = v_.find_bpe_rank(l, r);
+      int rank = v_.find_bpe_rank(text(left), text(right));
       if (rank < 0) return;
-      queue.push({left, right, l + r, rank});
+      queue.push({left, right, sym[left].n + sym[right].n, rank});
     };
     for (int i = 1; i < static_cast<int>(sym.size()); ++i) add(i - 1, i);
     while (!queue.empty()) {
@@ -359,7 +379,9 @@ class Bpe : public Algorithm {
       Symbol& l = sym[b.left];
       Symbol& r = sym[b.right];
       if (l.n == 0 || r.n == 0) continue;
-      if (l.n + r.n != b.text.size() || word.compare(l.at, l.n + r.n, b.text) != 0) continue;  // stale
+      // Stale when either side has grown since: a symbol keeps its start and only grows (or is
+      // merged away), so the same two with the same size are the same text.
+      if (l.n + r.n != b.size) continue;
       l.n += r.n;
       r.n = 0;
       l.next = r.next;

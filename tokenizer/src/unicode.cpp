@@ -93,13 +93,13 @@ int utf8_to_byte(std::string_view utf8) {
   if (utf8.empty()) return -1;
   uint32_t c = decode(utf8, at);
   if (at != utf8.size()) return -1;
-  static const auto inverse = [] {
-    std::unordered_map<uint32_t, int> m;
-    for (unsigned b = 0; b < 256; ++b) m[byte_map().cpt[b]] = static_cast<int>(b);
+  static const auto inverse = [] {  // the 256 code points are all below U+0144
+    std::array<int16_t, 0x144> m;
+    m.fill(-1);
+    for (unsigned b = 0; b < 256; ++b) m[byte_map().cpt[b]] = static_cast<int16_t>(b);
     return m;
   }();
-  auto it = inverse.find(c);
-  return it == inverse.end() ? -1 : it->second;
+  return c < inverse.size() ? inverse[c] : -1;
 }
 
 uint16_t cpt_flags(uint32_t cpt) {

@@ -161,12 +161,13 @@ const KeyValue* array_of(const VocabSpec& s, const std::string& key, std::initia
 
 // The merges as BPE ranks: "left right", split at the first space after the first byte.
 void read_merges(Vocab::Impl& v, const KeyValue& merges) {
+  v.bpe_ranks.reserve(merges.strings.size());
   for (size_t i = 0; i < merges.strings.size(); ++i) {
-    std::string word = c_string(merges.strings[i]);
-    std::string first, second;
+    std::string_view word = merges.strings[i];
+    word = word.substr(0, word.find('\0'));  // as llama.cpp reads it, a C string
     size_t pos = word.find(' ', 1);
-    if (pos != std::string::npos) first = word.substr(0, pos), second = word.substr(pos + 1);
-    v.bpe_ranks.emplace(std::make_pair(std::move(first), std::move(second)), static_cast<int>(i));
+    if (pos == std::string_view::npos) v.bpe_ranks.emplace(std::pair<std::string, std::string>(), static_cast<int>(i));
+    else v.bpe_ranks.emplace(std::pair<std::string, std::string>(word.substr(0, pos), word.substr(pos + 1)), static_cast<int>(i));
   }
 }
 
@@ -670,9 +671,14 @@ Vocab Vocab::load(const VocabSpec& spec) {
       {"fim_rep", v.special_fim_rep_id, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}},
       {"fim_sep", v.special_fim_sep_id, {"<|file_sep|>"}},
   };
+  // Every text those lists (and the end-of-generation list below) hold starts with one of
+  // these bytes: the other tokens, nearly all, are passed over at once.
+  auto may_be_listed = [](const std::string& text) {
+    return !text.empty() && (text[0] == '<' || text[0] == '[' || text[0] == '_' || text[0] == '\xe2');
+  };
   for (const auto& [text, id] : v.token_to_id)
     for (const ByText& b : by_text)
-      if (b.id == null_id && std::find(b.texts.begin(), b.texts.end(), text) != b.texts.end()) {
+      if (b.id == null_id && may_be_listed(text) && std::find(b.texts.begin(), b.texts.end(), text) != b.texts.end()) {
         b.id = id;
         L.found_by_text[b.name] = id;
         make_control(id, text);
@@ -694,7 +700,7 @@ Vocab Vocab::load(const VocabSpec& spec) {
       "<eos>", "<turn|>", "<|tool_response>", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", "[e~[",
   };
   for (const auto& [text, id] : v.token_to_id)
-    if (std::find(eog_texts.begin(), eog_texts.end(), text) != eog_texts.end()) {
+    if (may_be_listed(text) && std::find(eog_texts.begin(), eog_texts.end(), text) != eog_texts.end()) {
       v.special_eog_ids.insert(id);
       make_control(id, text);
     }
