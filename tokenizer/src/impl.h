@@ -65,7 +65,14 @@ struct Vocab::Impl {
   std::vector<TokenData> id_to_token;
   std::vector<int32_t> cache_special_tokens;      // longest text first, as llama.cpp sorts them
   std::vector<std::string> cache_token_to_piece;  // piece(id, special = true)
-  std::unordered_map<std::pair<std::string, std::string>, int, StringPairHash> bpe_ranks;
+  // The merges as read (each "first second", cut at a NUL as llama.cpp reads a C string),
+  // made into bpe_ranks when a merge is first looked up: loading a vocabulary to answer what
+  // llama.cpp makes of it (show, validate, every edit's check) costs no hash of 150,000 pairs.
+  std::string merges_text;
+  std::vector<size_t> merges_end;  // where each merge's text ends in merges_text
+  mutable std::unordered_map<std::pair<std::string, std::string>, int, StringPairHash> bpe_ranks;
+  mutable std::once_flag ranks_once;
+  const std::unordered_map<std::pair<std::string, std::string>, int, StringPairHash>& ranks() const;
   std::set<int32_t> special_eog_ids;
   std::vector<char> precompiled_charsmap;
   Loaded loaded;
@@ -82,8 +89,9 @@ struct Vocab::Impl {
   }
   int32_t byte_to_token(uint8_t ch) const;  // -1: the vocabulary has no token for it
   int find_bpe_rank(const std::string& left, const std::string& right) const {
-    auto it = bpe_ranks.find({left, right});
-    return it == bpe_ranks.end() ? -1 : it->second;
+    const auto& r = ranks();
+    auto it = r.find({left, right});
+    return it == r.end() ? -1 : it->second;
   }
   uint32_t token_get_attr(int32_t id) const { return id_to_token.at(static_cast<size_t>(id)).attr; }
 

@@ -56,6 +56,22 @@ uint32_t Vocab::attr(int32_t id) const {
 }
 const Loaded& Vocab::loaded() const { return impl_->loaded; }
 
+const std::unordered_map<std::pair<std::string, std::string>, int, StringPairHash>& Vocab::Impl::ranks() const {
+  std::call_once(ranks_once, [&] {
+    if (!bpe_ranks.empty()) return;  // set directly (the tests' relabelled copies)
+    bpe_ranks.reserve(merges_end.size());
+    std::string_view all = merges_text;
+    size_t at = 0;
+    for (size_t i = 0; i < merges_end.size(); at = merges_end[i++]) {
+      std::string_view word = all.substr(at, merges_end[i] - at);
+      size_t pos = word.find(' ', 1);
+      if (pos == std::string_view::npos) bpe_ranks.emplace(std::pair<std::string, std::string>(), static_cast<int>(i));
+      else bpe_ranks.emplace(std::pair<std::string, std::string>(word.substr(0, pos), word.substr(pos + 1)), static_cast<int>(i));
+    }
+  });
+  return bpe_ranks;
+}
+
 const Algorithm& Vocab::Impl::algorithm() const {
   std::call_once(algorithm_once, [&] {
     switch (type) {
@@ -161,13 +177,13 @@ const KeyValue* array_of(const VocabSpec& s, const std::string& key, std::initia
 
 // The merges as BPE ranks: "left right", split at the first space after the first byte.
 void read_merges(Vocab::Impl& v, const KeyValue& merges) {
-  v.bpe_ranks.reserve(merges.strings.size());
-  for (size_t i = 0; i < merges.strings.size(); ++i) {
-    std::string_view word = merges.strings[i];
-    word = word.substr(0, word.find('\0'));  // as llama.cpp reads it, a C string
-    size_t pos = word.find(' ', 1);
-    if (pos == std::string_view::npos) v.bpe_ranks.emplace(std::pair<std::string, std::string>(), static_cast<int>(i));
-    else v.bpe_ranks.emplace(std::pair<std::string, std::string>(word.substr(0, pos), word.substr(pos + 1)), static_cast<int>(i));
+  size_t bytes = 0;
+  for (std::string_view w : merges.strings) bytes += w.size();
+  v.merges_text.reserve(bytes);
+  v.merges_end.reserve(merges.strings.size());
+  for (std::string_view word : merges.strings) {
+    v.merges_text.append(word.substr(0, word.find('\0')));  // as llama.cpp reads it, a C string
+    v.merges_end.push_back(v.merges_text.size());
   }
 }
 
@@ -640,14 +656,6 @@ Vocab Vocab::load(const VocabSpec& spec) {
 
   // Special ids still unset are found by their text, in token_to_id's iteration order (the
   // first match wins), and made control if they were not.
-  auto make_control = [&](int32_t id, const std::string& text) {
-    uint32_t& attr = v.id_to_token[static_cast<size_t>(id)].attr;
-    if ((attr & attr_control) == 0) {
-      warn(format("control-looking token: %6d '%s' was not control-type; this is probably a bug in the model. its type will be overridden",
-                  id, text.c_str()));
-      attr |= attr_control;
-    }
-  };
   struct ByText {
     const char* name;
     int32_t& id;
@@ -676,43 +684,60 @@ Vocab Vocab::load(const VocabSpec& spec) {
   auto may_be_listed = [](const std::string& text) {
     return !text.empty() && (text[0] == '<' || text[0] == '[' || text[0] == '_' || text[0] == '\xe2');
   };
-  for (const auto& [text, id] : v.token_to_id)
-    for (const ByText& b : by_text)
-      if (b.id == null_id && may_be_listed(text) && std::find(b.texts.begin(), b.texts.end(), text) != b.texts.end()) {
-        b.id = id;
-        L.found_by_text[b.name] = id;
-        make_control(id, text);
-      }
-
-  // Control tokens named "unused" are unused.
-  for (const auto& [text, id] : v.token_to_id) {
-    uint32_t& attr = v.id_to_token[static_cast<size_t>(id)].attr;
-    if ((attr & attr_control) && !(attr & attr_unused) && text.find("unused") != std::string::npos) attr |= attr_unused;
-  }
-
-  // The end-of-generation set: the FIM pad/rep/sep ids, then every token named as one.
-  v.special_eog_ids.clear();
-  for (int32_t id : {v.special_fim_pad_id, v.special_fim_rep_id, v.special_fim_sep_id})
-    if (id != null_id) v.special_eog_ids.insert(id);
   static const std::vector<std::string_view> eog_texts = {
       "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
       "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>",
       "<eos>", "<turn|>", "<|tool_response>", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", "[e~[",
   };
-  for (const auto& [text, id] : v.token_to_id)
-    if (may_be_listed(text) && std::find(eog_texts.begin(), eog_texts.end(), text) != eog_texts.end()) {
-      v.special_eog_ids.insert(id);
-      make_control(id, text);
+  // llama.cpp walks token_to_id four times, in its iteration order: the special ids found by
+  // their text (the first match wins), control tokens named "unused" made unused, the
+  // end-of-generation set (every token named as one), gpt-oss's always-printed tokens. Each
+  // step changes only the token it is at, so one walk doing all four at each token ends the
+  // same (a 150,000-token map walked once, not four times); the warnings are kept apart and
+  // told in llama.cpp's order.
+  std::vector<std::string> warn_by_text, warn_eog, warn_gpt_oss;
+  auto make_control = [&](int32_t id, const std::string& text, std::vector<std::string>& warnings) {
+    uint32_t& attr = v.id_to_token[static_cast<size_t>(id)].attr;
+    if ((attr & attr_control) == 0) {
+      warnings.push_back(format("control-looking token: %6d '%s' was not control-type; this is probably a bug in the model. its type will be overridden",
+                                id, text.c_str()));
+      attr |= attr_control;
     }
-
-  // gpt-oss: these are always printed.
-  for (const auto& [text, id] : v.token_to_id)
+  };
+  std::vector<int32_t> eog_found;
+  for (const auto& [text, id] : v.token_to_id) {
+    const bool listed = may_be_listed(text);
+    if (listed)
+      for (const ByText& b : by_text)
+        if (b.id == null_id && std::find(b.texts.begin(), b.texts.end(), text) != b.texts.end()) {
+          b.id = id;
+          L.found_by_text[b.name] = id;
+          make_control(id, text, warn_by_text);
+        }
+    if (text.find("unused") != std::string::npos) {
+      uint32_t& attr = v.id_to_token[static_cast<size_t>(id)].attr;
+      if ((attr & attr_control) && !(attr & attr_unused)) attr |= attr_unused;
+    }
+    if (!listed) continue;
+    if (std::find(eog_texts.begin(), eog_texts.end(), text) != eog_texts.end()) {
+      eog_found.push_back(id);
+      make_control(id, text, warn_eog);
+    }
     if (text == "<|channel|>" || text == "<|message|>" || text == "<|start|>" || text == "<|constrain|>") {
       uint32_t& attr = v.id_to_token[static_cast<size_t>(id)].attr;
-      warn(format("setting token '%s' (%d) attribute to USER_DEFINED (%u), old attributes: %u", text.c_str(), id,
-                  static_cast<unsigned>(attr_user_defined), static_cast<unsigned>(attr)));
+      warn_gpt_oss.push_back(format("setting token '%s' (%d) attribute to USER_DEFINED (%u), old attributes: %u", text.c_str(), id,
+                                    static_cast<unsigned>(attr_user_defined), static_cast<unsigned>(attr)));
       attr = attr_user_defined;
     }
+  }
+  for (auto* w : {&warn_by_text, &warn_eog, &warn_gpt_oss})
+    for (std::string& line : *w) warn(std::move(line));
+
+  // The end-of-generation set: the FIM pad/rep/sep ids, then every token named as one.
+  v.special_eog_ids.clear();
+  for (int32_t id : {v.special_fim_pad_id, v.special_fim_rep_id, v.special_fim_sep_id})
+    if (id != null_id) v.special_eog_ids.insert(id);
+  v.special_eog_ids.insert(eog_found.begin(), eog_found.end());
 
   for (auto [id, name] : {std::pair{v.special_eos_id, "eos"}, {v.special_eot_id, "eot"}, {v.special_eom_id, "eom"}})
     if (id != null_id && v.special_eog_ids.insert(id).second)
