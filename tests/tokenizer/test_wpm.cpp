@@ -57,6 +57,19 @@ TEST(Wpm, AccentsAreStrippedAndLettersLowerCasedBeforeTheLongestMatch) {
   EXPECT_EQ(bge().tokenize("\xed\x95\x9c\xea\xb5\xad\xec\x96\xb4", false, false), (Ids{1469, 29991, 29999}));
 }
 
+// A four-byte sequence past U+10FFFF (F4 9E 8A BA is 0x11E2BA): llama.cpp's WordPiece
+// throws "invalid codepoint" out of llama_tokenize, which ends the program (the differential
+// test saw it abort); ggufkit refuses the text rather than invent ids.
+TEST(Wpm, ACodePointPastTheLastIsRefusedWhereLlamaCppAborts) {
+  try {
+    bge().tokenize("x\xf4\x9e\x8a\xbay", false, false);
+    ADD_FAILURE() << "no error";
+  } catch (const tk::Error& e) {
+    EXPECT_STREQ(e.what(), "invalid codepoint");
+  }
+  EXPECT_EQ(bge().tokenize("x\xf4\x8f\xbf\xbfy", false, false), (Ids{100}));  // U+10FFFF is a character: one unknown word, as llama.cpp gives
+}
+
 TEST(Wpm, PunctuationAsciiSymbolsAndCjkIdeographsAreWordsOfTheirOwn) {
   // "+", "=", "$" split (ASCII symbols); "€" does not (a symbol past 0x7F).
   EXPECT_EQ(bge().tokenize("a+b=c $5 \xe2\x82\xac""5 a\xe2\x82\xac""b", false, false),

@@ -89,6 +89,11 @@ struct Vocab::Impl {
   }
   int32_t byte_to_token(uint8_t ch) const;  // -1: the vocabulary has no token for it
   int find_bpe_rank(const std::string& left, const std::string& right) const {
+    // llama.cpp asserts that neither side holds a space (GGML_ASSERT: the process aborts), as
+    // happens when a pre-tokenizer leaves spaces unescaped (the 'whitespace' name on a gpt2
+    // vocabulary): refused here, since any ids would be invented.
+    if (left.find(' ') != std::string::npos || right.find(' ') != std::string::npos)
+      throw Error("tokenizer.ggml.pre", "llama.cpp aborts on this text: a merge of pieces with a space in them (GGML_ASSERT in find_bpe_rank)");
     const auto& r = ranks();
     auto it = r.find({left, right});
     return it == r.end() ? -1 : it->second;

@@ -9,6 +9,7 @@
 #include <unicode/utf16.h>
 
 #include "impl.h"
+#include "pretokenize.h"
 #include "trie.h"
 
 namespace ggufkit::tokenizer {
@@ -115,8 +116,9 @@ class Wpm final : public Algorithm {
       }
       if (cpt == 0 || cpt == 0xFFFD || f.control) continue;
       if (strip_accents && f.accent_mark) continue;
-      // Past U+10FFFF llama.cpp throws here (unicode_cpt_to_utf8); the code point is dropped.
-      const std::string s = cpt_to_utf8(lowercase ? to_lower(cpt) : cpt);
+      // Past U+10FFFF llama.cpp throws here (unicode_cpt_to_utf8) out of llama_tokenize,
+      // which ends the program: refused, as any ids would be invented.
+      const std::string s = cpt_to_utf8_strict(lowercase ? to_lower(cpt) : cpt);
       if (f.punctuation || (cpt < 0x7F && f.symbol) || is_chinese_char(cpt)) {
         if (!words.back().empty()) words.emplace_back();
         words.back() = s;  // a word of its own
