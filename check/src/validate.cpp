@@ -154,9 +154,9 @@ class Validator {
       metadata();
       shapes();
       names();
-      std::optional<tokenizer::Vocab> vocab = vocabulary();
+      std::shared_ptr<const tokenizer::Vocab> vocab = vocabulary();
       if (!errors_only_)
-        template_rules(m_, vocab ? &*vocab : nullptr, [&](const std::string& key, Code code, const std::string& item, std::string msg) {
+        template_rules(m_, vocab.get(), [&](const std::string& key, Code code, const std::string& item, std::string msg) {
           add(code, Place::key(key, item), key_at(key), std::move(msg));
         });
     }
@@ -245,17 +245,17 @@ class Validator {
 
   // The vocabulary as llama.cpp loads it, when the keys hold one to load and no rule above
   // found its arrays broken; vocab_refused where llama.cpp refuses it.
-  std::optional<tokenizer::Vocab> vocabulary() {
+  std::shared_ptr<const tokenizer::Vocab> vocabulary() {
     for (const Finding& f : out_)
-      if (f.code == Code::missing_vocab || f.code == Code::empty_vocab || f.code == Code::vocab_length) return std::nullopt;
+      if (f.code == Code::missing_vocab || f.code == Code::empty_vocab || f.code == Code::vocab_length) return nullptr;
     const Value* tokens = m_.find("tokenizer.ggml.tokens");
-    if (!tokens || tokens->type != ValueType::array || tokens->size() == 0) return std::nullopt;
+    if (!tokens || tokens->type != ValueType::array || tokens->size() == 0) return nullptr;
     try {
-      return load_vocab(m_);
+      return rules_vocab(m_);
     } catch (const Error& e) {
       const std::string key = e.field.substr(e.field.find(' ') + 1);
       add(Code::vocab_refused, Place::key(key.empty() ? "tokenizer.ggml.model" : key), e.offset ? e.offset : key_at(key), e.message);
-      return std::nullopt;
+      return nullptr;
     }
   }
 
@@ -473,12 +473,12 @@ namespace ggufkit {
 
 std::vector<Finding> template_findings(const Model& model) {
   std::vector<Finding> out;
-  std::optional<tokenizer::Vocab> vocab;
+  std::shared_ptr<const tokenizer::Vocab> vocab;
   try {
-    vocab = load_vocab(model);
+    vocab = rules_vocab(model);
   } catch (const Error&) {  // validate reports it (vocab_refused); the template rules go by the keys
   }
-  template_rules(model, vocab ? &*vocab : nullptr, [&](const std::string& key, Code code, const std::string& item, std::string msg) {
+  template_rules(model, vocab.get(), [&](const std::string& key, Code code, const std::string& item, std::string msg) {
     out.push_back(finding(code, std::nullopt, std::move(msg), Place::key(key, item)));
   });
   return out;

@@ -1,5 +1,10 @@
 #include "ggufkit/vocab.h"
 
+#include <xxhash.h>
+
+#include <deque>
+#include <mutex>
+
 #include "ggufkit/error.h"
 
 namespace ggufkit {
@@ -53,6 +58,65 @@ std::optional<tokenizer::Vocab> load_vocab(const Model& m, const std::string& fi
       }
     throw Error(Error::Kind::format, file, at, field, std::string("llama.cpp refuses the vocabulary: ") + e.what());
   }
+}
+
+namespace {
+// A hash of every key the load reads: names, types and bytes as they lie in the model.
+uint64_t vocab_key(const Model& m) {
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  auto add = [&](std::string_view s) {
+    uint64_t n = s.size();
+    XXH3_64bits_update(st, &n, sizeof n);
+    XXH3_64bits_update(st, s.data(), s.size());
+  };
+  for (size_t i = 0; i < m.metadata.size(); ++i) {
+    std::string_view key = m.metadata.key(i);
+    if (!wanted(key)) continue;
+    const Value& v = m.metadata.ref(i).value;
+    add(key);
+    uint64_t head[4] = {static_cast<uint64_t>(v.type), static_cast<uint64_t>(v.elem), v.bits, v.type == ValueType::array ? v.size() : 0};
+    XXH3_64bits_update(st, head, sizeof head);
+    add(v.str);
+    add(v.strs.region());
+    add(v.nums.region());
+    add(v.items.region());
+  }
+  uint64_t h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  return h;
+}
+
+struct Remembered {
+  uint64_t key;
+  std::shared_ptr<const tokenizer::Vocab> vocab;
+  std::optional<Error> refused;
+};
+std::mutex g_remembered_mutex;
+// The last two, the newest first. Never destroyed: freeing a 150,000-token vocabulary at exit
+// costs as much as a fifth of its load, and the process is ending.
+std::deque<Remembered>& g_remembered = *new std::deque<Remembered>;
+}  // namespace
+
+std::shared_ptr<const tokenizer::Vocab> rules_vocab(const Model& m) {
+  if (!m.find("tokenizer.ggml.model")) return nullptr;
+  const uint64_t key = vocab_key(m);
+  std::lock_guard<std::mutex> lock(g_remembered_mutex);  // held while loading: a second asker waits for the first
+  for (const Remembered& r : g_remembered)
+    if (r.key == key) {
+      if (r.refused) throw *r.refused;
+      return r.vocab;
+    }
+  Remembered r{key, nullptr, std::nullopt};
+  try {
+    if (std::optional<tokenizer::Vocab> v = load_vocab(m)) r.vocab = std::make_shared<const tokenizer::Vocab>(std::move(*v));
+  } catch (const Error& e) {
+    r.refused = e;
+  }
+  g_remembered.push_front(r);
+  if (g_remembered.size() > 2) g_remembered.pop_back();
+  if (r.refused) throw *r.refused;
+  return r.vocab;
 }
 
 }  // namespace ggufkit

@@ -64,7 +64,6 @@ struct Vocab::Impl {
   std::unordered_map<std::string, int32_t> token_to_id;
   std::vector<TokenData> id_to_token;
   std::vector<int32_t> cache_special_tokens;      // longest text first, as llama.cpp sorts them
-  std::vector<std::string> cache_token_to_piece;  // piece(id, special = true)
   // The merges as read (each "first second", cut at a NUL as llama.cpp reads a C string),
   // made into bpe_ranks when a merge is first looked up: loading a vocabulary to answer what
   // llama.cpp makes of it (show, validate, every edit's check) costs no hash of 150,000 pairs.

@@ -791,8 +791,10 @@ Vocab Vocab::load(const VocabSpec& spec) {
     return v.id_to_token[static_cast<size_t>(a)].text.size() > v.id_to_token[static_cast<size_t>(b)].text.size();
   });
 
-  v.cache_token_to_piece.resize(n_tokens);
-  for (size_t id = 0; id < n_tokens; ++id) v.cache_token_to_piece[id] = piece_of(v, static_cast<int32_t>(id), true);
+  // llama.cpp caches every token's piece here (its cache_token_to_piece); a piece is made when
+  // asked for instead (the same text: it depends on the token and its type bits, which
+  // nothing below changes), so a load to answer what llama.cpp makes of a 150,000-token
+  // vocabulary makes no 150,000 strings.
 
   // Per-token attributes llama.cpp sets by model, pre-tokenizer or architecture name.
   {
@@ -849,7 +851,6 @@ std::string Vocab::piece(int32_t id, bool special) const {
   const TokenData* t = token_at(v, id);
   if (!t) return {};  // llama.cpp throws (std::out_of_range) for an id out of range
   if (!special && (t->attr & attr_special)) return {};
-  if (!v.cache_token_to_piece.empty()) return v.cache_token_to_piece[static_cast<size_t>(id)];
   return piece_of(v, id, special);
 }
 

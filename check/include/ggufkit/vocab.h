@@ -3,6 +3,8 @@
 // model. What llama.cpp refuses at load comes back as a format Error naming the key and
 // where its value starts.
 
+#include <memory>
+
 #include "ggufkit/model.h"
 #include "ggufkit/tokenizer.h"
 
@@ -13,5 +15,11 @@ tokenizer::VocabSpec vocab_spec(const Model& m);
 // Loaded as llama.cpp loads it; `file` names the model in errors. nullopt when the model has
 // no tokenizer.ggml.model (no vocabulary at all: llama.cpp refuses such a model).
 std::optional<tokenizer::Vocab> load_vocab(const Model& m, const std::string& file = "");
+
+// The same for the rule book, remembered: validate, the template rules and an edit's check
+// of the model before and after ask for the vocabulary up to four times, and a 150,000-token
+// one is worth loading once. The last two vocabularies asked for are kept (by a hash of
+// every key the load reads), and so is a refusal (rethrown). nullptr: no vocabulary.
+std::shared_ptr<const tokenizer::Vocab> rules_vocab(const Model& m);
 
 }  // namespace ggufkit
