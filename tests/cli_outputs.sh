@@ -86,6 +86,15 @@ run "tensor missing" tensor "$tiny" nope
 run "diff same" diff "$tiny" "$corpus/splits/merged-by-llama.gguf"
 run "diff json" diff "$tiny" "$corpus/splits/merged-by-llama.gguf" --json
 run "diff vocab" diff "$phi" "$spm" --exit-code
+run "tokenize" tokenize "$spm" "Hello world, <s>it's 2026!"
+run "tokenize no special" tokenize "$phi" "<|user|>Hi<|end|>" --no-parse-special --no-add-special --ids
+run "tokenize ids" tokenize "$phi" "<|user|>Hi<|end|>" --ids
+run "tokenize json" tokenize "$corpus/vocab/ggml-vocab-gpt-2.gguf" $'Hello  world\n' --json
+run "tokenize bert" tokenize "$corpus/vocab/ggml-vocab-bert-bge.gguf" $'Caf\xc3\xa9 NAIVE' --ids
+run "tokenize none" tokenize "$tiny"
+run "detokenize" detokenize "$spm" 1 15043 3186
+run "detokenize json" detokenize "$phi" 32010 6324 32007 --json
+run "detokenize range" detokenize "$spm" 32000
 run "hash sha256" hash "$tiny" --algo sha256
 run "validate strict" validate "$phi" --strict
 STDIN=$tiny run "show stdin" show -
@@ -151,7 +160,7 @@ run "unknown" shwo "$tiny"
 run "bad option" show "$tiny" --nope
 run "missing file" show nope.gguf
 run "missing arg" layer "$tiny"
-for c in show meta get template tensors stack layer account tensor diff hash validate map rewrite edit realign \
+for c in show meta get template tensors stack layer account tensor diff hash validate map tokenize detokenize rewrite edit realign \
   convert split merge write dump example corrupt recover; do
   run "$c help" "$c" --help
 done

@@ -262,7 +262,7 @@ TEST(CliTable, TheManPageAndCompletionNameEveryCommand) {
   EXPECT_EQ(man.out.rfind(".TH GGUFKIT 1 ", 0), 0u);
   std::string names;
   for (const char* c : {"show", "meta", "get", "template", "tensors", "stack", "layer", "account", "tensor", "diff", "hash",
-                        "validate", "map", "rewrite", "edit", "realign", "convert", "split", "merge", "write", "dump", "example",
+                        "validate", "tokenize", "detokenize", "map", "rewrite", "edit", "realign", "convert", "split", "merge", "write", "dump", "example",
                         "replica", "extract", "corrupt", "recover"}) {
     EXPECT_NE(man.out.find(std::string(".SS ") + c), std::string::npos) << c;
     EXPECT_NE(man.out.find(std::string("usage: ggufkit ") + c), std::string::npos) << c;
@@ -316,7 +316,7 @@ TEST(CliTable, EveryOptionTheReadmeNamesExists) {
   ASSERT_TRUE(in) << "README.md";
   std::set<std::string> commands;
   for (const char* c : {"show", "meta", "get", "template", "tensors", "stack", "layer", "account", "tensor", "diff", "hash",
-                        "validate", "map", "rewrite", "edit", "realign", "convert", "split", "merge", "write", "dump", "example",
+                        "validate", "tokenize", "detokenize", "map", "rewrite", "edit", "realign", "convert", "split", "merge", "write", "dump", "example",
                         "corrupt", "recover"})
     commands.insert(c);
   std::set<std::pair<std::string, std::string>> named;

@@ -187,10 +187,34 @@ TEST(TensorSpans, PastTheCapOneInfosAndOneDataSpanCoverThemAndAreTakenApartForPa
   }
 }
 
+// The address space the program's Unicode libraries take when they are mapped (ldd's paths
+// of libicu* and libpcre2*, their file sizes): ICU's 31 MB of data is mapped whether or not a
+// command tokenizes, and is no memory the header makes.
+uint64_t unicode_libraries_bytes() {
+  static const uint64_t bytes = [] {
+    uint64_t sum = 0;
+    FILE* p = ::popen(("ldd " + std::string(GGUFKIT_BIN)).c_str(), "r");
+    char line[4096];
+    while (p && std::fgets(line, sizeof line, p)) {
+      std::string l = line;
+      size_t arrow = l.find("=> ");
+      if (arrow == std::string::npos || (l.find("libicu") == std::string::npos && l.find("libpcre2") == std::string::npos)) continue;
+      std::string path = l.substr(arrow + 3, l.find(" (", arrow) - arrow - 3);
+      std::error_code ec;
+      uint64_t n = std::filesystem::file_size(path, ec);
+      if (!ec) sum += n;
+    }
+    if (p) ::pclose(p);
+    return sum;
+  }();
+  return bytes;
+}
+
 // ulimit -v for a header of `header` bytes: 3x the header plus 32 MiB, in KiB, and 130
-// bytes a byte of its largest chat template (the template's parse tree).
+// bytes a byte of its largest chat template (the template's parse tree); beyond the Unicode
+// libraries' mapped files.
 std::string limit_for(uint64_t header, uint64_t template_bytes = 0) {
-  return "ulimit -v " + std::to_string((3 * header + (32ull << 20) + 130 * template_bytes) / 1024) + "; ";
+  return "ulimit -v " + std::to_string((3 * header + (32ull << 20) + 130 * template_bytes + unicode_libraries_bytes()) / 1024) + "; ";
 }
 
 struct Bounded {
