@@ -366,9 +366,11 @@ class Bpe : public Algorithm {
   void merge(const std::string& word, std::vector<Symbol>& sym) const {
     std::priority_queue<Bigram, std::vector<Bigram>, BigramAfter> queue;
     auto text = [&](int i) { return word.substr(sym[i].at, sym[i].n); };
+    std::vector<int32_t> ids(sym.size());  // each symbol's token id, -1 when its text is none
+    for (size_t i = 0; i < sym.size(); ++i) ids[i] = v_.text_to_token(text(static_cast<int>(i)));
     auto add = [&](int left, int right) {
       if (left < 0 || right < 0) return;
-      int rank = v_.find_bpe_rank(text(left), text(right));
+      int rank = ids[left] >= 0 && ids[right] >= 0 ? v_.find_bpe_rank(ids[left], ids[right]) : v_.find_bpe_rank(text(left), text(right));
       if (rank < 0) return;
       queue.push({left, right, sym[left].n + sym[right].n, rank});
     };
@@ -386,6 +388,7 @@ class Bpe : public Algorithm {
       r.n = 0;
       l.next = r.next;
       if (r.next >= 0) sym[r.next].prev = b.left;
+      ids[b.left] = v_.text_to_token(text(b.left));
       add(l.prev, b.left);
       add(b.left, l.next);
     }

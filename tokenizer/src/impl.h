@@ -65,13 +65,21 @@ struct Vocab::Impl {
   std::vector<TokenData> id_to_token;
   std::vector<int32_t> cache_special_tokens;      // longest text first, as llama.cpp sorts them
   // The merges as read (each "first second", cut at a NUL as llama.cpp reads a C string),
-  // made into bpe_ranks when a merge is first looked up: loading a vocabulary to answer what
-  // llama.cpp makes of it (show, validate, every edit's check) costs no hash of 150,000 pairs.
+  // made into ranks when a merge is first looked up: loading a vocabulary to answer what
+  // llama.cpp makes of it (show, validate, every edit's check) hashes no 150,000 pairs.
   std::string merges_text;
   std::vector<size_t> merges_end;  // where each merge's text ends in merges_text
-  mutable std::unordered_map<std::pair<std::string, std::string>, int, StringPairHash> bpe_ranks;
+  // llama.cpp's bpe_ranks, by the two sides' token ids where both are tokens (nearly every
+  // merge: a lookup is then one integer's hash, not two strings'), by their texts otherwise;
+  // the first of a repeated merge keeps its rank, as llama.cpp's emplace does.
+  struct MergeRanks {
+    std::unordered_map<uint64_t, int> by_id;
+    std::unordered_map<std::pair<std::string, std::string>, int, StringPairHash> by_text;
+    std::vector<bool> spaced;  // by id: the token's text holds a space
+  };
+  mutable MergeRanks merge_ranks;
   mutable std::once_flag ranks_once;
-  const std::unordered_map<std::pair<std::string, std::string>, int, StringPairHash>& ranks() const;
+  const MergeRanks& ranks() const;
   std::set<int32_t> special_eog_ids;
   std::vector<char> precompiled_charsmap;
   Loaded loaded;
@@ -91,11 +99,22 @@ struct Vocab::Impl {
     // llama.cpp asserts that neither side holds a space (GGML_ASSERT: the process aborts), as
     // happens when a pre-tokenizer leaves spaces unescaped (the 'whitespace' name on a gpt2
     // vocabulary): refused here, since any ids would be invented.
-    if (left.find(' ') != std::string::npos || right.find(' ') != std::string::npos)
-      throw Error("tokenizer.ggml.pre", "llama.cpp aborts on this text: a merge of pieces with a space in them (GGML_ASSERT in find_bpe_rank)");
-    const auto& r = ranks();
-    auto it = r.find({left, right});
-    return it == r.end() ? -1 : it->second;
+    if (left.find(' ') != std::string::npos || right.find(' ') != std::string::npos) refuse_spaced_merge();
+    const int32_t l = text_to_token(left), r = text_to_token(right);
+    if (l >= 0 && r >= 0) return find_bpe_rank(l, r);
+    const auto& t = ranks().by_text;
+    auto it = t.find({left, right});
+    return it == t.end() ? -1 : it->second;
+  }
+  // The same for two sides that are the tokens `left` and `right`.
+  int find_bpe_rank(int32_t left, int32_t right) const {
+    const MergeRanks& m = ranks();
+    if (m.spaced[static_cast<size_t>(left)] || m.spaced[static_cast<size_t>(right)]) refuse_spaced_merge();
+    auto it = m.by_id.find(static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32 | static_cast<uint32_t>(right));
+    return it == m.by_id.end() ? -1 : it->second;
+  }
+  [[noreturn]] static void refuse_spaced_merge() {
+    throw Error("tokenizer.ggml.pre", "llama.cpp aborts on this text: a merge of pieces with a space in them (GGML_ASSERT in find_bpe_rank)");
   }
   uint32_t token_get_attr(int32_t id) const { return id_to_token.at(static_cast<size_t>(id)).attr; }
 

@@ -56,20 +56,25 @@ uint32_t Vocab::attr(int32_t id) const {
 }
 const Loaded& Vocab::loaded() const { return impl_->loaded; }
 
-const std::unordered_map<std::pair<std::string, std::string>, int, StringPairHash>& Vocab::Impl::ranks() const {
+const Vocab::Impl::MergeRanks& Vocab::Impl::ranks() const {
   std::call_once(ranks_once, [&] {
-    if (!bpe_ranks.empty()) return;  // set directly (the tests' relabelled copies)
-    bpe_ranks.reserve(merges_end.size());
+    MergeRanks& m = merge_ranks;
+    m.spaced.resize(id_to_token.size());
+    for (const auto& [text, id] : token_to_id) m.spaced[static_cast<size_t>(id)] = text.find(' ') != std::string::npos;
+    m.by_id.reserve(merges_end.size());
     std::string_view all = merges_text;
     size_t at = 0;
     for (size_t i = 0; i < merges_end.size(); at = merges_end[i++]) {
       std::string_view word = all.substr(at, merges_end[i] - at);
       size_t pos = word.find(' ', 1);
-      if (pos == std::string_view::npos) bpe_ranks.emplace(std::pair<std::string, std::string>(), static_cast<int>(i));
-      else bpe_ranks.emplace(std::pair<std::string, std::string>(word.substr(0, pos), word.substr(pos + 1)), static_cast<int>(i));
+      std::string first, second;
+      if (pos != std::string_view::npos) first = word.substr(0, pos), second = word.substr(pos + 1);
+      const int32_t l = text_to_token(first), r = text_to_token(second);
+      if (l >= 0 && r >= 0) m.by_id.emplace(static_cast<uint64_t>(static_cast<uint32_t>(l)) << 32 | static_cast<uint32_t>(r), static_cast<int>(i));
+      else m.by_text.emplace(std::make_pair(std::move(first), std::move(second)), static_cast<int>(i));
     }
   });
-  return bpe_ranks;
+  return merge_ranks;
 }
 
 const Algorithm& Vocab::Impl::algorithm() const {
