@@ -1,5 +1,6 @@
 // tokenize and detokenize: text to ids and back, exactly as llama.cpp's llama-tokenize does
 // it on the file's vocabulary (the tokenizer library; this file only parses and prints).
+#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -106,8 +107,14 @@ int cmd_tokenize(const std::vector<std::string>& args) {
   });
   if ((*vm)["ids"].as<bool>()) {
     std::string line;
-    for (int32_t id : ids) line += (line.empty() ? "" : " ") + std::to_string(id);
-    std::printf("%s\n", line.c_str());
+    line.reserve(ids.size() * 7);
+    char num[16];
+    for (int32_t id : ids) {
+      if (!line.empty()) line += ' ';
+      line.append(num, std::to_chars(num, num + sizeof num, id).ptr);
+    }
+    line += '\n';
+    std::fwrite(line.data(), 1, line.size(), stdout);
   } else if ((*vm)["json"].as<bool>()) {
     JsonOut j(std::cout);
     j.object([&] {

@@ -469,21 +469,41 @@ std::vector<std::string> PreTokenizer::split(std::string_view text) const {
     return m;
   }();
   // Every code point is encoded first, so one past U+10FFFF anywhere fails the text, as in llama.cpp.
+  for (uint32_t c : cpts)
+    if (c > 0x10ffff) throw Error("", "invalid codepoint");
+  // Each code point's UTF-8 appended in place (no string a code point), then byte-encoded.
+  auto append_utf8 = [](std::string& w, uint32_t c) {
+    if (c <= 0x7f) {
+      w += static_cast<char>(c);
+    } else if (c <= 0x7ff) {
+      w += static_cast<char>(0xc0 | (c >> 6));
+      w += static_cast<char>(0x80 | (c & 0x3f));
+    } else if (c <= 0xffff) {
+      w += static_cast<char>(0xe0 | (c >> 12));
+      w += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
+      w += static_cast<char>(0x80 | (c & 0x3f));
+    } else {
+      w += static_cast<char>(0xf0 | (c >> 18));
+      w += static_cast<char>(0x80 | ((c >> 12) & 0x3f));
+      w += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
+      w += static_cast<char>(0x80 | (c & 0x3f));
+    }
+  };
   std::vector<std::string> words;
   words.reserve(offsets.size());
   size_t start = 0;
+  std::string raw;
   for (size_t len : offsets) {
     std::string w;
-    for (size_t i = start; i < start + len; ++i) w += cpt_to_utf8_strict(cpts[i]);
+    if (!byte_encode_) {
+      for (size_t i = start; i < start + len; ++i) append_utf8(w, cpts[i]);
+    } else {
+      raw.clear();
+      for (size_t i = start; i < start + len; ++i) append_utf8(raw, cpts[i]);
+      for (unsigned char b : raw) w += byte_map[b];
+    }
     words.push_back(std::move(w));
     start += len;
-  }
-  if (byte_encode_) {
-    for (std::string& w : words) {
-      std::string enc;
-      for (unsigned char b : w) enc += byte_map[b];
-      w = std::move(enc);
-    }
   }
   return words;
 }

@@ -102,7 +102,23 @@ int utf8_to_byte(std::string_view utf8) {
   return c < inverse.size() ? inverse[c] : -1;
 }
 
+namespace {
+uint16_t icu_flags(uint32_t cpt);
+}
+
+// The flags of the first 2048 code points (ASCII, Latin, Greek, Cyrillic, Hebrew, Arabic: most
+// of any text) from a table made once, the rest from ICU each time.
 uint16_t cpt_flags(uint32_t cpt) {
+  static const auto table = [] {
+    std::array<uint16_t, 0x800> t{};
+    for (uint32_t c = 0; c < t.size(); ++c) t[c] = icu_flags(c);
+    return t;
+  }();
+  return cpt < table.size() ? table[cpt] : icu_flags(cpt);
+}
+
+namespace {
+uint16_t icu_flags(uint32_t cpt) {
   if (cpt > 0x10ffff) return cpt_undefined;
   uint16_t f = 0;
   switch (u_charType(static_cast<UChar32>(cpt))) {
@@ -137,6 +153,7 @@ uint16_t cpt_flags(uint32_t cpt) {
   if (u_isUWhiteSpace(static_cast<UChar32>(cpt))) f |= cpt_whitespace;
   return f;
 }
+}  // namespace
 
 uint32_t cpt_tolower(uint32_t cpt) {
   return cpt > 0x10ffff ? cpt : static_cast<uint32_t>(u_tolower(static_cast<UChar32>(cpt)));
