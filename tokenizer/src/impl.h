@@ -139,6 +139,7 @@ std::unique_ptr<Algorithm> make_rwkv(const Vocab::Impl& v);  // ugm.cpp (a trie 
 // UTF-8 to code points as llama.cpp decodes them (an invalid byte becomes U+FFFD).
 std::vector<uint32_t> cpts_from_utf8(std::string_view text);
 std::string cpt_to_utf8(uint32_t cpt);
+void append_utf8(std::string& out, uint32_t cpt);  // the same, appended in place
 size_t utf8_len(char first_byte);  // 1 to 4, by the first byte, as llama.cpp's unicode_len_utf8
 // GPT-2's byte-to-unicode map: a byte as the code point's UTF-8, and back.
 std::string byte_to_utf8(uint8_t byte);

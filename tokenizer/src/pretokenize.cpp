@@ -472,23 +472,6 @@ std::vector<std::string> PreTokenizer::split(std::string_view text) const {
   for (uint32_t c : cpts)
     if (c > 0x10ffff) throw Error("", "invalid codepoint");
   // Each code point's UTF-8 appended in place (no string a code point), then byte-encoded.
-  auto append_utf8 = [](std::string& w, uint32_t c) {
-    if (c <= 0x7f) {
-      w += static_cast<char>(c);
-    } else if (c <= 0x7ff) {
-      w += static_cast<char>(0xc0 | (c >> 6));
-      w += static_cast<char>(0x80 | (c & 0x3f));
-    } else if (c <= 0xffff) {
-      w += static_cast<char>(0xe0 | (c >> 12));
-      w += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-      w += static_cast<char>(0x80 | (c & 0x3f));
-    } else {
-      w += static_cast<char>(0xf0 | (c >> 18));
-      w += static_cast<char>(0x80 | ((c >> 12) & 0x3f));
-      w += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-      w += static_cast<char>(0x80 | (c & 0x3f));
-    }
-  };
   std::vector<std::string> words;
   words.reserve(offsets.size());
   size_t start = 0;

@@ -66,8 +66,7 @@ std::vector<uint32_t> cpts_from_utf8(std::string_view text) {
   return out;
 }
 
-std::string cpt_to_utf8(uint32_t cpt) {
-  std::string r;
+void append_utf8(std::string& r, uint32_t cpt) {
   if (cpt <= 0x7f) {
     r += static_cast<char>(cpt);
   } else if (cpt <= 0x7ff) {
@@ -82,8 +81,13 @@ std::string cpt_to_utf8(uint32_t cpt) {
     r += static_cast<char>(0x80 | ((cpt >> 12) & 0x3f));
     r += static_cast<char>(0x80 | ((cpt >> 6) & 0x3f));
     r += static_cast<char>(0x80 | (cpt & 0x3f));
-  }
-  return r;  // past U+10FFFF: nothing, where llama.cpp throws
+  }  // past U+10FFFF: nothing, where llama.cpp throws
+}
+
+std::string cpt_to_utf8(uint32_t cpt) {
+  std::string r;
+  append_utf8(r, cpt);
+  return r;
 }
 
 std::string byte_to_utf8(uint8_t byte) { return cpt_to_utf8(byte_map().cpt[byte]); }
