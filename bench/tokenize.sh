@@ -26,10 +26,13 @@ run() {
   local out=$1; shift
   local times=() rss=0 t
   for ((i = 0; i < runs; i++)); do
-    /usr/bin/time -o "$dir/time.txt" -f "%e %M" "$@" > "$out"
+    # the wall time to the microsecond (time's %e has hundredths: a tenth of a fast run)
+    local from=${EPOCHREALTIME//[.,]/}
+    /usr/bin/time -o "$dir/time.txt" -f "%M" "$@" > "$out"
+    local to=${EPOCHREALTIME//[.,]/}
     t=$(tail -1 "$dir/time.txt")
-    times+=("${t% *}")
-    (( ${t#* } > rss )) && rss=${t#* }
+    times+=("$(awk -v us=$((to - from)) 'BEGIN { printf "%.4f", us / 1e6 }')")
+    (( t > rss )) && rss=$t
   done
   echo "$(printf '%s\n' "${times[@]}" | sort -g | sed -n "$(( (runs + 1) / 2 ))p") $rss"
 }

@@ -106,15 +106,14 @@ int cmd_tokenize(const std::vector<std::string>& args) {
     return vocab.tokenize(text, !(*vm)["no-add-special"].as<bool>(), !(*vm)["no-parse-special"].as<bool>());
   });
   if ((*vm)["ids"].as<bool>()) {
-    std::string line;
-    line.reserve(ids.size() * 7);
-    char num[16];
-    for (int32_t id : ids) {
-      if (!line.empty()) line += ' ';
-      line.append(num, std::to_chars(num, num + sizeof num, id).ptr);
+    std::string line(ids.size() * 12 + 1, '\0');  // an id is at most 11 characters, then a space
+    char* at = line.data();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i > 0) *at++ = ' ';
+      at = std::to_chars(at, at + 11, ids[i]).ptr;
     }
-    line += '\n';
-    std::fwrite(line.data(), 1, line.size(), stdout);
+    *at++ = '\n';
+    std::fwrite(line.data(), 1, static_cast<size_t>(at - line.data()), stdout);
   } else if ((*vm)["json"].as<bool>()) {
     JsonOut j(std::cout);
     j.object([&] {

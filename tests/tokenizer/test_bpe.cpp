@@ -198,6 +198,45 @@ TEST(BpeTokenize, ACodePointPastUnicodeFailsAsInLlamaCpp) {
   }
 }
 
+// llama.cpp's bpe_ranks is filled by emplace: a merge that comes again keeps its first rank.
+// Here "b c" (rank 0) comes again at rank 2: were the later rank kept, "a b" (rank 1) would
+// merge first and "ab c" after it, one token; kept first, "b c" merges first and "a bc" is no
+// merge, two.
+TEST(BpeTokenize, ARepeatedMergeKeepsItsFirstRankAsInLlamaCpp) {
+  using ggufkit::tokenizer::KeyValue;
+  using ggufkit::tokenizer::ValueType;
+  auto strings = [](std::vector<std::string_view> items) {
+    KeyValue kv;
+    kv.type = ValueType::array, kv.elem = ValueType::string, kv.count = items.size(), kv.strings = std::move(items);
+    return kv;
+  };
+  auto str = [](std::string_view s) {
+    KeyValue kv;
+    kv.type = ValueType::string, kv.str = s;
+    return kv;
+  };
+  ggufkit::tokenizer::VocabSpec spec;
+  spec.keys["tokenizer.ggml.model"] = str("gpt2");
+  spec.keys["tokenizer.ggml.pre"] = str("gpt-2");
+  spec.keys["tokenizer.ggml.tokens"] = strings({"a", "b", "c", "ab", "bc", "abc"});
+  spec.keys["tokenizer.ggml.merges"] = strings({"b c", "a b", "b c", "ab c"});
+  const Vocab v = Vocab::load(spec);
+  EXPECT_EQ(v.tokenize("abc", false, false), (std::vector<int32_t>{0, 4}));
+  EXPECT_EQ(v.tokenize("ab", false, false), (std::vector<int32_t>{3}));
+}
+
+// A word is its bytes in the text unless a code point was decoded from other bytes than it
+// encodes to: an overlong form (C0 80 is U+0000, E0 80 80 and F0 80 80 80 too, C1 BF is U+007F)
+// is encoded again, shorter, beside an invalid byte (U+FFFD). The ids are llama.cpp's
+// (llama_tokenize, node-llama-cpp 3.21.1) on the gpt-2 vocabulary.
+TEST(BpeTokenize, OverlongFormsAndInvalidBytesAreEncodedAgainAsInLlamaCpp) {
+  Vocab v = gpt2_as("gpt-2");
+  EXPECT_EQ(v.tokenize("a\xc0\x80" "b \xff" "c \xe0\x80\x80" "d"), (std::vector<int32_t>{64, 188, 65, 20543, 66, 220, 188, 67}));
+  EXPECT_EQ(v.tokenize("x\xf0\x80\x80\x80 y\xc1\xbf"), (std::vector<int32_t>{87, 188, 331, 221}));
+  // the same words with no overlong form: the bytes as they are
+  EXPECT_EQ(v.tokenize(std::string("a\0b", 3)), (std::vector<int32_t>{64, 188, 65}));
+}
+
 // The hard texts: whitespace runs, digits, contractions, CJK, emoji, accents, newlines,
 // invalid UTF-8, the patterns some pre-tokenizers name, and non-ASCII whitespace.
 const char* const hard_texts[] = {

@@ -213,7 +213,7 @@ std::unique_ptr<tk::Vocab::Impl> t5(bool space_prefix, bool remove_extra, bool w
   v->type = tk::Kind::ugm;
   v->special_unk_id = 2;
   for (const Tok& t : t5_tokens) {
-    v->token_to_id[t.text] = static_cast<int32_t>(v->id_to_token.size());
+    v->token_to_id[std::pmr::string(t.text)] = static_cast<int32_t>(v->id_to_token.size());
     v->id_to_token.push_back({t.text, t.score, attr_of(t.type)});
   }
   v->add_space_prefix = space_prefix, v->remove_extra_whitespaces = remove_extra;
@@ -381,7 +381,7 @@ std::unique_ptr<tk::Vocab::Impl> rwkv() {
   v->type = tk::Kind::rwkv;
   v->special_unk_id = -1;
   auto add = [&](const std::string& t) {
-    v->token_to_id[t] = static_cast<int32_t>(v->id_to_token.size());
+    v->token_to_id[std::pmr::string(t)] = static_cast<int32_t>(v->id_to_token.size());
     v->id_to_token.push_back({t, 0, tk::attr_normal});
   };
   for (const char* t : first) add(t);

@@ -307,31 +307,29 @@ class Bpe : public Algorithm {
   // Real text repeats its words: each word of a text is merged once (its ids depend on it
   // alone), which is most of the time saved against llama.cpp.
   void session(const std::string& text, std::vector<int32_t>& out) const {
-    std::unordered_map<std::string, std::vector<int32_t>> seen;
-    for (const std::string& word : pre_->split(text)) {
-      if (word.size() > 64) {
-        word_ids(word, out);
-        continue;
-      }
+    const PreTokenizer::Words words = pre_->split(text);
+    // a word seen before: where its ids are in `out` (the words are views of `words`)
+    std::unordered_map<std::string_view, std::pair<size_t, size_t>> seen;
+    for (size_t w = 0; w < words.size(); ++w) {
+      const std::string_view word = words[w];
       if (auto it = seen.find(word); it != seen.end()) {
-        out.insert(out.end(), it->second.begin(), it->second.end());
+        for (size_t k = it->second.first; k < it->second.second; ++k) out.push_back(out[k]);
         continue;
       }
-      std::vector<int32_t> ids;
-      word_ids(word, ids);
-      out.insert(out.end(), ids.begin(), ids.end());
-      seen.emplace(word, std::move(ids));
+      const size_t from = out.size();
+      word_ids(word, out);
+      seen.emplace(word, std::make_pair(from, out.size()));
     }
   }
 
-  void word_ids(const std::string& word, std::vector<int32_t>& out) const {
+  void word_ids(std::string_view word, std::vector<int32_t>& out) const {
     {
       std::vector<Symbol> sym;
       size_t offset = 0;
       if (v_.ignore_merges && v_.text_to_token(word) >= 0) {
         sym.push_back({-1, -1, 0, word.size()});
         offset = word.size();
-      } else if (v_.pre_type == P::gemma4 && word.find_first_not_of('\n') == std::string::npos && v_.text_to_token(word) >= 0) {
+      } else if (v_.pre_type == P::gemma4 && word.find_first_not_of('\n') == std::string_view::npos && v_.text_to_token(word) >= 0) {
         // a run of newlines that is a token stays one (llama.cpp's Gemma 4 fix)
         sym.push_back({-1, -1, 0, word.size()});
         offset = word.size();
@@ -345,7 +343,7 @@ class Bpe : public Algorithm {
       merge(word, sym);
       for (const Symbol& s : sym) {
         if (s.n == 0) continue;
-        std::string piece = word.substr(s.at, s.n);
+        std::string_view piece = word.substr(s.at, s.n);
         int32_t id = v_.text_to_token(piece);
         if (id >= 0) {
           out.push_back(id);
@@ -363,14 +361,12 @@ class Bpe : public Algorithm {
     }
   }
 
-  void merge(const std::string& word, std::vector<Symbol>& sym) const {
+  void merge(std::string_view word, std::vector<Symbol>& sym) const {
     std::priority_queue<Bigram, std::vector<Bigram>, BigramAfter> queue;
     auto text = [&](int i) { return word.substr(sym[i].at, sym[i].n); };
-    std::vector<int32_t> ids(sym.size());  // each symbol's token id, -1 when its text is none
-    for (size_t i = 0; i < sym.size(); ++i) ids[i] = v_.text_to_token(text(static_cast<int>(i)));
     auto add = [&](int left, int right) {
       if (left < 0 || right < 0) return;
-      int rank = ids[left] >= 0 && ids[right] >= 0 ? v_.find_bpe_rank(ids[left], ids[right]) : v_.find_bpe_rank(text(left), text(right));
+      int rank = v_.find_bpe_rank(text(left), text(right));
       if (rank < 0) return;
       queue.push({left, right, sym[left].n + sym[right].n, rank});
     };
@@ -388,7 +384,6 @@ class Bpe : public Algorithm {
       r.n = 0;
       l.next = r.next;
       if (r.next >= 0) sym[r.next].prev = b.left;
-      ids[b.left] = v_.text_to_token(text(b.left));
       add(l.prev, b.left);
       add(b.left, l.next);
     }

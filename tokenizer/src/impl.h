@@ -3,9 +3,11 @@
 // llama.cpp's llama_vocab::impl so a reader can check one against the other.
 
 #include <memory>
+#include <memory_resource>
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -36,10 +38,11 @@ struct Algorithm {
   virtual void tokenize(const std::string& text, std::vector<int32_t>& out) const = 0;
 };
 
-struct StringPairHash {
-  size_t operator()(const std::pair<std::string, std::string>& p) const {
-    return std::hash<std::string>{}(p.first) ^ (std::hash<std::string>{}(p.second) << 1);
-  }
+// token_to_id's hash: std::hash<std::string>'s value (so the map iterates in llama.cpp's order,
+// which decides the special tokens found by their text) that looks up a string_view as well.
+struct TextHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
 struct Vocab::Impl {
@@ -61,7 +64,12 @@ struct Vocab::Impl {
   // BERT normalizer options (llama.cpp's normalizer_options), where the keys set them.
   bool bert_lowercase = true, bert_strip_accents = true, bert_handle_chinese_chars = true;
 
-  std::unordered_map<std::string, int32_t> token_to_id;
+  // Keys, nodes and buckets all in one arena, and the map never destroyed: the arena frees a
+  // 150,000-token vocabulary's nodes at once, where walking them to free each costs a third of
+  // what making them did (no destructor of its parts has an effect beyond its memory).
+  using TokenMap = std::pmr::unordered_map<std::pmr::string, int32_t, TextHash, std::equal_to<>>;
+  std::pmr::monotonic_buffer_resource token_arena;
+  TokenMap& token_to_id = *new (token_arena.allocate(sizeof(TokenMap), alignof(TokenMap))) TokenMap(&token_arena);
   std::vector<TokenData> id_to_token;
   std::vector<int32_t> cache_special_tokens;      // longest text first, as llama.cpp sorts them
   // The merges as read (each "first second", cut at a NUL as llama.cpp reads a C string),
@@ -69,14 +77,29 @@ struct Vocab::Impl {
   // llama.cpp makes of it (show, validate, every edit's check) hashes no 150,000 pairs.
   std::string merges_text;
   std::vector<size_t> merges_end;  // where each merge's text ends in merges_text
-  // llama.cpp's bpe_ranks, by the two sides' token ids where both are tokens (nearly every
-  // merge: a lookup is then one integer's hash, not two strings'), by their texts otherwise;
-  // the first of a repeated merge keeps its rank, as llama.cpp's emplace does.
+  // llama.cpp's bpe_ranks: a merge's rank by the texts of its two sides. Open addressing on a
+  // hash of the two texts, each slot that hash and the rank, the merge's own text confirming a
+  // match: built by reading the merges in order (no token looked up, no node a merge).
   struct MergeRanks {
-    std::unordered_map<uint64_t, int> by_id;
-    std::unordered_map<std::pair<std::string, std::string>, int, StringPairHash> by_text;
-    std::vector<bool> spaced;  // by id: the token's text holds a space
+    struct Slot {
+      uint64_t hash = 0;
+      int rank = -1;  // -1: empty
+    };
+    std::vector<Slot> slots;  // a power of two, at most half full
+    static uint64_t hash(std::string_view left, std::string_view right) {
+      const uint64_t l = std::hash<std::string_view>{}(left), r = std::hash<std::string_view>{}(right);
+      return (l * 0x9E3779B97F4A7C15ull) ^ (r + 0x7F4A7C15ull + (l >> 7));
+    }
   };
+  // Merge `rank`'s two sides as llama.cpp reads them: cut at the first space after the first
+  // byte (none: both empty).
+  std::pair<std::string_view, std::string_view> merge_sides(size_t rank) const {
+    const size_t from = rank == 0 ? 0 : merges_end[rank - 1];
+    const std::string_view word = std::string_view(merges_text).substr(from, merges_end[rank] - from);
+    const size_t pos = word.find(' ', 1);
+    if (pos == std::string_view::npos) return {};
+    return {word.substr(0, pos), word.substr(pos + 1)};
+  }
   mutable MergeRanks merge_ranks;
   mutable std::once_flag ranks_once;
   const MergeRanks& ranks() const;
@@ -90,28 +113,24 @@ struct Vocab::Impl {
   mutable std::unique_ptr<Algorithm> algorithm_;
 
   // llama.cpp's helpers the algorithms call.
-  int32_t text_to_token(const std::string& text) const {  // -1: none
+  int32_t text_to_token(std::string_view text) const {  // -1: none
     auto it = token_to_id.find(text);
     return it == token_to_id.end() ? -1 : it->second;
   }
   int32_t byte_to_token(uint8_t ch) const;  // -1: the vocabulary has no token for it
-  int find_bpe_rank(const std::string& left, const std::string& right) const {
+  int find_bpe_rank(std::string_view left, std::string_view right) const {
     // llama.cpp asserts that neither side holds a space (GGML_ASSERT: the process aborts), as
     // happens when a pre-tokenizer leaves spaces unescaped (the 'whitespace' name on a gpt2
     // vocabulary): refused here, since any ids would be invented.
-    if (left.find(' ') != std::string::npos || right.find(' ') != std::string::npos) refuse_spaced_merge();
-    const int32_t l = text_to_token(left), r = text_to_token(right);
-    if (l >= 0 && r >= 0) return find_bpe_rank(l, r);
-    const auto& t = ranks().by_text;
-    auto it = t.find({left, right});
-    return it == t.end() ? -1 : it->second;
-  }
-  // The same for two sides that are the tokens `left` and `right`.
-  int find_bpe_rank(int32_t left, int32_t right) const {
+    if (left.find(' ') != std::string_view::npos || right.find(' ') != std::string_view::npos) refuse_spaced_merge();
     const MergeRanks& m = ranks();
-    if (m.spaced[static_cast<size_t>(left)] || m.spaced[static_cast<size_t>(right)]) refuse_spaced_merge();
-    auto it = m.by_id.find(static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32 | static_cast<uint32_t>(right));
-    return it == m.by_id.end() ? -1 : it->second;
+    const uint64_t h = MergeRanks::hash(left, right);
+    const size_t mask = m.slots.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      const MergeRanks::Slot& slot = m.slots[i];
+      if (slot.rank < 0) return -1;
+      if (slot.hash == h && merge_sides(static_cast<size_t>(slot.rank)) == std::pair{left, right}) return slot.rank;
+    }
   }
   [[noreturn]] static void refuse_spaced_merge() {
     throw Error("tokenizer.ggml.pre", "llama.cpp aborts on this text: a merge of pieces with a space in them (GGML_ASSERT in find_bpe_rank)");
@@ -137,9 +156,11 @@ std::unique_ptr<Algorithm> make_rwkv(const Vocab::Impl& v);  // ugm.cpp (a trie 
 
 // unicode.cpp: llama.cpp's unicode.cpp on PCRE2 and ICU.
 // UTF-8 to code points as llama.cpp decodes them (an invalid byte becomes U+FFFD).
-std::vector<uint32_t> cpts_from_utf8(std::string_view text);
+// `verbatim`, when given, is cleared unless every code point came from the bytes it encodes to.
+std::vector<uint32_t> cpts_from_utf8(std::string_view text, bool* verbatim = nullptr);
 std::string cpt_to_utf8(uint32_t cpt);
 void append_utf8(std::string& out, uint32_t cpt);  // the same, appended in place
+inline size_t cpt_utf8_len(uint32_t c) { return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4; }
 size_t utf8_len(char first_byte);  // 1 to 4, by the first byte, as llama.cpp's unicode_len_utf8
 // GPT-2's byte-to-unicode map: a byte as the code point's UTF-8, and back.
 std::string byte_to_utf8(uint8_t byte);

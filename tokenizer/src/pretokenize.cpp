@@ -16,6 +16,7 @@
 #include <pcre2.h>
 
 #include <array>
+#include <cstring>
 
 #include "impl.h"
 
@@ -420,11 +421,11 @@ PreTokenizer::PreTokenizer(const std::vector<std::string>& exprs, bool byte_enco
 
 PreTokenizer::~PreTokenizer() = default;
 
-std::vector<std::string> PreTokenizer::split(std::string_view text) const {
+PreTokenizer::Words PreTokenizer::split(std::string_view text) const {
   if (text.empty()) return {};
-  const std::vector<uint32_t> cpts = cpts_from_utf8(text);
-  std::vector<uint16_t> flags(cpts.size());
-  for (size_t i = 0; i < cpts.size(); ++i) flags[i] = cpt_flags(cpts[i]);
+  bool verbatim = true;
+  const std::vector<uint32_t> cpts = cpts_from_utf8(text, &verbatim);
+  const std::vector<uint16_t> flags = cpts_flags(cpts);
   std::vector<uint32_t> collapsed, wide;
   Offsets offsets = {cpts.size()};
   for (const auto& step : steps_) {
@@ -463,31 +464,54 @@ std::vector<std::string> PreTokenizer::split(std::string_view text) const {
     offsets = std::move(next);
   }
 
-  static const std::array<std::string, 256> byte_map = [] {
-    std::array<std::string, 256> m;
-    for (unsigned b = 0; b < 256; ++b) m[b] = byte_to_utf8(static_cast<uint8_t>(b));
-    return m;
-  }();
   // Every code point is encoded first, so one past U+10FFFF anywhere fails the text, as in llama.cpp.
   for (uint32_t c : cpts)
     if (c > 0x10ffff) throw Error("", "invalid codepoint");
-  // Each code point's UTF-8 appended in place (no string a code point), then byte-encoded.
-  std::vector<std::string> words;
-  words.reserve(offsets.size());
-  size_t start = 0;
-  std::string raw;
-  for (size_t len : offsets) {
-    std::string w;
-    if (!byte_encode_) {
-      for (size_t i = start; i < start + len; ++i) append_utf8(w, cpts[i]);
-    } else {
-      raw.clear();
-      for (size_t i = start; i < start + len; ++i) append_utf8(raw, cpts[i]);
-      for (unsigned char b : raw) w += byte_map[b];
-    }
-    words.push_back(std::move(w));
-    start += len;
+  // A word's UTF-8 is its bytes in the text when each code point was decoded from the bytes
+  // it encodes to (nearly always); otherwise from the code points encoded again (an invalid
+  // byte became U+FFFD, an overlong form is shortened).
+  std::string reencoded;
+  if (!verbatim) {
+    for (uint32_t c : cpts) append_utf8(reencoded, c);
+    text = reencoded;
   }
+
+  // GPT-2's byte-to-unicode map, each byte's UTF-8 (one or two bytes: all are below U+0800).
+  struct Mapped {
+    char b[2];
+    uint8_t n;
+  };
+  static const std::array<Mapped, 256> byte_map = [] {
+    std::array<Mapped, 256> m{};
+    for (unsigned b = 0; b < 256; ++b) {
+      const std::string u = byte_to_utf8(static_cast<uint8_t>(b));
+      m[b].n = static_cast<uint8_t>(u.size());
+      for (size_t k = 0; k < u.size() && k < 2; ++k) m[b].b[k] = u[k];
+    }
+    return m;
+  }();
+  Words words;
+  words.ends.reserve(offsets.size());
+  words.bytes.resize(byte_encode_ ? 2 * text.size() : text.size());
+  char* out = words.bytes.data();
+  size_t at = 0, cpt = 0;
+  for (size_t len : offsets) {
+    size_t n = 0;
+    for (size_t i = cpt; i < cpt + len; ++i) n += cpt_utf8_len(cpts[i]);
+    if (!byte_encode_) {
+      std::memcpy(out, text.data() + at, n);
+      out += n;
+    } else {
+      for (size_t k = at; k < at + n; ++k) {
+        const Mapped& m = byte_map[static_cast<uint8_t>(text[k])];
+        out[0] = m.b[0], out[1] = m.b[1];
+        out += m.n;
+      }
+    }
+    words.ends.push_back(static_cast<size_t>(out - words.bytes.data()));
+    at += n, cpt += len;
+  }
+  words.bytes.resize(static_cast<size_t>(out - words.bytes.data()));
   return words;
 }
 

@@ -28,6 +28,7 @@ enum CptFlag : uint16_t {
 
 // unicode.cpp, from ICU.
 uint16_t cpt_flags(uint32_t cpt);
+std::vector<uint16_t> cpts_flags(const std::vector<uint32_t>& cpts);  // each one's, in one call
 uint32_t cpt_tolower(uint32_t cpt);  // the simple lowercase mapping, as UnicodeData gives it
 // llama.cpp's "Han": the CJK Unified Ideographs blocks (the base block, extensions A to F)
 // and the two CJK Compatibility Ideographs blocks, not the Script property.
@@ -44,7 +45,17 @@ class PreTokenizer {
   PreTokenizer(const PreTokenizer&) = delete;
   PreTokenizer& operator=(const PreTokenizer&) = delete;
 
-  std::vector<std::string> split(std::string_view text) const;
+  // The words of a text, one after another in `bytes` (no string a word).
+  struct Words {
+    std::string bytes;
+    std::vector<size_t> ends;  // where each word ends in `bytes`
+    size_t size() const { return ends.size(); }
+    std::string_view operator[](size_t i) const {
+      size_t from = i == 0 ? 0 : ends[i - 1];
+      return std::string_view(bytes).substr(from, ends[i] - from);
+    }
+  };
+  Words split(std::string_view text) const;
 
   struct Step;
 

@@ -59,10 +59,19 @@ const ByteMap& byte_map() {
 }
 }  // namespace
 
-std::vector<uint32_t> cpts_from_utf8(std::string_view text) {
+std::vector<uint32_t> cpts_from_utf8(std::string_view text, bool* verbatim) {
   std::vector<uint32_t> out;
   out.reserve(text.size());
-  for (size_t at = 0; at < text.size();) out.push_back(decode(text, at));
+  for (size_t at = 0; at < text.size();) {
+    if (static_cast<uint8_t>(text[at]) < 0x80) {  // ASCII, most of any text
+      out.push_back(static_cast<uint8_t>(text[at++]));
+      continue;
+    }
+    const size_t from = at;
+    const uint32_t c = decode(text, at);
+    out.push_back(c);
+    if (verbatim && at - from != cpt_utf8_len(c)) *verbatim = false;
+  }
   return out;
 }
 
@@ -112,13 +121,27 @@ uint16_t icu_flags(uint32_t cpt);
 
 // The flags of the first 2048 code points (ASCII, Latin, Greek, Cyrillic, Hebrew, Arabic: most
 // of any text) from a table made once, the rest from ICU each time.
-uint16_t cpt_flags(uint32_t cpt) {
+namespace {
+const std::array<uint16_t, 0x800>& flags_table() {
   static const auto table = [] {
     std::array<uint16_t, 0x800> t{};
     for (uint32_t c = 0; c < t.size(); ++c) t[c] = icu_flags(c);
     return t;
   }();
+  return table;
+}
+}  // namespace
+
+uint16_t cpt_flags(uint32_t cpt) {
+  const auto& table = flags_table();
   return cpt < table.size() ? table[cpt] : icu_flags(cpt);
+}
+
+std::vector<uint16_t> cpts_flags(const std::vector<uint32_t>& cpts) {
+  const auto& table = flags_table();
+  std::vector<uint16_t> out(cpts.size());
+  for (size_t i = 0; i < cpts.size(); ++i) out[i] = cpts[i] < table.size() ? table[cpts[i]] : icu_flags(cpts[i]);
+  return out;
 }
 
 namespace {

@@ -58,20 +58,17 @@ const Loaded& Vocab::loaded() const { return impl_->loaded; }
 
 const Vocab::Impl::MergeRanks& Vocab::Impl::ranks() const {
   std::call_once(ranks_once, [&] {
-    MergeRanks& m = merge_ranks;
-    m.spaced.resize(id_to_token.size());
-    for (const auto& [text, id] : token_to_id) m.spaced[static_cast<size_t>(id)] = text.find(' ') != std::string::npos;
-    m.by_id.reserve(merges_end.size());
-    std::string_view all = merges_text;
-    size_t at = 0;
-    for (size_t i = 0; i < merges_end.size(); at = merges_end[i++]) {
-      std::string_view word = all.substr(at, merges_end[i] - at);
-      size_t pos = word.find(' ', 1);
-      std::string first, second;
-      if (pos != std::string_view::npos) first = word.substr(0, pos), second = word.substr(pos + 1);
-      const int32_t l = text_to_token(first), r = text_to_token(second);
-      if (l >= 0 && r >= 0) m.by_id.emplace(static_cast<uint64_t>(static_cast<uint32_t>(l)) << 32 | static_cast<uint32_t>(r), static_cast<int>(i));
-      else m.by_text.emplace(std::make_pair(std::move(first), std::move(second)), static_cast<int>(i));
+    size_t n = 16;
+    while (n < 2 * merges_end.size()) n *= 2;
+    std::vector<MergeRanks::Slot>& slots = merge_ranks.slots;
+    slots.assign(n, {});
+    for (size_t rank = 0; rank < merges_end.size(); ++rank) {
+      const auto sides = merge_sides(rank);
+      const uint64_t h = MergeRanks::hash(sides.first, sides.second);
+      size_t i = h & (n - 1);
+      // the first of a repeated merge keeps its rank, as llama.cpp's emplace does
+      while (slots[i].rank >= 0 && !(slots[i].hash == h && merge_sides(static_cast<size_t>(slots[i].rank)) == sides)) i = (i + 1) & (n - 1);
+      if (slots[i].rank < 0) slots[i] = {h, static_cast<int>(rank)};
     }
   });
   return merge_ranks;
@@ -555,7 +552,7 @@ Vocab Vocab::load(const VocabSpec& spec) {
       warn(format("empty token at index %zu", i));
       word = "[EMPTY_" + std::to_string(i) + "]";
     }
-    v.token_to_id[word] = static_cast<int32_t>(i);
+    v.token_to_id[std::pmr::string(word, &v.token_arena)] = static_cast<int32_t>(i);
     v.max_token_len = std::max(v.max_token_len, static_cast<int>(std::min<size_t>(word.size(), INT32_MAX)));
     TokenData& t = v.id_to_token[i];
     t.text = std::move(word);
@@ -686,7 +683,7 @@ Vocab Vocab::load(const VocabSpec& spec) {
   };
   // Every text those lists (and the end-of-generation list below) hold starts with one of
   // these bytes: the other tokens, nearly all, are passed over at once.
-  auto may_be_listed = [](const std::string& text) {
+  auto may_be_listed = [](std::string_view text) {
     return !text.empty() && (text[0] == '<' || text[0] == '[' || text[0] == '_' || text[0] == '\xe2');
   };
   static const std::vector<std::string_view> eog_texts = {
@@ -701,16 +698,17 @@ Vocab Vocab::load(const VocabSpec& spec) {
   // same (a 150,000-token map walked once, not four times); the warnings are kept apart and
   // told in llama.cpp's order.
   std::vector<std::string> warn_by_text, warn_eog, warn_gpt_oss;
-  auto make_control = [&](int32_t id, const std::string& text, std::vector<std::string>& warnings) {
+  auto make_control = [&](int32_t id, std::string_view text, std::vector<std::string>& warnings) {
     uint32_t& attr = v.id_to_token[static_cast<size_t>(id)].attr;
     if ((attr & attr_control) == 0) {
-      warnings.push_back(format("control-looking token: %6d '%s' was not control-type; this is probably a bug in the model. its type will be overridden",
-                                id, text.c_str()));
+      warnings.push_back(format("control-looking token: %6d '%.*s' was not control-type; this is probably a bug in the model. its type will be overridden",
+                                id, static_cast<int>(text.size()), text.data()));
       attr |= attr_control;
     }
   };
   std::vector<int32_t> eog_found;
-  for (const auto& [text, id] : v.token_to_id) {
+  for (const auto& [key, id] : v.token_to_id) {
+    const std::string_view text = key;
     const bool listed = may_be_listed(text);
     if (listed)
       for (const ByText& b : by_text)
@@ -730,7 +728,7 @@ Vocab Vocab::load(const VocabSpec& spec) {
     }
     if (text == "<|channel|>" || text == "<|message|>" || text == "<|start|>" || text == "<|constrain|>") {
       uint32_t& attr = v.id_to_token[static_cast<size_t>(id)].attr;
-      warn_gpt_oss.push_back(format("setting token '%s' (%d) attribute to USER_DEFINED (%u), old attributes: %u", text.c_str(), id,
+      warn_gpt_oss.push_back(format("setting token '%.*s' (%d) attribute to USER_DEFINED (%u), old attributes: %u", static_cast<int>(text.size()), text.data(), id,
                                     static_cast<unsigned>(attr_user_defined), static_cast<unsigned>(attr)));
       attr = attr_user_defined;
     }
