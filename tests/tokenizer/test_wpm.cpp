@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "../../tokenizer/src/impl.h"
 #include "ggufkit/scan.h"
@@ -213,9 +214,10 @@ std::unique_ptr<tk::Vocab::Impl> t5(bool space_prefix, bool remove_extra, bool w
   v->type = tk::Kind::ugm;
   v->special_unk_id = 2;
   for (const Tok& t : t5_tokens) {
-    v->token_to_id[std::pmr::string(t.text)] = static_cast<int32_t>(v->id_to_token.size());
+    v->token_to_id.add(t.text);
     v->id_to_token.push_back({t.text, t.score, attr_of(t.type)});
   }
+  v->token_to_id.build();
   v->add_space_prefix = space_prefix, v->remove_extra_whitespaces = remove_extra;
   if (with_charsmap) v->precompiled_charsmap = t5_charsmap();
   return v;
@@ -380,16 +382,19 @@ std::unique_ptr<tk::Vocab::Impl> rwkv() {
   auto v = std::make_unique<tk::Vocab::Impl>();
   v->type = tk::Kind::rwkv;
   v->special_unk_id = -1;
+  std::set<std::string> added;
   auto add = [&](const std::string& t) {
-    v->token_to_id[std::pmr::string(t)] = static_cast<int32_t>(v->id_to_token.size());
+    if (!added.insert(t).second) return;
+    v->token_to_id.add(t);
     v->id_to_token.push_back({t, 0, tk::attr_normal});
   };
   for (const char* t : first) add(t);
   for (int b = 0; b < 256; ++b) {
     char esc[8];
     std::snprintf(esc, sizeof esc, "\\x%02x", b);
-    if (!v->token_to_id.count(esc)) add(esc);
+    add(esc);
   }
+  v->token_to_id.build();
   return v;
 }
 

@@ -3,15 +3,14 @@
 // llama.cpp's llama_vocab::impl so a reader can check one against the other.
 
 #include <memory>
-#include <memory_resource>
 #include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "ggufkit/tokenizer.h"
+#include "token_index.h"
 
 namespace ggufkit::tokenizer {
 
@@ -38,13 +37,6 @@ struct Algorithm {
   virtual void tokenize(const std::string& text, std::vector<int32_t>& out) const = 0;
 };
 
-// token_to_id's hash: std::hash<std::string>'s value (so the map iterates in llama.cpp's order,
-// which decides the special tokens found by their text) that looks up a string_view as well.
-struct TextHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-
 struct Vocab::Impl {
   std::string tokenizer_model, tokenizer_pre;
   Kind type = Kind::spm;
@@ -64,12 +56,7 @@ struct Vocab::Impl {
   // BERT normalizer options (llama.cpp's normalizer_options), where the keys set them.
   bool bert_lowercase = true, bert_strip_accents = true, bert_handle_chinese_chars = true;
 
-  // Keys, nodes and buckets all in one arena, and the map never destroyed: the arena frees a
-  // 150,000-token vocabulary's nodes at once, where walking them to free each costs a third of
-  // what making them did (no destructor of its parts has an effect beyond its memory).
-  using TokenMap = std::pmr::unordered_map<std::pmr::string, int32_t, TextHash, std::equal_to<>>;
-  std::pmr::monotonic_buffer_resource token_arena;
-  TokenMap& token_to_id = *new (token_arena.allocate(sizeof(TokenMap), alignof(TokenMap))) TokenMap(&token_arena);
+  TokenIndex token_to_id;  // llama.cpp's map, by text and in its iteration order
   std::vector<TokenData> id_to_token;
   std::vector<int32_t> cache_special_tokens;      // longest text first, as llama.cpp sorts them
   // The merges as read (each "first second", cut at a NUL as llama.cpp reads a C string),
@@ -113,10 +100,7 @@ struct Vocab::Impl {
   mutable std::unique_ptr<Algorithm> algorithm_;
 
   // llama.cpp's helpers the algorithms call.
-  int32_t text_to_token(std::string_view text) const {  // -1: none
-    auto it = token_to_id.find(text);
-    return it == token_to_id.end() ? -1 : it->second;
-  }
+  int32_t text_to_token(std::string_view text) const { return token_to_id.find(text); }  // -1: none
   int32_t byte_to_token(uint8_t ch) const;  // -1: the vocabulary has no token for it
   int find_bpe_rank(std::string_view left, std::string_view right) const {
     // llama.cpp asserts that neither side holds a space (GGML_ASSERT: the process aborts), as

@@ -545,14 +545,17 @@ Vocab Vocab::load(const VocabSpec& spec) {
                 format("Index out of array bounds for toktypes (%zu < %zu)", types->numbers.size(), n_tokens));
 
   v.id_to_token.resize(n_tokens);
-  v.token_to_id.clear();  // filled as llama.cpp fills it: the same inserts give the same iteration order
+  v.token_to_id = TokenIndex{};  // filled as llama.cpp fills it: in id order, so it iterates in the same order
+  size_t token_bytes = 0;
+  for (size_t i = 0; i < n_tokens; ++i) token_bytes += tokens->strings[i].size();
+  v.token_to_id.reserve(n_tokens, token_bytes);
   for (size_t i = 0; i < n_tokens; ++i) {
     std::string word = c_string(tokens->strings[i]);
     if (word.empty()) {
       warn(format("empty token at index %zu", i));
       word = "[EMPTY_" + std::to_string(i) + "]";
     }
-    v.token_to_id[std::pmr::string(word, &v.token_arena)] = static_cast<int32_t>(i);
+    v.token_to_id.add(word);
     v.max_token_len = std::max(v.max_token_len, static_cast<int>(std::min<size_t>(word.size(), INT32_MAX)));
     TokenData& t = v.id_to_token[i];
     t.text = std::move(word);
@@ -572,17 +575,18 @@ Vocab Vocab::load(const VocabSpec& spec) {
       }
     }
   }
+  v.token_to_id.build();
   // llama.cpp asserts one id per text: a repeated text aborts it.
-  if (v.token_to_id.size() != v.id_to_token.size())
+  if (v.token_to_id.distinct() != v.id_to_token.size())
     throw Error("tokenizer.ggml.tokens", format("%zu tokens but %zu distinct texts: llama.cpp's load asserts they are equal",
-                                                v.id_to_token.size(), v.token_to_id.size()));
+                                                v.id_to_token.size(), v.token_to_id.distinct()));
 
   // hybriddna: the k-mers after <oov> carry a marker that keeps their texts distinct; their
   // pieces are the bare sequence.
   if (tm == "hybriddna") {
     static const std::string marker = "\xee\x80\x80";
-    if (auto oov = v.token_to_id.find("<oov>"); oov != v.token_to_id.end())
-      for (size_t i = static_cast<size_t>(oov->second) + 1; i < v.id_to_token.size(); ++i) {
+    if (const int32_t oov = v.token_to_id.find("<oov>"); oov >= 0)
+      for (size_t i = static_cast<size_t>(oov) + 1; i < v.id_to_token.size(); ++i) {
         std::string& text = v.id_to_token[i].text;
         if (text.size() > marker.size() && text.compare(text.size() - marker.size(), marker.size(), marker) == 0)
           text.erase(text.size() - marker.size());
@@ -707,8 +711,8 @@ Vocab Vocab::load(const VocabSpec& spec) {
     }
   };
   std::vector<int32_t> eog_found;
-  for (const auto& [key, id] : v.token_to_id) {
-    const std::string_view text = key;
+  for (const int32_t id : v.token_to_id.order()) {
+    const std::string_view text = v.token_to_id.key(id);
     const bool listed = may_be_listed(text);
     if (listed)
       for (const ByText& b : by_text)
@@ -814,21 +818,21 @@ Vocab Vocab::load(const VocabSpec& spec) {
       a = on ? (a | attr) : (a & ~attr);
     };
     auto set_named = [&](const char* text, uint32_t attr, bool on) {
-      auto it = v.token_to_id.find(text);
-      if (it == v.token_to_id.end())  // llama.cpp's token_to_id.at throws: the load fails
+      const int32_t id = v.token_to_id.find(text);
+      if (id < 0)  // llama.cpp's token_to_id.at throws: the load fails
         throw Error("general.name", format("the vocabulary has no token '%s' (llama.cpp: _Map_base::at)", text));
-      set_attr(it->second, attr, on);
+      set_attr(id, attr, on);
     };
     if (contains_any(pre_name, {"jina-v2-de", "jina-v2-es", "jina-v2-code"}) ||
         contains_any(general_arch, {"nomic-bert-moe", "jina-bert-v3"})) {
-      if (!v.token_to_id.count("<mask>")) warn("Mask token is missing in vocab, please reconvert model!");
+      if (v.token_to_id.find("<mask>") < 0) warn("Mask token is missing in vocab, please reconvert model!");
       else set_named("<mask>", attr_lstrip, true);
     } else if (contains_any(model_name, {"phi-3", "phi3"})) {
       for (int32_t id : v.cache_special_tokens) set_attr(id, attr_rstrip, true);
       set_named("</s>", attr_rstrip, true);
       for (const char* t : {"<unk>", "<s>", "<|endoftext|>"}) set_named(t, attr_rstrip, false);
     } else if (contains_any(model_name, {"modern-bert"})) {
-      if (!v.token_to_id.count("[MASK]")) warn("Mask token missing in vocab!");
+      if (v.token_to_id.find("[MASK]") < 0) warn("Mask token missing in vocab!");
       else set_named("[MASK]", attr_lstrip, true);
     }
   }
