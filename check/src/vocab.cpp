@@ -43,10 +43,10 @@ tokenizer::VocabSpec vocab_spec(const Model& m) {
   return spec;
 }
 
-std::optional<tokenizer::Vocab> load_vocab(const Model& m, const std::string& file) {
+std::optional<tokenizer::Vocab> load_vocab(const Model& m, const std::string& file, const tokenizer::Vocab* like) {
   if (!m.find("tokenizer.ggml.model")) return std::nullopt;
   try {
-    return tokenizer::Vocab::load(vocab_spec(m));
+    return tokenizer::Vocab::load(vocab_spec(m), like);
   } catch (const tokenizer::Error& e) {
     std::optional<uint64_t> at;
     std::string field = e.key;
@@ -108,8 +108,14 @@ std::shared_ptr<const tokenizer::Vocab> rules_vocab(const Model& m) {
       return r.vocab;
     }
   Remembered r{key, nullptr, std::nullopt};
+  const tokenizer::Vocab* like = nullptr;  // the newest loaded: an edit's "before" for its "after"
+  for (const Remembered& older : g_remembered)
+    if (older.vocab) {
+      like = older.vocab.get();
+      break;
+    }
   try {
-    if (std::optional<tokenizer::Vocab> v = load_vocab(m)) r.vocab = std::make_shared<const tokenizer::Vocab>(std::move(*v));
+    if (std::optional<tokenizer::Vocab> v = load_vocab(m, "", like)) r.vocab = std::make_shared<const tokenizer::Vocab>(std::move(*v));
   } catch (const Error& e) {
     r.refused = e;
   }

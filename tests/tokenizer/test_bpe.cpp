@@ -464,7 +464,7 @@ const Vocab::Impl& gpt2_relabelled(const std::string& pre) {
   static Vocab::Impl v;
   if (v.id_to_token.empty()) {
     v.type = base.impl().type, v.tokenizer_model = base.impl().tokenizer_model;
-    v.id_to_token = base.impl().id_to_token, v.token_to_id = base.impl().token_to_id, v.merges_text = base.impl().merges_text, v.merges_end = base.impl().merges_end;
+    v.id_to_token = base.impl().id_to_token, v.token_to_id = base.impl().token_to_id, v.merges = base.impl().merges;
   }
   v.tokenizer_pre = pre;
   v.ignore_merges = v.add_bos = v.add_sep = false, v.bert_lowercase = true;

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 
+#include "../../tokenizer/src/impl.h"
 #include "ggufkit/scan.h"
 #include "ggufkit/tokenizer.h"
 #include "ggufkit/vocab.h"
@@ -100,6 +101,36 @@ TEST(VocabLoaded, Phi3FindsItsEotByTextWhileTheKeyIsUnset) {
   EXPECT_EQ(v.loaded().warnings,
             (std::vector<std::string>{"control-looking token:      2 '</s>' was not control-type; this is probably a bug in "
                                       "the model. its type will be overridden"}));
+}
+
+// An edit's check loads the vocabulary before and after: with the one before as `like`, a
+// vocabulary that differs in a special id shares its tables of texts and merges and loads to
+// the same answers as alone; one whose tokens differ builds its own.
+TEST(VocabLoaded, ALoadLikeAnotherSharesItsTablesWhereTheTokensAreTheSame) {
+  const tk::Vocab before = load("ggml-vocab-gpt-2.gguf");
+  tk::VocabSpec s = spec("ggml-vocab-gpt-2.gguf");
+  s.keys["tokenizer.ggml.eos_token_id"] = u32(198);
+  const tk::Vocab alone = tk::Vocab::load(s), shared = tk::Vocab::load(s, &before);
+  EXPECT_EQ(shared.impl().token_to_id.get(), before.impl().token_to_id.get());
+  EXPECT_EQ(shared.impl().merges.get(), before.impl().merges.get());
+  EXPECT_NE(alone.impl().token_to_id.get(), before.impl().token_to_id.get());
+  EXPECT_EQ(json(shared), json(alone));
+  EXPECT_EQ(shared.loaded().eos, 198);
+  EXPECT_EQ(shared.loaded().eog, (Ids{198, 50256}));
+  EXPECT_EQ(shared.tokenize("Hello world<|endoftext|>"), alone.tokenize("Hello world<|endoftext|>"));
+  EXPECT_EQ(shared.tokenize("Hello world<|endoftext|>"), (Ids{15496, 995, 50256}));
+
+  // One token's text changed (995, " world", is "Xworld"): nothing of `before` is taken but
+  // the merges, and the answers are those of the vocabulary loaded alone.
+  std::vector<std::string_view> texts(s.keys["tokenizer.ggml.tokens"].strings);
+  texts[995] = "Xworld";
+  s.keys["tokenizer.ggml.tokens"].strings = texts;
+  const tk::Vocab other = tk::Vocab::load(s, &before), other_alone = tk::Vocab::load(s);
+  EXPECT_NE(other.impl().token_to_id.get(), before.impl().token_to_id.get());
+  EXPECT_EQ(other.impl().merges.get(), before.impl().merges.get());
+  EXPECT_EQ(json(other), json(other_alone));
+  for (const char* text : {"Hello Xworld", "Hello world"}) EXPECT_EQ(other.tokenize(text), other_alone.tokenize(text)) << text;
+  EXPECT_NE(other.tokenize("Hello world"), before.tokenize("Hello world"));  // " world" is no longer 995
 }
 
 TEST(VocabLoaded, Phi3GivesEveryControlTokenRstripButUnkBosAndEndoftext) {

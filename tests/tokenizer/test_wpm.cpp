@@ -213,11 +213,13 @@ std::unique_ptr<tk::Vocab::Impl> t5(bool space_prefix, bool remove_extra, bool w
   auto v = std::make_unique<tk::Vocab::Impl>();
   v->type = tk::Kind::ugm;
   v->special_unk_id = 2;
+  auto index = std::make_shared<tk::TokenIndex>();
   for (const Tok& t : t5_tokens) {
-    v->token_to_id.add(t.text);
+    index->add(t.text);
     v->id_to_token.push_back({t.text, t.score, attr_of(t.type)});
   }
-  v->token_to_id.build();
+  index->build();
+  v->token_to_id = index;
   v->add_space_prefix = space_prefix, v->remove_extra_whitespaces = remove_extra;
   if (with_charsmap) v->precompiled_charsmap = t5_charsmap();
   return v;
@@ -383,9 +385,10 @@ std::unique_ptr<tk::Vocab::Impl> rwkv() {
   v->type = tk::Kind::rwkv;
   v->special_unk_id = -1;
   std::set<std::string> added;
+  auto index = std::make_shared<tk::TokenIndex>();
   auto add = [&](const std::string& t) {
     if (!added.insert(t).second) return;
-    v->token_to_id.add(t);
+    index->add(t);
     v->id_to_token.push_back({t, 0, tk::attr_normal});
   };
   for (const char* t : first) add(t);
@@ -394,7 +397,8 @@ std::unique_ptr<tk::Vocab::Impl> rwkv() {
     std::snprintf(esc, sizeof esc, "\\x%02x", b);
     add(esc);
   }
-  v->token_to_id.build();
+  index->build();
+  v->token_to_id = index;
   return v;
 }
 

@@ -37,6 +37,42 @@ struct Algorithm {
   virtual void tokenize(const std::string& text, std::vector<int32_t>& out) const = 0;
 };
 
+// The merges as read (each "first second", cut at a NUL as llama.cpp reads a C string),
+// made into ranks when a merge is first looked up: loading a vocabulary to answer what
+// llama.cpp makes of it (show, validate, every edit's check) hashes no 150,000 pairs.
+struct Merges {
+  std::string text;
+  std::vector<size_t> end;  // where each merge's text ends in `text`
+  // llama.cpp's bpe_ranks: a merge's rank by the texts of its two sides. Open addressing on a
+  // hash of the two texts, each slot that hash and the rank, the merge's own text confirming
+  // a match: built by reading the merges in order (no token looked up, no node a merge).
+  struct Ranks {
+    struct Slot {
+      uint64_t hash = 0;
+      int rank = -1;  // -1: empty
+    };
+    std::vector<Slot> slots;  // a power of two, at most half full
+    static uint64_t hash(std::string_view left, std::string_view right) {
+      const uint64_t l = std::hash<std::string_view>{}(left), r = std::hash<std::string_view>{}(right);
+      return (l * 0x9E3779B97F4A7C15ull) ^ (r + 0x7F4A7C15ull + (l >> 7));
+    }
+  };
+  const Ranks& ranks() const;  // made on the first call, from any thread
+  // Merge `rank`'s two sides as llama.cpp reads them: cut at the first space after the first
+  // byte (none: both empty).
+  std::pair<std::string_view, std::string_view> sides(size_t rank) const {
+    const size_t from = rank == 0 ? 0 : end[rank - 1];
+    const std::string_view word = std::string_view(text).substr(from, end[rank] - from);
+    const size_t pos = word.find(' ', 1);
+    if (pos == std::string_view::npos) return {};
+    return {word.substr(0, pos), word.substr(pos + 1)};
+  }
+
+ private:
+  mutable Ranks ranks_;
+  mutable std::once_flag once_;
+};
+
 struct Vocab::Impl {
   std::string tokenizer_model, tokenizer_pre;
   Kind type = Kind::spm;
@@ -56,40 +92,13 @@ struct Vocab::Impl {
   // BERT normalizer options (llama.cpp's normalizer_options), where the keys set them.
   bool bert_lowercase = true, bert_strip_accents = true, bert_handle_chinese_chars = true;
 
-  TokenIndex token_to_id;  // llama.cpp's map, by text and in its iteration order
+  std::shared_ptr<const TokenIndex> token_to_id = std::make_shared<TokenIndex>();  // llama.cpp's map, by text and in its iteration order
   std::vector<TokenData> id_to_token;
   std::vector<int32_t> cache_special_tokens;      // longest text first, as llama.cpp sorts them
-  // The merges as read (each "first second", cut at a NUL as llama.cpp reads a C string),
-  // made into ranks when a merge is first looked up: loading a vocabulary to answer what
-  // llama.cpp makes of it (show, validate, every edit's check) hashes no 150,000 pairs.
-  std::string merges_text;
-  std::vector<size_t> merges_end;  // where each merge's text ends in merges_text
-  // llama.cpp's bpe_ranks: a merge's rank by the texts of its two sides. Open addressing on a
-  // hash of the two texts, each slot that hash and the rank, the merge's own text confirming a
-  // match: built by reading the merges in order (no token looked up, no node a merge).
-  struct MergeRanks {
-    struct Slot {
-      uint64_t hash = 0;
-      int rank = -1;  // -1: empty
-    };
-    std::vector<Slot> slots;  // a power of two, at most half full
-    static uint64_t hash(std::string_view left, std::string_view right) {
-      const uint64_t l = std::hash<std::string_view>{}(left), r = std::hash<std::string_view>{}(right);
-      return (l * 0x9E3779B97F4A7C15ull) ^ (r + 0x7F4A7C15ull + (l >> 7));
-    }
-  };
-  // Merge `rank`'s two sides as llama.cpp reads them: cut at the first space after the first
-  // byte (none: both empty).
-  std::pair<std::string_view, std::string_view> merge_sides(size_t rank) const {
-    const size_t from = rank == 0 ? 0 : merges_end[rank - 1];
-    const std::string_view word = std::string_view(merges_text).substr(from, merges_end[rank] - from);
-    const size_t pos = word.find(' ', 1);
-    if (pos == std::string_view::npos) return {};
-    return {word.substr(0, pos), word.substr(pos + 1)};
-  }
-  mutable MergeRanks merge_ranks;
-  mutable std::once_flag ranks_once;
-  const MergeRanks& ranks() const;
+  // Shared with a vocabulary loaded before it that has the same tokens (or merges): two
+  // vocabularies that differ in a special id or a name (an edit's check, before and after)
+  // build them once.
+  std::shared_ptr<const Merges> merges = std::make_shared<Merges>();
   std::set<int32_t> special_eog_ids;
   std::vector<char> precompiled_charsmap;
   Loaded loaded;
@@ -100,20 +109,20 @@ struct Vocab::Impl {
   mutable std::unique_ptr<Algorithm> algorithm_;
 
   // llama.cpp's helpers the algorithms call.
-  int32_t text_to_token(std::string_view text) const { return token_to_id.find(text); }  // -1: none
+  int32_t text_to_token(std::string_view text) const { return token_to_id->find(text); }  // -1: none
   int32_t byte_to_token(uint8_t ch) const;  // -1: the vocabulary has no token for it
   int find_bpe_rank(std::string_view left, std::string_view right) const {
     // llama.cpp asserts that neither side holds a space (GGML_ASSERT: the process aborts), as
     // happens when a pre-tokenizer leaves spaces unescaped (the 'whitespace' name on a gpt2
     // vocabulary): refused here, since any ids would be invented.
     if (left.find(' ') != std::string_view::npos || right.find(' ') != std::string_view::npos) refuse_spaced_merge();
-    const MergeRanks& m = ranks();
-    const uint64_t h = MergeRanks::hash(left, right);
+    const Merges::Ranks& m = merges->ranks();
+    const uint64_t h = Merges::Ranks::hash(left, right);
     const size_t mask = m.slots.size() - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
-      const MergeRanks::Slot& slot = m.slots[i];
+      const Merges::Ranks::Slot& slot = m.slots[i];
       if (slot.rank < 0) return -1;
-      if (slot.hash == h && merge_sides(static_cast<size_t>(slot.rank)) == std::pair{left, right}) return slot.rank;
+      if (slot.hash == h && merges->sides(static_cast<size_t>(slot.rank)) == std::pair{left, right}) return slot.rank;
     }
   }
   [[noreturn]] static void refuse_spaced_merge() {

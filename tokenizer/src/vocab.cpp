@@ -56,22 +56,22 @@ uint32_t Vocab::attr(int32_t id) const {
 }
 const Loaded& Vocab::loaded() const { return impl_->loaded; }
 
-const Vocab::Impl::MergeRanks& Vocab::Impl::ranks() const {
-  std::call_once(ranks_once, [&] {
+const Merges::Ranks& Merges::ranks() const {
+  std::call_once(once_, [&] {
     size_t n = 16;
-    while (n < 2 * merges_end.size()) n *= 2;
-    std::vector<MergeRanks::Slot>& slots = merge_ranks.slots;
+    while (n < 2 * end.size()) n *= 2;
+    std::vector<Ranks::Slot>& slots = ranks_.slots;
     slots.assign(n, {});
-    for (size_t rank = 0; rank < merges_end.size(); ++rank) {
-      const auto sides = merge_sides(rank);
-      const uint64_t h = MergeRanks::hash(sides.first, sides.second);
+    for (size_t rank = 0; rank < end.size(); ++rank) {
+      const auto both = sides(rank);
+      const uint64_t h = Ranks::hash(both.first, both.second);
       size_t i = h & (n - 1);
       // the first of a repeated merge keeps its rank, as llama.cpp's emplace does
-      while (slots[i].rank >= 0 && !(slots[i].hash == h && merge_sides(static_cast<size_t>(slots[i].rank)) == sides)) i = (i + 1) & (n - 1);
+      while (slots[i].rank >= 0 && !(slots[i].hash == h && sides(static_cast<size_t>(slots[i].rank)) == both)) i = (i + 1) & (n - 1);
       if (slots[i].rank < 0) slots[i] = {h, static_cast<int>(rank)};
     }
   });
-  return merge_ranks;
+  return ranks_;
 }
 
 const Algorithm& Vocab::Impl::algorithm() const {
@@ -178,15 +178,51 @@ const KeyValue* array_of(const VocabSpec& s, const std::string& key, std::initia
 }
 
 // The merges as BPE ranks: "left right", split at the first space after the first byte.
-void read_merges(Vocab::Impl& v, const KeyValue& merges) {
+// Those of `like` when they are the same.
+void read_merges(Vocab::Impl& v, const KeyValue& merges, const Vocab::Impl* like) {
+  auto c_str = [](std::string_view word) { return word.substr(0, word.find('\0')); };  // as llama.cpp reads it
+  if (like && like->merges->end.size() == merges.strings.size()) {
+    const Merges& m = *like->merges;
+    bool same = true;
+    for (size_t i = 0, at = 0; i < m.end.size() && same; at = m.end[i++]) {
+      const std::string_view word = c_str(merges.strings[i]);
+      same = m.end[i] - at == word.size() && std::string_view(m.text).substr(at, word.size()) == word;
+    }
+    if (same) {
+      v.merges = like->merges;
+      return;
+    }
+  }
+  auto m = std::make_shared<Merges>();
   size_t bytes = 0;
   for (std::string_view w : merges.strings) bytes += w.size();
-  v.merges_text.reserve(bytes);
-  v.merges_end.reserve(merges.strings.size());
+  m->text.reserve(bytes);
+  m->end.reserve(merges.strings.size());
   for (std::string_view word : merges.strings) {
-    v.merges_text.append(word.substr(0, word.find('\0')));  // as llama.cpp reads it, a C string
-    v.merges_end.push_back(v.merges_text.size());
+    m->text.append(c_str(word));
+    m->end.push_back(m->text.size());
   }
+  v.merges = std::move(m);
+}
+
+// llama.cpp's token_to_id for the tokens' texts: that of `like` when its texts are the same.
+void index_tokens(Vocab::Impl& v, const Vocab::Impl* like) {
+  const size_t n = v.id_to_token.size();
+  if (like && like->token_to_id->size() == n) {
+    bool same = true;
+    for (size_t i = 0; i < n && same; ++i) same = like->token_to_id->key(static_cast<int32_t>(i)) == v.id_to_token[i].text;
+    if (same) {
+      v.token_to_id = like->token_to_id;
+      return;
+    }
+  }
+  auto index = std::make_shared<TokenIndex>();
+  size_t bytes = 0;
+  for (const TokenData& t : v.id_to_token) bytes += t.text.size();
+  index->reserve(n, bytes);
+  for (const TokenData& t : v.id_to_token) index->add(t.text);  // in id order, as llama.cpp fills it: so it iterates in the same order
+  index->build();
+  v.token_to_id = std::move(index);
 }
 
 bool is_c_space(char c) {  // isspace in the C locale
@@ -430,7 +466,8 @@ std::vector<int32_t> tokenize_impl(const Vocab::Impl& v, std::string_view raw, b
 
 }  // namespace
 
-Vocab Vocab::load(const VocabSpec& spec) {
+Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
+  const Impl* base = like ? like->impl_.get() : nullptr;
   auto vp = std::make_unique<Impl>();
   Impl& v = *vp;
   Loaded& L = v.loaded;
@@ -473,7 +510,7 @@ Vocab Vocab::load(const VocabSpec& spec) {
     // Kimi-K2 tokenizes without merges; every other BPE vocabulary needs them.
     if (!merges && !(tm != "gemma4" && v.tokenizer_pre == "kimi-k2"))
       throw Error("tokenizer.ggml.merges", "cannot find tokenizer merges in model file");
-    if (merges) read_merges(v, *array_of(spec, "tokenizer.ggml.merges", {ValueType::string}));
+    if (merges) read_merges(v, *array_of(spec, "tokenizer.ggml.merges", {ValueType::string}), base);
     if (tm == "gemma4") {
       v.special_bos_id = v.special_eos_id = null_id;
       v.tokenizer_pre = "gemma4";
@@ -545,17 +582,12 @@ Vocab Vocab::load(const VocabSpec& spec) {
                 format("Index out of array bounds for toktypes (%zu < %zu)", types->numbers.size(), n_tokens));
 
   v.id_to_token.resize(n_tokens);
-  v.token_to_id = TokenIndex{};  // filled as llama.cpp fills it: in id order, so it iterates in the same order
-  size_t token_bytes = 0;
-  for (size_t i = 0; i < n_tokens; ++i) token_bytes += tokens->strings[i].size();
-  v.token_to_id.reserve(n_tokens, token_bytes);
   for (size_t i = 0; i < n_tokens; ++i) {
     std::string word = c_string(tokens->strings[i]);
     if (word.empty()) {
       warn(format("empty token at index %zu", i));
       word = "[EMPTY_" + std::to_string(i) + "]";
     }
-    v.token_to_id.add(word);
     v.max_token_len = std::max(v.max_token_len, static_cast<int>(std::min<size_t>(word.size(), INT32_MAX)));
     TokenData& t = v.id_to_token[i];
     t.text = std::move(word);
@@ -575,17 +607,17 @@ Vocab Vocab::load(const VocabSpec& spec) {
       }
     }
   }
-  v.token_to_id.build();
+  index_tokens(v, base);
   // llama.cpp asserts one id per text: a repeated text aborts it.
-  if (v.token_to_id.distinct() != v.id_to_token.size())
+  if (v.token_to_id->distinct() != v.id_to_token.size())
     throw Error("tokenizer.ggml.tokens", format("%zu tokens but %zu distinct texts: llama.cpp's load asserts they are equal",
-                                                v.id_to_token.size(), v.token_to_id.distinct()));
+                                                v.id_to_token.size(), v.token_to_id->distinct()));
 
   // hybriddna: the k-mers after <oov> carry a marker that keeps their texts distinct; their
   // pieces are the bare sequence.
   if (tm == "hybriddna") {
     static const std::string marker = "\xee\x80\x80";
-    if (const int32_t oov = v.token_to_id.find("<oov>"); oov >= 0)
+    if (const int32_t oov = v.token_to_id->find("<oov>"); oov >= 0)
       for (size_t i = static_cast<size_t>(oov) + 1; i < v.id_to_token.size(); ++i) {
         std::string& text = v.id_to_token[i].text;
         if (text.size() > marker.size() && text.compare(text.size() - marker.size(), marker.size(), marker) == 0)
@@ -711,8 +743,8 @@ Vocab Vocab::load(const VocabSpec& spec) {
     }
   };
   std::vector<int32_t> eog_found;
-  for (const int32_t id : v.token_to_id.order()) {
-    const std::string_view text = v.token_to_id.key(id);
+  for (const int32_t id : v.token_to_id->order()) {
+    const std::string_view text = v.token_to_id->key(id);
     const bool listed = may_be_listed(text);
     if (listed)
       for (const ByText& b : by_text)
@@ -818,21 +850,21 @@ Vocab Vocab::load(const VocabSpec& spec) {
       a = on ? (a | attr) : (a & ~attr);
     };
     auto set_named = [&](const char* text, uint32_t attr, bool on) {
-      const int32_t id = v.token_to_id.find(text);
+      const int32_t id = v.token_to_id->find(text);
       if (id < 0)  // llama.cpp's token_to_id.at throws: the load fails
         throw Error("general.name", format("the vocabulary has no token '%s' (llama.cpp: _Map_base::at)", text));
       set_attr(id, attr, on);
     };
     if (contains_any(pre_name, {"jina-v2-de", "jina-v2-es", "jina-v2-code"}) ||
         contains_any(general_arch, {"nomic-bert-moe", "jina-bert-v3"})) {
-      if (v.token_to_id.find("<mask>") < 0) warn("Mask token is missing in vocab, please reconvert model!");
+      if (v.token_to_id->find("<mask>") < 0) warn("Mask token is missing in vocab, please reconvert model!");
       else set_named("<mask>", attr_lstrip, true);
     } else if (contains_any(model_name, {"phi-3", "phi3"})) {
       for (int32_t id : v.cache_special_tokens) set_attr(id, attr_rstrip, true);
       set_named("</s>", attr_rstrip, true);
       for (const char* t : {"<unk>", "<s>", "<|endoftext|>"}) set_named(t, attr_rstrip, false);
     } else if (contains_any(model_name, {"modern-bert"})) {
-      if (v.token_to_id.find("[MASK]") < 0) warn("Mask token missing in vocab!");
+      if (v.token_to_id->find("[MASK]") < 0) warn("Mask token missing in vocab!");
       else set_named("[MASK]", attr_lstrip, true);
     }
   }

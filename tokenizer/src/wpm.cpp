@@ -70,7 +70,7 @@ class Wpm final : public Algorithm {
  public:
   explicit Wpm(const Vocab::Impl& v) : v_(v) {
     // Every text text_to_token knows, with the id it gives.
-    for (const int32_t id : v.token_to_id.order()) trie_.insert(v.token_to_id.key(id), id);
+    for (const int32_t id : v.token_to_id->order()) trie_.insert(v.token_to_id->key(id), id);
   }
 
   void tokenize(const std::string& text, std::vector<int32_t>& out) const override {

@@ -13,13 +13,15 @@ namespace ggufkit {
 // The keys the tokenizer reads, as views of `m` (valid while `m` is).
 tokenizer::VocabSpec vocab_spec(const Model& m);
 // Loaded as llama.cpp loads it; `file` names the model in errors. nullopt when the model has
-// no tokenizer.ggml.model (no vocabulary at all: llama.cpp refuses such a model).
-std::optional<tokenizer::Vocab> load_vocab(const Model& m, const std::string& file = "");
+// no tokenizer.ggml.model (no vocabulary at all: llama.cpp refuses such a model). `like`: as
+// for tokenizer::Vocab::load, a vocabulary whose tables are shared where they are the same.
+std::optional<tokenizer::Vocab> load_vocab(const Model& m, const std::string& file = "", const tokenizer::Vocab* like = nullptr);
 
 // The same for the rule book, remembered: validate, the template rules and an edit's check
 // of the model before and after ask for the vocabulary up to four times, and a 150,000-token
 // one is worth loading once. The last two vocabularies asked for are kept (by a hash of
-// every key the load reads), and so is a refusal (rethrown). nullptr: no vocabulary.
+// every key the load reads), and so is a refusal (rethrown); a new one shares the newest's
+// tables of token texts and merges where they are the same. nullptr: no vocabulary.
 std::shared_ptr<const tokenizer::Vocab> rules_vocab(const Model& m);
 
 }  // namespace ggufkit

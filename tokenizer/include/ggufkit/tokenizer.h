@@ -86,7 +86,10 @@ struct Loaded {
 class Vocab {
  public:
   // Loads as llama.cpp's llama_vocab::load does; an Error where llama.cpp refuses the model.
-  static Vocab load(const VocabSpec& spec);
+  // `like`: a vocabulary loaded before, whose tables of token texts and merges are shared
+  // where the spec's are the same (an edit's check loads a vocabulary before and after a
+  // change of a special id: the second load builds neither); the result is the same.
+  static Vocab load(const VocabSpec& spec, const Vocab* like = nullptr);
   Vocab(Vocab&&) noexcept;
   Vocab& operator=(Vocab&&) noexcept;
   ~Vocab();
