@@ -8,6 +8,7 @@
 #
 #   bench/tokenize.sh BUILD_DIR NPM_DIR [RUNS]
 set -euo pipefail
+[ -n "${EPOCHREALTIME:-}" ] || { echo "bench/tokenize.sh needs bash 5 (EPOCHREALTIME) to time the runs" >&2; exit 1; }
 build=${1:-build} npm=${2:-$HOME/.cache/ggufkit-interop} runs=${3:-5}
 here=$(cd "$(dirname "$0")" && pwd)
 corpus=$here/../../shared/corpus
@@ -26,7 +27,8 @@ run() {
   local out=$1; shift
   local times=() rss=0 t
   for ((i = 0; i < runs; i++)); do
-    # the wall time to the microsecond (time's %e has hundredths: a tenth of a fast run)
+    # the wall time to the microsecond (time's %e has hundredths: a sixth of a fast run); it
+    # holds /usr/bin/time's own start, about a millisecond, on both sides
     local from=${EPOCHREALTIME//[.,]/}
     /usr/bin/time -o "$dir/time.txt" -f "%M" "$@" > "$out"
     local to=${EPOCHREALTIME//[.,]/}

@@ -309,7 +309,7 @@ class Bpe : public Algorithm {
   void session(const std::string& text, std::vector<int32_t>& out) const {
     const PreTokenizer::Words words = pre_->split(text);
     // a word seen before: where its ids are in `out` (the words are views of `words`)
-    std::unordered_map<std::string_view, std::pair<size_t, size_t>> seen;
+    std::unordered_map<std::string_view, std::pair<size_t, size_t>, SeededHash> seen;
     for (size_t w = 0; w < words.size(); ++w) {
       const std::string_view word = words[w];
       if (auto it = seen.find(word); it != seen.end()) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ggufkit/tokenizer.h"
+#include "hash.h"
 #include "token_index.h"
 
 namespace ggufkit::tokenizer {
@@ -52,10 +53,7 @@ struct Merges {
       int rank = -1;  // -1: empty
     };
     std::vector<Slot> slots;  // a power of two, at most half full
-    static uint64_t hash(std::string_view left, std::string_view right) {
-      const uint64_t l = std::hash<std::string_view>{}(left), r = std::hash<std::string_view>{}(right);
-      return (l * 0x9E3779B97F4A7C15ull) ^ (r + 0x7F4A7C15ull + (l >> 7));
-    }
+    static uint64_t hash(std::string_view left, std::string_view right) { return text_hash(left, right); }
   };
   const Ranks& ranks() const;  // made on the first call, from any thread
   // Merge `rank`'s two sides as llama.cpp reads them: cut at the first space after the first
@@ -92,13 +90,13 @@ struct Vocab::Impl {
   // BERT normalizer options (llama.cpp's normalizer_options), where the keys set them.
   bool bert_lowercase = true, bert_strip_accents = true, bert_handle_chinese_chars = true;
 
-  std::shared_ptr<const TokenIndex> token_to_id = std::make_shared<TokenIndex>();  // llama.cpp's map, by text and in its iteration order
-  std::vector<TokenData> id_to_token;
-  std::vector<int32_t> cache_special_tokens;      // longest text first, as llama.cpp sorts them
-  // Shared with a vocabulary loaded before it that has the same tokens (or merges): two
-  // vocabularies that differ in a special id or a name (an edit's check, before and after)
-  // build them once.
+  // llama.cpp's map (by text, and in its iteration order) and the merges: each shared with a
+  // vocabulary loaded before that has the same tokens, or merges, so two vocabularies that
+  // differ in a special id or a name (an edit's check, before and after) build them once.
+  std::shared_ptr<const TokenIndex> token_to_id = std::make_shared<TokenIndex>();
   std::shared_ptr<const Merges> merges = std::make_shared<Merges>();
+  std::vector<TokenData> id_to_token;
+  std::vector<int32_t> cache_special_tokens;  // longest text first, as llama.cpp sorts them
   std::set<int32_t> special_eog_ids;
   std::vector<char> precompiled_charsmap;
   Loaded loaded;

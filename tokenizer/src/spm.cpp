@@ -61,7 +61,7 @@ class Spm final : public Algorithm {
 
   void tokenize(const std::string& text, std::vector<int32_t>& out) const override {
     if (text.size() > static_cast<size_t>(INT32_MAX)) throw Error("", "a text of more than 2 GiB (llama.cpp's symbol index overflows)");
-    std::unordered_map<std::string, std::vector<int32_t>> seen;
+    std::unordered_map<std::string, std::vector<int32_t>, SeededHash, std::equal_to<>> seen;
     size_t start = 0;
     uint64_t prev = 0;
     std::string piece;

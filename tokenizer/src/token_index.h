@@ -36,19 +36,15 @@ class TokenIndex {
   int32_t find(std::string_view text) const;
   // Every distinct key's id, in token_to_id's iteration order.
   const std::vector<int32_t>& order() const { return order_; }
+  // The most slots a key's insert looked at: small for any keys (the slots are by a seeded hash).
+  size_t longest_probe() const { return longest_probe_; }
 
  private:
   std::string bytes_;
   std::vector<size_t> ends_;
-  std::vector<int32_t> slots_;  // open addressing by std::hash code: an id, or -1
+  std::vector<int32_t> slots_;  // open addressing by text_hash: an id, or -1
   std::vector<int32_t> order_;
-  size_t distinct_ = 0;
+  size_t distinct_ = 0, longest_probe_ = 0;
 };
-
-// The iteration order of a std::unordered_map (libstdc++, unique keys, max_load_factor 1)
-// into which keys with these std::hash codes were inserted one after another (`first_of[i]`:
-// the index of the first insert of the same key, i itself when new; a repeat adds no node).
-// The indices of the nodes, in order.
-std::vector<int32_t> unordered_map_order(const std::vector<size_t>& codes, const std::vector<int32_t>& first_of);
 
 }  // namespace ggufkit::tokenizer

@@ -177,8 +177,8 @@ const KeyValue* array_of(const VocabSpec& s, const std::string& key, std::initia
   return kv;
 }
 
-// The merges as BPE ranks: "left right", split at the first space after the first byte.
-// Those of `like` when they are the same.
+// The merges' texts, each cut at a NUL (Merges::ranks makes them ranks when first asked);
+// those of `like` when they are the same.
 void read_merges(Vocab::Impl& v, const KeyValue& merges, const Vocab::Impl* like) {
   auto c_str = [](std::string_view word) { return word.substr(0, word.find('\0')); };  // as llama.cpp reads it
   if (like && like->merges->end.size() == merges.strings.size()) {
@@ -567,7 +567,10 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
   const KeyValue* tokens = spec.find("tokenizer.ggml.tokens");
   if (!tokens) throw Error("tokenizer.ggml.tokens", "cannot find tokenizer vocab in model file");
   array_of(spec, "tokenizer.ggml.tokens", {ValueType::string});
-  const size_t n_tokens = std::min<size_t>(tokens->strings.size(), UINT32_MAX);
+  // llama.cpp's ids are int32_t: a count past that is refused, where llama.cpp would wrap.
+  if (tokens->strings.size() > static_cast<size_t>(INT32_MAX))
+    throw Error("tokenizer.ggml.tokens", format("%zu tokens: more than a token id (int32_t) can name", tokens->strings.size()));
+  const size_t n_tokens = tokens->strings.size();
   const KeyValue* scores = nullptr;
   if (const KeyValue* s = spec.find("tokenizer.ggml.scores")) {
     if (s->type != ValueType::array || (s->elem != ValueType::i32 && s->elem != ValueType::f32))
