@@ -1,0 +1,203 @@
+// The prompts a product renders are what a model reads: every corpus template with every test
+// conversation, rendered by ggufkit as `ggufkit template --render` does (render_prompt, with the
+// vocabulary's own bos and eos texts), must be jinja2's text (tests/template/render_oracle.py;
+// an error where jinja2 raises), and that text must tokenize with ggufkit to exactly the ids
+// llama.cpp's llama_tokenize gives it (add_special and parse_special on, as llama.cpp's chat
+// tools tokenize a prompt). Unlike the random texts of test_tokenize.cpp, these hold the real
+// special-token literals of real templates next to real text.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "ggufkit/jinja_render.h"
+#include "ggufkit/prompt.h"
+#include "ggufkit/scan.h"
+#include "ggufkit/vocab.h"
+#include "../helpers.h"
+#include "oracle.h"
+
+using namespace testing_helpers;
+namespace fs = std::filesystem;
+namespace jinja = ggufkit::jinja;
+
+namespace {
+
+const char* const kNow = "1795000000";  // strftime_now's clock on both sides, as in test_render.cpp
+constexpr size_t kShown = 5;            // mismatches printed in full
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::vector<std::string> sorted_files(const std::string& dir, const std::string& ext) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ext) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// render_prompt has no clock argument: it reads SOURCE_DATE_EPOCH (in UTC), set for the test.
+struct ScopedEnv {
+  std::string name;
+  std::optional<std::string> old;
+  ScopedEnv(const std::string& n, const char* value) : name(n) {
+    if (const char* o = std::getenv(n.c_str())) old = o;
+    setenv(n.c_str(), value, 1);
+  }
+  ~ScopedEnv() {
+    if (old) setenv(name.c_str(), old->c_str(), 1);
+    else unsetenv(name.c_str());
+  }
+};
+
+// jinja2's answers for every template x conversation, rendered with these bos and eos texts.
+// TZ=UTC: jinja2's strftime_now is local time, ggufkit's SOURCE_DATE_EPOCH clock is UTC.
+jinja::Value jinja2_answers(const std::vector<std::string>& templates, const std::vector<std::string>& convs,
+                            const std::string& bos, const std::string& eos) {
+  std::string job = "{\"templates\": [";
+  for (size_t i = 0; i < templates.size(); ++i) job += (i ? ", " : "") + jinja::to_json(jinja::Value::string(templates[i]));
+  job += "], \"conversations\": [";
+  for (size_t i = 0; i < convs.size(); ++i) job += (i ? ", " : "") + jinja::to_json(jinja::Value::string(convs[i]));
+  job += "], \"bos_token\": " + jinja::to_json(jinja::Value::string(bos)) + ", \"eos_token\": " +
+         jinja::to_json(jinja::Value::string(eos)) + ", \"now\": " + kNow + "}";
+  const std::string job_path = temp_path("chat-job.json"), out_path = temp_path("chat-oracle.json");
+  write_file_bytes(job_path, std::vector<uint8_t>(job.begin(), job.end()));
+  const std::string cmd = "TZ=UTC python3 " + std::string(GGUFKIT_SOURCE) + "/tests/template/render_oracle.py < " + job_path +
+                          " > " + out_path;
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("render_oracle.py failed: " + cmd);
+  return jinja::from_json(slurp(out_path));
+}
+
+struct Prompt {
+  std::string name;  // template x conversation
+  std::string text;  // ggufkit's render
+};
+
+struct Counts {
+  size_t rendered = 0, both_raised = 0, compared = 0, tokens = 0;
+};
+
+Counts expect_llama_cpps_ids(const std::string& vocab_file) {
+  Counts n;
+  const std::vector<std::string> templates = sorted_files(corpus("templates"), ".jinja");
+  const std::vector<std::string> convs = sorted_files(std::string(GGUFKIT_SOURCE) + "/tests/template/conversations", ".json");
+  EXPECT_EQ(templates.size() * convs.size(), 42u * 8u) << "a new template or conversation: update the counts below";
+
+  const ggufkit::Scanned s = ggufkit::scan_file(vocab_file);
+  const std::optional<ggufkit::tokenizer::Vocab> v = ggufkit::load_vocab(s.model, vocab_file);
+  if (!v) {
+    ADD_FAILURE() << vocab_file << " has no vocabulary";
+    return n;
+  }
+  const std::string bos(v->text(v->loaded().bos)), eos(v->text(v->loaded().eos));
+  const jinja::Value want = jinja2_answers(templates, convs, bos, eos);
+  if (want.list->size() != templates.size() * convs.size()) {
+    ADD_FAILURE() << "render_oracle.py gave " << want.list->size() << " answers";
+    return n;
+  }
+
+  // Render every pair with ggufkit, as the product does, against jinja2.
+  std::vector<Prompt> prompts;
+  size_t render_mismatches = 0;
+  {
+    ScopedEnv epoch("SOURCE_DATE_EPOCH", kNow);
+    for (size_t t = 0; t < templates.size(); ++t) {
+      const std::string source = slurp(templates[t]);
+      for (size_t c = 0; c < convs.size(); ++c) {
+        const jinja::Value& w = (*want.list)[t * convs.size() + c];
+        const bool want_ok = w.dict->find("ok")->i != 0;
+        const std::string name = fs::path(templates[t]).stem().string() + " x " + fs::path(convs[c]).stem().string();
+        std::optional<std::string> got;
+        std::string error;
+        try {
+          got = ggufkit::render_prompt(templates[t], "tokenizer.chat_template", source, s.model, ggufkit::read_conversation(convs[c]));
+        } catch (const std::exception& e) {
+          error = e.what();
+        }
+        if (!want_ok && !got) {
+          ++n.both_raised;
+          continue;
+        }
+        if (want_ok && got && *got == w.dict->find("text")->s.str()) {
+          ++n.rendered;
+          prompts.push_back({name, *got});
+          continue;
+        }
+        if (++render_mismatches <= kShown)
+          ADD_FAILURE() << name << ": "
+                        << (want_ok && got ? "jinja2 \"" + oracle::escaped(w.dict->find("text")->s.str()) + "\"\n  ggufkit \"" + oracle::escaped(*got) + "\""
+                            : want_ok      ? "jinja2 renders, ggufkit raises: " + error
+                                           : "jinja2 raises (" + w.dict->find("error")->s.str() + "), ggufkit renders");
+      }
+    }
+  }
+  EXPECT_EQ(render_mismatches, 0u) << "pairs where ggufkit's render is not jinja2's";
+
+  // One oracle process for all the prompts of this vocabulary.
+  std::vector<oracle::Request> reqs;
+  for (const Prompt& p : prompts) reqs.push_back({true, true, p.text});
+  const oracle::Run run = oracle::tokenize(vocab_file, reqs);
+  if (run.refused) {
+    ADD_FAILURE() << "llama.cpp refuses " << vocab_file;
+    return n;
+  }
+  EXPECT_EQ(run.status, "") << "the oracle failed on " << vocab_file;
+  size_t differ = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const oracle::Answer& a = run.answers[i];
+    std::vector<int32_t> got;
+    std::string threw;
+    try {
+      got = v->tokenize(prompts[i].text, /*add_special=*/true, /*parse_special=*/true);
+    } catch (const std::exception& e) {
+      threw = e.what();
+    }
+    ++n.compared;
+    n.tokens += a.ids.size();
+    if (a.error.empty() && threw.empty() && got == a.ids) continue;
+    if (++differ <= kShown)
+      ADD_FAILURE() << prompts[i].name << " on " << vocab_file << ", " << prompts[i].text.size() << " bytes: \""
+                    << oracle::escaped(prompts[i].text) << "\"\n  llama.cpp (" << a.ids.size()
+                    << "): " << (a.error.empty() ? oracle::ids_text(a.ids) : a.error) << "\n  ggufkit   (" << got.size()
+                    << "): " << (threw.empty() ? oracle::ids_text(got) : "threw: " + threw);
+  }
+  EXPECT_EQ(differ, 0u) << "prompts whose ids differ, of " << n.compared;
+  std::printf("[ compared ] %s: %zu pairs, %zu rendered, %zu raise in both, %zu prompts tokenized the same, %zu tokens\n",
+              vocab_file.c_str(), templates.size() * convs.size(), n.rendered, n.both_raised, n.compared - differ, n.tokens);
+  return n;
+}
+
+class ChatTokens : public testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!oracle::available(why)) GTEST_SKIP() << "the oracle cannot run: " << why;
+  }
+};
+
+// The counts are those of the corpus (42 templates x 8 conversations, fixed at one upstream
+// commit of llama.cpp's models/templates): a new template or conversation changes them. 18
+// pairs raise in jinja2 on purpose (a system role refused, tools needed, ...), in both
+// vocabularies alike: no template branches on the bos or eos text.
+TEST_F(ChatTokens, TinyLlamaPromptsTokenizeToLlamaCppsIds) {
+  const Counts n = expect_llama_cpps_ids(corpus("splits/tiny-llama.gguf"));
+  EXPECT_EQ(n.compared + n.both_raised, 42u * 8u);
+  EXPECT_EQ(n.compared, 318u);
+  EXPECT_EQ(n.both_raised, 18u);
+}
+
+TEST_F(ChatTokens, Phi3PromptsTokenizeToLlamaCppsIds) {
+  const Counts n = expect_llama_cpps_ids(corpus("vocab/ggml-vocab-phi-3.gguf"));
+  EXPECT_EQ(n.compared + n.both_raised, 42u * 8u);
+  EXPECT_EQ(n.compared, 318u);
+  EXPECT_EQ(n.both_raised, 18u);
+}
+
+}  // namespace
