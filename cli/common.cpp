@@ -169,4 +169,51 @@ void print_map(const Layout& L, uint64_t file_size, bool json, bool header_only)
 }
 
 
+std::string fix_text(const Finding& f, const std::string& file) {
+  static const std::string placeholder = "ggufkit edit FILE ";
+  if (!f.fix.starts_with(placeholder)) return f.fix;
+  const bool plain = !file.empty() && file.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./,+@%:") == std::string::npos;
+  std::string q = "'";
+  for (char c : file) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return "ggufkit edit " + (plain ? file : q + "'") + " " + f.fix.substr(placeholder.size());
+}
+
+void finding_extras_json(JsonOut& j, const Finding& f, const std::string& file) {
+  if (!f.ids.empty())
+    j.key("ids").array([&] {
+      for (int32_t id : f.ids) j.num(id);
+    });
+  if (!f.fix.empty()) j.key("fix").str(fix_text(f, file));
+}
+
+// A piece quoted for a terminal: JSON's escapes, and \xNN for bytes that are not UTF-8 (a
+// byte token's piece is often half a character).
+std::string piece_quoted(const std::string& piece) {
+  if (is_valid_utf8(piece)) return json_string(piece);
+  std::string r = "\"";
+  static const char* hex = "0123456789abcdef";
+  for (unsigned char c : piece) {
+    if (c == '"' || c == '\\') r += '\\', r += static_cast<char>(c);
+    else if (c >= 0x20 && c < 0x7f) r += static_cast<char>(c);
+    else r += "\\x", r += hex[c >> 4], r += hex[c & 15];
+  }
+  return r + "\"";
+}
+
+void piece_json(JsonOut& j, const std::string& piece) {
+  if (is_valid_utf8(piece)) j.str(piece);
+  else j.object([&] { j.key("hex").str(hex_text(piece)); });
+}
+
+
+std::string token_lines(const std::vector<ChatToken>& tokens) {
+  std::string out;
+  char id[16];
+  for (const ChatToken& t : tokens) {
+    std::snprintf(id, sizeof id, "%8d", t.id);
+    out += std::string(id) + " -> " + piece_quoted(t.piece) + (t.special.empty() ? "" : "  (" + std::string(t.special) + ")") + "\n";
+  }
+  return out;
+}
+
 }  // namespace ggufkit::cli

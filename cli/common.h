@@ -42,6 +42,20 @@ void value_json(std::ostream& out, const Value& v);  // written as it is made: a
 
 // "ggufkit: note: FILE: MESSAGE" on standard error: the library's notes, and the command line's.
 void print_note(const std::string& file, const std::string& message);
+// A finding's fix as one can paste it: the rule book writes FILE for the model, here the
+// path, quoted for a shell where it needs it. Empty when it has none.
+std::string fix_text(const Finding& f, const std::string& file);
+class JsonOut;
+// A token's piece quoted for a terminal: JSON's escapes, and \xNN for bytes that are not
+// UTF-8 (a byte token's piece is often half a character).
+std::string piece_quoted(const std::string& piece);
+// In JSON: a string, or {"hex": "..."} when it is not UTF-8.
+void piece_json(JsonOut& j, const std::string& piece);
+// Tokens one a line, as tokenize prints them, llama.cpp's special ones marked:
+//    32010 -> "<|user|>"  (control)
+std::string token_lines(const std::vector<ChatToken>& tokens);
+// A finding's token ids and fix in JSON ("ids": [...], "fix": "..."), where it has them.
+void finding_extras_json(JsonOut& j, const Finding& f, const std::string& file);
 
 // The options of every command that writes a model. Once the library starts writing,
 // signals that would kill a write half-way instead stop it cleanly.
@@ -52,7 +66,6 @@ void terminal_progress(WriteOptions& w);
 
 // The span map: text with a closing total, or the documented JSON.
 void print_map(const Layout& L, uint64_t file_size, bool json, bool header_only = false);
-class JsonOut;
 void map_json(JsonOut& j, const Layout& L, uint64_t file_size);  // the JSON map as one value
 
 }  // namespace ggufkit::cli

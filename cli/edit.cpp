@@ -48,11 +48,42 @@ void change_json(JsonOut& j, const Change& c) {
 
 // edit --dry-run --render: the prompt under the old template and tokens and under the new,
 // then a unified diff of them.
-void print_prompts(const std::string& before, const std::string& after) {
+// With --tokens, the tokens of each and their diff, a token a line.
+void print_prompts(const EditReport& r) {
+  const std::string &before = *r.prompt_before, &after = *r.prompt_after;
   auto shown = [](const std::string& s) { return s.empty() || s.back() != '\n' ? s + "\n" : s; };
   std::printf("== the prompt before the edit ==\n%s== the prompt after the edit ==\n%s", shown(before).c_str(), shown(after).c_str());
   const std::string diff = unified_diff(before, after, "prompt before", "prompt after");
   std::printf("== diff ==\n%s", diff.empty() ? "the prompt is the same, byte for byte\n" : diff.c_str());
+  if (!r.tokens_before && !r.tokens_after) return;
+  auto lines = [](const std::optional<std::vector<ChatToken>>& t) { return t ? token_lines(*t) : std::string("[no tokens: the template fails]\n"); };
+  std::printf("== the tokens before the edit (llama.cpp's chat path) ==\n%s== the tokens after the edit ==\n%s", lines(r.tokens_before).c_str(),
+              lines(r.tokens_after).c_str());
+  const std::string tdiff = unified_diff(lines(r.tokens_before), lines(r.tokens_after), "tokens before", "tokens after");
+  std::printf("== token diff ==\n%s", tdiff.empty() ? "the tokens are the same\n" : tdiff.c_str());
+}
+
+// The same in JSON: "prompt": {"before", "after", "diff", "tokens": {"before": [ids], "after": [ids], "diff"}}.
+void prompts_json(JsonOut& j, const EditReport& r) {
+  j.key("prompt").object([&] {
+    j.key("before").str(*r.prompt_before).key("after").str(*r.prompt_after);
+    j.key("diff").str(unified_diff(*r.prompt_before, *r.prompt_after, "prompt before", "prompt after"));
+    if (!r.tokens_before && !r.tokens_after) return;
+    j.key("tokens").object([&] {
+      auto ids = [&](const std::optional<std::vector<ChatToken>>& t) {
+        if (!t) return void(j.null());
+        j.array([&] {
+          for (const ChatToken& c : *t) j.num(c.id);
+        });
+      };
+      j.key("before");
+      ids(r.tokens_before);
+      j.key("after");
+      ids(r.tokens_after);
+      auto lines = [](const std::optional<std::vector<ChatToken>>& t) { return t ? token_lines(*t) : std::string(); };
+      j.key("diff").str(unified_diff(lines(r.tokens_before), lines(r.tokens_after), "tokens before", "tokens after"));
+    });
+  });
 }
 
 const char* order_name(ByteOrder o) { return o == ByteOrder::big ? "big-endian" : "little-endian"; }
@@ -93,7 +124,7 @@ void print_set(const EditRequest& req, const EditReport& r) {
                 r.every_shard ? "every shard would be written" : "shard 1 alone would be written");
     for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());
     if (!where.empty() && !r.every_shard) std::printf("would write %s\n", where.c_str());
-    if (r.prompt_before) print_prompts(*r.prompt_before, *r.prompt_after);
+    if (r.prompt_before) print_prompts(r);
     return;
   }
   for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());
@@ -137,11 +168,7 @@ void print_file(const EditRequest& req, const EditReport& r, bool json) {
         changes_json(j, r.changes);
         j.key("data_offset").object([&] { j.key("before").num(r.data_offset_before).key("after").num(r.data_offset_after); });
         j.key("file_size").object([&] { j.key("before").num(r.file_size_before).key("after").num(r.file_size_after); });
-        if (r.prompt_before)
-          j.key("prompt").object([&] {
-            j.key("before").str(*r.prompt_before).key("after").str(*r.prompt_after);
-            j.key("diff").str(unified_diff(*r.prompt_before, *r.prompt_after, "prompt before", "prompt after"));
-          });
+        if (r.prompt_before) prompts_json(j, r);
       });
       return;
     }
@@ -154,7 +181,7 @@ void print_file(const EditRequest& req, const EditReport& r, bool json) {
     std::printf("data start  %llu -> %llu\nfile size   %llu -> %llu\n", static_cast<unsigned long long>(r.data_offset_before),
                 static_cast<unsigned long long>(r.data_offset_after), static_cast<unsigned long long>(r.file_size_before),
                 static_cast<unsigned long long>(r.file_size_after));
-    if (r.prompt_before) print_prompts(*r.prompt_before, *r.prompt_after);
+    if (r.prompt_before) print_prompts(r);
     return;
   }
   if (r.written == Written::header) {
@@ -214,7 +241,9 @@ int run_edit(EditRequest& req, bool json) {
     const std::string code(code_name(f.code));
     if (f.code == Code::template_syntax && f.severity == Severity::error)
       print_note(req.input, "written anyway (--no-template-check): " + f.message);
-    else if (f.severity != Severity::error) print_note(req.input, "warning [" + code + "] " + f.message);
+    else if (f.severity != Severity::error)
+      print_note(req.input, std::string(severity_name(f.severity)) + " [" + code + "] " + f.message +
+                                (f.fix.empty() ? "" : " (fix: " + fix_text(f, req.output.empty() ? req.input : req.output) + ")"));
     else print_note(req.input, "written anyway (--allow-broken): [" + code + "] " + f.message);
   };
   terminal_progress(req.write);
@@ -315,7 +344,10 @@ int cmd_edit(const std::vector<std::string>& args) {
       "render", po::value<std::string>(),
       "with --dry-run: print the prompt the conversation in this JSON file gets under the old template and tokens "
       "and under the new, and a unified diff (see 'ggufkit template --help')")(
-      "add-generation-prompt", po::bool_switch(), "with --render: end the prompts with the assistant's turn opening");
+      "add-generation-prompt", po::bool_switch(), "with --render: end the prompts with the assistant's turn opening")(
+      "tokens", po::bool_switch(),
+      "with --render: also the prompts' tokens as llama.cpp's chat path feeds them, before and after, and their diff "
+      "a token a line (see 'ggufkit template --help')");
   add_output_options(desc);
   po::positional_options_description pos;
   pos.add("file", 1);
@@ -341,9 +373,11 @@ int cmd_edit(const std::vector<std::string>& args) {
   if (vm->count("render")) {
     if (!job.dry_run) throw_usage("--render shows the prompts of a dry run: add --dry-run");
     job.conversation = read_conversation((*vm)["render"].as<std::string>());
+    job.prompt_tokens = (*vm)["tokens"].as<bool>();
     if ((*vm)["add-generation-prompt"].as<bool>())
       job.conversation->dict->set(jinja::Value::string("add_generation_prompt"), jinja::Value::boolean(true));
   }
+  if ((*vm)["tokens"].as<bool>() && !vm->count("render")) throw_usage("--tokens shows the tokens of the prompts --render gives: add --render CONV.json");
   if (vm->count("patch")) job.patch = read_patch((*vm)["patch"].as<std::string>());
   auto pair = [](const std::string& s, const char* opt) {
     auto eq = s.find('=');

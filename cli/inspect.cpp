@@ -797,15 +797,18 @@ int cmd_validate(const std::vector<std::string>& args) {
                 if (f.offset) j.num(*f.offset);
                 else j.null();
                 j.key("message").str(f.message);
+                finding_extras_json(j, f, where);
               });
           },
           JsonOut::lines);
     });
   } else {
     const bool many = v.per_file;
-    for (const auto& [where, f] : fs)
+    for (const auto& [where, f] : fs) {
       std::printf("%s%s %s%s: %s\n", many ? (where + ": ").c_str() : "", severity_name(f.severity).data(), code_name(f.code).data(),
                   f.offset ? (" at byte " + std::to_string(*f.offset)).c_str() : "", f.message.c_str());
+      if (!f.fix.empty()) std::printf("  fix: %s\n", fix_text(f, where).c_str());
+    }
     if (files.size() > 1) std::printf("shard set: %zu files\n", files.size());
     std::printf("%s: %zu errors, %zu warnings\n", file.c_str(), errors, warnings);
   }

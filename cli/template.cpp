@@ -3,14 +3,53 @@
 #include <cstring>
 #include <iostream>
 
+#include "ggufkit/chat.h"
 #include "ggufkit/error.h"
 #include "ggufkit/prompt.h"
 #include "ggufkit/text.h"
+#include "ggufkit/vocab.h"
 #include "commands.h"
 #include "common.h"
 #include "json.h"
 
 namespace ggufkit::cli {
+
+namespace {
+
+// template --render --tokens: the prompt's tokens on llama.cpp's chat path.
+int print_tokens(const std::string& file, const Model& m, const std::string& prompt, bool ids, bool json) {
+  std::optional<tokenizer::Vocab> v = load_vocab(m, file);
+  if (!v) throw Error(Error::Kind::format, file, std::nullopt, "tokenizer.ggml.model", "the file has no vocabulary to tokenize with");
+  std::vector<ChatToken> tokens;
+  try {
+    tokens = chat_tokens(*v, prompt);
+  } catch (const tokenizer::Error& e) {
+    throw Error(Error::Kind::format, file, std::nullopt, e.key, e.what());
+  }
+  if (ids) {
+    std::string line;
+    for (const ChatToken& t : tokens) line += (line.empty() ? "" : " ") + std::to_string(t.id);
+    std::printf("%s\n", line.c_str());
+  } else if (json) {
+    JsonOut j(std::cout);
+    j.object([&] {
+      j.key("prompt").str(prompt).key("text").str(std::string(chat_text(*v, prompt)));
+      j.key("tokens").array([&] {
+        for (const ChatToken& t : tokens)
+          j.object([&] {
+            j.key("id").num(t.id).key("piece");
+            piece_json(j, t.piece);
+            j.key("special").str(std::string(t.special));
+          });
+      }, JsonOut::lines);
+    });
+  } else {
+    std::fwrite(token_lines(tokens).data(), 1, token_lines(tokens).size(), stdout);
+  }
+  return 0;
+}
+
+}  // namespace
 
 int cmd_template(const std::vector<std::string>& args) {
   po::options_description desc("options");
@@ -19,13 +58,18 @@ int cmd_template(const std::vector<std::string>& args) {
       "list", po::bool_switch(), "name the templates the file has, with their sizes")(
       "render", po::value<std::string>(), "print the prompt the template gives for the conversation in this JSON file (- for standard input)")(
       "add-generation-prompt", po::bool_switch(), "with --render: end the prompt with the assistant's turn opening")(
-      "json", po::bool_switch(), "with --list: {\"templates\": [{\"name\", \"key\", \"bytes\"}]}; with --render: {\"prompt\": \"...\"}")(
+      "tokens", po::bool_switch(), "with --render: the ids llama.cpp's chat path feeds the model instead, one token a line")(
+      "ids", po::bool_switch(), "with --tokens: the ids alone, on one line, separated by single spaces")(
+      "json", po::bool_switch(),
+      "with --list: {\"templates\": [{\"name\", \"key\", \"bytes\"}]}; with --render: {\"prompt\": \"...\"}, and with "
+      "--tokens {\"prompt\", \"text\", \"tokens\": [{\"id\", \"piece\", \"special\"}]}")(
       "shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos,
                   "usage: ggufkit template FILE [--name NAME] [--list]\n"
-                  "       ggufkit template FILE --render CONV.json [--add-generation-prompt] [--name NAME] [--json]\n\n"
+                  "       ggufkit template FILE --render CONV.json [--add-generation-prompt] [--name NAME] [--json]\n"
+                  "       ggufkit template FILE --render CONV.json --tokens [--ids | --json]\n\n"
                   "Prints a chat template exactly as the file stores it, byte for byte, with no\n"
                   "newline added: tokenizer.chat_template, or tokenizer.chat_template.NAME with\n"
                   "--name NAME. --list names the templates the file has.\n\n"
@@ -36,7 +80,14 @@ int cmd_template(const std::vector<std::string>& args) {
                   "bos_token and eos_token are the file's. For example:\n"
                   "  {\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"},\n"
                   "                {\"role\": \"user\", \"content\": \"Hello!\"}]}\n"
-                  "A template that raises (raise_exception) or fails exits 1 with its line.");
+                  "A template that raises (raise_exception) or fails exits 1 with its line.\n\n"
+                  "--tokens prints the ids llama.cpp's chat path (llama-server, llama-cli) feeds the\n"
+                  "model for that prompt: a leading BOS text dropped when the vocabulary adds BOS, a\n"
+                  "trailing EOS text when it adds EOS (as common/chat.cpp does), then tokenized with\n"
+                  "special tokens added and parsed. One token a line, llama.cpp's special ones marked:\n"
+                  "       1 -> \"<s>\"  (control)\n"
+                  "   32010 -> \"<|user|>\"  (control)\n"
+                  "The text is the prompt as transformers renders it; the tokens are llama.cpp's.");
   if (!vm) return 0;
   const std::string file = (*vm)["file"].as<std::string>();
   Scanned s = load_model(file, (*vm)["shard-only"].as<bool>()).s;
@@ -72,6 +123,8 @@ int cmd_template(const std::vector<std::string>& args) {
       jinja::Value conv = read_conversation((*vm)["render"].as<std::string>());
       if ((*vm)["add-generation-prompt"].as<bool>()) conv.dict->set(jinja::Value::string("add_generation_prompt"), jinja::Value::boolean(true));
       const std::string prompt = render_prompt(file, kv->key, kv->value.str, s.model, conv);
+      if ((*vm)["tokens"].as<bool>()) return print_tokens(file, s.model, prompt, (*vm)["ids"].as<bool>(), (*vm)["json"].as<bool>());
+      if ((*vm)["ids"].as<bool>()) throw_usage("--ids prints the tokens' ids: add --tokens");
       if ((*vm)["json"].as<bool>()) {
         JsonOut j(std::cout);
         j.object([&] { j.key("prompt").str(prompt); });

@@ -48,25 +48,6 @@ std::string read_all(const std::string& path) {
   return s.str();
 }
 
-// A piece quoted for a terminal: JSON's escapes, and \xNN for bytes that are not UTF-8 (a
-// byte token's piece is often half a character).
-std::string quoted(const std::string& piece) {
-  if (is_valid_utf8(piece)) return json_string(piece);
-  std::string r = "\"";
-  static const char* hex = "0123456789abcdef";
-  for (unsigned char c : piece) {
-    if (c == '"' || c == '\\') r += '\\', r += static_cast<char>(c);
-    else if (c >= 0x20 && c < 0x7f) r += static_cast<char>(c);
-    else r += "\\x", r += hex[c >> 4], r += hex[c & 15];
-  }
-  return r + "\"";
-}
-
-void piece_json(JsonOut& j, const std::string& piece) {
-  if (is_valid_utf8(piece)) j.str(piece);
-  else j.object([&] { j.key("hex").str(hex_text(piece)); });
-}
-
 }  // namespace
 
 int cmd_tokenize(const std::vector<std::string>& args) {
@@ -122,7 +103,7 @@ int cmd_tokenize(const std::vector<std::string>& args) {
       }, JsonOut::lines);
     });
   } else {
-    for (int32_t id : ids) std::printf("%8d -> %s\n", id, quoted(vocab.piece(id)).c_str());
+    for (int32_t id : ids) std::printf("%8d -> %s\n", id, piece_quoted(vocab.piece(id)).c_str());
   }
   return 0;
 }

@@ -20,7 +20,7 @@ using namespace testing_helpers;
 TEST(RuleTable, OneRowPerCodeWithUniqueNamesThatRoundTrip) {
   const size_t codes = static_cast<size_t>(Code::tensor_in_two_shards) + 1;
   ASSERT_EQ(rules().size(), codes);
-  EXPECT_EQ(codes, 40u);
+  EXPECT_EQ(codes, 43u);
   std::set<std::string_view> names;
   for (size_t i = 0; i < codes; ++i) {
     const Rule& r = rules()[i];
@@ -31,7 +31,9 @@ TEST(RuleTable, OneRowPerCodeWithUniqueNamesThatRoundTrip) {
     EXPECT_EQ(&rule_of(r.code), &r);
   }
   EXPECT_EQ(code_name(Code::token_id), "token_id");
-  EXPECT_EQ(code_name(Code::template_end_of_turn), "template_end_of_turn");
+  EXPECT_EQ(code_name(Code::turn_end_not_eog), "turn_end_not_eog");
+  EXPECT_EQ(rule_of(Code::double_bos_unstripped).severity, Severity::info);
+  EXPECT_EQ(rule_of(Code::unknown_pre_tokenizer).severity, Severity::error);
   EXPECT_EQ(code_named("split_keys_in_single_file"), Code::split_keys_in_single_file);
   EXPECT_EQ(code_named("token-id"), std::nullopt);
   EXPECT_EQ(rule_of(Code::alignment).severity, Severity::info);
@@ -40,7 +42,7 @@ TEST(RuleTable, OneRowPerCodeWithUniqueNamesThatRoundTrip) {
   EXPECT_EQ(rule_of(Code::missing_shard).severity, Severity::error);
   EXPECT_EQ(severity_name(Severity::info), "info");
   // A finding takes its rule's severity.
-  EXPECT_EQ(finding(Code::template_token, std::nullopt, "m").severity, Severity::warning);
+  EXPECT_EQ(finding(Code::template_literal_split, std::nullopt, "m").severity, Severity::warning);
 }
 
 TEST(RuleTable, ASetFaultBecomesTheFindingOfItsRule) {
@@ -67,8 +69,8 @@ TEST(NewFindings, ComparesByCodeAndPlaceNotByMessage) {
   EXPECT_EQ(code[0].code, Code::bool_value);
   // One key, another item (a template's literal): new.
   const std::string t = "tokenizer.chat_template";
-  EXPECT_EQ(new_findings({finding(Code::template_token, std::nullopt, "a", Place::key(t, "<|a|>"))},
-                         {finding(Code::template_token, std::nullopt, "b", Place::key(t, "<|b|>"))}).size(), 1u);
+  EXPECT_EQ(new_findings({finding(Code::template_literal_split, std::nullopt, "a", Place::key(t, "<|a|>"))},
+                         {finding(Code::template_literal_split, std::nullopt, "b", Place::key(t, "<|b|>"))}).size(), 1u);
   // A key the edit touched is held to its check's rules, whatever the source had.
   EXPECT_EQ(new_findings(was, {finding(Code::token_id, 20, "m", Place::key(eos))}, {{eos, KeyCheck::token_id}}).size(), 1u);
   EXPECT_TRUE(new_findings(was, {finding(Code::token_id, 20, "m", Place::key(eos))}, {{eos, KeyCheck::template_}}).empty());
@@ -177,26 +179,32 @@ TEST(KeyChecks, AnEditThatSetsABrokenTokenIdAgainIsRefused) {
 // Issue 28: the rule book asks the tokenizer, which loads the vocabulary as llama.cpp does;
 // a pre-tokenizer name llama.cpp does not know makes it refuse the model, and an edit that
 // would write one is refused before anything is written.
+// Issue 29: an unknown tokenizer.ggml.pre is its own finding, unknown_pre_tokenizer, an
+// error (llama.cpp refuses the model), at the key's value, with the names that would do.
 TEST(VocabRefused, AnUnknownPreTokenizerIsTheErrorLlamaCppRefusesTheModelWith) {
   const std::string gpt2 = corpus("vocab/ggml-vocab-gpt-2.gguf");
   Scanned s = scan_file(gpt2);
   std::vector<Finding> clean = check_model(s.model, s.layout, false);
-  EXPECT_TRUE(std::none_of(clean.begin(), clean.end(), [](const Finding& f) { return f.code == Code::vocab_refused; }));
+  auto is_pre = [](const Finding& f) { return f.code == Code::unknown_pre_tokenizer || f.code == Code::vocab_refused; };
+  EXPECT_TRUE(std::none_of(clean.begin(), clean.end(), is_pre));
   size_t at = 0;
   while (s.model.metadata.key(at) != "tokenizer.ggml.pre") ++at;
   const uint64_t value_at = *s.model.metadata.value_offset(at);
   s.model.metadata.edit(at).value = Value::of_string("no-such-pre");
   std::vector<Finding> found = check_model(s.model, s.layout, false);
-  auto it = std::find_if(found.begin(), found.end(), [](const Finding& f) { return f.code == Code::vocab_refused; });
-  ASSERT_NE(it, found.end());
+  ASSERT_EQ(std::count_if(found.begin(), found.end(), is_pre), 1);
+  auto it = std::find_if(found.begin(), found.end(), is_pre);
+  EXPECT_EQ(it->code, Code::unknown_pre_tokenizer);
   EXPECT_EQ(it->severity, Severity::error);
   EXPECT_EQ(it->place.name, "tokenizer.ggml.pre");
   EXPECT_EQ(it->offset, value_at);
-  EXPECT_NE(it->message.find("unknown pre-tokenizer type: 'no-such-pre'"), std::string::npos) << it->message;
+  EXPECT_EQ(it->message, "tokenizer.ggml.pre is \"no-such-pre\", a pre-tokenizer llama.cpp does not know: it refuses to load the model");
+  EXPECT_NE(it->fix.find("--set tokenizer.ggml.pre=NAME"), std::string::npos) << it->fix;
+  EXPECT_NE(it->fix.find(", qwen2, "), std::string::npos) << it->fix;  // the names llama.cpp knows
 
   const std::string out = temp_path("vocab-refused.gguf");
   CliRun r = run_cli("edit " + gpt2 + " --set tokenizer.ggml.pre=no-such-pre -o " + out);
   EXPECT_EQ(r.code, 1) << r.err;
-  EXPECT_NE(r.err.find("vocab_refused"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown_pre_tokenizer"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(out));
 }

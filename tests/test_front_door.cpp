@@ -144,21 +144,21 @@ TEST(FrontDoor, WarningsTheEditBringsInAreToldAndKeptNotPrinted) {
   const std::string f = copy_of(tiny_llama(), "door-warn.gguf");
   ggufkit::EditRequest req;
   req.input = f;
-  req.patch.add_set("tokenizer.chat_template", "\"<|im_start|>{{ bos_token }}\"");
+  req.patch.add_set("tokenizer.chat_template", "\"{{ bos_token }}{{ bos_token }}<|im_start|>\"");
   req.output = temp_path("door-warn-out.gguf");
   std::vector<std::string> told;
   req.on_finding = [&](const ggufkit::Finding& x) { told.emplace_back(ggufkit::code_name(x.code)); };
   testing::internal::CaptureStderr();
   ggufkit::EditReport r = ggufkit::edit(req);
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "") << "the library prints nothing";
-  EXPECT_EQ(told, (std::vector<std::string>{"template_token", "template_double_bos"}));
+  EXPECT_EQ(told, (std::vector<std::string>{"template_literal_split", "double_bos"}));
   ASSERT_EQ(r.findings_new.size(), 2u);
   EXPECT_EQ(r.findings_new[0].severity, ggufkit::Severity::warning);
   EXPECT_EQ(r.written, ggufkit::Written::whole_file);
   ASSERT_EQ(r.files.size(), 1u);
-  EXPECT_EQ(r.files[0].file_size, 5179904u);
+  EXPECT_EQ(r.files[0].file_size, 5179936u);
   EXPECT_EQ(r.files[0].tensors_verified, 21u);
-  EXPECT_EQ(fs::file_size(req.output), 5179904u);
+  EXPECT_EQ(fs::file_size(req.output), 5179936u);
 }
 
 TEST(FrontDoor, SplitAndMergeGiveBackTheFileByteForByte) {

@@ -444,11 +444,11 @@ TEST(JinjaParser, AnEditRefusesATemplateThatDoesNotParseUnlessTold) {
 }
 
 namespace {
-// The codes of validate's template warnings for a file.
+// The codes of validate's findings for a file.
 std::vector<std::string> template_codes(const std::string& file) {
   CliRun r = run_cli("validate --json " + file);
   std::vector<std::string> out;
-  for (size_t at = r.out.find("\"code\": \"template_"); at != std::string::npos; at = r.out.find("\"code\": \"template_", at + 1))
+  for (size_t at = r.out.find("\"code\": \""); at != std::string::npos; at = r.out.find("\"code\": \"", at + 1))
     out.push_back(r.out.substr(at + 9, r.out.find('"', at + 9) - at - 9));
   return out;
 }
@@ -456,60 +456,115 @@ std::vector<std::string> template_codes(const std::string& file) {
 bool has(const std::vector<std::string>& codes, const std::string& code) {
   return std::find(codes.begin(), codes.end(), code) != codes.end();
 }
+
+// validate --json's finding of `code` (its line), or "".
+std::string finding_line(const std::string& file, const std::string& code) {
+  CliRun r = run_cli("validate --json " + file);
+  size_t at = r.out.find("\"code\": \"" + code + "\"");
+  if (at == std::string::npos) return "";
+  size_t start = r.out.rfind('\n', at) + 1;
+  return r.out.substr(start, r.out.find('\n', at) - start);
+}
+
+std::string edited_copy(const std::string& source, const std::string& name, const std::string& args) {
+  std::string out = temp_path("tw-" + name + ".gguf");
+  CliRun r = run_cli("edit " + source + " " + args + " -o " + out + " --force");
+  EXPECT_EQ(r.code, 0) << r.err;
+  return out;
+}
+
+std::string with_template(const std::string& source, const std::string& name, const std::string& text) {
+  std::string t = temp_path("tw-" + name + ".jinja");
+  std::ofstream(t, std::ios::binary) << text;
+  return edited_copy(source, name, "--chat-template-file " + t);
+}
 }  // namespace
 
-// phi-3's vocabulary as published: eos is <|endoftext|> while its template ends turns with
-// <|end|> (which no key names, and llama.cpp finds by its text), and the template prints
-// bos_token while add_bos_token is true.
+// Issue 29, turn ends at the token level: phi-3's vocabulary as published has eos
+// <|endoftext|> while its template ends turns with <|end|> (no key names it; llama.cpp takes
+// it as end of turn by its text and stops there): no finding. Turns that end in
+// <|placeholder1|>, a control token llama.cpp does not stop at, are found, with the id.
+TEST(TemplateTokens, ATurnEndIsJudgedByWhatLlamaCppStopsAt) {
+  const std::string phi3 = corpus("vocab/ggml-vocab-phi-3.gguf");
+  const auto original = template_codes(phi3);
+  EXPECT_FALSE(has(original, "turn_end_not_eog"));
+  std::string own = run_cli("template " + phi3).out;
+  ASSERT_NE(own.find("<|end|>"), std::string::npos);
+  for (size_t at; (at = own.find("<|end|>")) != std::string::npos;) own.replace(at, 7, "<|placeholder1|>");
+  const std::string ph = with_template(phi3, "placeholder", own);
+  const std::string line = finding_line(ph, "turn_end_not_eog");
+  // several turns: "<s>" stripped; <|user|>\nWhat is the capital of France?<|placeholder1|>\n<|assistant|>\n then the words
+  EXPECT_NE(line.find("\"message\": \"an assistant turn ends in \\\"<|placeholder1|>\\\" (id 32002) in the prompt of \\\"several turns\\\" at byte 104, "
+                      "but llama.cpp stops generating only at \\\"</s>\\\" (2), \\\"<|endoftext|>\\\" (32000), \\\"<|end|>\\\" (32007)"),
+            std::string::npos) << line;
+  EXPECT_NE(line.find("\"ids\": [32002]"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"fix\": \"ggufkit edit " + ph + " --special-token 'eot=<|placeholder1|>' --in-place"), std::string::npos) << line;
+  // The fix as told: with eot set to it, llama.cpp stops there and the finding is gone.
+  EXPECT_FALSE(has(template_codes(edited_copy(ph, "placeholder-eot", "--special-token 'eot=<|placeholder1|>'")), "turn_end_not_eog"));
+}
+
+// Issue 29, double BOS after llama.cpp's own stripping: the tiny llama adds BOS; a template
+// printing bos_token once is stripped of it (one BOS: only a note that a runtime which does
+// not strip gets two), one printing it twice feeds two.
+TEST(TemplateTokens, DoubleBosIsWhatTheChatPathFeedsAfterItsStripping) {
+  const std::string tiny = tiny_llama();
+  const std::string once = with_template(tiny, "bos-once", "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}");
+  const std::string twice = with_template(tiny, "bos-twice", "{{ bos_token }}{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}");
+  const std::string none = with_template(tiny, "bos-none", "{% for m in messages %}{{ m.content }}{% endfor %}");
+  EXPECT_FALSE(has(template_codes(once), "double_bos"));
+  EXPECT_TRUE(has(template_codes(once), "double_bos_unstripped"));
+  EXPECT_NE(finding_line(once, "double_bos_unstripped").find("\"severity\": \"info\""), std::string::npos);
+  const std::string line = finding_line(twice, "double_bos");
+  EXPECT_NE(line.find("\"severity\": \"warning\""), std::string::npos) << line;
+  EXPECT_NE(line.find("start with two BOS (\\\"<s>\\\", id 1)"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"ids\": [1, 1]"), std::string::npos) << line;
+  EXPECT_FALSE(has(template_codes(none), "double_bos"));
+  EXPECT_FALSE(has(template_codes(none), "double_bos_unstripped"));
+  // The ids themselves: once gives one BOS, twice two.
+  const std::string conv = std::string(GGUFKIT_SOURCE) + "/tests/template/conversations/01-one-user-turn.json";
+  EXPECT_EQ(run_cli("template " + once + " --render " + conv + " --tokens --ids").out.substr(0, 2), "1 ");
+  EXPECT_EQ(run_cli("template " + twice + " --render " + conv + " --tokens --ids").out.substr(0, 4), "1 1 ");
+  // Without add_bos_token the template's BOS is the only one: nothing to say.
+  const std::string no_add = edited_copy(once, "bos-once-noadd", "--set tokenizer.ggml.add_bos_token=false");
+  EXPECT_FALSE(has(template_codes(no_add), "double_bos"));
+  EXPECT_FALSE(has(template_codes(no_add), "double_bos_unstripped"));
+}
+
+// Issue 29: a special-looking literal the rendered prompts contain that tokenizes into
+// several tokens (here no token of phi-3's vocabulary), with its ids and where it shows;
+// [INST] likewise; a literal that is one token is not.
+TEST(TemplateTokens, ASplitLiteralIsFoundWithItsIdsAndWhereItShows) {
+  const std::string phi3 = corpus("vocab/ggml-vocab-phi-3.gguf");
+  EXPECT_FALSE(has(template_codes(phi3), "template_literal_split"));
+  const std::string chatml = with_template(phi3, "chatml", "{% for m in messages %}<|im_start|>{{ m.content }}<|end|>{% endfor %}");
+  const std::string line = finding_line(chatml, "template_literal_split");
+  EXPECT_NE(line.find("\\\"<|im_start|>\\\" tokenizes into 7 tokens (529 29989 326 29918 2962 29989 29958) in the prompt of \\\"system and user\\\" at byte 0: "
+                      "it is no token of the vocabulary"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"ids\": [529, 29989, 326, 29918, 2962, 29989, 29958]"), std::string::npos) << line;
+  CliRun v = run_cli("validate " + chatml);
+  EXPECT_EQ(v.out.find("\"<|end|>\" tokenizes"), std::string::npos) << v.out;  // one token, control
+  EXPECT_TRUE(has(template_codes(with_template(phi3, "inst", "[INST] {{ messages[0].content }} [/INST]")), "template_literal_split"));
+  EXPECT_FALSE(has(template_codes(with_template(phi3, "plain", "<|user|>{{ messages[0].content }}<|end|>[note]")), "template_literal_split"));
+}
+
+// The template rules that need no vocabulary, and what an edit says of the ones it brings in.
 TEST(TemplateWarnings, EachIsRaisedWhereItAppliesAndNotWhereItDoesNot) {
   const std::string phi3 = corpus("vocab/ggml-vocab-phi-3.gguf");
-  auto edited = [&](const std::string& name, const std::string& args) {
-    std::string out = temp_path("tw-" + name + ".gguf");
-    CliRun r = run_cli("edit " + phi3 + " " + args + " -o " + out);
-    EXPECT_EQ(r.code, 0) << r.err;
-    return out;
-  };
-  auto with_template = [&](const std::string& name, const std::string& text) {
-    std::string t = temp_path("tw-" + name + ".jinja");
-    std::ofstream(t, std::ios::binary) << text;
-    return edited(name, "--chat-template-file " + t);
-  };
   const auto original = template_codes(phi3);
-  // end of turn: <|end|> is neither eos nor eot by the keys, but llama.cpp takes it as end of
-  // turn by its text and stops there (issue 28: the loaded vocabulary); a template that ends
-  // turns with a token llama.cpp does not stop at is warned of. With eos or eot set to
-  // <|end|>, no warning either.
-  EXPECT_FALSE(has(original, "template_end_of_turn"));
-  EXPECT_TRUE(has(template_codes(with_template("noend", "{% for m in messages %}<|user|>{{ m.content }}<|end_turn|>{% endfor %}")),
-                  "template_end_of_turn"));
-  EXPECT_FALSE(has(template_codes(edited("eos", "--special-token 'eos=<|end|>'")), "template_end_of_turn"));
-  EXPECT_FALSE(has(template_codes(edited("eot", "--special-token 'eot=<|end|>'")), "template_end_of_turn"));
-  // double BOS: bos_token printed while add_bos_token is true.
-  EXPECT_TRUE(has(original, "template_double_bos"));
-  EXPECT_FALSE(has(template_codes(edited("nobos", "--set tokenizer.ggml.add_bos_token=false")), "template_double_bos"));
-  // a literal that looks like a special token but is no token: <|im_start|> is not in phi-3.
-  EXPECT_FALSE(has(original, "template_token"));
-  const auto chatml = template_codes(with_template("chatml", "{% for m in messages %}<|im_start|>{{ m.content }}<|end|>{% endfor %}"));
-  EXPECT_TRUE(has(chatml, "template_token"));
-  CliRun v = run_cli("validate " + temp_path("tw-chatml.gguf"));
-  EXPECT_NE(v.out.find("the template writes \"<|im_start|>\", which looks like a special token but is no token"),
-            std::string::npos) << v.out;
-  EXPECT_EQ(v.out.find("\"<|end|>\", which looks like"), std::string::npos);
-  EXPECT_TRUE(has(template_codes(with_template("inst", "[INST] {{ x }} [/INST]")), "template_token"));
-  EXPECT_FALSE(has(template_codes(with_template("plain", "<|user|>{{ x }}<|end|>[note]")), "template_token"));
   // named templates without a default.
   EXPECT_FALSE(has(original, "template_no_default"));
-  EXPECT_TRUE(has(template_codes(edited("named", "--rename tokenizer.chat_template=tokenizer.chat_template.main")),
+  EXPECT_TRUE(has(template_codes(edited_copy(phi3, "named", "--rename tokenizer.chat_template=tokenizer.chat_template.main")),
                   "template_no_default"));
   // validate on a template that does not parse (written with --no-template-check).
   EXPECT_FALSE(has(original, "template_syntax"));
   std::string broken = temp_path("tw-broken.jinja");
   std::ofstream(broken) << "{% if x %}";
-  EXPECT_TRUE(has(template_codes(edited("broken", "--chat-template-file " + broken + " --no-template-check")), "template_syntax"));
-  // An edit says which warnings it brings in, and not the ones the file already had.
+  EXPECT_TRUE(has(template_codes(edited_copy(phi3, "broken", "--chat-template-file " + broken + " --no-template-check")), "template_syntax"));
+  // An edit says which findings it brings in, and not the ones the file already had.
+  with_template(phi3, "chatml", "{{ bos_token }}{% for m in messages %}<|im_start|>{{ m.content }}<|end|>{% endfor %}");
   CliRun bring = run_cli("edit " + phi3 + " --chat-template-file " + temp_path("tw-chatml.jinja") + " --dry-run");
-  EXPECT_NE(bring.err.find("warning [template_token] the template writes \"<|im_start|>\""), std::string::npos) << bring.err;
-  EXPECT_EQ(bring.err.find("template_double_bos"), std::string::npos) << bring.err;  // the original had it
+  EXPECT_NE(bring.err.find("warning [template_literal_split] \"<|im_start|>\" tokenizes into 7 tokens"), std::string::npos) << bring.err;
+  EXPECT_EQ(bring.err.find("double_bos_unstripped"), std::string::npos) << bring.err;  // the original had it
   CliRun quiet = run_cli("edit " + phi3 + " --set general.name=x --dry-run");
   EXPECT_EQ(quiet.err, "");
 }

@@ -38,14 +38,22 @@ constexpr std::array kRules = {
     Rule{Code::empty_vocab, "empty_vocab", error, "tokenizer.ggml.tokens is empty"},
     Rule{Code::vocab_refused, "vocab_refused", error,
          "llama.cpp refuses the vocabulary: an unknown tokenizer model or pre-tokenizer, no merges"},
+    Rule{Code::unknown_pre_tokenizer, "unknown_pre_tokenizer", error,
+         "tokenizer.ggml.pre names no pre-tokenizer llama.cpp knows: it refuses the model"},
     Rule{Code::vocab_rows, "vocab_rows", error, "token_embd or output rows other than the vocabulary size"},
     Rule{Code::tensor_name, "tensor_name", error, "a tensor name with a NUL byte (ggml cuts it there)"},
     Rule{Code::duplicate_tensor_name, "duplicate_tensor_name", error, "two tensors of one name to ggml"},
     Rule{Code::template_syntax, "template_syntax", warning, "a chat template jinja2 refuses"},
     Rule{Code::template_no_default, "template_no_default", warning, "named chat templates but no tokenizer.chat_template"},
-    Rule{Code::template_token, "template_token", warning, "a special-looking literal that is no token of the vocabulary"},
-    Rule{Code::template_end_of_turn, "template_end_of_turn", warning, "turns end with a token that does not end generation"},
-    Rule{Code::template_double_bos, "template_double_bos", warning, "the template prints bos_token and add_bos_token is true"},
+    Rule{Code::special_not_control, "special_not_control", warning,
+         "a token the template writes is typed normal: llama.cpp takes its text as text and splits it"},
+    Rule{Code::template_literal_split, "template_literal_split", warning,
+         "a special-looking literal of a rendered prompt tokenizes into several tokens"},
+    Rule{Code::double_bos, "double_bos", warning, "the ids llama.cpp's chat path feeds the model start with two BOS"},
+    Rule{Code::double_bos_unstripped, "double_bos_unstripped", info,
+         "the template prints BOS, which llama.cpp strips; a runtime that does not strip it gets two"},
+    Rule{Code::turn_end_not_eog, "turn_end_not_eog", warning,
+         "an assistant turn ends in a token llama.cpp does not stop generating at"},
     Rule{Code::not_a_shard_name, "not_a_shard_name", error, "split.count over 1 in a file not named PREFIX-0000K-of-0000N.gguf"},
     Rule{Code::split_keys_in_single_file, "split_keys_in_single_file", warning, "split keys in a file of no set"},
     Rule{Code::too_many_shards, "too_many_shards", warning, "more shards than llama.cpp opens by default"},
@@ -83,7 +91,13 @@ std::ostream& operator<<(std::ostream& os, Code c) { return os << code_name(c); 
 std::ostream& operator<<(std::ostream& os, Severity s) { return os << severity_name(s); }
 
 Finding finding(Code c, std::optional<uint64_t> offset, std::string message, Place place) {
-  return {c, rule_of(c).severity, offset, std::move(message), std::move(place)};
+  Finding f;
+  f.code = c;
+  f.severity = rule_of(c).severity;
+  f.offset = offset;
+  f.message = std::move(message);
+  f.place = std::move(place);
+  return f;
 }
 
 Finding set_finding(const SetFault& f) {

@@ -13,7 +13,9 @@
 #include "ggufkit/jinja.h"
 #include "ggufkit/scan.h"
 #include "ggufkit/vocab.h"
+#include "ggufkit/text.h"
 #include "ggufkit/writer.h"
+#include "template_rules.h"
 
 namespace ggufkit {
 
@@ -29,109 +31,6 @@ const std::map<std::string, std::vector<std::string>>& required_hparams() {
       {"gpt2", common},   {"bert", common},    {"starcoder2", common}, {"baichuan", common}, {"mistral3", common},
       {"deepseek2", common}, {"command-r", common}, {"olmo2", common}, {"stablelm", common}, {"internlm2", common}};
   return m;
-}
-
-// The literals in `text` that look like special tokens: <|NAME|>, <start_of_turn> and
-// <end_of_turn>, [NAME] and [/NAME] in capitals (Mistral's [INST]).
-void special_looking(std::string_view text, std::vector<std::string>& out) {
-  auto add = [&](std::string_view s) {
-    if (std::find(out.begin(), out.end(), s) == out.end()) out.emplace_back(s);
-  };
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text.compare(i, 2, "<|") == 0) {
-      size_t j = i + 2;
-      while (j < text.size() && j - i < 66 && text[j] != '|' && text[j] != '<' && text[j] != '>' &&
-             !std::isspace(static_cast<unsigned char>(text[j])))
-        ++j;
-      if (j > i + 2 && text.compare(j, 2, "|>") == 0) add(text.substr(i, j + 2 - i));
-    } else if (text.compare(i, 15, "<start_of_turn>") == 0 || text.compare(i, 13, "<end_of_turn>") == 0) {
-      add(text.substr(i, text[i + 1] == 's' ? 15 : 13));
-    } else if (text[i] == '[') {
-      size_t j = i + 1 + (i + 1 < text.size() && text[i + 1] == '/');
-      size_t k = j;
-      while (k < text.size() && ((text[k] >= 'A' && text[k] <= 'Z') || text[k] == '_')) ++k;
-      if (k - j >= 3 && k < text.size() && text[k] == ']') add(text.substr(i, k + 1 - i));
-    }
-  }
-}
-
-// The template rules, each finding under the key it is about.
-// `item` tells apart findings of one rule about one key (Place::item).
-void template_rules(const Model& m, const tokenizer::Vocab* vocab,
-                    const std::function<void(const std::string& key, Code, const std::string& item, std::string)>& add) {
-  bool named = false, plain = false;
-  std::vector<std::string> candidates;  // special-looking literals of every template
-  std::optional<std::string> first_key;
-  bool prints_bos = false;
-  for (const KV& kv : m.metadata) {
-    if (!is_template_key(kv.key) || kv.value.type != ValueType::string) continue;
-    (kv.key == "tokenizer.chat_template" ? plain : named) = true;
-    if (!first_key) first_key = kv.key;
-    try {
-      jinja::Template t = jinja::parse(kv.value.str);
-      for (std::string_view lit : jinja::literals(t)) special_looking(lit, candidates);
-      prints_bos = prints_bos || jinja::mentions(t, "bos_token");
-    } catch (const jinja::SyntaxError& e) {
-      add(kv.key, Code::template_syntax, "", kv.key + ": " + e.what() + " (jinja2 refuses it, so do llama.cpp and Hugging Face)");
-    }
-  }
-  if (!first_key) return;
-  if (named && !plain)
-    add(*first_key, Code::template_no_default, "", "named chat templates but no tokenizer.chat_template: readers that use the default find none");
-  const Value* tokens = m.find("tokenizer.ggml.tokens");
-  if (!tokens || tokens->type != ValueType::array || tokens->elem != ValueType::string) return;
-  // One pass over the vocabulary, for every candidate and the texts of eos and eot (by
-  // number, a list of views would build an index of every token first).
-  auto id_of = [&](const char* key) {
-    const Value* id = m.find(key);
-    return id && id->is_integer() ? id->as_u64() : UINT64_MAX;
-  };
-  const uint64_t eos_id = id_of("tokenizer.ggml.eos_token_id"), eot_id = id_of("tokenizer.ggml.eot_token_id");
-  std::optional<std::string_view> eos, eot;
-  std::vector<bool> known(candidates.size(), false);
-  uint64_t i = 0;
-  for (std::string_view tok : tokens->strs) {
-    if (i == eos_id) eos = tok;
-    if (i == eot_id) eot = tok;
-    ++i;
-    if (!tok.empty() && (tok[0] == '<' || tok[0] == '['))
-      for (size_t c = 0; c < candidates.size(); ++c) known[c] = known[c] || tok == candidates[c];
-  }
-  for (size_t c = 0; c < candidates.size(); ++c)
-    if (!known[c])
-      add(*first_key, Code::template_token, candidates[c], "the template writes \"" + candidates[c] +
-                                            "\", which looks like a special token but is no token of the vocabulary "
-                                            "(it is tokenized as plain text)");
-  std::vector<std::string> ends;  // the turn-ending tokens the template writes
-  for (const std::string& c : candidates) {
-    bool end = c.find("end") != std::string::npos || c.find("eot") != std::string::npos;
-    bool opening = c.find("start") != std::string::npos || c.find("begin") != std::string::npos ||
-                   c.find("header") != std::string::npos || c.find('/') != std::string::npos;
-    if (end && !opening) ends.push_back(c);
-  }
-  if (vocab) {
-    // What llama.cpp stops at: its end-of-generation set, which holds the tokens it finds
-    // by their text (phi-3's <|end|>) though no key names them.
-    std::vector<std::string_view> stops;
-    for (int32_t id : vocab->loaded().eog) stops.push_back(vocab->text(id));
-    auto stops_at = [&](const std::string& c) { return std::find(stops.begin(), stops.end(), c) != stops.end(); };
-    if (!ends.empty() && !stops.empty() && std::none_of(ends.begin(), ends.end(), stops_at)) {
-      std::string list;
-      for (std::string_view s : stops) list += (list.empty() ? "\"" : ", \"") + std::string(s) + "\"";
-      add(*first_key, Code::template_end_of_turn, ends.front(),
-          "the template ends turns with \"" + ends.front() + "\" but llama.cpp ends generation only at " + list +
-              ": generation will not stop at the end of a turn");
-    }
-  } else if ((eos || eot) && !ends.empty() &&
-             std::none_of(ends.begin(), ends.end(), [&](const std::string& c) { return c == eos || c == eot; })) {
-    add(*first_key, Code::template_end_of_turn, ends.front(),
-        "the template ends turns with \"" + ends.front() + "\" but eos is " + (eos ? "\"" + std::string(*eos) + "\"" : "unset") +
-            " and eot " + (eot ? "\"" + std::string(*eot) + "\"" : "unset") + ": generation will not stop at the end of a turn");
-  }
-  const Value* add_bos = m.find("tokenizer.ggml.add_bos_token");
-  if (prints_bos && add_bos && add_bos->type == ValueType::boolean && add_bos->bits)
-    add(*first_key, Code::template_double_bos, "",
-        "the template prints bos_token and tokenizer.ggml.add_bos_token is true: the prompt starts with two BOS tokens");
 }
 
 // The rules of what llama.cpp loads, over a model and its layout (metadata() and
@@ -156,9 +55,10 @@ class Validator {
       names();
       std::shared_ptr<const tokenizer::Vocab> vocab = vocabulary();
       if (!errors_only_)
-        template_rules(m_, vocab.get(), [&](const std::string& key, Code code, const std::string& item, std::string msg) {
-          add(code, Place::key(key, item), key_at(key), std::move(msg));
-        });
+        for (Finding& f : template_rules(m_, vocab.get())) {
+          f.offset = key_at(f.place.name);
+          out_.push_back(std::move(f));
+        }
     }
     return std::move(out_);
   }
@@ -254,6 +154,17 @@ class Validator {
       return rules_vocab(m_);
     } catch (const Error& e) {
       const std::string key = e.field.substr(e.field.find(' ') + 1);
+      if (key == "tokenizer.ggml.pre") {  // the one refusal a one-key edit fixes: say which names would do
+        std::string names;
+        for (const std::string& n : tokenizer::known_pre_names()) names += (names.empty() ? "" : ", ") + n;
+        const Value* pre = m_.find(key);
+        add(Code::unknown_pre_tokenizer, Place::key(key), e.offset ? e.offset : key_at(key),
+            "tokenizer.ggml.pre is " + json_string(pre && pre->type == ValueType::string ? pre->str : "") +
+                ", a pre-tokenizer llama.cpp does not know: it refuses to load the model");
+        out_.back().fix = "set it to the pre-tokenizer the model was converted with (convert_hf_to_gguf.py names it by its "
+                          "tokenizer's hash): ggufkit edit FILE --set tokenizer.ggml.pre=NAME --in-place, NAME one of " + names;
+        return nullptr;
+      }
       add(Code::vocab_refused, Place::key(key.empty() ? "tokenizer.ggml.model" : key), e.offset ? e.offset : key_at(key), e.message);
       return nullptr;
     }
@@ -472,16 +383,12 @@ std::vector<Finding> check_model(const Model& model, const Layout& layout, bool 
 namespace ggufkit {
 
 std::vector<Finding> template_findings(const Model& model) {
-  std::vector<Finding> out;
   std::shared_ptr<const tokenizer::Vocab> vocab;
   try {
     vocab = rules_vocab(model);
   } catch (const Error&) {  // validate reports it (vocab_refused); the template rules go by the keys
   }
-  template_rules(model, vocab.get(), [&](const std::string& key, Code code, const std::string& item, std::string msg) {
-    out.push_back(finding(code, std::nullopt, std::move(msg), Place::key(key, item)));
-  });
-  return out;
+  return template_rules(model, vocab.get());
 }
 
 }  // namespace ggufkit

@@ -19,6 +19,7 @@
 #include "ggufkit/rewrite.h"
 #include "ggufkit/shards.h"
 #include "ggufkit/sketch.h"
+#include "ggufkit/vocab.h"
 #include "ggufkit/split.h"
 #include "ggufkit/writer.h"
 
@@ -156,6 +157,20 @@ std::optional<HeaderEdit> header_path(const EditRequest& req, const std::string&
 
 // An edit, realign or rewrite of a shard set: the patch applies to the model (its keys are
 // in shard 1), checked as one model. A metadata change rewrites shard 1 alone (the other
+// The request's conversation rendered under the model's template, and with prompt_tokens
+// its tokens on llama.cpp's chat path (the vocabulary the rule book loads, so no second load).
+void preview(const EditRequest& req, const Model& m, std::optional<std::string>& prompt, std::optional<std::vector<ChatToken>>& tokens) {
+  if (!req.conversation) return;
+  bool rendered = false;
+  prompt = preview_prompt(req.input, m, *req.conversation, &rendered);
+  if (!req.prompt_tokens || !rendered) return;
+  try {
+    if (std::shared_ptr<const tokenizer::Vocab> v = rules_vocab(m)) tokens = chat_tokens(*v, *prompt);
+  } catch (const Error&) {  // a vocabulary llama.cpp refuses: the findings say so
+  } catch (const tokenizer::Error&) {  // a vocabulary type with no tokenizer: no tokens to show
+  }
+}
+
 // shards are read as far as their headers and neither rewritten nor touched); a new
 // alignment or a rewrite writes every shard. In place replaces the files, an output PREFIX
 // writes a whole new set; all or nothing either way.
@@ -172,9 +187,9 @@ void edit_set(const EditRequest& req, ShardSet& set, std::vector<std::unique_ptr
   Model whole = set.model();
   report.findings_before = gate_findings(whole);
   const uint32_t alignment_before = whole.alignment();
-  if (req.conversation) report.prompt_before = preview_prompt(req.input, whole, *req.conversation);
+  preview(req, whole, report.prompt_before, report.tokens_before);
   report.changes = apply_patch(whole, req.patch);
-  if (req.conversation) report.prompt_after = preview_prompt(req.input, whole, *req.conversation);
+  preview(req, whole, report.prompt_after, report.tokens_after);
   gate(req, report.findings_before, whole, report.changes, report);
   const uint32_t alignment = whole.alignment();
   const bool every = alignment != alignment_before || req.always_write;
@@ -251,9 +266,9 @@ void edit_file(const EditRequest& req, std::optional<ShardSet>& set, std::vector
   auto was_found = in_background([&] { return gate_findings(model, s.layout); });
   const Registry& registry = Registry::builtin();
   report.findings_before = was_found.get();
-  if (req.conversation) report.prompt_before = preview_prompt(req.input, model, *req.conversation);
+  preview(req, model, report.prompt_before, report.tokens_before);
   report.changes = apply_patch(model, req.patch, registry);
-  if (req.conversation) report.prompt_after = preview_prompt(req.input, model, *req.conversation);
+  preview(req, model, report.prompt_after, report.tokens_after);
   const Layout& before = s.layout;  // the patch changes the model only
   report.data_offset_before = before.data_offset;
   report.file_size_before = s.source_size;

@@ -54,6 +54,7 @@ uint32_t Vocab::attr(int32_t id) const {
   if (impl_->type == Kind::none && id >= 0 && static_cast<size_t>(id) < impl_->n_dummy_tokens) return attr_undefined;
   return impl_->token_get_attr(id);
 }
+int32_t Vocab::find(std::string_view text) const { return impl_->text_to_token(text); }
 const Loaded& Vocab::loaded() const { return impl_->loaded; }
 
 const Merges::Ranks& Merges::ranks() const {

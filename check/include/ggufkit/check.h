@@ -25,9 +25,9 @@ enum class Code : uint8_t {
   read, truncated, header_only, trailing_bytes, nonzero_padding, offset_gap, alignment,
   alignment_too_small, alignment_too_large, missing_architecture, missing_quantization_version,
   missing_hparam, zero_hparam, invalid_utf8, template_nul, bool_value, nested_array, token_id,
-  vocab_length, block_count, missing_vocab, empty_vocab, vocab_refused, vocab_rows, tensor_name,
-  duplicate_tensor_name, template_syntax, template_no_default, template_token,
-  template_end_of_turn, template_double_bos,
+  vocab_length, block_count, missing_vocab, empty_vocab, vocab_refused, unknown_pre_tokenizer, vocab_rows,
+  tensor_name, duplicate_tensor_name, template_syntax, template_no_default, special_not_control,
+  template_literal_split, double_bos, double_bos_unstripped, turn_end_not_eog,
   // a shard set's (check_shard_set's SetFault codes)
   not_a_shard_name, split_keys_in_single_file, too_many_shards, missing_shard, split_no,
   split_count, split_tensors_count, model_key_in_shard, tensor_in_two_shards,
@@ -53,8 +53,8 @@ std::ostream& operator<<(std::ostream& os, Code c);
 std::ostream& operator<<(std::ostream& os, Severity s);
 
 // What a finding is about: a key, a tensor, or the file; `item` tells apart findings of one
-// rule about one key (the literal a template_token names, the turn end of
-// template_end_of_turn, "name" for a key's own bytes).
+// rule about one key (the literal a template_literal_split names, the turn end of
+// turn_end_not_eog, "name" for a key's own bytes).
 struct Place {
   enum class Of : uint8_t { file, key, tensor } of = Of::file;
   std::string name;  // the key, or the tensor's name
@@ -70,6 +70,8 @@ struct Finding {
   std::optional<uint64_t> offset;
   std::string message;
   Place place;
+  std::vector<int32_t> ids;  // the token ids it is about (a template's, at the token level)
+  std::string fix;           // what to do about it, where there is one thing to do
 };
 // A finding with its rule's severity.
 Finding finding(Code c, std::optional<uint64_t> offset, std::string message, Place place = {});
@@ -97,13 +99,17 @@ Verdict validate(const std::string& path, bool shard_only = false, std::istream*
 // would refuse in its metadata and shapes. Edits are checked with it before they write.
 // errors_only: every error, and warnings only where they cost nothing to find.
 std::vector<Finding> check_model(const Model& model, const Layout& layout, bool errors_only = false);
-// What the chat templates say that the rest of the model contradicts, as warnings (part of
-// validate; an edit shows the ones it brings in): template_syntax (jinja2 would refuse it),
-// template_token (a literal that looks like a special token, <|...|>, <start_of_turn>,
-// [INST], ..., but is no token of the vocabulary), template_end_of_turn (the template ends
-// turns with a token that is neither eos nor eot), template_double_bos (the template
-// prints bos_token and add_bos_token is true), template_no_default (named templates, no
-// tokenizer.chat_template).
+// What the chat templates say that the rest of the model contradicts (part of validate; an
+// edit shows the ones it brings in): template_syntax (jinja2 would refuse it),
+// template_no_default (named templates, no tokenizer.chat_template), and at the token level,
+// with the standard conversations (chat.h) rendered as transformers renders them and
+// tokenized as llama.cpp's chat path tokenizes them: special_not_control (a token the
+// template writes, <|...|>, <...>, [INST], typed so that llama.cpp takes it as text),
+// template_literal_split (a special-looking literal of a rendered prompt that tokenizes into
+// several tokens), double_bos (the chat path's ids start with two BOS; double_bos_unstripped
+// when only a runtime that does not strip the template's BOS gets two), turn_end_not_eog
+// (an assistant turn ends in a token llama.cpp does not stop generating at). Each names the
+// token ids, where they show in which prompt, and the fix.
 std::vector<Finding> template_findings(const Model& model);
 
 // The check a registry key (schemas/keys.yaml) names, and the rules that enforce it.

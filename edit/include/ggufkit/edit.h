@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ggufkit/byteorder.h"
+#include "ggufkit/chat.h"
 #include "ggufkit/check.h"
 #include "ggufkit/error.h"
 #include "ggufkit/inspect.h"
@@ -61,6 +62,7 @@ struct EditRequest {
   std::optional<ByteOrder> byte_order;  // the model in this byte order (ggufkit convert)
   Patch patch;                          // the metadata changes (realign: only its alignment)
   std::optional<jinja::Value> conversation;  // the prompt before and after, in the report
+  bool prompt_tokens = false;                // and its tokens on llama.cpp's chat path (chat.h)
   WriteOptions write;
   // Each finding the result has and the input had not, as the gate finds it (before
   // anything is written): a warning, or an error written anyway (allow_broken; a chat
@@ -98,6 +100,9 @@ struct EditReport {
   std::vector<Finding> findings_before;  // the rule book on the input
   std::vector<Finding> findings_new;     // on the result, not on the input: as on_finding is told
   std::optional<std::string> prompt_before, prompt_after;  // with a conversation
+  // With prompt_tokens: the prompts' tokens, as llama.cpp's chat path feeds them (none where
+  // the template fails or the model has no vocabulary llama.cpp loads).
+  std::optional<std::vector<ChatToken>> tokens_before, tokens_after;
   std::vector<std::pair<std::string, std::string>> notes;  // when the request gave no sink
 };
 

@@ -102,6 +102,9 @@ class Vocab {
   std::string_view text(int32_t id) const;  // as loaded
   float score(int32_t id) const;
   uint32_t attr(int32_t id) const;    // Attr bits
+  // The id llama.cpp's text lookup (token_to_id) gives a text: of tokens sharing a text, the
+  // last. -1: no token has it.
+  int32_t find(std::string_view text) const;
   const Loaded& loaded() const;
 
   // llama_tokenize: `add_special` adds BOS/EOS/SEP as the vocabulary says, `parse_special`

@@ -133,11 +133,14 @@ std::string unified_diff(const std::string& a, const std::string& b, const std::
   return out;
 }
 
-std::string preview_prompt(const std::string& file, const Model& m, const jinja::Value& conversation) {
+std::string preview_prompt(const std::string& file, const Model& m, const jinja::Value& conversation, bool* rendered) {
+  if (rendered) *rendered = false;
   const Value* t = m.find("tokenizer.chat_template");
   if (!t || t->type != ValueType::string) return "[no tokenizer.chat_template]\n";
   try {
-    return render_prompt(file, "tokenizer.chat_template", t->str, m, conversation);
+    std::string prompt = render_prompt(file, "tokenizer.chat_template", t->str, m, conversation);
+    if (rendered) *rendered = true;
+    return prompt;
   } catch (const Error& e) {
     return "[" + e.message + "]\n";
   }

@@ -21,7 +21,8 @@ std::string render_prompt(const std::string& file, const std::string& key, const
 
 // The prompt the model's default template (tokenizer.chat_template) gives, or what stops
 // it, in brackets: a preview shows it; it is no reason to refuse an edit.
-std::string preview_prompt(const std::string& file, const Model& m, const jinja::Value& conversation);
+// `rendered`, where given, says whether it is the prompt.
+std::string preview_prompt(const std::string& file, const Model& m, const jinja::Value& conversation, bool* rendered = nullptr);
 
 // A unified diff of two texts by lines (3 lines of context), as `diff -u` writes it;
 // empty when they are the same.

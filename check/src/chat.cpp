@@ -1,0 +1,284 @@
+// The chat path's ids, the standard conversations, and the template rules: a template read
+// against the vocabulary it is stored with, at the token level.
+#include "ggufkit/chat.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "ggufkit/check.h"
+#include "ggufkit/error.h"
+#include "ggufkit/inspect.h"
+#include "ggufkit/jinja.h"
+#include "ggufkit/prompt.h"
+#include "ggufkit/text.h"
+#include "template_rules.h"
+
+namespace ggufkit {
+
+std::string_view chat_text(const tokenizer::Vocab& v, std::string_view prompt) {
+  const tokenizer::Loaded& l = v.loaded();
+  // common/chat.cpp compares with the pieces of llama_vocab_bos/eos ("" where there is none,
+  // which every prompt starts and ends with)
+  const std::string bos = l.bos >= 0 ? v.piece(l.bos, true) : "", eos = l.eos >= 0 ? v.piece(l.eos, true) : "";
+  if (l.add_bos && prompt.starts_with(bos)) prompt.remove_prefix(bos.size());
+  if (l.add_eos && prompt.ends_with(eos)) prompt.remove_suffix(eos.size());
+  return prompt;
+}
+
+std::vector<int32_t> chat_ids(const tokenizer::Vocab& v, std::string_view prompt) { return v.tokenize(chat_text(v, prompt), true, true); }
+
+std::vector<ChatToken> chat_tokens(const tokenizer::Vocab& v, std::string_view prompt) {
+  std::vector<ChatToken> out;
+  for (int32_t id : chat_ids(v, prompt)) {
+    const uint32_t a = v.attr(id);
+    out.push_back({id, v.piece(id, true),
+                   a & tokenizer::attr_control        ? "control"
+                   : a & tokenizer::attr_user_defined ? "user_defined"
+                   : a & tokenizer::attr_unknown      ? "unknown"
+                                                      : ""});
+  }
+  return out;
+}
+
+const std::vector<StandardConversation>& standard_conversations() {
+  static const std::vector<StandardConversation> all = [] {
+    const std::string several = R"({"messages": [{"role": "user", "content": "What is the capital of France?"},
+      {"role": "assistant", "content": ")" + std::string(kAssistantWords) + R"("},
+      {"role": "user", "content": ")" + std::string(kNextUserWords) + R"("}]})";
+    const std::pair<const char*, std::string> texts[] = {
+        {"system and user", R"({"messages": [{"role": "system", "content": "You are a helpful assistant."},
+           {"role": "user", "content": "What is the capital of France?"}]})"},
+        {"user only", R"({"messages": [{"role": "user", "content": "Hello!"}]})"},
+        {"several turns", several},
+        {"with the generation prompt", R"({"messages": [{"role": "user", "content": "Hello!"}], "add_generation_prompt": true})"},
+        {"with a tool call", R"({"messages": [{"role": "user", "content": "What is the weather in Paris?"},
+           {"role": "assistant", "content": "", "tool_calls": [{"id": "call0", "type": "function",
+             "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+           {"role": "tool", "tool_call_id": "call0", "name": "get_weather", "content": "{\"temperature\": 18}"}],
+          "tools": [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}],
+          "add_generation_prompt": true})"},
+    };
+    std::vector<StandardConversation> out;
+    for (const auto& [name, text] : texts) out.push_back({name, jinja::from_json(text), std::string_view(name) == "with a tool call"});
+    return out;
+  }();
+  return all;
+}
+
+namespace {
+
+// A literal that looks like a chat token. Strong: <|NAME|>, [NAME] and [/NAME] in capitals
+// (Mistral's [INST]), <start_of_turn> and <end_of_turn>: special whether or not the
+// vocabulary has them. Weak: any other <...> without spaces (<think>, <｜User｜>, </s>),
+// special only where it is a token (a template's prose writes <tools> as text).
+struct Candidate {
+  std::string text;
+  bool strong;
+};
+
+void special_looking(std::string_view text, std::vector<Candidate>& out) {
+  auto add = [&](std::string_view s, bool strong) {
+    if (std::none_of(out.begin(), out.end(), [&](const Candidate& c) { return c.text == s; })) out.push_back({std::string(s), strong});
+  };
+  auto name_byte = [](char c) { return c != '<' && c != '>' && c != '|' && !std::isspace(static_cast<unsigned char>(c)); };
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '<') {
+      const bool bar = text.compare(i, 2, "<|") == 0;
+      size_t j = i + 1 + bar;
+      while (j < text.size() && j - i < 66 && (name_byte(text[j]) || (!bar && text[j] == '|'))) ++j;
+      if (j == i + 1 + bar) continue;
+      if (bar && text.compare(j, 2, "|>") == 0) add(text.substr(i, j + 2 - i), true);
+      else if (!bar && j < text.size() && text[j] == '>') {
+        std::string_view s = text.substr(i, j + 1 - i);
+        add(s, s == "<start_of_turn>" || s == "<end_of_turn>");
+      }
+    } else if (text[i] == '[') {
+      size_t j = i + 1 + (i + 1 < text.size() && text[i + 1] == '/');
+      size_t k = j;
+      while (k < text.size() && ((text[k] >= 'A' && text[k] <= 'Z') || text[k] == '_')) ++k;
+      if (k - j >= 3 && k < text.size() && text[k] == ']') add(text.substr(i, k + 1 - i), true);
+    }
+  }
+}
+
+std::string ids_text(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (int32_t id : ids) s += (s.empty() ? "" : " ") + std::to_string(id);
+  return s;
+}
+
+std::string quoted(std::string_view s) { return json_string(s); }
+
+// For a fix's command line: the text in single quotes, a quote in it as '\''.
+std::string shell_quoted(std::string_view s) {
+  std::string r = "'";
+  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return r + "'";
+}
+
+struct Rendered {
+  std::string_view conversation;
+  std::string prompt;
+};
+
+// The token-level rules of one template, its standard prompts rendered.
+void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& key, const jinja::Template& t,
+                 const std::vector<Rendered>& prompts, std::vector<Finding>& out) {
+  auto add = [&](Code code, std::string item, std::string message, std::vector<int32_t> ids, std::string fix) {
+    Finding f = finding(code, std::nullopt, std::move(message), Place::key(key, std::move(item)));
+    f.ids = std::move(ids);
+    f.fix = std::move(fix);
+    out.push_back(std::move(f));
+  };
+  // Where a text first shows: in which prompt, at which byte; or in the template's text.
+  auto where = [&](std::string_view text) -> std::string {
+    for (const Rendered& r : prompts)
+      if (size_t at = r.prompt.find(text); at != std::string::npos)
+        return "in the prompt of \"" + std::string(r.conversation) + "\" at byte " + std::to_string(at);
+    return "in the template's text";
+  };
+  const Value* types = m.find("tokenizer.ggml.token_type");
+  auto stored_type = [&](int32_t id) -> int64_t {
+    if (!types || types->type != ValueType::array || types->elem != ValueType::i32 || static_cast<uint64_t>(id) >= types->size()) return 0;
+    return static_cast<int32_t>(static_cast<uint32_t>(types->nums[static_cast<size_t>(id)]));
+  };
+  // The candidates: what the prompts show first (where a split costs tokens), then the
+  // template's literals (branches no standard conversation reaches).
+  std::vector<Candidate> shown, written;
+  for (const Rendered& r : prompts) special_looking(r.prompt, shown);
+  for (std::string_view lit : jinja::literals(t)) special_looking(lit, written);
+  const size_t n_shown = shown.size();
+  for (Candidate& c : written)
+    if (std::none_of(shown.begin(), shown.begin() + static_cast<std::ptrdiff_t>(n_shown), [&](const Candidate& s) { return s.text == c.text; }))
+      shown.push_back(std::move(c));
+  const uint32_t parsed = tokenizer::attr_control | tokenizer::attr_user_defined | tokenizer::attr_unknown;
+  for (size_t k = 0; k < shown.size(); ++k) {
+    const Candidate& c = shown[k];
+    const int32_t id = v.find(c.text);
+    if (id < 0 && !c.strong) continue;
+    const std::vector<int32_t> pieces = v.tokenize(c.text, false, true);
+    const bool split = pieces.size() != 1 || pieces[0] != id;
+    const std::string fix_type = "ggufkit edit FILE --token-type " + shell_quoted(c.text + "=control") + " --in-place";
+    if (id >= 0) {
+      const int64_t stored = stored_type(id);
+      const uint32_t attr = v.attr(id);
+      if (!(attr & parsed))
+        add(Code::special_not_control, c.text,
+            quoted(c.text) + " (id " + std::to_string(id) + ") is typed " + token_type_name(stored) +
+                ", so llama.cpp takes the text as text, not as the token: " + where(c.text) + " it becomes " +
+                std::to_string(pieces.size()) + " token" + (pieces.size() == 1 ? "" : "s") + " (" + ids_text(pieces) + ")",
+            {id}, fix_type);
+      else if (stored == 1 && (attr & tokenizer::attr_control))
+        add(Code::special_not_control, c.text,
+            quoted(c.text) + " (id " + std::to_string(id) +
+                ") is typed normal; llama.cpp overrides it to control by its text at load (\"control-looking token\"), but a "
+                "runtime that reads the type splits it",
+            {id}, fix_type);
+    }
+    if (split && k < n_shown)
+      add(Code::template_literal_split, c.text,
+          quoted(c.text) + " tokenizes into " + std::to_string(pieces.size()) + " tokens (" + ids_text(pieces) + ") " + where(c.text) +
+              (id >= 0 ? ": it is token " + std::to_string(id) + ", typed " + token_type_name(stored_type(id))
+                       : ": it is no token of the vocabulary, so the model never sees it as one"),
+          pieces,
+          id >= 0 ? fix_type
+                  : "use the template the model was trained with (this one is written for another vocabulary), or a vocabulary "
+                    "that has the token");
+  }
+  const tokenizer::Loaded& l = v.loaded();
+  for (const Rendered& r : prompts) {
+    if (l.bos < 0) break;
+    const std::vector<int32_t> ids = chat_ids(v, r.prompt);
+    const std::string bos = v.piece(l.bos, true);
+    if (ids.size() >= 2 && ids[0] == l.bos && ids[1] == l.bos) {
+      add(Code::double_bos, "",
+          "the ids llama.cpp's chat path feeds the model for \"" + std::string(r.conversation) + "\" start with two BOS (" +
+              quoted(bos) + ", id " + std::to_string(l.bos) + "): the template writes it " +
+              (l.add_bos ? "after the one llama.cpp strips, and the vocabulary adds one" : "twice"),
+          {l.bos, l.bos}, "print bos_token once at the template's start, or not at all");
+      break;
+    }
+    if (l.add_bos && !bos.empty() && r.prompt.starts_with(bos)) {
+      add(Code::double_bos_unstripped, "",
+          "the template prints " + quoted(bos) + " first and the vocabulary adds BOS: llama.cpp's chat path strips the "
+              "template's, but a runtime that tokenizes the rendered prompt with add_special (a plain llama_tokenize) "
+              "feeds two BOS",
+          {l.bos}, "");
+      break;
+    }
+  }
+  // What ends the assistant's turn: the first special token after its words, before the
+  // next user's (a token llama.cpp parses as special; the earliest, then the longest).
+  for (const Rendered& r : prompts) {
+    if (r.conversation != "several turns") continue;
+    const size_t from = r.prompt.find(kAssistantWords);
+    if (from == std::string::npos) break;
+    const size_t start = from + kAssistantWords.size();
+    const size_t stop = std::min(r.prompt.find(kNextUserWords, start), r.prompt.size());
+    const std::string_view segment = std::string_view(r.prompt).substr(start, stop - start);
+    int32_t best = -1;
+    size_t best_at = std::string::npos, best_len = 0;
+    auto consider = [&](int32_t id) {
+      const std::string_view text = v.text(id);
+      if (text.empty()) return;
+      const size_t at = segment.find(text);
+      if (at == std::string::npos) return;
+      if (at < best_at || (at == best_at && text.size() > best_len)) best = id, best_at = at, best_len = text.size();
+    };
+    for (int32_t id : l.control) consider(id);
+    for (int32_t id : l.eog) consider(id);
+    if (best < 0) break;
+    if (std::find(l.eog.begin(), l.eog.end(), best) != l.eog.end()) break;
+    std::string stops;
+    for (int32_t id : l.eog) stops += (stops.empty() ? "" : ", ") + quoted(v.text(id)) + " (" + std::to_string(id) + ")";
+    add(Code::turn_end_not_eog, std::string(v.text(best)),
+        "an assistant turn ends in " + quoted(v.text(best)) + " (id " + std::to_string(best) + ") in the prompt of \"several turns\" at byte " +
+            std::to_string(start + best_at) + ", but llama.cpp stops generating only at " + (stops.empty() ? "no token" : stops) +
+            ": the model's answer will run on past its turn",
+        {best}, "ggufkit edit FILE --special-token " + shell_quoted("eot=" + std::string(v.text(best))) + " --in-place (llama.cpp stops at eot)");
+    break;
+  }
+}
+
+}  // namespace
+
+std::vector<Finding> template_rules(const Model& m, const tokenizer::Vocab* vocab) {
+  std::vector<Finding> out;
+  auto add = [&](const std::string& key, Code code, std::string message) {
+    out.push_back(finding(code, std::nullopt, std::move(message), Place::key(key)));
+  };
+  bool named = false, plain = false;
+  std::optional<std::string> first_key;
+  for (const KV& kv : m.metadata) {
+    if (!is_template_key(kv.key) || kv.value.type != ValueType::string) continue;
+    (kv.key == "tokenizer.chat_template" ? plain : named) = true;
+    if (!first_key) first_key = kv.key;
+    std::optional<jinja::Template> t;
+    try {
+      t = jinja::parse(kv.value.str);
+    } catch (const jinja::SyntaxError& e) {
+      add(kv.key, Code::template_syntax, kv.key + ": " + e.what() + " (jinja2 refuses it, so do llama.cpp and Hugging Face)");
+      continue;
+    }
+    if (!vocab) continue;
+    std::vector<Rendered> prompts;
+    const bool takes_tools = jinja::mentions(*t, "tools");
+    for (const StandardConversation& c : standard_conversations()) {
+      if (c.tools && !takes_tools) continue;
+      try {
+        prompts.push_back({c.name, render_prompt("", kv.key, kv.value.str, m, c.value)});
+      } catch (const Error&) {  // a conversation the template refuses (no system role, ...) is no fault of it
+      }
+    }
+    try {
+      token_rules(m, *vocab, kv.key, *t, prompts, out);
+    } catch (const tokenizer::Error&) {  // a vocabulary type llama.cpp cannot tokenize with: nothing to say at the token level
+    }
+  }
+  if (first_key && named && !plain)
+    add(*first_key, Code::template_no_default, "named chat templates but no tokenizer.chat_template: readers that use the default find none");
+  return out;
+}
+
+}  // namespace ggufkit
