@@ -183,8 +183,7 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
                        : ": it is no token of the vocabulary, so the model never sees it as one"),
           pieces,
           id >= 0 ? fix_type
-                  : "use the template the model was trained with (this one is written for another vocabulary), or a vocabulary "
-                    "that has the token");
+                  : "use the template the model was trained with: this one is written for another vocabulary");
   }
   const tokenizer::Loaded& l = v.loaded();
   for (const Rendered& r : prompts) {

@@ -178,7 +178,7 @@ class ChatTokens : public testing::Test {
  protected:
   void SetUp() override {
     std::string why;
-    if (!oracle::available(why)) GTEST_SKIP() << "the oracle cannot run: " << why;
+    if (!oracle::available(why)) FAIL() << "the oracle cannot run: " << why;  // as every interop test: missing is a failure
   }
 };
 
@@ -200,4 +200,70 @@ TEST_F(ChatTokens, Phi3PromptsTokenizeToLlamaCppsIds) {
   EXPECT_EQ(n.both_raised, 18u);
 }
 
+// Issue 29: `edit --dry-run --render CONV --tokens --json` gives the ids llama.cpp's chat path
+// feeds the model before and after the edit: on the tiny llama (which adds BOS, not EOS: as
+// llama.cpp loads it) with Qwen2.5's corpus template, prompt.tokens.before and .after are
+// llama_tokenize's ids (add and parse special) of prompt.before and .after, each less a
+// leading "<s>" (the BOS piece), as common/chat.cpp strips it before tokenizing.
+TEST_F(ChatTokens, AnEditsDryRunGivesTheIdsLlamaCppsChatPathFeedsBeforeAndAfter) {
+  const std::string tiny = corpus("splits/tiny-llama.gguf");
+  const std::string loaded = oracle::loaded(tiny);
+  ASSERT_NE(loaded.find("\"bos\": 1,"), std::string::npos) << loaded;
+  ASSERT_NE(loaded.find("\"add_bos\": true, \"add_eos\": false"), std::string::npos) << loaded;
+  const std::string qwen = corpus("templates/Qwen-Qwen2.5-7B-Instruct.jinja");
+  std::vector<oracle::Request> reqs;
+  std::vector<std::vector<int32_t>> shown;
+  size_t stripped = 0;
+  for (const std::string& conv : sorted_files(std::string(GGUFKIT_SOURCE) + "/tests/template/conversations", ".json")) {
+    CliRun r = run_cli("edit " + tiny + " --chat-template-file " + qwen + " --dry-run --render " + conv + " --tokens --json");
+    ASSERT_EQ(r.code, 0) << conv << ": " << r.err;
+    const jinja::Value out = jinja::from_json(r.out);
+    const jinja::Value* prompt = out.dict->find("prompt");
+    ASSERT_NE(prompt, nullptr) << r.out;
+    const jinja::Value* tokens = prompt->dict->find("tokens");
+    ASSERT_NE(tokens, nullptr) << r.out;
+    for (const char* side : {"before", "after"}) {
+      std::string text = prompt->dict->find(side)->s.str();
+      if (text.starts_with("<s>")) text.erase(0, 3), ++stripped;
+      reqs.push_back({true, true, text});
+      std::vector<int32_t> ids;
+      for (const jinja::Value& id : *tokens->dict->find(side)->list) ids.push_back(static_cast<int32_t>(id.i));
+      shown.push_back(ids);
+    }
+  }
+  ASSERT_EQ(reqs.size(), 16u);
+  EXPECT_EQ(stripped, 0u) << "neither template prints bos_token";
+  const oracle::Run run = oracle::tokenize(tiny, reqs);
+  ASSERT_EQ(run.status, "");
+  size_t tokens = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(run.answers[i].error, "");
+    EXPECT_EQ(shown[i], run.answers[i].ids) << (i % 2 ? "after" : "before") << " of conversation " << i / 2 << ": \""
+                                            << oracle::escaped(reqs[i].text) << "\"";
+    ASSERT_FALSE(shown[i].empty());
+    EXPECT_EQ(shown[i][0], 1) << "one BOS, added by the vocabulary";
+    tokens += shown[i].size();
+  }
+  std::printf("[ compared ] %zu prompts, %zu tokens\n", reqs.size(), tokens);
+}
+
+// The stripping itself: phi-3's own template prints bos_token and its vocabulary adds BOS.
+// `template --render --tokens --ids` gives llama_tokenize's ids of the prompt less its
+// leading "<s>": one BOS, where the unstripped prompt gives llama.cpp two.
+TEST_F(ChatTokens, TheTemplatesBosIsStrippedAsLlamaCppsChatPathStripsIt) {
+  const std::string phi3 = corpus("vocab/ggml-vocab-phi-3.gguf");
+  const std::string conv = std::string(GGUFKIT_SOURCE) + "/tests/template/conversations/03-several-turns.json";
+  const std::string prompt = run_cli("template " + phi3 + " --render " + conv).out;
+  ASSERT_TRUE(prompt.starts_with("<s><|user|>")) << prompt;
+  CliRun ids = run_cli("template " + phi3 + " --render " + conv + " --tokens --ids");
+  ASSERT_EQ(ids.code, 0) << ids.err;
+  const oracle::Run run = oracle::tokenize(phi3, {{true, true, prompt.substr(3)}, {true, true, prompt}});
+  ASSERT_EQ(run.answers.size(), 2u);
+  EXPECT_EQ(ids.out, oracle::ids_text(run.answers[0].ids) + "\n");
+  EXPECT_EQ(run.answers[0].ids.at(0), 1);
+  EXPECT_EQ(run.answers[0].ids.at(1), 32010);  // <|user|>
+  EXPECT_EQ(run.answers[1].ids.at(1), 1) << "unstripped, llama.cpp feeds two BOS";
+}
+
 }  // namespace
+
