@@ -68,8 +68,9 @@ const std::vector<StandardConversation>& standard_conversations() {
 
 namespace {
 
-// A literal that looks like a chat token. Strong: <|NAME|>, [NAME] and [/NAME] in capitals
-// (Mistral's [INST]), <start_of_turn> and <end_of_turn>: special whether or not the
+// A literal that looks like a chat token. Strong: <|NAME|> (and DeepSeek's <｜NAME｜>, with
+// fullwidth bars), [NAME] and [/NAME] in capitals (Mistral's [INST]), <start_of_turn> and
+// <end_of_turn>: special whether or not the
 // vocabulary has them. Weak: any other <...> without spaces (<think>, <｜User｜>, </s>),
 // special only where it is a token (a template's prose writes <tools> as text).
 struct Candidate {
@@ -91,7 +92,7 @@ void special_looking(std::string_view text, std::vector<Candidate>& out) {
       if (bar && text.compare(j, 2, "|>") == 0) add(text.substr(i, j + 2 - i), true);
       else if (!bar && j < text.size() && text[j] == '>') {
         std::string_view s = text.substr(i, j + 1 - i);
-        add(s, s == "<start_of_turn>" || s == "<end_of_turn>");
+        add(s, s == "<start_of_turn>" || s == "<end_of_turn>" || (s.starts_with("<\uFF5C") && s.ends_with("\uFF5C>") && s.size() > 8));
       }
     } else if (text[i] == '[') {
       size_t j = i + 1 + (i + 1 < text.size() && text[i + 1] == '/');
@@ -178,7 +179,9 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
     }
     if (split && k < n_shown)
       add(Code::template_literal_split, c.text,
-          quoted(c.text) + " tokenizes into " + std::to_string(pieces.size()) + " tokens (" + ids_text(pieces) + ") " + where(c.text) +
+          quoted(c.text) + (pieces.empty() ? " tokenizes into no token at all (the vocabulary has none of its bytes) "
+                                           : " tokenizes into " + std::to_string(pieces.size()) + " tokens (" + ids_text(pieces) + ") ") +
+              where(c.text) +
               (id >= 0 ? ": it is token " + std::to_string(id) + ", typed " + token_type_name(stored_type(id))
                        : ": it is no token of the vocabulary, so the model never sees it as one"),
           pieces,
