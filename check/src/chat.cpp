@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <unordered_set>
 
 #include "ggufkit/check.h"
 #include "ggufkit/error.h"
@@ -78,9 +79,12 @@ struct Candidate {
   bool strong;
 };
 
-void special_looking(std::string_view text, std::vector<Candidate>& out) {
+// At most kMaxCandidates, each once (`seen`): real templates write a few dozen; a hostile one
+// could write a million.
+constexpr size_t kMaxCandidates = 256;
+void special_looking(std::string_view text, std::vector<Candidate>& out, std::unordered_set<std::string>& seen) {
   auto add = [&](std::string_view s, bool strong) {
-    if (std::none_of(out.begin(), out.end(), [&](const Candidate& c) { return c.text == s; })) out.push_back({std::string(s), strong});
+    if (out.size() < kMaxCandidates && seen.emplace(s).second) out.push_back({std::string(s), strong});
   };
   auto name_byte = [](char c) { return c != '<' && c != '>' && c != '|' && !std::isspace(static_cast<unsigned char>(c)); };
   for (size_t i = 0; i < text.size(); ++i) {
@@ -146,13 +150,11 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
   };
   // The candidates: what the prompts show first (where a split costs tokens), then the
   // template's literals (branches no standard conversation reaches).
-  std::vector<Candidate> shown, written;
-  for (const Rendered& r : prompts) special_looking(r.prompt, shown);
-  for (std::string_view lit : jinja::literals(t)) special_looking(lit, written);
+  std::vector<Candidate> shown;
+  std::unordered_set<std::string> seen;
+  for (const Rendered& r : prompts) special_looking(r.prompt, shown, seen);
   const size_t n_shown = shown.size();
-  for (Candidate& c : written)
-    if (std::none_of(shown.begin(), shown.begin() + static_cast<std::ptrdiff_t>(n_shown), [&](const Candidate& s) { return s.text == c.text; }))
-      shown.push_back(std::move(c));
+  for (std::string_view lit : jinja::literals(t)) special_looking(lit, shown, seen);
   const uint32_t parsed = tokenizer::attr_control | tokenizer::attr_user_defined | tokenizer::attr_unknown;
   for (size_t k = 0; k < shown.size(); ++k) {
     const Candidate& c = shown[k];
@@ -218,7 +220,8 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
     if (from == std::string::npos) break;
     const size_t start = from + kAssistantWords.size();
     const size_t stop = std::min(r.prompt.find(kNextUserWords, start), r.prompt.size());
-    const std::string_view segment = std::string_view(r.prompt).substr(start, stop - start);
+    // (the first 4 KiB of it: a turn's end and the next opening are a few tokens)
+    const std::string_view segment = std::string_view(r.prompt).substr(start, std::min<size_t>(stop - start, 4096));
     int32_t best = -1;
     size_t best_at = std::string::npos, best_len = 0;
     auto consider = [&](int32_t id) {
@@ -245,6 +248,10 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
 
 }  // namespace
 
+// A standard conversation's prompt is a few hundred bytes; one of over 1 MiB (a template
+// that pads, or is hostile) is not tokenized.
+constexpr size_t kMaxPrompt = 1u << 20;
+
 std::vector<Finding> template_rules(const Model& m, const tokenizer::Vocab* vocab) {
   std::vector<Finding> out;
   auto add = [&](const std::string& key, Code code, std::string message) {
@@ -269,8 +276,10 @@ std::vector<Finding> template_rules(const Model& m, const tokenizer::Vocab* voca
     for (const StandardConversation& c : standard_conversations()) {
       if (c.tools && !takes_tools) continue;
       try {
-        prompts.push_back({c.name, render_prompt("", kv.key, kv.value.str, m, c.value)});
-      } catch (const Error&) {  // a conversation the template refuses (no system role, ...) is no fault of it
+        std::string prompt = render_parsed(*t, m, c.value);
+        if (prompt.size() <= kMaxPrompt) prompts.push_back({c.name, std::move(prompt)});
+      } catch (const jinja::RenderError& e) {  // a conversation the template refuses (no system role, ...) is no fault of it
+        if (e.code >= jinja::RenderErrorKind::limit_iterations) break;  // a sandbox limit: the next would cost as much
       }
     }
     try {

@@ -39,13 +39,17 @@ jinja::RenderOptions render_options() {
 }
 }  // namespace
 
+std::string render_parsed(const jinja::Template& t, const Model& m, const jinja::Value& conversation) {
+  std::optional<std::string> bos, eos;
+  for (const SpecialToken& st : special_tokens(m))
+    if (st.text && (st.name == "bos" || st.name == "eos")) (st.name == "bos" ? bos : eos) = std::string(*st.text);
+  return jinja::render(t, jinja::chat_context(conversation, bos, eos), render_options());
+}
+
 std::string render_prompt(const std::string& file, const std::string& key, const std::string& text, const Model& m,
                           const jinja::Value& conversation) {
-  std::optional<std::string> bos, eos;
-  for (const SpecialToken& t : special_tokens(m))
-    if (t.text && (t.name == "bos" || t.name == "eos")) (t.name == "bos" ? bos : eos) = std::string(*t.text);
   try {
-    return jinja::render(jinja::parse(text), jinja::chat_context(conversation, bos, eos), render_options());
+    return render_parsed(jinja::parse(text), m, conversation);
   } catch (const jinja::SyntaxError& e) {
     throw Error(Error::Kind::format, file, std::nullopt, key, std::string("the template does not parse: ") + e.what());
   } catch (const jinja::RenderError& e) {

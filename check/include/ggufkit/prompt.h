@@ -3,6 +3,7 @@
 // apply_chat_template renders it with the model's bos and eos tokens.
 #include <string>
 
+#include "ggufkit/jinja.h"
 #include "ggufkit/jinja_render.h"
 #include "ggufkit/model.h"
 
@@ -18,6 +19,9 @@ jinja::Value read_conversation(const std::string& path);
 // Error naming the file, the key and the template's line.
 std::string render_prompt(const std::string& file, const std::string& key, const std::string& text, const Model& m,
                           const jinja::Value& conversation);
+
+// The same of a parsed template, its RenderError as it is.
+std::string render_parsed(const jinja::Template& t, const Model& m, const jinja::Value& conversation);
 
 // The prompt the model's default template (tokenizer.chat_template) gives, or what stops
 // it, in brackets: a preview shows it; it is no reason to refuse an edit.
