@@ -32,15 +32,23 @@ std::string change_text(const Change& c) {
     case Change::alignment:
       return "align   " + brief_value(*c.before) + " -> " +
              (c.after ? brief_value(*c.after) : "default (32: general.alignment removed)");
+    case Change::retype:
+      return "retype  " + brief_value(Value::of_string(c.token)) + " (id " + std::to_string(c.id) +
+             "): " + token_type_name(c.before->as_i64()) + " -> " + token_type_name(c.after->as_i64());
   }
   return "";
 }
 
 void change_json(JsonOut& j, const Change& c) {
-  static const char* kinds[] = {"set", "add", "remove", "rename", "alignment"};
+  static const char* kinds[] = {"set", "add", "remove", "rename", "alignment", "retype"};
   j.object([&] {
     j.key("change").str(kinds[c.kind]).key("key").str(c.key);
     if (c.kind == Change::rename) j.key("to").str(c.to);
+    if (c.kind == Change::retype) {  // the token, and its types by name
+      j.key("token").str(c.token).key("id").num(c.id);
+      j.key("before").str(token_type_name(c.before->as_i64())).key("after").str(token_type_name(c.after->as_i64()));
+      return;
+    }
     if (c.before) j.key("before").str(brief_value(*c.before, 200));
     if (c.after) j.key("after").str(brief_value(*c.after, 200));
   });
@@ -312,7 +320,7 @@ int cmd_rewrite(const std::vector<std::string>& args) {
 int cmd_edit(const std::vector<std::string>& args) {
   po::options_description desc("options");
   desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file to edit")(
-      "patch,p", po::value<std::string>(), "a patch file (YAML: set, remove, rename, alignment)")(
+      "patch,p", po::value<std::string>(), "a patch file (YAML: set, remove, rename, special_tokens, token_types, alignment)")(
       "set", po::value<std::vector<std::string>>()->composing(),
       "KEY=VALUE: set a key (keeps an existing key's type); VALUE is read as YAML, as in a patch: "
       "'general.name=\"My Model\"' stores My Model, [1, 2] is a list")(
@@ -328,6 +336,10 @@ int cmd_edit(const std::vector<std::string>& args) {
       "eom, unknown, seperator, padding, cls, mask, fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep; also "
       "sep, pad, unk), e.g. eos='<|im_end|>'")(
       "special-token-id", po::value<std::vector<std::string>>()->composing(), "NAME=ID: set a special token by its id")(
+      "token-type", po::value<std::vector<std::string>>()->composing(),
+      "TEXT=TYPE: set the type of the token whose text is exactly TEXT in tokenizer.ggml.token_type (TYPE: normal, "
+      "unknown, control, user_defined, unused, byte; TEXT is split at the last '='; of tokens sharing a text, the "
+      "last, as llama.cpp finds it), e.g. '<|user|>=control'")(
       "from-hf", po::value<std::string>(),
       "DIR or DIR/tokenizer_config.json: take the chat template(s), bos/eos/pad/unk tokens and add_bos/add_eos "
       "flags a Hugging Face model folder gives (chat_template.jinja beside the config wins)")(
@@ -361,7 +373,9 @@ int cmd_edit(const std::vector<std::string>& args) {
                               "  set: {general.name: Fixed, tokenizer.chat_template: {file: t.jinja}}\n"
                               "  remove: [general.license.link]\n"
                               "  rename: {old.key: new.key}\n"
-                              "  alignment: 64\n\n") + kSafety);
+                              "  alignment: 64\n"
+                              "  token_types: {\"<|user|>\": control}\n\n"
+                              "Example: ggufkit edit phi3.gguf --token-type '<|user|>=control' --in-place\n\n") + kSafety);
   if (!vm) return 0;
   EditRequest job = request_of(*vm);
   job.template_check = !(*vm)["no-template-check"].as<bool>();
@@ -396,6 +410,12 @@ int cmd_edit(const std::vector<std::string>& args) {
         auto [name, value] = pair(s, (std::string("--") + opt).c_str());
         job.patch.add_special(name, value, std::string(opt) == "special-token-id");
       }
+  if (vm->count("token-type"))
+    for (const auto& s : (*vm)["token-type"].as<std::vector<std::string>>()) {
+      auto eq = s.rfind('=');  // the last '=': a token's text may hold one
+      if (eq == std::string::npos || eq == 0) throw_usage("--token-type expects TEXT=TYPE, found '" + s + "'");
+      job.patch.add_token_type(s.substr(0, eq), s.substr(eq + 1));
+    }
   if (vm->count("set-typed"))
     for (const auto& s : (*vm)["set-typed"].as<std::vector<std::string>>()) {
       auto [k, tv] = pair(s, "--set-typed");

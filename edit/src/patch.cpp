@@ -92,6 +92,29 @@ void Patch::add_special(const std::string& name, const std::string& value, bool 
   special.push_back({name, scalar_node(value), by_id});
 }
 
+std::optional<int32_t> token_type_of(const std::string& name) {
+  for (int32_t t = 1; t <= 6; ++t)  // 0 (undefined) is no type to set
+    if (token_type_name(t) == name) return t;
+  return std::nullopt;
+}
+
+namespace {
+const char* kTokenTypeNames = "normal, unknown, control, user_defined, unused, byte";
+}  // namespace
+
+void Patch::add_token_type(const std::string& text, const std::string& type) {
+  const std::string entry = "token type \"" + text + "\"";
+  for (const TokenType& t : token_types)
+    if (t.text == text)
+      throw Error(Error::Kind::format, "command line", std::nullopt, entry,
+                  "\"" + text + "\" is retyped twice: at " + t.from + " and on the command line; give it once");
+  auto t = token_type_of(type);
+  if (!t)
+    throw Error(Error::Kind::format, "command line", std::nullopt, entry,
+                "'" + type + "' is not a token type; the types are " + kTokenTypeNames);
+  token_types.push_back({text, *t});
+}
+
 namespace {
 // A file of a Hugging Face folder, read only when it is a regular file that resolves inside
 // the folder: a cloned repository may carry a link to /etc/shadow, or a named pipe that
@@ -243,7 +266,7 @@ Patch parse_patch(const std::string& text, const std::string& name, const std::s
   YamlNode root = load_yaml(text, name);
   YamlReader y(name, base_dir);
   if (!root.IsMap()) y.fail(root, "patch", "expected a mapping with set:, remove:, rename: or alignment:");
-  y.fields(root, "patch", {"set", "remove", "rename", "alignment", "special_tokens"});
+  y.fields(root, "patch", {"set", "remove", "rename", "alignment", "special_tokens", "token_types"});
   Patch p;
   p.name = name;
   p.base_dir = base_dir;
@@ -272,6 +295,18 @@ Patch parse_patch(const std::string& text, const std::string& name, const std::s
       if (by_id) y.fields(v, "special_tokens", {"id"});
       p.special.push_back({y.scalar(sp.items[i], "special_tokens"), by_id ? v["id"] : v, by_id,
                            yaml_where(name, sp.items[i].line, sp.items[i].column)});
+    }
+  }
+  if (const YamlNode& tt = root["token_types"]; tt) {
+    if (!tt.IsMap()) y.fail(tt, "token_types", "expected a mapping of TEXT: TYPE");
+    y.keys_once(tt, "token_types");  // a text twice is refused, as a key twice is
+    for (size_t i = 0; i + 1 < tt.items.size(); i += 2) {
+      const std::string text = y.scalar(tt.items[i], "token_types");
+      const std::string entry = "token type \"" + text + "\"";
+      const YamlNode& v = tt.items[i + 1];
+      auto t = token_type_of(y.scalar(v, entry));
+      if (!t) y.fail(v, entry, "'" + v.Scalar() + "' is not a token type; the types are " + kTokenTypeNames);
+      p.token_types.push_back({text, *t, yaml_where(name, tt.items[i].line, tt.items[i].column)});
     }
   }
   if (const YamlNode& a = root["alignment"]; a) {
@@ -334,6 +369,7 @@ class Applier : YamlReader {
     }
     for (const auto& s : p_.set) set(s);
     for (const auto& sp : p_.special) special(sp);
+    for (const auto& t : p_.token_types) retype(t);
     if (p_.alignment) align(*p_.alignment);
     check();
     // A new alignment re-lays the data section: gaps the source had are closed.
@@ -522,6 +558,77 @@ class Applier : YamlReader {
     }
     specials_.push_back({key, scalar_node(std::to_string(id)), sp.from});
     set(specials_.back());
+  }
+
+  // A token's type set in tokenizer.ggml.token_type, the token found by its exact text.
+  // Where tokens share the text, the last: llama.cpp's token_to_id is filled in id order,
+  // so the last id is the one its text lookup finds. The array is changed, never created
+  // or resized, so the header keeps its size.
+  void retype(const Patch::TokenType& t) {
+    const std::string key = "tokenizer.ggml.token_type";
+    const std::string entry = "token type \"" + printable(t.text) + "\"";
+    auto refuse = [&](const std::string& msg) { throw Error(Error::Kind::format, t.from, std::nullopt, entry, msg); };
+    const KV* tokens = find("tokenizer.ggml.tokens");
+    if (!tokens || tokens->value.type != ValueType::array || tokens->value.elem != ValueType::string)
+      refuse("the file has no vocabulary (tokenizer.ggml.tokens) to find the token in");
+    const StringList& vocab = tokens->value.strs;
+    KV* types = find(key);
+    if (!types) refuse("the file has no " + key + " array to set the type in (it is not created: that would change the header's size)");
+    Value& v = types->value;
+    if (v.type != ValueType::array || v.elem != ValueType::i32)
+      refuse(key + " is " + type_text(v.type, v.elem) + ", not an array of i32");
+    if (v.nums.size() != vocab.size())
+      refuse(key + " has " + std::to_string(v.nums.size()) + " items and tokenizer.ggml.tokens " + std::to_string(vocab.size()) +
+             "; they must be one per token");
+    std::optional<uint64_t> id;
+    uint64_t i = 0;
+    for (std::string_view s : vocab) {
+      if (s == t.text) id = i;  // the last one wins, as in llama.cpp
+      ++i;
+    }
+    if (!id) refuse("no token in tokenizer.ggml.tokens is exactly \"" + printable(t.text) + "\"" + alike_tokens(vocab, t.text));
+    const int32_t before = static_cast<int32_t>(static_cast<uint32_t>(v.nums[*id]));
+    if (before == t.type) {  // no change: nothing to write for it
+      note(t.from, entry + ": token " + std::to_string(*id) + " is already " + token_type_name(t.type));
+      return;
+    }
+    NumberList nums(4);  // the list may be a view of the mapped file: rebuilt with the one item changed
+    nums.reserve(v.nums.size());
+    for (size_t k = 0; k < v.nums.size(); ++k) nums.push_back(k == *id ? static_cast<uint32_t>(t.type) : v.nums[k]);
+    v.nums = std::move(nums);
+    changes_.push_back({Change::retype, key, "", Value::scalar(ValueType::i32, static_cast<uint32_t>(before)),
+                        Value::scalar(ValueType::i32, static_cast<uint32_t>(t.type)), t.text, *id});
+  }
+
+  // Tokens whose text differs from `text` only by surrounding whitespace (SentencePiece's
+  // U+2581 too) or by case, as "; did you mean ...?", or "" for none.
+  static std::string alike_tokens(const StringList& vocab, const std::string& text) {
+    auto plain = [](std::string_view s) {
+      auto space_at = [&](size_t at) -> size_t {  // the length of a space at `at`, or 0
+        if (at < s.size() && std::isspace(static_cast<unsigned char>(s[at]))) return 1;
+        return s.substr(at, 3) == "\u2581" ? 3 : 0;
+      };
+      size_t b = 0, e = s.size();
+      auto space_before = [&](size_t end) -> size_t {  // the same, of a space ending at `end`, after b
+        if (end > b && std::isspace(static_cast<unsigned char>(s[end - 1]))) return 1;
+        return end >= b + 3 && s.substr(end - 3, 3) == "\u2581" ? 3 : 0;
+      };
+      while (size_t n = space_at(b)) b += n;
+      while (size_t n = space_before(e)) e -= n;
+      std::string out(s.substr(b, e - b));
+      for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return out;
+    };
+    const std::string want = plain(text);
+    std::string out;
+    size_t n = 0;
+    uint64_t i = 0;
+    for (std::string_view s : vocab) {
+      if (s != text && plain(s) == want && n++ < 3)
+        out += (out.empty() ? "" : ", ") + ("\"" + printable(std::string(s)) + "\" (" + std::to_string(i) + ")");
+      ++i;
+    }
+    return out.empty() ? "" : "; did you mean " + out + (n > 3 ? " (and " + std::to_string(n - 3) + " more)" : "") + "?";
   }
 
   // The three tokens nearest to `text` by edit distance, with their ids.

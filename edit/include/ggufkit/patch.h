@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ggufkit/model.h"
@@ -18,9 +19,11 @@ namespace ggufkit {
 //   rename: {OLD: NEW}
 //   alignment: N | default      (default: no general.alignment key, so 32)
 //   special_tokens: {NAME: TEXT, NAME: {id: ID}}   (eos, bos, eot, ..., as llama.cpp names them)
+//   token_types: {TEXT: TYPE}   (normal, unknown, control, user_defined, unused, byte)
 //
 // Values stay as YAML until the patch meets a file, because an existing key's type is
-// known only then. Applied in this order: rename, remove, set, special_tokens, alignment.
+// known only then. Applied in this order: rename, remove, set, special_tokens,
+// token_types, alignment.
 struct Patch {
   struct Set {
     std::string key;
@@ -34,6 +37,12 @@ struct Patch {
     bool by_id = false;
     std::string from = "command line";
   };
+  // A token's type in tokenizer.ggml.token_type set, the token found by its text.
+  struct TokenType {
+    std::string text;
+    int32_t type = 0;  // llama_token_type: 1 normal ... 6 byte
+    std::string from = "command line";
+  };
   struct Named {
     std::string key, to;  // `to` only for renames
     YamlNode at;          // where it was written, for errors
@@ -43,6 +52,7 @@ struct Patch {
   std::vector<Set> set;
   std::vector<Named> remove, rename;
   std::vector<Special> special;
+  std::vector<TokenType> token_types;
   std::optional<uint64_t> alignment;  // 0: the default (the key removed)
   YamlNode alignment_at;
   std::string alignment_from;         // where the alignment was given
@@ -50,7 +60,7 @@ struct Patch {
   // with a NUL, a bool byte other than 0 and 1, a string that is not UTF-8), with a note.
   bool allow_broken = false;
 
-  bool empty() const { return set.empty() && remove.empty() && rename.empty() && special.empty() && !alignment; }
+  bool empty() const { return set.empty() && remove.empty() && rename.empty() && special.empty() && token_types.empty() && !alignment; }
 
   // The command line's shortcuts build the same patch. A key set twice (by the patch and
   // on the command line, or twice there) and a second alignment are refused, not resolved.
@@ -60,6 +70,8 @@ struct Patch {
   void add_set_file(const std::string& key, const std::string& path);
   // --special-token NAME=TEXT and --special-token-id NAME=ID.
   void add_special(const std::string& name, const std::string& value, bool by_id);
+  // --token-type TEXT=TYPE: TYPE by name (normal, unknown, control, user_defined, unused, byte).
+  void add_token_type(const std::string& text, const std::string& type);
   // --from-hf DIR (or DIR/tokenizer_config.json): what a Hugging Face model folder says.
   // chat_template (a string, or a list of {name, template}: default is the main template,
   // the others tokenizer.chat_template.NAME), or chat_template.jinja beside the config,
@@ -74,11 +86,23 @@ struct Patch {
 Patch parse_patch(const std::string& text, const std::string& name, const std::string& base_dir);
 Patch read_patch(const std::string& path);
 
-// What applying a patch did, one line per key.
+// llama_token_type's number of a name (normal 1 ... byte 6); nullopt for anything else.
+std::optional<int32_t> token_type_of(const std::string& name);
+
+// What applying a patch did, one line per key. A retype is one token's type in
+// tokenizer.ggml.token_type: `token` and `id` say which, before and after are i32 types.
 struct Change {
-  enum Kind { set, add, remove, rename, alignment } kind;
+  enum Kind { set, add, remove, rename, alignment, retype };
+  // (a constructor, so that the changes of keys need not spell out a token)
+  Change(Kind kind, std::string key, std::string to, std::optional<Value> before, std::optional<Value> after,
+         std::string token = "", uint64_t id = 0)
+      : kind(kind), key(std::move(key)), to(std::move(to)), before(std::move(before)), after(std::move(after)),
+        token(std::move(token)), id(id) {}
+  Kind kind;
   std::string key, to;
   std::optional<Value> before, after;
+  std::string token;  // retype: the token's text
+  uint64_t id = 0;    // retype: the token's id
 };
 
 // Applies the patch to the model, checked against the registry and the file: an existing
