@@ -547,6 +547,20 @@ TEST(TemplateTokens, ASplitLiteralIsFoundWithItsIdsAndWhereItShows) {
   EXPECT_FALSE(has(template_codes(with_template(phi3, "plain", "<|user|>{{ messages[0].content }}<|end|>[note]")), "template_literal_split"));
 }
 
+// Issue 29: a token the template writes typed normal, where llama.cpp overrides the type by
+// the token's text at load (phi-3's <|end|>, an end of turn by its text): it is one token to
+// llama.cpp, so nothing splits, and the finding says it is other runtimes that split it.
+TEST(TemplateTokens, ANormalTokenLlamaCppOverridesToControlIsSaidToBeOverridden) {
+  const std::string phi3 = corpus("vocab/ggml-vocab-phi-3.gguf");
+  const std::string f = edited_copy(phi3, "end-normal", "--token-type '<|end|>=normal'");
+  const std::string line = finding_line(f, "special_not_control");
+  EXPECT_NE(line.find("\\\"<|end|>\\\" (id 32007) is typed normal; llama.cpp overrides it to control by its text at load"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"ids\": [32007]"), std::string::npos) << line;
+  EXPECT_FALSE(has(template_codes(f), "template_literal_split"));
+  EXPECT_FALSE(has(template_codes(f), "turn_end_not_eog"));
+  EXPECT_EQ(run_cli("tokenize " + f + " '<|end|>' --no-add-special --ids").out, "32007\n");
+}
+
 // The template rules that need no vocabulary, and what an edit says of the ones it brings in.
 TEST(TemplateWarnings, EachIsRaisedWhereItAppliesAndNotWhereItDoesNot) {
   const std::string phi3 = corpus("vocab/ggml-vocab-phi-3.gguf");

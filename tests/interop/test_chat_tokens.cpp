@@ -265,5 +265,56 @@ TEST_F(ChatTokens, TheTemplatesBosIsStrippedAsLlamaCppsChatPathStripsIt) {
   EXPECT_EQ(run.answers[1].ids.at(1), 1) << "unstripped, llama.cpp feeds two BOS";
 }
 
+// Issue 29, the fix in place: phi-3's <|user|> (32010) retyped normal is split by llama.cpp
+// where phi-3's own template writes it; validate says so (special_not_control naming 32010,
+// template_literal_split with the pieces), names the fix, and the fix run in place writes the
+// header alone: the same size, llama.cpp reads <|user|> as 32010 again, the findings gone.
+TEST_F(ChatTokens, AUserTokenTypedNormalIsFoundAndRetypedInPlace) {
+  const std::string phi3 = corpus("vocab/ggml-vocab-phi-3.gguf");
+  const std::string f = temp_path("phi3-user-normal.gguf");
+  fs::remove(f);
+  CliRun retype = run_cli("edit " + phi3 + " --token-type '<|user|>=normal' -o " + f);
+  ASSERT_EQ(retype.code, 0) << retype.err;
+  const uint64_t size = fs::file_size(f);
+  EXPECT_EQ(size, fs::file_size(phi3));
+  // writable by its owner, whatever the corpus's mode (an output keeps its source's)
+  fs::permissions(f, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::add);
+  const oracle::Run split = oracle::tokenize(f, {{false, true, "<|user|>"}});
+  ASSERT_EQ(split.answers.size(), 1u);
+  EXPECT_EQ(oracle::ids_text(split.answers[0].ids), "529 29989 1792 29989 29958") << "llama.cpp splits it";
+
+  CliRun v = run_cli("validate --json " + f);
+  auto line_of = [&](const std::string& out, const std::string& code) {
+    size_t at = out.find("\"code\": \"" + code + "\"");
+    if (at == std::string::npos) return std::string();
+    size_t start = out.rfind('\n', at) + 1;
+    return out.substr(start, out.find('\n', at) - start);
+  };
+  const std::string snc = line_of(v.out, "special_not_control"), lit = line_of(v.out, "template_literal_split");
+  EXPECT_NE(snc.find("\"message\": \"\\\"<|user|>\\\" (id 32010) is typed normal, so llama.cpp takes the text as text"), std::string::npos) << v.out;
+  EXPECT_NE(snc.find("\"ids\": [32010]"), std::string::npos) << snc;
+  const std::string fix = "ggufkit edit " + f + " --token-type '<|user|>=control' --in-place";
+  EXPECT_NE(snc.find("\"fix\": \"" + fix + "\""), std::string::npos) << snc;
+  EXPECT_NE(lit.find("\\\"<|user|>\\\" tokenizes into 5 tokens (529 29989 1792 29989 29958) in the prompt of \\\"system and user\\\" at byte 3: "
+                     "it is token 32010, typed normal"), std::string::npos) << lit;
+  EXPECT_NE(lit.find("\"ids\": [529, 29989, 1792, 29989, 29958]"), std::string::npos) << lit;
+
+  // The fix, as named (less "ggufkit", the binary under test).
+  CliRun fixed = run_cli(fix.substr(std::string("ggufkit ").size()));
+  ASSERT_EQ(fixed.code, 0) << fixed.err;
+  EXPECT_NE(fixed.out.find("retype  \"<|user|>\" (id 32010): normal -> control"), std::string::npos) << fixed.out;
+  EXPECT_NE(fixed.out.find(": wrote the header alone, in place (it fits before the data start; no tensor byte moves): 1 of its 726019 bytes differ, at 725185"),
+            std::string::npos) << fixed.out;
+  EXPECT_EQ(fs::file_size(f), size);
+  const oracle::Run whole = oracle::tokenize(f, {{false, true, "<|user|>"}, {true, true, "<|user|>\nHi<|end|>\n<|assistant|>\n"}});
+  ASSERT_EQ(whole.answers.size(), 2u);
+  EXPECT_EQ(oracle::ids_text(whole.answers[0].ids), "32010");
+  EXPECT_EQ(whole.answers[1].ids.at(1), 32010);
+  CliRun after = run_cli("validate --json " + f);
+  EXPECT_EQ(line_of(after.out, "special_not_control"), "") << after.out;
+  EXPECT_EQ(line_of(after.out, "template_literal_split"), "") << after.out;
+  EXPECT_TRUE(read_file_bytes(f) == read_file_bytes(phi3)) << "back to the published bytes";
+}
+
 }  // namespace
 
