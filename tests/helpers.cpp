@@ -20,7 +20,6 @@ namespace testing_helpers {
 namespace fs = std::filesystem;
 using namespace ggufkit;
 
-namespace {
 std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error("cannot read " + path);
@@ -28,6 +27,16 @@ std::string slurp(const std::string& path) {
   ss << f.rdbuf();
   return ss.str();
 }
+
+std::vector<std::string> sorted_files(const std::string& dir, const std::string& ext) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ext) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
 
 struct TempDir {
   std::string path;

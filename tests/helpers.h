@@ -38,6 +38,10 @@ void write_file_bytes(const std::string& path, const std::vector<uint8_t>& bytes
 // Throws for a file that cannot be read, so two missing files never compare equal.
 std::vector<uint8_t> read_file_bytes(const std::string& path);
 std::string corpus(const std::string& name);  // ../shared/corpus/NAME
+// A file's bytes as a string (throws when it cannot be read).
+std::string slurp(const std::string& path);
+// The files of `dir` whose names end in `ext` (".jinja"), sorted: a test's order is the same everywhere.
+std::vector<std::string> sorted_files(const std::string& dir, const std::string& ext);
 
 struct CliRun {
   int code;

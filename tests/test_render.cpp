@@ -21,19 +21,6 @@ namespace {
 
 const int64_t kNow = 1795000000;  // strftime_now's clock in both renderers: 2026-11-18
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::vector<std::string> sorted_files(const std::string& dir, const std::string& ext) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().extension() == ext) out.push_back(e.path().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 struct Outcome {
   bool ok = false;
   std::string text;  // the prompt, or the error

@@ -22,12 +22,6 @@ namespace jj = ggufkit::jinja;
 
 namespace {
 
-std::string slurp_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // What a parser says of a template: "ok", or "error LINE".
 std::string ours(const std::string& text) {
@@ -119,7 +113,7 @@ TEST(JinjaParser, EveryCorpusTemplateParsesInBothParsers) {
   for (size_t i = 0; i < files.size(); ++i) {
     SCOPED_TRACE(files[i]);
     EXPECT_EQ(theirs[i], "ok");
-    std::string text = slurp_text(files[i]);
+    std::string text = slurp(files[i]);
     try {
       jj::Template t = jj::parse(text);
       EXPECT_FALSE(t.body.empty());
@@ -135,7 +129,7 @@ TEST(JinjaParser, BrokenTemplatesAreRefusedByBothOnTheSameLine) {
   std::vector<std::string> texts = kBroken;
   for (const auto& e : fs::directory_iterator(corpus("templates"))) {
     if (e.path().extension() != ".jinja") continue;
-    std::string t = slurp_text(e.path().string());
+    std::string t = slurp(e.path().string());
     for (const char* end : {"endfor", "endif", "endmacro"})
       if (size_t at = t.rfind(end); at != std::string::npos) {
         size_t open = t.rfind("{%", at), close = t.find("%}", at);
@@ -361,7 +355,7 @@ TEST(JinjaParser, EveryCorpusTemplateParsesUnderAQuarterOfTheDepthCap) {
   for (const auto& e : fs::directory_iterator(corpus("templates"))) {
     if (e.path().extension() != ".jinja") continue;
     SCOPED_TRACE(e.path().string());
-    std::string text = slurp_text(e.path().string());
+    std::string text = slurp(e.path().string());
     EXPECT_NO_THROW(jj::parse(text, o));
     unsigned cap = 1;  // the least cap it parses under
     for (;; ++cap) {

@@ -30,18 +30,6 @@ namespace {
 const char* const kNow = "1795000000";  // strftime_now's clock on both sides, as in test_render.cpp
 constexpr size_t kShown = 5;            // mismatches printed in full
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::vector<std::string> sorted_files(const std::string& dir, const std::string& ext) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().extension() == ext) out.push_back(e.path().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 // render_prompt has no clock argument: it reads SOURCE_DATE_EPOCH (in UTC), set for the test.
 struct ScopedEnv {
