@@ -172,10 +172,9 @@ void print_map(const Layout& L, uint64_t file_size, bool json, bool header_only)
 std::string fix_text(const Finding& f, const std::string& file) {
   static const std::string placeholder = "ggufkit edit FILE ";
   if (!f.fix.starts_with(placeholder)) return f.fix;
-  const bool plain = !file.empty() && file.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./,+@%:") == std::string::npos;
-  std::string q = "'";
-  for (char c : file) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return "ggufkit edit " + (plain ? file : q + "'") + " " + f.fix.substr(placeholder.size());
+  // a relative path starting with '-' would be read as an option
+  const std::string path = file.starts_with("-") ? "./" + file : file;
+  return "ggufkit edit " + shell_quoted(path) + " " + f.fix.substr(placeholder.size());
 }
 
 void finding_extras_json(JsonOut& j, const Finding& f, const std::string& file) {

@@ -65,9 +65,9 @@ void print_prompts(const EditReport& r) {
   std::printf("== diff ==\n%s", diff.empty() ? "the prompt is the same, byte for byte\n" : diff.c_str());
   if (!r.tokens_before && !r.tokens_after) return;
   auto lines = [](const std::optional<std::vector<ChatToken>>& t) { return t ? token_lines(*t) : std::string("[no tokens: the template fails]\n"); };
-  std::printf("== the tokens before the edit (llama.cpp's chat path) ==\n%s== the tokens after the edit ==\n%s", lines(r.tokens_before).c_str(),
-              lines(r.tokens_after).c_str());
-  const std::string tdiff = unified_diff(lines(r.tokens_before), lines(r.tokens_after), "tokens before", "tokens after");
+  const std::string a = lines(r.tokens_before), b = lines(r.tokens_after);
+  std::printf("== the tokens before the edit (llama.cpp's chat path) ==\n%s== the tokens after the edit ==\n%s", a.c_str(), b.c_str());
+  const std::string tdiff = unified_diff(a, b, "tokens before", "tokens after");
   std::printf("== token diff ==\n%s", tdiff.empty() ? "the tokens are the same\n" : tdiff.c_str());
 }
 

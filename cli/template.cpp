@@ -44,7 +44,8 @@ int print_tokens(const std::string& file, const Model& m, const std::string& pro
       }, JsonOut::lines);
     });
   } else {
-    std::fwrite(token_lines(tokens).data(), 1, token_lines(tokens).size(), stdout);
+    const std::string lines = token_lines(tokens);
+    std::fwrite(lines.data(), 1, lines.size(), stdout);
   }
   return 0;
 }
@@ -90,6 +91,11 @@ int cmd_template(const std::vector<std::string>& args) {
                   "The text is the prompt as transformers renders it; the tokens are llama.cpp's.");
   if (!vm) return 0;
   const std::string file = (*vm)["file"].as<std::string>();
+  const bool tokens = (*vm)["tokens"].as<bool>(), ids = (*vm)["ids"].as<bool>();
+  if (tokens && !vm->count("render")) throw_usage("--tokens gives the tokens of the prompt --render makes: add --render CONV.json");
+  if (ids && !tokens) throw_usage("--ids prints the tokens' ids: add --tokens");
+  if (ids && (*vm)["json"].as<bool>()) throw_usage("give one of --ids and --json");
+  if ((*vm)["list"].as<bool>() && vm->count("render")) throw_usage("give one of --list and --render");
   Scanned s = load_model(file, (*vm)["shard-only"].as<bool>()).s;
   std::vector<const KV*> found;
   for (size_t i = 0; i < s.model.metadata.size(); ++i)
@@ -123,8 +129,7 @@ int cmd_template(const std::vector<std::string>& args) {
       jinja::Value conv = read_conversation((*vm)["render"].as<std::string>());
       if ((*vm)["add-generation-prompt"].as<bool>()) conv.dict->set(jinja::Value::string("add_generation_prompt"), jinja::Value::boolean(true));
       const std::string prompt = render_prompt(file, kv->key, kv->value.str, s.model, conv);
-      if ((*vm)["tokens"].as<bool>()) return print_tokens(file, s.model, prompt, (*vm)["ids"].as<bool>(), (*vm)["json"].as<bool>());
-      if ((*vm)["ids"].as<bool>()) throw_usage("--ids prints the tokens' ids: add --tokens");
+      if (tokens) return print_tokens(file, s.model, prompt, ids, (*vm)["json"].as<bool>());
       if ((*vm)["json"].as<bool>()) {
         JsonOut j(std::cout);
         j.object([&] { j.key("prompt").str(prompt); });

@@ -179,6 +179,29 @@ TEST(KeyChecks, AnEditThatSetsABrokenTokenIdAgainIsRefused) {
 // Issue 28: the rule book asks the tokenizer, which loads the vocabulary as llama.cpp does;
 // a pre-tokenizer name llama.cpp does not know makes it refuse the model, and an edit that
 // would write one is refused before anything is written.
+// llama.cpp makes every token's piece at load; a byte token's from its "<0xHH>" text: one
+// too short for that throws (SentencePiece, BPE), and a WordPiece vocabulary has no byte
+// tokens at all (it aborts). So a retype to byte is refused where llama.cpp would fail to
+// load, and let through where its text reads as a byte.
+TEST(VocabRefused, AByteTokenLlamaCppCannotReadIsRefusedAtLoad) {
+  const std::string phi3 = corpus("vocab/ggml-vocab-phi-3.gguf"), bert = corpus("vocab/ggml-vocab-bert-bge.gguf");
+  const std::string out = temp_path("byte-retype.gguf");
+  CliRun a = run_cli("edit " + phi3 + " --token-type a=byte -o " + out);
+  EXPECT_EQ(a.code, 1) << a.err;
+  EXPECT_NE(a.err.find("[vocab_refused] llama.cpp refuses the vocabulary: byte token 29874 'a' is too short: llama.cpp's substr throws"),
+            std::string::npos) << a.err;
+  CliRun w = run_cli("edit " + bert + " --token-type the=byte -o " + out);
+  EXPECT_EQ(w.code, 1) << w.err;
+  EXPECT_NE(w.err.find("a byte token (10760) in a vocabulary of type wpm: llama.cpp aborts"), std::string::npos) << w.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  // <0x41> (68) is a byte token of phi-3's: normal and back to byte are both loadable
+  const std::string normal = temp_path("byte-normal.gguf");
+  ASSERT_EQ(run_cli("edit " + phi3 + " --token-type '<0x41>=normal' -o " + normal).code, 0);
+  CliRun back = run_cli("edit " + normal + " --token-type '<0x41>=byte' -o " + out);
+  EXPECT_EQ(back.code, 0) << back.err;
+  EXPECT_TRUE(read_file_bytes(out) == read_file_bytes(phi3));
+}
+
 // Issue 29: an unknown tokenizer.ggml.pre is its own finding, unknown_pre_tokenizer, an
 // error (llama.cpp refuses the model), at the key's value, with the names that would do.
 TEST(VocabRefused, AnUnknownPreTokenizerIsTheErrorLlamaCppRefusesTheModelWith) {
@@ -198,9 +221,11 @@ TEST(VocabRefused, AnUnknownPreTokenizerIsTheErrorLlamaCppRefusesTheModelWith) {
   EXPECT_EQ(it->severity, Severity::error);
   EXPECT_EQ(it->place.name, "tokenizer.ggml.pre");
   EXPECT_EQ(it->offset, value_at);
-  EXPECT_EQ(it->message, "tokenizer.ggml.pre is \"no-such-pre\", a pre-tokenizer llama.cpp does not know: it refuses to load the model");
-  EXPECT_NE(it->fix.find("--set tokenizer.ggml.pre=NAME"), std::string::npos) << it->fix;
-  EXPECT_NE(it->fix.find(", qwen2, "), std::string::npos) << it->fix;  // the names llama.cpp knows
+  EXPECT_TRUE(it->message.starts_with("tokenizer.ggml.pre is \"no-such-pre\", a pre-tokenizer llama.cpp does not know: it "
+                                      "refuses to load the model. Set it to the one the model was converted with")) << it->message;
+  EXPECT_NE(it->message.find("; llama.cpp knows default, minicpm5, llama3, "), std::string::npos) << it->message;  // the names, in its order
+  EXPECT_NE(it->message.find(", qwen2, "), std::string::npos) << it->message;
+  EXPECT_EQ(it->fix, "ggufkit edit FILE --set tokenizer.ggml.pre=NAME --in-place");
 
   const std::string out = temp_path("vocab-refused.gguf");
   CliRun r = run_cli("edit " + gpt2 + " --set tokenizer.ggml.pre=no-such-pre -o " + out);

@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 
+#include "ggufkit/text.h"
 #include "ggufkit/jinja.h"
 #include "ggufkit/jinja_render.h"
 #include "ggufkit/model.h"
@@ -492,7 +493,11 @@ TEST(TemplateTokens, ATurnEndIsJudgedByWhatLlamaCppStopsAt) {
                       "but llama.cpp stops generating only at \\\"</s>\\\" (2), \\\"<|endoftext|>\\\" (32000), \\\"<|end|>\\\" (32007)"),
             std::string::npos) << line;
   EXPECT_NE(line.find("\"ids\": [32002]"), std::string::npos) << line;
-  EXPECT_NE(line.find("\"fix\": \"ggufkit edit " + ph + " --special-token 'eot=<|placeholder1|>' --in-place"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"fix\": \"ggufkit edit " + ph + " --special-token 'eot=<|placeholder1|>' --in-place\"}"), std::string::npos) << line;
+  // A turn end typed user_defined is as special to llama.cpp (it splits it out of the text
+  // just the same): still the turn's end, still not where generation stops.
+  const std::string ud = edited_copy(ph, "placeholder-ud", "--token-type '<|placeholder1|>=user_defined'");
+  EXPECT_NE(finding_line(ud, "turn_end_not_eog").find("\"ids\": [32002]"), std::string::npos) << finding_line(ud, "turn_end_not_eog");
   // The fix as told: with eot set to it, llama.cpp stops there and the finding is gone.
   EXPECT_FALSE(has(template_codes(edited_copy(ph, "placeholder-eot", "--special-token 'eot=<|placeholder1|>'")), "turn_end_not_eog"));
 }
@@ -553,6 +558,37 @@ TEST(TemplateTokens, ANormalTokenLlamaCppOverridesToControlIsSaidToBeOverridden)
   EXPECT_FALSE(has(template_codes(f), "template_literal_split"));
   EXPECT_FALSE(has(template_codes(f), "turn_end_not_eog"));
   EXPECT_EQ(run_cli("tokenize " + f + " '<|end|>' --no-add-special --ids").out, "32007\n");
+}
+
+// A BOS text the template prints first is stripped by llama.cpp's chat path before it
+// tokenizes: <s> typed normal there splits nothing, and is no finding. A vocabulary without
+// tokenizer.ggml.token_type is untyped (normal to llama.cpp): said so, and no retype is
+// offered (there is no array to change).
+TEST(TemplateTokens, WhatTheChatPathStripsIsNotJudgedAndAnUntypedVocabularyIsSaidToBe) {
+  const std::string phi3 = corpus("vocab/ggml-vocab-phi-3.gguf");
+  const std::string bos_normal = edited_copy(phi3, "bos-normal", "--token-type '<s>=normal'");
+  CliRun v = run_cli("validate " + bos_normal);
+  EXPECT_EQ(v.out.find("\"<s>\""), v.out.find("\"<s>\" first")) << v.out;  // only in the double_bos_unstripped note
+  EXPECT_FALSE(has(template_codes(bos_normal), "template_literal_split"));
+  EXPECT_FALSE(has(template_codes(bos_normal), "special_not_control"));
+  const std::string untyped = edited_copy(phi3, "untyped", "--remove tokenizer.ggml.token_type");
+  const std::string line = finding_line(untyped, "special_not_control");
+  EXPECT_NE(line.find("is untyped (no tokenizer.ggml.token_type: normal to llama.cpp)"), std::string::npos) << line;
+  EXPECT_EQ(line.find("\"fix\""), std::string::npos) << line;
+}
+
+// A fix is a command one can paste: plain words as they are, the rest quoted, and control
+// bytes (a hostile token's text) as $'\xHH', never raw on the terminal.
+TEST(TemplateTokens, AFixIsQuotedForAShell) {
+  EXPECT_EQ(ggufkit::shell_quoted("model.gguf"), "model.gguf");
+  EXPECT_EQ(ggufkit::shell_quoted("<|user|>=control"), "'<|user|>=control'");
+  EXPECT_EQ(ggufkit::shell_quoted("my model.gguf"), "'my model.gguf'");
+  EXPECT_EQ(ggufkit::shell_quoted("it's"), "'it'\\''s'");
+  EXPECT_EQ(ggufkit::shell_quoted("$(rm -rf x)"), "'$(rm -rf x)'");
+  EXPECT_EQ(ggufkit::shell_quoted("-x"), "'-x'");
+  EXPECT_EQ(ggufkit::shell_quoted(""), "''");
+  EXPECT_EQ(ggufkit::shell_quoted("<\x1b]0;T\x07>=control"), "$'<\\x1b]0;T\\x07>=control'");
+  EXPECT_EQ(ggufkit::shell_quoted("a'\n"), "$'a\\'\\x0a'");
 }
 
 // The template rules that need no vocabulary, and what an edit says of the ones it brings in.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <unordered_set>
 
 #include "ggufkit/check.h"
@@ -115,16 +116,12 @@ std::string ids_text(const std::vector<int32_t>& ids) {
 
 std::string quoted(std::string_view s) { return json_string(s); }
 
-// For a fix's command line: the text in single quotes, a quote in it as '\''.
-std::string shell_quoted(std::string_view s) {
-  std::string r = "'";
-  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return r + "'";
-}
-
+// A standard conversation's prompt: as rendered (transformers' text), and `text`, the part
+// of it llama.cpp's chat path tokenizes (chat_text).
 struct Rendered {
   std::string_view conversation;
   std::string prompt;
+  std::string_view text;
 };
 
 // The token-level rules of one template, its standard prompts rendered.
@@ -139,20 +136,26 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
   // Where a text first shows: in which prompt, at which byte; or in the template's text.
   auto where = [&](std::string_view text) -> std::string {
     for (const Rendered& r : prompts)
-      if (size_t at = r.prompt.find(text); at != std::string::npos)
-        return "in the prompt of \"" + std::string(r.conversation) + "\" at byte " + std::to_string(at);
+      if (size_t at = r.text.find(text); at != std::string::npos)
+        return "in the prompt of \"" + std::string(r.conversation) + "\" at byte " + std::to_string(r.text.data() - r.prompt.data() + at);
     return "in the template's text";
   };
+  // The type as stored (llama.cpp reads the array's integers as types; without one, every
+  // token is normal to it, and no retype can help: the array is not there to change).
   const Value* types = m.find("tokenizer.ggml.token_type");
+  const bool typed = types && types->type == ValueType::array && types->elem != ValueType::string && types->elem != ValueType::array;
   auto stored_type = [&](int32_t id) -> int64_t {
-    if (!types || types->type != ValueType::array || types->elem != ValueType::i32 || static_cast<uint64_t>(id) >= types->size()) return 0;
+    if (!typed || static_cast<uint64_t>(id) >= types->size()) return 1;
     return static_cast<int32_t>(static_cast<uint32_t>(types->nums[static_cast<size_t>(id)]));
+  };
+  auto type_text = [&](int32_t id) {
+    return typed ? "typed " + token_type_name(stored_type(id)) : std::string("untyped (no tokenizer.ggml.token_type: normal to llama.cpp)");
   };
   // The candidates: what the prompts show first (where a split costs tokens), then the
   // template's literals (branches no standard conversation reaches).
   std::vector<Candidate> shown;
   std::unordered_set<std::string> seen;
-  for (const Rendered& r : prompts) special_looking(r.prompt, shown, seen);
+  for (const Rendered& r : prompts) special_looking(r.text, shown, seen);  // a BOS text llama.cpp strips is not split
   const size_t n_shown = shown.size();
   for (std::string_view lit : jinja::literals(t)) special_looking(lit, shown, seen);
   const uint32_t parsed = tokenizer::attr_control | tokenizer::attr_user_defined | tokenizer::attr_unknown;
@@ -162,20 +165,20 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
     if (id < 0 && !c.strong) continue;
     const std::vector<int32_t> pieces = v.tokenize(c.text, false, true);
     const bool split = pieces.size() != 1 || pieces[0] != id;
-    const std::string fix_type = "ggufkit edit FILE --token-type " + shell_quoted(c.text + "=control") + " --in-place";
+    const std::string fix_type = typed ? "ggufkit edit FILE --token-type " + shell_quoted(c.text + "=control") + " --in-place" : "";
     if (id >= 0) {
       const int64_t stored = stored_type(id);
       const uint32_t attr = v.attr(id);
       if (!(attr & parsed))
         add(Code::special_not_control, c.text,
-            quoted(c.text) + " (id " + std::to_string(id) + ") is typed " + token_type_name(stored) +
+            quoted(c.text) + " (id " + std::to_string(id) + ") is " + type_text(id) +
                 ", so llama.cpp takes the text as text, not as the token: " + where(c.text) + " it becomes " +
                 std::to_string(pieces.size()) + " token" + (pieces.size() == 1 ? "" : "s") + " (" + ids_text(pieces) + ")",
             {id}, fix_type);
       else if (stored == 1 && (attr & tokenizer::attr_control))
         add(Code::special_not_control, c.text,
-            quoted(c.text) + " (id " + std::to_string(id) +
-                ") is typed normal; llama.cpp overrides it to control by its text at load (\"control-looking token\"), but a "
+            quoted(c.text) + " (id " + std::to_string(id) + ") is " + type_text(id) +
+                "; llama.cpp overrides it to control by its text at load (\"control-looking token\"), but a "
                 "runtime that reads the type splits it",
             {id}, fix_type);
     }
@@ -184,7 +187,7 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
           quoted(c.text) + (pieces.empty() ? " tokenizes into no token at all (the vocabulary has none of its bytes) "
                                            : " tokenizes into " + std::to_string(pieces.size()) + " tokens (" + ids_text(pieces) + ") ") +
               where(c.text) +
-              (id >= 0 ? ": it is token " + std::to_string(id) + ", typed " + token_type_name(stored_type(id))
+              (id >= 0 ? ": it is token " + std::to_string(id) + ", " + type_text(id)
                        : ": it is no token of the vocabulary, so the model never sees it as one"),
           pieces,
           id >= 0 ? fix_type
@@ -222,17 +225,14 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
     const size_t stop = std::min(r.prompt.find(kNextUserWords, start), r.prompt.size());
     // (the first 4 KiB of it: a turn's end and the next opening are a few tokens)
     const std::string_view segment = std::string_view(r.prompt).substr(start, std::min<size_t>(stop - start, 4096));
+    // the first token llama.cpp parses as special, as it splits them out of the text
     int32_t best = -1;
-    size_t best_at = std::string::npos, best_len = 0;
-    auto consider = [&](int32_t id) {
-      const std::string_view text = v.text(id);
-      if (text.empty()) return;
-      const size_t at = segment.find(text);
-      if (at == std::string::npos) return;
-      if (at < best_at || (at == best_at && text.size() > best_len)) best = id, best_at = at, best_len = text.size();
-    };
-    for (int32_t id : l.control) consider(id);
-    for (int32_t id : l.eog) consider(id);
+    for (int32_t id : v.tokenize(segment, false, true))
+      if (v.attr(id) & parsed) {
+        best = id;
+        break;
+      }
+    const size_t best_at = best < 0 ? 0 : segment.find(v.text(best));
     if (best < 0) break;
     if (std::find(l.eog.begin(), l.eog.end(), best) != l.eog.end()) break;
     std::string stops;
@@ -240,17 +240,20 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
     add(Code::turn_end_not_eog, std::string(v.text(best)),
         "an assistant turn ends in " + quoted(v.text(best)) + " (id " + std::to_string(best) + ") in the prompt of \"several turns\" at byte " +
             std::to_string(start + best_at) + ", but llama.cpp stops generating only at " + (stops.empty() ? "no token" : stops) +
-            ": the model's answer will run on past its turn",
-        {best}, "ggufkit edit FILE --special-token " + shell_quoted("eot=" + std::string(v.text(best))) + " --in-place (llama.cpp stops at eot)");
+            ": the model's answer will run on past its turn (llama.cpp stops at eot: make it the eot token)",
+        {best}, "ggufkit edit FILE --special-token " + shell_quoted("eot=" + std::string(v.text(best))) + " --in-place");
     break;
   }
 }
 
 }  // namespace
 
-// A standard conversation's prompt is a few hundred bytes; one of over 1 MiB (a template
-// that pads, or is hostile) is not tokenized.
-constexpr size_t kMaxPrompt = 1u << 20;
+// A standard conversation's prompt is a few hundred bytes; one of over 64 KiB (a template
+// that pads, or is hostile) is not tokenized. And all templates together are rendered for 2 s
+// at most (each render has the sandbox's 500 ms): a file of many slow templates cannot hold
+// validate or an edit for long; what is past the budget is left unchecked at the token level.
+constexpr size_t kMaxPrompt = 64u << 10;
+constexpr std::chrono::seconds kRenderBudget{2};
 
 std::vector<Finding> template_rules(const Model& m, const tokenizer::Vocab* vocab) {
   std::vector<Finding> out;
@@ -259,6 +262,8 @@ std::vector<Finding> template_rules(const Model& m, const tokenizer::Vocab* voca
   };
   bool named = false, plain = false;
   std::optional<std::string> first_key;
+  std::unordered_set<std::string> checked;
+  const auto deadline = std::chrono::steady_clock::now() + kRenderBudget;
   for (const KV& kv : m.metadata) {
     if (!is_template_key(kv.key) || kv.value.type != ValueType::string) continue;
     (kv.key == "tokenizer.chat_template" ? plain : named) = true;
@@ -270,18 +275,20 @@ std::vector<Finding> template_rules(const Model& m, const tokenizer::Vocab* voca
       add(kv.key, Code::template_syntax, kv.key + ": " + e.what() + " (jinja2 refuses it, so do llama.cpp and Hugging Face)");
       continue;
     }
-    if (!vocab) continue;
+    if (!vocab || !checked.insert(kv.value.str).second) continue;  // a copy of a template checked already says the same
     std::vector<Rendered> prompts;
     const bool takes_tools = jinja::mentions(*t, "tools");
     for (const StandardConversation& c : standard_conversations()) {
       if (c.tools && !takes_tools) continue;
+      if (std::chrono::steady_clock::now() > deadline) break;
       try {
         std::string prompt = render_parsed(*t, m, c.value);
-        if (prompt.size() <= kMaxPrompt) prompts.push_back({c.name, std::move(prompt)});
+        if (prompt.size() <= kMaxPrompt) prompts.push_back({c.name, std::move(prompt), {}});
       } catch (const jinja::RenderError& e) {  // a conversation the template refuses (no system role, ...) is no fault of it
         if (e.code >= jinja::RenderErrorKind::limit_iterations) break;  // a sandbox limit: the next would cost as much
       }
     }
+    for (Rendered& r : prompts) r.text = chat_text(*vocab, r.prompt);  // views of the prompts, now that none moves
     try {
       token_rules(m, *vocab, kv.key, *t, prompts, out);
     } catch (const tokenizer::Error&) {  // a vocabulary type llama.cpp cannot tokenize with: nothing to say at the token level

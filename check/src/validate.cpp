@@ -160,9 +160,9 @@ class Validator {
         const Value* pre = m_.find(key);
         add(Code::unknown_pre_tokenizer, Place::key(key), e.offset ? e.offset : key_at(key),
             "tokenizer.ggml.pre is " + json_string(pre && pre->type == ValueType::string ? pre->str : "") +
-                ", a pre-tokenizer llama.cpp does not know: it refuses to load the model");
-        out_.back().fix = "set it to the pre-tokenizer the model was converted with (convert_hf_to_gguf.py names it by its "
-                          "tokenizer's hash): ggufkit edit FILE --set tokenizer.ggml.pre=NAME --in-place, NAME one of " + names;
+                ", a pre-tokenizer llama.cpp does not know: it refuses to load the model. Set it to the one the model was "
+                "converted with (convert_hf_to_gguf.py names it by its tokenizer's hash); llama.cpp knows " + names);
+        out_.back().fix = "ggufkit edit FILE --set tokenizer.ggml.pre=NAME --in-place";
         return nullptr;
       }
       add(Code::vocab_refused, Place::key(key.empty() ? "tokenizer.ggml.model" : key), e.offset ? e.offset : key_at(key), e.message);

@@ -155,8 +155,6 @@ std::optional<HeaderEdit> header_path(const EditRequest& req, const std::string&
   return header;
 }
 
-// An edit, realign or rewrite of a shard set: the patch applies to the model (its keys are
-// in shard 1), checked as one model. A metadata change rewrites shard 1 alone (the other
 // The request's conversation rendered under the model's template, and with prompt_tokens
 // its tokens on llama.cpp's chat path (the vocabulary the rule book loads, so no second load).
 void preview(const EditRequest& req, const Model& m, std::optional<std::string>& prompt, std::optional<std::vector<ChatToken>>& tokens) {
@@ -171,6 +169,9 @@ void preview(const EditRequest& req, const Model& m, std::optional<std::string>&
   }
 }
 
+
+// An edit, realign or rewrite of a shard set: the patch applies to the model (its keys are
+// in shard 1), checked as one model. A metadata change rewrites shard 1 alone (the other
 // shards are read as far as their headers and neither rewritten nor touched); a new
 // alignment or a rewrite writes every shard. In place replaces the files, an output PREFIX
 // writes a whole new set; all or nothing either way.

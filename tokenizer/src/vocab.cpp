@@ -880,8 +880,15 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
   L.fim_pad = v.special_fim_pad_id, L.fim_rep = v.special_fim_rep_id, L.fim_sep = v.special_fim_sep_id;
   L.add_bos = v.add_bos, L.add_eos = v.add_eos, L.add_sep = v.add_sep;
   L.eog.assign(v.special_eog_ids.begin(), v.special_eog_ids.end());
-  for (size_t id = 0; id < n_tokens; ++id)
-    if (v.id_to_token[id].attr & attr_control) L.control.push_back(static_cast<int32_t>(id));
+  for (size_t id = 0; id < n_tokens; ++id) {
+    const uint32_t attr = v.id_to_token[id].attr;
+    if (attr & attr_control) L.control.push_back(static_cast<int32_t>(id));
+    // llama.cpp builds every token's piece at load: a byte token's is read from its "<0xHH>"
+    // text, and one too short for that (or of a type with no byte tokens) fails the load.
+    if ((attr & attr_byte) && !(attr & (attr_special | attr_user_defined | attr_normal)) &&
+        (v.type == Kind::spm || v.type == Kind::ugm || v.type == Kind::bpe || v.type == Kind::wpm))
+      token_to_byte(v, static_cast<int32_t>(id));
+  }
   return Vocab(std::move(vp));
 }
 

@@ -1,5 +1,6 @@
 #include "ggufkit/text.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -29,6 +30,25 @@ bool needs_escape(uint32_t cp) {
          cp == 0xFEFF || cp == 0xFFFE || cp == 0xFFFF;
 }
 }  // namespace
+
+std::string shell_quoted(std::string_view s) {
+  static const std::string_view plain = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./,+@%:=";
+  if (!s.empty() && s[0] != '-' && s.find_first_not_of(plain) == std::string_view::npos) return std::string(s);
+  const bool control = std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+  if (!control) {
+    std::string r = "'";
+    for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return r + "'";
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string r = "$'";
+  for (unsigned char c : s) {
+    if (c == '\'' || c == '\\') r += '\\', r += static_cast<char>(c);
+    else if (c < 0x20 || c == 0x7f) r += "\\x", r += hex[c >> 4], r += hex[c & 15];
+    else r += static_cast<char>(c);
+  }
+  return r + "'";
+}
 
 std::string json_string(std::string_view s) {
   std::string out;
