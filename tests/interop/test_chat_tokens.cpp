@@ -237,7 +237,8 @@ TEST_F(ChatTokens, AnEditsDryRunGivesTheIdsLlamaCppsChatPathFeedsBeforeAndAfter)
 
 // The stripping itself: phi-3's own template prints bos_token and its vocabulary adds BOS.
 // `template --render --tokens --ids` gives llama_tokenize's ids of the prompt less its
-// leading "<s>": one BOS, where the unstripped prompt gives llama.cpp two.
+// leading "<s>": one BOS, where the unstripped prompt gives llama.cpp two. (common/chat.cpp,
+// which strips, is not in libllama: the strip here is the test's, written as it does it.)
 TEST_F(ChatTokens, TheTemplatesBosIsStrippedAsLlamaCppsChatPathStripsIt) {
   const std::string phi3 = corpus("vocab/ggml-vocab-phi-3.gguf");
   const std::string conv = std::string(GGUFKIT_SOURCE) + "/tests/template/conversations/03-several-turns.json";
