@@ -215,8 +215,8 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
       break;
     }
   }
-  // What ends the assistant's turn: the first special token after its words, before the
-  // next user's (a token llama.cpp parses as special; the earliest, then the longest).
+  // What ends the assistant's turn: the first token llama.cpp parses as special after its
+  // words, before the next user's.
   for (const Rendered& r : prompts) {
     if (r.conversation != "several turns") continue;
     const size_t from = r.prompt.find(kAssistantWords);
@@ -232,8 +232,8 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
         best = id;
         break;
       }
-    const size_t best_at = best < 0 ? 0 : segment.find(v.text(best));
     if (best < 0) break;
+    const size_t found = segment.find(v.text(best)), best_at = found == std::string_view::npos ? 0 : found;
     if (std::find(l.eog.begin(), l.eog.end(), best) != l.eog.end()) break;
     std::string stops;
     for (int32_t id : l.eog) stops += (stops.empty() ? "" : ", ") + quoted(v.text(id)) + " (" + std::to_string(id) + ")";
