@@ -103,6 +103,78 @@ static void loaded_json(JsonOut& j, const tokenizer::Vocab& v) {
   });
 }
 
+namespace {
+// What show says of a file's role, in a line: the facts a user checks before handing the
+// file to the tool that reads it.
+std::string role_text(const RoleFacts& r) {
+  std::string s(role_name(r.role));
+  auto num = [](uint64_t n) { return std::to_string(n); };
+  switch (r.role) {
+    case Role::adapter:
+      s += " (" + (r.adapter_type.empty() ? std::string("no adapter.type") : r.adapter_type) + ", alpha " +
+           (r.alpha ? brief_value(Value::of_f32(static_cast<float>(*r.alpha))) : std::string("not set")) + ", rank " +
+           (r.rank ? num(*r.rank) : std::string("mixed")) + ", " + num(r.lora_pairs) + " lora_a/lora_b pairs, for " +
+           (r.base_architecture.empty() ? std::string("no architecture") : r.base_architecture) +
+           (r.alora_tokens ? ", " + num(r.alora_tokens) + " aLoRA invocation tokens" : "") + ")";
+      break;
+    case Role::imatrix: {
+      std::string sets;
+      for (const std::string& d : r.datasets) sets += (sets.empty() ? "" : ", ") + d;
+      s += " (" + (r.chunk_count ? num(*r.chunk_count) : std::string("?")) + " chunks of " +
+           (r.chunk_size ? num(*r.chunk_size) : std::string("?")) + " tokens, " + num(r.covered) + " tensors covered" +
+           (sets.empty() ? "" : ", datasets " + sets) + ")";
+      break;
+    }
+    case Role::mmproj:
+      s += " (projector " + (r.projector_type.empty() ? std::string("not set") : r.projector_type) +
+           (r.vision ? ", vision" : "") + (r.audio ? ", audio" : "") + ")";
+      break;
+    case Role::vocab: s += " (no tensors; a " + num(r.tokens) + "-token " + r.tokenizer + " vocabulary)"; break;
+    case Role::model: break;
+  }
+  return s;
+}
+
+void role_json(JsonOut& j, const RoleFacts& r) {
+  auto opt = [&](const std::optional<uint64_t>& v) {
+    if (v) j.num(*v);
+    else j.null();
+  };
+  switch (r.role) {
+    case Role::adapter:
+      j.key("adapter").object([&] {
+        j.key("type").str(r.adapter_type).key("alpha");
+        if (r.alpha) j.value(Value::of_f32(static_cast<float>(*r.alpha)));
+        else j.null();
+        j.key("rank");
+        opt(r.rank);
+        j.key("lora_pairs").num(r.lora_pairs).key("architecture").str(r.base_architecture);
+        j.key("alora_invocation_tokens").num(r.alora_tokens);
+      });
+      break;
+    case Role::imatrix:
+      j.key("imatrix").object([&] {
+        j.key("chunk_count");
+        opt(r.chunk_count);
+        j.key("chunk_size");
+        opt(r.chunk_size);
+        j.key("datasets").array([&] {
+          for (const std::string& d : r.datasets) j.str(d);
+        });
+        j.key("tensors_covered").num(r.covered);
+      });
+      break;
+    case Role::mmproj:
+      j.key("mmproj").object([&] {
+        j.key("projector_type").str(r.projector_type).key("vision").boolean(r.vision).key("audio").boolean(r.audio);
+      });
+      break;
+    case Role::vocab:
+    case Role::model: break;
+  }
+}
+}  // namespace
+
 int cmd_show(const std::vector<std::string>& args) {
   auto a = read_args(args,
                      "usage: ggufkit show FILE [--json]\n\n"
@@ -131,6 +203,7 @@ int cmd_show(const std::vector<std::string>& args) {
   } catch (const Error& e) {
     vocab_error = e.message;
   }
+  const RoleFacts role = role_facts(m);
   if (a->json) {
     JsonOut j(std::cout);
     auto flag = [&](const char* key) {
@@ -139,7 +212,9 @@ int cmd_show(const std::vector<std::string>& args) {
       else j.null();
     };
     j.object([&] {
-      j.key("file").str(a->file).key("files").num(l.files).key("version").num(m.version).key("byte_order").str(order);
+      j.key("file").str(a->file).key("files").num(l.files).key("role").str(role_name(role.role));
+      role_json(j, role);
+      j.key("version").num(m.version).key("byte_order").str(order);
       j.key("tensor_count").num(m.tensors.size()).key("kv_count").num(m.metadata.size());
       j.key("alignment").num(s.layout.alignment).key("data_offset").num(s.layout.data_offset);
       j.key("file_size").num(s.model_size).key("header_only").boolean(s.header_only);
@@ -183,6 +258,7 @@ int cmd_show(const std::vector<std::string>& args) {
     return 0;
   }
   std::printf("file          %s\n", a->file.c_str());
+  std::printf("role          %s\n", role_text(role).c_str());
   if (l.files > 1) std::printf("shard set     %zu files (the model they hold together; --shard-only for this file)\n", l.files);
   std::printf("version       %u (%s-endian)\n", m.version, order);
   std::printf("tensors       %zu\n", m.tensors.size());
@@ -755,11 +831,12 @@ int cmd_validate(const std::vector<std::string>& args) {
   po::options_description desc("options");
   desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-': a header from standard input), or any shard of a set")(
       "strict", po::bool_switch(), "exit 1 on warnings too")("json", po::bool_switch(), "print JSON")(
-      "shard-only", po::bool_switch(), "a shard alone, not its set");
+      "shard-only", po::bool_switch(), "a shard alone, not its set")(
+      "base", po::value<std::string>()->value_name("MODEL"), "FILE is a LoRA adapter of MODEL: check its pairs against MODEL's tensors");
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos,
-                  "usage: ggufkit validate FILE [--strict] [--json]\n\n"
+                  "usage: ggufkit validate FILE [--base MODEL] [--strict] [--json]\n\n"
                   "Every reader error, and what a reader lets through that breaks later: tensor data\n"
                   "past the end of the file (a cut download), bytes after the last tensor, non-zero\n"
                   "padding, offsets llama.cpp refuses, an alignment below 32 or over 1 MiB, missing\n"
@@ -768,6 +845,12 @@ int cmd_validate(const std::vector<std::string>& args) {
                   "ids outside the vocabulary, vocabulary arrays of different lengths, an empty or\n"
                   "missing vocabulary, token_embd/output rows that are not the vocabulary size,\n"
                   "invalid UTF-8, nested arrays. Edits check the same rules before they write.\n"
+                  "A file that is not a model is judged by its role's rules (show names the role):\n"
+                  "a LoRA adapter as llama_adapter_lora_init reads it (general.type, adapter.type\n"
+                  "lora, adapter.lora.alpha, NAME.lora_a/NAME.lora_b pairs; with --base MODEL also\n"
+                  "the architecture and each pair's shape against MODEL's tensor), an importance\n"
+                  "matrix as llama-quantize loads it (NAME.in_sum2 and NAME.counts, f32, the chunk\n"
+                  "keys), a projector as mtmd reads its keys (encoders, projector type).\n"
                   "A shard of a set (NAME-00001-of-0000N.gguf) is checked with its set: every\n"
                   "shard, then the set (missing_shard, split_no, split_count, split_tensors_count,\n"
                   "model_key_in_shard, tensor_in_two_shards, too_many_shards; and\n"
@@ -780,7 +863,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   const std::string file = (*vm)["file"].as<std::string>();
   namespace io = boost::iostreams;
   io::stream<io::file_descriptor_source> in(io::file_descriptor_source(0, io::never_close_handle));
-  const Verdict v = validate(file, (*vm)["shard-only"].as<bool>(), &in);
+  const Verdict v = validate(file, (*vm)["shard-only"].as<bool>(), &in, vm->count("base") ? (*vm)["base"].as<std::string>() : "");
   const auto& fs = v.findings;
   const auto& files = v.files;
   const size_t errors = v.errors, warnings = v.warnings;

@@ -39,8 +39,9 @@ const std::map<std::string, std::vector<std::string>>& required_hparams() {
 class Validator {
  public:
   Validator(const Model& m, const Layout& L, uint64_t source_size, const ByteSource* src, bool model_rules = true,
-            bool errors_only = false)
-      : m_(m), L_(L), size_(source_size), src_(src), model_rules_(model_rules), errors_only_(errors_only) {
+            bool errors_only = false, const Model* base = nullptr)
+      : m_(m), L_(L), size_(source_size), src_(src), model_rules_(model_rules), errors_only_(errors_only), base_(base),
+        role_(base ? Role::adapter : role_of(m)) {
     for (const LabeledSpan& sp : L.spans)
       if (sp.kind == SpanKind::kv_value || sp.kind == SpanKind::kv_key) at_.emplace(sp.path + "/" + span_kind_name(sp.kind), sp.span.offset);
   }
@@ -53,6 +54,10 @@ class Validator {
       metadata();
       shapes();
       names();
+      for (Finding& f : role_findings(m_, role_, base_)) {
+        if (!f.offset && f.place.of == Place::Of::key) f.offset = key_at(f.place.name);
+        out_.push_back(std::move(f));
+      }
       std::shared_ptr<const tokenizer::Vocab> vocab = vocabulary();
       if (!errors_only_)
         for (Finding& f : template_rules(m_, vocab.get())) {
@@ -182,8 +187,10 @@ class Validator {
             "general.alignment = " + std::to_string(a->bits) + " is over ggufkit's limit of " +
                 std::to_string(kMaxAlignment) + " (1 MiB): every tensor would be padded to it");
     }
-    std::string arch = architecture(m);
-    if (arch.empty()) add(Code::missing_architecture, Place::key("general.architecture"), std::nullopt, "no general.architecture (a string): llama.cpp cannot load the file");
+    // An adapter's architecture, an imatrix's none and a projector's keys are their roles' rules.
+    const bool model = role_ == Role::model || role_ == Role::vocab;
+    std::string arch = model ? architecture(m) : "";
+    if (arch.empty() && model) add(Code::missing_architecture, Place::key("general.architecture"), std::nullopt, "no general.architecture (a string): llama.cpp cannot load the file");
     bool quantized = std::any_of(m.tensors.begin(), m.tensors.end(), [](const Tensor& t) { return ggml_type(t.type)->block > 1; });
     if (quantized && !m.find("general.quantization_version"))
       add(Code::missing_quantization_version, Place::key("general.quantization_version"), std::nullopt, "quantized tensors but no general.quantization_version");
@@ -236,7 +243,7 @@ class Validator {
   // as tokens.
   void shapes() {
     const Model& m = m_;
-    std::string arch = architecture(m);
+    std::string arch = role_ == Role::model ? architecture(m) : "";
     if (const Value* bc = arch.empty() ? nullptr : m.find(arch + ".block_count"); bc && bc->is_integer()) {
       uint64_t blocks = 0;
       bool any = false;
@@ -299,20 +306,22 @@ class Validator {
   const ByteSource* src_;  // null: the model is checked, not a file's bytes
   bool model_rules_;
   bool errors_only_;  // the edit's gate: warnings that cost a scan of the vocabulary are skipped
+  const Model* base_;  // an adapter's base model, when validate was given one
+  Role role_;
   std::map<std::string, uint64_t> at_;
   std::vector<Finding> out_;
 };
 
 }  // namespace
 
-std::vector<Finding> validate_file(const std::string& path, bool model_rules) {
+std::vector<Finding> validate_file(const std::string& path, bool model_rules, const Model* base) {
   auto src = open_file(path);
   const auto hold = src->read_lock();
   refuse_journal(path);  // a file half-way through an edit is not judged: recover finishes it
-  return validate_source(src, model_rules);
+  return validate_source(src, model_rules, base);
 }
 
-std::vector<Finding> validate_source(const std::shared_ptr<const ByteSource>& src, bool model_rules) {
+std::vector<Finding> validate_source(const std::shared_ptr<const ByteSource>& src, bool model_rules, const Model* base) {
   std::optional<Scanned> s;
   try {
     s = scan(src);  // the strict verdict first; when it passes, the lenient read is the same
@@ -321,24 +330,27 @@ std::vector<Finding> validate_source(const std::shared_ptr<const ByteSource>& sr
     lenient.data_in_file = false;
     try {
       Scanned s = scan(src, lenient);  // only the data bounds failed: say how
-      return Validator(s.model, s.layout, s.source_size, src.get(), model_rules).run();
+      return Validator(s.model, s.layout, s.source_size, src.get(), model_rules, false, base).run();
     } catch (const Error&) {
       return {finding(Code::read, e.offset, e.field + ": " + e.message)};
     }
   }
-  Validator v(s->model, s->layout, s->source_size, src.get(), model_rules);
+  Validator v(s->model, s->layout, s->source_size, src.get(), model_rules, false, base);
   v.header_only = s->header_only;
   return v.run();
 }
 
-Verdict validate(const std::string& path, bool shard_only, std::istream* in) {
+Verdict validate(const std::string& path, bool shard_only, std::istream* in, const std::string& base_path) {
   Verdict v;
   v.files = {path};
+  std::optional<Model> base;  // read before the adapter: a base that does not read is the caller's error
+  if (!base_path.empty()) base = open_model(base_path, false).s.model;
   if (path == "-") {  // a header alone: what the model says, not what the bytes after it hold
     if (!in) throw_usage("validate -: no input stream was given");
     try {
       Scanned s = scan_stream(*in, "<stdin>");
-      for (Finding& f : Validator(s.model, s.layout, s.source_size, nullptr, true).run()) v.findings.push_back({path, std::move(f)});
+      for (Finding& f : Validator(s.model, s.layout, s.source_size, nullptr, true, false, base ? &*base : nullptr).run())
+        v.findings.push_back({path, std::move(f)});
     } catch (const Error& e) {
       if (e.kind == Error::Kind::io) throw;
       v.findings.push_back({path, finding(Code::read, e.offset, e.field + ": " + e.message)});
@@ -359,10 +371,10 @@ Verdict validate(const std::string& path, bool shard_only, std::istream* in) {
       set.reset();  // a lone file is read again by validate_file: not held twice
     }
     for (const std::string& f : v.files)
-      for (Finding& x : validate_file(f, v.files.size() == 1)) v.findings.push_back({f, std::move(x)});
+      for (Finding& x : validate_file(f, v.files.size() == 1, base ? &*base : nullptr)) v.findings.push_back({f, std::move(x)});
     if (v.files.size() > 1) {  // the model's rules over the set as one model, told against shard 1
       Model whole = set->model();
-      for (Finding& x : check_model(whole, plan(whole))) {
+      for (Finding& x : Validator(whole, plan(whole), 0, nullptr, true, false, base ? &*base : nullptr).run()) {
         x.offset.reset();  // an offset in no file
         v.findings.push_back({v.files[0], std::move(x)});
       }

@@ -51,6 +51,7 @@ struct Api {
   Batch (*batch_get_one)(int32_t*, int32_t) = nullptr;
   int32_t (*decode)(void*, Batch) = nullptr;
   float* (*logits_ith)(void*, int32_t) = nullptr;
+  void* (*adapter_init)(void*, const char*) = nullptr;
 };
 
 std::string g_log;  // llama.cpp's messages for the load under way
@@ -86,6 +87,7 @@ const Api& api() {
     sym(x.batch_get_one, "llama_batch_get_one");
     sym(x.decode, "llama_decode");
     sym(x.logits_ith, "llama_get_logits_ith");
+    sym(x.adapter_init, "llama_adapter_lora_init");
     if (!load_all) x.why += " missing ggml_backend_load_all_from_path";
     if (!x.why.empty()) {
       x.lib = nullptr;
@@ -175,6 +177,42 @@ bool loads(const std::string& path, std::string& why) {
     return false;
   }
   why = WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status)) : "signal " + std::to_string(WTERMSIG(status));
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+bool adapter_loads(const std::string& model, const std::string& adapter, std::string& why) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!available(why)) return false;
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    why = "pipe failed";
+    return false;
+  }
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    g_log.clear();
+    void* m = api().model_load(model.c_str(), api().model_default_params());
+    const bool ok = m && api().adapter_init(m, adapter.c_str()) != nullptr;
+    if (!m) g_log = "the base model did not load: " + g_log;
+    for (size_t at = 0; at < g_log.size();) {
+      const ssize_t n = ::write(fds[1], g_log.data() + at, g_log.size() - at);
+      if (n <= 0) break;
+      at += static_cast<size_t>(n);
+    }
+    ::_exit(ok ? 0 : 1);  // no destructors, as in loads()
+  }
+  ::close(fds[1]);
+  why.clear();
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) why.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  if (child < 0 || ::waitpid(child, &status, 0) != child) {
+    why = "fork failed";
+    return false;
+  }
+  if (!WIFEXITED(status)) why += " (signal " + std::to_string(WTERMSIG(status)) + ")";
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 

@@ -14,6 +14,7 @@
 
 #include "ggufkit/inspect.h"
 #include "ggufkit/model.h"
+#include "ggufkit/role.h"
 #include "ggufkit/shards.h"
 #include "ggufkit/source.h"
 
@@ -28,6 +29,10 @@ enum class Code : uint8_t {
   vocab_length, block_count, missing_vocab, empty_vocab, vocab_refused, unknown_pre_tokenizer, vocab_rows,
   tensor_name, duplicate_tensor_name, template_syntax, template_no_default, special_not_control,
   template_literal_split, double_bos, double_bos_unstripped, turn_end_not_eog,
+  // a file's role's (role.h): an adapter's, an imatrix's, a projector's
+  role_key_type, not_an_adapter, adapter_architecture, adapter_not_lora, adapter_alpha, lora_suffix, lora_pair,
+  lora_base_tensor, lora_shape, imatrix_entries, imatrix_metadata, imatrix_pair, imatrix_type, imatrix_shape,
+  mmproj_encoder, mmproj_projector,
   // a shard set's (check_shard_set's SetFault codes)
   not_a_shard_name, split_keys_in_single_file, too_many_shards, missing_shard, split_no,
   split_count, split_tensors_count, model_key_in_shard, tensor_in_two_shards,
@@ -80,9 +85,11 @@ Finding set_finding(const SetFault& f);
 
 // With model_rules false, only what is wrong with the file's bytes (a shard of a set, whose
 // model is checked as a whole with check_model).
-std::vector<Finding> validate_file(const std::string& path, bool model_rules = true);
+// `base`: the file is an adapter of that model (validate's --base).
+std::vector<Finding> validate_file(const std::string& path, bool model_rules = true, const Model* base = nullptr);
 // The same of any bytes (a file not yet written: write_sketch's --check judges it so).
-std::vector<Finding> validate_source(const std::shared_ptr<const ByteSource>& source, bool model_rules = true);
+std::vector<Finding> validate_source(const std::shared_ptr<const ByteSource>& source, bool model_rules = true,
+                                     const Model* base = nullptr);
 // The verdict `ggufkit validate` prints: for a file, its findings; for a shard of a set
 // (unless shard_only), every shard's, the model's rules over the set as one model (told
 // against shard 1, with no offset) and the set's own faults. Each finding names its file.
@@ -93,7 +100,9 @@ struct Verdict {
   size_t errors = 0, warnings = 0;
   bool per_file = false;           // a set, or a file with set faults: findings say their file
 };
-Verdict validate(const std::string& path, bool shard_only = false, std::istream* in = nullptr);
+// `base` (a file or a shard of a set) says the file is a LoRA adapter of that model: it is
+// judged as an adapter whatever it says it is, its pairs against the base's tensors.
+Verdict validate(const std::string& path, bool shard_only = false, std::istream* in = nullptr, const std::string& base = "");
 
 // The same rules over a model about to be written (its planned layout): what llama.cpp
 // would refuse in its metadata and shapes. Edits are checked with it before they write.
@@ -111,6 +120,15 @@ std::vector<Finding> check_model(const Model& model, const Layout& layout, bool 
 // (an assistant turn ends in a token llama.cpp does not stop generating at). Each names the
 // token ids, where they show in which prompt, and the fix.
 std::vector<Finding> template_findings(const Model& model);
+
+// The rules of a file's role beyond those every file is held to (role.h): an adapter's as
+// llama_adapter_lora_init checks it (general.type, the architecture (the base's when
+// `base` is given), adapter.type lora, alpha, the tensors' suffixes, each pair whole, and
+// with a base each base tensor there and of the pair's shape), an importance matrix's as
+// llama-quantize loads it, a projector's keys as mtmd's clip loader reads them. Nothing
+// for a model or a vocabulary (the model rules are theirs). Offsets are the tensors'
+// info records where the model was read from a file; key findings have none here.
+std::vector<Finding> role_findings(const Model& m, Role role, const Model* base = nullptr);
 
 // The check a registry key (schemas/keys.yaml) names, and the rules that enforce it.
 enum class KeyCheck : uint8_t { none, token_id, vocab, alignment, template_ };

@@ -1,0 +1,359 @@
+// File roles (role.h) and the rules of each role that is not a model: an adapter as
+// llama.cpp's llama_adapter_lora_init (src/llama-adapter.cpp) reads it, an importance
+// matrix as common_imatrix_load and llama-quantize read it, a projector as mtmd's clip
+// loader (tools/mtmd/clip.cpp) reads its keys. Messages say what llama.cpp says.
+#include <algorithm>
+#include <array>
+#include <map>
+
+#include "ggufkit/check.h"
+#include "ggufkit/format.h"
+#include "ggufkit/role.h"
+
+namespace ggufkit {
+
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string str_of(const Model& m, const char* key) {
+  const Value* v = m.find(key);
+  return v && v->type == ValueType::string ? v->str : "";
+}
+
+// Every tensor's name ends in one of `suffixes` (and one at least is not `also`).
+bool all_named(const Model& m, std::initializer_list<std::string_view> suffixes, std::string_view also = "") {
+  if (m.tensors.empty()) return false;
+  bool any = false;
+  for (size_t i = 0; i < m.tensors.size(); ++i) {
+    const std::string_view n = m.tensors.name(i);
+    const bool ours = std::any_of(suffixes.begin(), suffixes.end(), [&](std::string_view s) { return ends_with(n, s); });
+    if (ours) any = true;
+    else if (also.empty() || !ends_with(n, also)) return false;
+  }
+  return any;
+}
+
+// llama.cpp's pairing of an adapter's tensors: the base name (every ".lora_a" / ".lora_b"
+// taken out, as its replace_all does) -> tensor indexes of A and B. Sorted by name, the
+// order llama.cpp's std::map walks them in.
+struct Pair {
+  std::optional<size_t> a, b;
+};
+std::map<std::string, Pair> lora_pairs(const Model& m) {
+  auto strip = [](std::string name, std::string_view what) {
+    for (size_t at; (at = name.find(what)) != std::string::npos;) name.erase(at, what.size());
+    return name;
+  };
+  std::map<std::string, Pair> out;
+  for (size_t i = 0; i < m.tensors.size(); ++i) {
+    const std::string n(m.tensors.name(i));
+    if (ends_with(n, ".lora_a")) out[strip(n, ".lora_a")].a = i;
+    else if (ends_with(n, ".lora_b")) out[strip(n, ".lora_b")].b = i;
+  }
+  return out;
+}
+
+// An imatrix's entries: NAME -> the tensors NAME.in_sum2 and NAME.counts.
+struct Entry {
+  std::optional<size_t> sums, counts;
+};
+std::map<std::string, Entry> imatrix_entries(const Model& m) {
+  std::map<std::string, Entry> out;
+  for (size_t i = 0; i < m.tensors.size(); ++i) {
+    const std::string_view n = m.tensors.name(i);
+    if (ends_with(n, ".in_sum2")) out[std::string(n.substr(0, n.size() - 8))].sums = i;
+    else if (ends_with(n, ".counts")) out[std::string(n.substr(0, n.size() - 7))].counts = i;
+  }
+  return out;
+}
+
+uint64_t ne(const Tensor& t, size_t k) { return k < t.dims.size() ? t.dims[k] : 1; }
+
+// clip.cpp's PROJECTOR_TYPE_NAMES: a projector type it does not know fails the load.
+constexpr std::array kProjectorTypes = {
+    "mlp", "ldp", "ldpv2", "resampler", "adapter", "qwen2vl_merger", "qwen3vl_merger", "step3vl", "gemma3",
+    "gemma3nv", "gemma3na", "gemma4v", "gemma4a", "gemma4uv", "gemma4ua", "phi4", "idefics3", "pixtral",
+    "ultravox", "internvl", "llama4", "qwen2a", "qwen3a", "glma", "voxtral", "meralion", "musicflamingo",
+    "lfm2", "kimivl", "paddleocr", "lightonocr", "cogvlm", "janus_pro", "dots_ocr", "dots3note_v",
+    "dots3note_a", "deepseekocr", "deepseekocr2", "deepseek4v", "lfm2a", "glm4v", "youtuvl", "yasa2",
+    "kimik25", "nemotron_v2_vl", "exaone4_5", "hunyuanvl", "minicpmv4_6", "granite_speech", "mimovl",
+    "minimax_m3", "granite4_vision", "mimo_audio", "parakeet", "qwen3tts_spkenc", "qwen3tts_gen",
+    "pockettts_spkenc", "pockettts_gen", "qwen2.5o",
+};
+
+class RoleRules {
+ public:
+  RoleRules(const Model& m, const Model* base) : m_(m), base_(base) {}
+
+  // A LoRA adapter, in llama_adapter_lora_init's order: its keys, its tensors' names,
+  // then each pair (against the base model's tensors when one is given).
+  void adapter() {
+    for (const char* k : {"general.type", "general.architecture", "adapter.type"})
+      if (const Value* v = m_.find(k); v && v->type != ValueType::string)
+        add(Code::role_key_type, Place::key(k),
+            std::string(k) + " is a " + value_type_name(v->type) + "; llama.cpp reads it as a string and aborts on any other type");
+    const std::string type = string_key("general.type");
+    if (type != "adapter")
+      add(Code::not_an_adapter, Place::key("general.type"),
+          "general.type is " + said(type) + ": llama.cpp loads an adapter only when it is 'adapter' (\"expect general.type to "
+          "be 'adapter'\")",
+          "ggufkit edit FILE --set general.type=adapter");
+    const std::string arch = string_key("general.architecture");
+    if (base_) {
+      const std::string want = str_of(*base_, "general.architecture");
+      if (arch != want)
+        add(Code::adapter_architecture, Place::key("general.architecture"),
+            "general.architecture is " + said(arch) + ", the base model's is " + said(want) +
+                ": llama.cpp refuses the adapter (\"model arch and LoRA arch mismatch\")");
+    } else if (arch.empty()) {
+      add(Code::adapter_architecture, Place::key("general.architecture"),
+          "no general.architecture: llama.cpp refuses the adapter for every base model (\"model arch and LoRA arch mismatch\")");
+    }
+    const std::string atype = string_key("adapter.type");
+    if (atype != "lora")
+      add(Code::adapter_not_lora, Place::key("adapter.type"),
+          "adapter.type is " + said(atype) + ": llama.cpp loads only 'lora' adapters (\"expect adapter.type to be 'lora'\")");
+    if (const Value* alpha = m_.find("adapter.lora.alpha"); !alpha) {
+      add(Code::adapter_alpha, Place::key("adapter.lora.alpha"),
+          "no adapter.lora.alpha: llama.cpp then applies the adapter at its scale alone, not scaled by alpha/rank as it was "
+          "trained (convert_lora_to_gguf.py writes the alpha of adapter_config.json)",
+          "ggufkit edit FILE --set adapter.lora.alpha=ALPHA");
+    } else if (alpha->type != ValueType::f32) {
+      add(Code::role_key_type, Place::key("adapter.lora.alpha"),
+          std::string("adapter.lora.alpha is a ") + value_type_name(alpha->type) + "; llama.cpp reads it as an f32 and aborts on any other type");
+    }
+    if (const Value* t = m_.find("adapter.alora.invocation_tokens"); t && (t->type != ValueType::array || t->elem != ValueType::u32))
+      add(Code::role_key_type, Place::key("adapter.alora.invocation_tokens"),
+          std::string("adapter.alora.invocation_tokens is ") +
+              (t->type == ValueType::array ? std::string("an array of ") + value_type_name(t->elem) : std::string("a ") + value_type_name(t->type)) +
+              ": llama.cpp refuses the adapter unless it is an array of u32 (\"invalid gguf " +
+              (t->type == ValueType::array ? "element type" : "type") + " for adapter.alora.invocation_tokens\")");
+
+    for (size_t i = 0; i < m_.tensors.size(); ++i) {
+      const std::string_view n = m_.tensors.name(i);
+      if (!ends_with(n, ".lora_a") && !ends_with(n, ".lora_b") && !ends_with(n, "_norm.weight")) {
+        add_tensor(Code::lora_suffix, i,
+                   "tensor[" + std::to_string(i) + "] " + std::string(n) +
+                       ": an adapter's tensors are NAME.lora_a and NAME.lora_b (and *_norm.weight, which llama.cpp skips); it refuses "
+                       "the adapter (\"has unexpected suffix\")");
+        return;  // llama.cpp stops at the first
+      }
+    }
+    for (const auto& [name, p] : lora_pairs(m_)) {
+      if (!p.a || !p.b) {
+        const size_t have = p.a ? *p.a : *p.b;
+        add_tensor(Code::lora_pair, have,
+                   name + " has a " + (p.a ? "lora_a" : "lora_b") + " but no " + (p.a ? "lora_b" : "lora_a") +
+                       ": llama.cpp refuses the adapter (\"LoRA tensor pair for '" + name + "' is missing one component\")");
+        continue;
+      }
+      const Tensor a = m_.tensors[*p.a], b = m_.tensors[*p.b];
+      const bool embd = ends_with(name, "token_embd.weight");
+      if (base_) {
+        std::optional<Tensor> w;
+        for (const Tensor& t : base_->tensors)
+          if (t.name == name) w = t;
+        if (!w) {
+          add_tensor(Code::lora_base_tensor, *p.a,
+                     name + " is not a tensor of the base model: llama.cpp refuses the adapter (\"does not exist in base model "
+                            "(hint: maybe wrong base model?)\")");
+          continue;
+        }
+        // token_embd's pair is the other way round: llama.cpp's input embedding reads B as is.
+        const bool ok = embd ? ne(*w, 0) == ne(b, 1) && ne(*w, 1) == ne(a, 1) : ne(*w, 0) == ne(a, 0) && ne(*w, 1) == ne(b, 1);
+        if (!ok) {
+          add_tensor(Code::lora_shape, *p.a,
+                     name + " is " + shape_of(*w) + " in the base model; its lora_a is " + shape_of(a) + " and lora_b " + shape_of(b) +
+                         (embd ? " (token_embd's pair is read the other way round: wanted b.ne1 == w.ne0 = " + std::to_string(ne(*w, 0)) +
+                                     " and a.ne1 == w.ne1 = " + std::to_string(ne(*w, 1)) + ")"
+                               : " (wanted a.ne0 == w.ne0 = " + std::to_string(ne(*w, 0)) + " and b.ne1 == w.ne1 = " + std::to_string(ne(*w, 1)) + ")") +
+                         ": llama.cpp refuses the adapter (\"has incorrect shape (hint: maybe wrong base model?)\")");
+          continue;
+        }
+      }
+      if (!embd && ne(a, 1) != ne(b, 0))
+        add_tensor(Code::lora_shape, *p.a,
+                   name + ": lora_a is " + shape_of(a) + " and lora_b " + shape_of(b) + ", so a.ne1 (" + std::to_string(ne(a, 1)) +
+                       ") is not b.ne0 (" + std::to_string(ne(b, 0)) + "), the rank: llama.cpp refuses the adapter (\"lora_a tensor is not "
+                       "transposed\")");
+    }
+  }
+
+  // An importance matrix as llama-quantize loads it: the chunk keys (it exits without
+  // them), and each NAME.in_sum2 with its NAME.counts, f32, the counts one per matrix.
+  void imatrix() {
+    if (m_.tensors.empty())
+      add(Code::imatrix_entries, Place{}, "an importance matrix of no tensors: llama.cpp's loader refuses it (\"no data in file\")");
+    const bool datasets = m_.find("imatrix.datasets") != nullptr;
+    for (const char* k : {"imatrix.chunk_count", "imatrix.chunk_size"}) {
+      const Value* v = m_.find(k);
+      if (v && v->type != ValueType::u32)
+        add(Code::role_key_type, Place::key(k),
+            std::string(k) + " is a " + value_type_name(v->type) + "; llama.cpp reads it as a u32 and aborts on any other type");
+    }
+    std::string missing;
+    for (const char* k : {"imatrix.datasets", "imatrix.chunk_count", "imatrix.chunk_size"})
+      if (!m_.find(k)) missing += (missing.empty() ? "" : ", ") + std::string(k);
+    if (!missing.empty())
+      add(Code::imatrix_metadata, Place::key(datasets ? "imatrix.chunk_count" : "imatrix.datasets"),
+          "no " + missing + ": llama-quantize refuses the importance matrix (\"missing imatrix metadata\"); llama-imatrix writes all three");
+    for (const auto& [name, e] : imatrix_entries(m_)) {
+      if (!e.sums || !e.counts) {
+        add_tensor(Code::imatrix_pair, e.sums ? *e.sums : *e.counts,
+                   name + " has " + (e.sums ? "in_sum2" : "counts") + " but no " + (e.sums ? "counts" : "in_sum2") +
+                       ": llama.cpp's loader refuses the importance matrix (\"mismatched sums and counts for " + name + "\")");
+        continue;
+      }
+      const Tensor s = m_.tensors[*e.sums], c = m_.tensors[*e.counts];
+      if (s.type != 0 || c.type != 0) {
+        add_tensor(Code::imatrix_type, s.type != 0 ? *e.sums : *e.counts,
+                   name + ": in_sum2 is " + type_of(s) + " and counts " + type_of(c) +
+                       "; llama.cpp's loader refuses the importance matrix (\"sums and counts for " + name + " must be F32\")");
+        continue;
+      }
+      // llama-imatrix writes in_sum2 {n, n_mat} and counts {1, n_mat}: one count per matrix
+      // (per expert), by which quantize divides that matrix's row of sums.
+      if (ne(c, 0) != 1 || ne(c, 1) != ne(s, 1) || c.elements() == 0 || s.elements() % c.elements() != 0)
+        add_tensor(Code::imatrix_shape, *e.counts,
+                   name + ": in_sum2 is " + shape_of(s) + " and counts " + shape_of(c) + "; llama-imatrix writes counts of 1x" +
+                       std::to_string(ne(s, 1)) + " for an in_sum2 of " + shape_of(s) + " (a count for each matrix), and llama-quantize "
+                       "divides the sums by the wrong counts otherwise");
+    }
+  }
+
+  // A projector as mtmd's clip loader reads its keys: an encoder, and for each its
+  // projector type (a name clip.cpp knows) and the hyperparameters it requires.
+  void mmproj() {
+    const bool vision = bool_key("clip.has_vision_encoder"), audio = bool_key("clip.has_audio_encoder");
+    const bool gen_audio = bool_key("clip.has_gen_audio_encoder");
+    if (!vision && !audio && !gen_audio)
+      add(Code::mmproj_encoder, Place::key("clip.has_vision_encoder"),
+          "neither clip.has_vision_encoder nor clip.has_audio_encoder is true: mtmd loads no encoder from the projector "
+          "(projectors converted before they were written, with the old llava scripts, fail to load)");
+    const std::string common = string_key("clip.projector_type");
+    auto modality = [&](const char* prefix, const char* own) {
+      const std::string type = common.empty() ? string_key(own) : common;
+      const std::string key = common.empty() ? own : "clip.projector_type";
+      if (std::find(kProjectorTypes.begin(), kProjectorTypes.end(), type) == kProjectorTypes.end())
+        add(Code::mmproj_projector, Place::key(key),
+            (type.empty() ? "no clip.projector_type (nor " + std::string(own) + ")" : key + " is " + said(type)) +
+                ": mtmd refuses the " + prefix + " projector (\"unknown projector type\")");
+      for (const char* k : {"embedding_length", "attention.head_count", "feed_forward_length", "block_count", "projection_dim",
+                            "attention.layer_norm_epsilon"}) {
+        const std::string full = std::string("clip.") + prefix + "." + k;
+        if (!m_.find(full)) add(Code::missing_hparam, Place::key(full), full + " is missing; mtmd's clip loader needs it (\"Key not found\")");
+      }
+      if (std::string_view(prefix) == "vision")
+        for (const char* k : {"clip.vision.image_size", "clip.vision.patch_size"})
+          if (!m_.find(k)) add(Code::missing_hparam, Place::key(k), std::string(k) + " is missing; mtmd's clip loader needs it (\"Key not found\")");
+    };
+    if (vision) modality("vision", "clip.vision.projector_type");
+    if (audio) modality("audio", "clip.audio.projector_type");
+  }
+
+  std::vector<Finding> out;
+
+ private:
+  std::string said(const std::string& s) const { return s.empty() ? "not set" : "'" + s + "'"; }
+  std::string string_key(const char* key) const { return str_of(m_, key); }
+  bool bool_key(const char* key) const {
+    const Value* v = m_.find(key);
+    return v && v->type == ValueType::boolean && v->bits != 0;
+  }
+  static std::string shape_of(const Tensor& t) {
+    std::string s;
+    for (uint64_t d : t.dims) s += (s.empty() ? "" : "x") + std::to_string(d);
+    return s.empty() ? "a scalar" : s;
+  }
+  static std::string type_of(const Tensor& t) {
+    const GgmlType* g = ggml_type(t.type);
+    return g ? g->name : "type " + std::to_string(t.type);
+  }
+  void add(Code c, Place p, std::string msg, std::string fix = "") {
+    out.push_back(finding(c, std::nullopt, std::move(msg), std::move(p)));
+    out.back().fix = std::move(fix);
+  }
+  void add_tensor(Code c, size_t i, std::string msg) {
+    out.push_back(finding(c, m_.tensors.record(i), std::move(msg), Place::tensor(std::string(m_.tensors.name(i)))));
+  }
+
+  const Model& m_;
+  const Model* base_;
+};
+
+}  // namespace
+
+std::string_view role_name(Role r) {
+  static constexpr std::array<std::string_view, 5> names = {"model", "vocab", "adapter", "imatrix", "mmproj"};
+  return names[static_cast<size_t>(r)];
+}
+
+Role role_of(const Model& m) {
+  const std::string type = str_of(m, "general.type");
+  const bool untold = type.empty() || type == "model";  // gguf-py writes "model" for every model
+  if (type == "adapter" || (untold && all_named(m, {".lora_a", ".lora_b"}, "_norm.weight"))) return Role::adapter;
+  if (type == "imatrix" || (untold && all_named(m, {".in_sum2", ".counts"}))) return Role::imatrix;
+  if (type == "mmproj" || str_of(m, "general.architecture") == "clip") return Role::mmproj;
+  if (m.tensors.empty() && m.find("tokenizer.ggml.tokens")) return Role::vocab;
+  return Role::model;
+}
+
+RoleFacts role_facts(const Model& m) {
+  RoleFacts f;
+  f.role = role_of(m);
+  switch (f.role) {
+    case Role::adapter: {
+      f.adapter_type = str_of(m, "adapter.type");
+      if (const Value* a = m.find("adapter.lora.alpha"); a && a->type == ValueType::f32) f.alpha = a->as_f64();
+      f.base_architecture = str_of(m, "general.architecture");
+      if (const Value* t = m.find("adapter.alora.invocation_tokens"); t && t->type == ValueType::array) f.alora_tokens = t->size();
+      bool agree = true;
+      for (const auto& [name, p] : lora_pairs(m)) {
+        if (!p.a || !p.b) continue;
+        ++f.lora_pairs;
+        const uint64_t r = ne(m.tensors[*p.b], 0);  // llama.cpp's get_scale: rank = b->ne[0]
+        if (f.rank && *f.rank != r) agree = false;
+        f.rank = r;
+      }
+      if (!agree) f.rank.reset();
+      break;
+    }
+    case Role::imatrix:
+      if (const Value* v = m.find("imatrix.chunk_count"); v && v->is_integer()) f.chunk_count = v->as_u64();
+      if (const Value* v = m.find("imatrix.chunk_size"); v && v->is_integer()) f.chunk_size = v->as_u64();
+      if (const Value* v = m.find("imatrix.datasets"); v && v->type == ValueType::array && v->elem == ValueType::string)
+        for (size_t i = 0; i < v->size(); ++i) f.datasets.emplace_back(v->strs[i]);
+      for (const auto& [name, e] : imatrix_entries(m)) f.covered += e.sums && e.counts;
+      break;
+    case Role::mmproj: {
+      auto flag = [&](const char* k) {
+        const Value* v = m.find(k);
+        return v && v->type == ValueType::boolean && v->bits != 0;
+      };
+      f.vision = flag("clip.has_vision_encoder");
+      f.audio = flag("clip.has_audio_encoder");
+      f.projector_type = str_of(m, "clip.projector_type");
+      if (f.projector_type.empty()) f.projector_type = str_of(m, f.vision ? "clip.vision.projector_type" : "clip.audio.projector_type");
+      break;
+    }
+    case Role::vocab:
+    case Role::model:
+      f.tokenizer = str_of(m, "tokenizer.ggml.model");
+      if (const Value* t = m.find("tokenizer.ggml.tokens"); t && t->type == ValueType::array) f.tokens = t->size();
+      break;
+  }
+  return f;
+}
+
+std::vector<Finding> role_findings(const Model& m, Role role, const Model* base) {
+  RoleRules r(m, base);
+  if (role == Role::adapter) r.adapter();
+  if (role == Role::imatrix) r.imatrix();
+  if (role == Role::mmproj) r.mmproj();
+  return std::move(r.out);
+}
+
+}  // namespace ggufkit
