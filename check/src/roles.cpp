@@ -153,9 +153,8 @@ class RoleRules {
       const Tensor a = m_.tensors[*p.a], b = m_.tensors[*p.b];
       const bool embd = ends_with(name, "token_embd.weight");
       if (base_) {
-        std::optional<Tensor> w;
-        for (const Tensor& t : base_->tensors)
-          if (t.name == name) w = t;
+        const auto at = base_index().find(name);
+        const std::optional<Tensor> w = at == base_index().end() ? std::nullopt : std::optional<Tensor>(base_->tensors[at->second]);
         if (!w) {
           add_tensor(Code::lora_base_tensor, *p.a,
                      name + " is not a tensor of the base model: llama.cpp refuses the adapter (\"does not exist in base model "
@@ -280,8 +279,16 @@ class RoleRules {
     out.push_back(finding(c, m_.tensors.record(i), std::move(msg), Place::tensor(std::string(m_.tensors.name(i)))));
   }
 
+  // The base model's tensors by name, made once: an adapter of N pairs looks each up.
+  const std::map<std::string_view, size_t>& base_index() {
+    if (base_ && base_names_.empty())
+      for (size_t i = 0; i < base_->tensors.size(); ++i) base_names_.emplace(base_->tensors.name(i), i);
+    return base_names_;
+  }
+
   const Model& m_;
   const Model* base_;
+  std::map<std::string_view, size_t> base_names_;
 };
 
 }  // namespace
