@@ -116,6 +116,24 @@ TEST(Roles, AnEditOfAnAdapterIsCheckedByTheAdaptersRulesNotAModels) {
       << refused.err;
 }
 
+TEST(Roles, TheFixAMissingAlphaSuggestsWritesTheF32LlamaCppReads) {
+  Spec s = tiny_llama_adapter();
+  s.drop_key("adapter.lora.alpha");
+  const std::string a = write_by_gguf_py(s, "adapter-no-alpha"), fixed = temp_path("adapter-alpha.gguf");
+  ASSERT_EQ(codes(validate(a)).second, std::vector<std::string>{"adapter_alpha"});
+  // The fix as validate prints it, the value filled in: the registry types the key f32.
+  const CliRun r = run_cli("edit " + a + " --set adapter.lora.alpha=16 -o " + fixed);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("add     adapter.lora.alpha (f32): 16"), std::string::npos) << r.out;
+  const Verdict v = validate(fixed);
+  EXPECT_EQ(v.errors + v.warnings, 0u);
+  const Scanned out = scan(open_file(fixed));
+  const Value* alpha = out.model.find("adapter.lora.alpha");
+  ASSERT_NE(alpha, nullptr);
+  EXPECT_EQ(alpha->type, ValueType::f32);
+  EXPECT_EQ(alpha->as_f64(), 16.0);
+}
+
 TEST(Roles, AnImportanceMatrixValidatesWithNoFindingAndShowSaysWhatItCovers) {
   const std::string m = write_by_gguf_py(tiny_llama_imatrix(), "imatrix");
   const Verdict v = validate(m);

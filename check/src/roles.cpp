@@ -70,6 +70,12 @@ std::map<std::string, Entry> imatrix_entries(const Model& m) {
   return out;
 }
 
+// "a u32", "an i32", "an f32": a type's name with its article.
+std::string a_type(ValueType t) {
+  const std::string n = value_type_name(t);
+  return (n[0] == 'i' || n[0] == 'f' || n[0] == 'a' ? "an " : "a ") + n;
+}
+
 uint64_t ne(const Tensor& t, size_t k) { return k < t.dims.size() ? t.dims[k] : 1; }
 
 // clip.cpp's PROJECTOR_TYPE_NAMES: a projector type it does not know fails the load.
@@ -94,7 +100,7 @@ class RoleRules {
     for (const char* k : {"general.type", "general.architecture", "adapter.type"})
       if (const Value* v = m_.find(k); v && v->type != ValueType::string)
         add(Code::role_key_type, Place::key(k),
-            std::string(k) + " is a " + value_type_name(v->type) + "; llama.cpp reads it as a string and aborts on any other type");
+            std::string(k) + " is " + a_type(v->type) + "; llama.cpp reads it as a string and aborts on any other type");
     const std::string type = string_key("general.type");
     if (type != "adapter")
       add(Code::not_an_adapter, Place::key("general.type"),
@@ -123,12 +129,12 @@ class RoleRules {
           "ggufkit edit FILE --set adapter.lora.alpha=ALPHA");
     } else if (alpha->type != ValueType::f32) {
       add(Code::role_key_type, Place::key("adapter.lora.alpha"),
-          std::string("adapter.lora.alpha is a ") + value_type_name(alpha->type) + "; llama.cpp reads it as an f32 and aborts on any other type");
+          "adapter.lora.alpha is " + a_type(alpha->type) + "; llama.cpp reads it as an f32 and aborts on any other type");
     }
     if (const Value* t = m_.find("adapter.alora.invocation_tokens"); t && (t->type != ValueType::array || t->elem != ValueType::u32))
       add(Code::role_key_type, Place::key("adapter.alora.invocation_tokens"),
           std::string("adapter.alora.invocation_tokens is ") +
-              (t->type == ValueType::array ? std::string("an array of ") + value_type_name(t->elem) : std::string("a ") + value_type_name(t->type)) +
+              (t->type == ValueType::array ? std::string("an array of ") + value_type_name(t->elem) : a_type(t->type)) +
               ": llama.cpp refuses the adapter unless it is an array of u32 (\"invalid gguf " +
               (t->type == ValueType::array ? "element type" : "type") + " for adapter.alora.invocation_tokens\")");
 
@@ -191,7 +197,7 @@ class RoleRules {
       const Value* v = m_.find(k);
       if (v && v->type != ValueType::u32)
         add(Code::role_key_type, Place::key(k),
-            std::string(k) + " is a " + value_type_name(v->type) + "; llama.cpp reads it as a u32 and aborts on any other type");
+            std::string(k) + " is " + a_type(v->type) + "; llama.cpp reads it as a u32 and aborts on any other type");
     }
     std::string missing;
     for (const char* k : {"imatrix.datasets", "imatrix.chunk_count", "imatrix.chunk_size"})
