@@ -113,7 +113,7 @@ std::string role_text(const RoleFacts& r) {
     case Role::adapter:
       s += " (" + (r.adapter_type.empty() ? std::string("no adapter.type") : r.adapter_type) + ", alpha " +
            (r.alpha ? brief_value(Value::of_f32(static_cast<float>(*r.alpha))) : std::string("not set")) + ", rank " +
-           (r.rank ? num(*r.rank) : std::string("mixed")) + ", " + num(r.lora_pairs) + " lora_a/lora_b pairs, for " +
+           (r.rank ? num(*r.rank) : r.lora_pairs ? std::string("mixed") : std::string("none")) + ", " + num(r.lora_pairs) + " lora_a/lora_b pairs, for " +
            (r.base_architecture.empty() ? std::string("no architecture") : r.base_architecture) +
            (r.alora_tokens ? ", " + num(r.alora_tokens) + " aLoRA invocation tokens" : "") + ")";
       break;

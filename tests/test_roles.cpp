@@ -157,7 +157,8 @@ TEST(Roles, EachImportanceMatrixDefectIsTheErrorLlamaQuantizeStopsAt) {
   const std::vector<Case> cases = {
       {"counts_missing", [](Spec& s) { s.drop_tensor("blk.1.ffn_down.weight.counts"); }, {"imatrix_pair"}},
       {"sums_f16", [](Spec& s) { s.tensor("blk.0.attn_q.weight.in_sum2").type = "f16"; }, {"imatrix_type"}},
-      {"counts_of_two", [](Spec& s) { s.tensor("blk.0.attn_q.weight.counts").dims = {1, 2}; }, {"imatrix_shape"}},
+      {"counts_of_three", [](Spec& s) { s.tensor("blk.0.attn_q.weight.counts").dims = {1, 3}; }, {"imatrix_shape"}},  // 64 % 3
+      {"counts_of_none", [](Spec& s) { s.tensor("blk.0.attn_q.weight.counts").dims = {1, 0}; }, {"imatrix_shape"}},
       {"no_chunk_size", [](Spec& s) { s.drop_key("imatrix.chunk_size"); }, {"imatrix_metadata"}},
       {"chunk_count_i32", [](Spec& s) { s.set_key("imatrix.chunk_count", "i32", "10"); }, {"role_key_type"}},
       {"no_tensors", [](Spec& s) { s.tensors.clear(); }, {"imatrix_entries"}},
@@ -170,6 +171,43 @@ TEST(Roles, EachImportanceMatrixDefectIsTheErrorLlamaQuantizeStopsAt) {
     EXPECT_EQ(role_of_file(m), Role::imatrix);
     EXPECT_EQ(codes(validate(m)).first, c.errors);
   }
+}
+
+TEST(Roles, AnImportanceMatrixOfExpertsAndOneOfFlatCountsAreValid) {
+  // A MoE model's: one count per expert ({1, n_expert}), the sums a row each; and counts
+  // written flat ({n}): llama-quantize reads element counts alone.
+  Spec s = tiny_llama_imatrix();
+  s.tensors.push_back({"blk.0.ffn_up_exps.weight.in_sum2", "f32", {64, 8}});
+  s.tensors.push_back({"blk.0.ffn_up_exps.weight.counts", "f32", {1, 8}});
+  s.tensors.push_back({"blk.1.ffn_up_exps.weight.in_sum2", "f32", {64, 8}});
+  s.tensors.push_back({"blk.1.ffn_up_exps.weight.counts", "f32", {8}});
+  const std::string m = write_by_gguf_py(s, "imatrix-moe");
+  EXPECT_EQ(codes(validate(m)).first, std::vector<std::string>{});
+  EXPECT_EQ(show_json(m)["imatrix"]["tensors_covered"].as<int>(), 6);
+}
+
+TEST(Roles, AKeyOfTheWrongTypeGetsAFixThatReplacesItAndTheFixWorks) {
+  Spec s = tiny_llama_imatrix();
+  s.set_key("imatrix.chunk_count", "i32", "10");
+  const std::string m = write_by_gguf_py(s, "imatrix-i32"), fixed = temp_path("imatrix-u32.gguf");
+  const Verdict v = validate(m);
+  ASSERT_EQ(codes(v).first, std::vector<std::string>{"role_key_type"});
+  const Finding& f = v.findings.back().second;
+  EXPECT_EQ(f.message, "imatrix.chunk_count is an i32; llama.cpp reads it as a u32 and aborts on any other type");
+  // --set alone keeps the file's type: the key is removed and set anew, as the registry types it.
+  EXPECT_EQ(f.fix, "ggufkit edit FILE --remove imatrix.chunk_count --set imatrix.chunk_count=10");
+  const CliRun r = run_cli("edit " + m + " --remove imatrix.chunk_count --set imatrix.chunk_count=10 -o " + fixed);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(validate(fixed).errors, 0u);
+  const Scanned out = scan(open_file(fixed));
+  EXPECT_EQ(out.model.find("imatrix.chunk_count")->type, ValueType::u32);
+}
+
+TEST(Roles, TheBaseOfAnAdapterMustBeAModel) {
+  const std::string a = write_by_gguf_py(tiny_llama_adapter(), "adapter-self");
+  const CliRun r = run_cli("validate " + a + " --base " + a);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--base: the base is an adapter, not a model"), std::string::npos) << r.err;
 }
 
 TEST(Roles, AProjectorIsJudgedByTheKeysMtmdReads) {
@@ -201,11 +239,29 @@ TEST(Roles, AProjectorIsJudgedByTheKeysMtmdReads) {
   Spec unknown = s;
   unknown.set_key("clip.projector_type", "string", "\"llava_next_old\"");
   EXPECT_EQ(codes(validate(write_by_gguf_py(unknown, "mmproj-unknown"))).first, std::vector<std::string>{"mmproj_projector"});
+  Spec qwen = s;  // a name with a dot, as clip-impl.h spells it
+  qwen.set_key("clip.projector_type", "string", "\"qwen2.5vl_merger\"");
+  EXPECT_EQ(codes(validate(write_by_gguf_py(qwen, "mmproj-qwen"))).first, std::vector<std::string>{});
   Spec no_size = s;
   no_size.drop_key("clip.vision.image_size");
   const Verdict v = validate(write_by_gguf_py(no_size, "mmproj-size"));
   ASSERT_EQ(codes(v).first, std::vector<std::string>{"missing_hparam"});
   EXPECT_EQ(v.findings.back().second.place, Place::key("clip.vision.image_size"));
+
+  // Audio alone (ultravox): its own projector key, and the mel bins it reads.
+  Spec ultravox;
+  ultravox.kv = {{"general.architecture", "string", "\"clip\""}, {"clip.has_audio_encoder", "bool", "true"},
+                 {"clip.audio.projector_type", "string", "\"ultravox\""}};
+  for (const char* k : {"embedding_length", "attention.head_count", "feed_forward_length", "block_count", "projection_dim"})
+    ultravox.kv.push_back({std::string("clip.audio.") + k, "u32", "64"});
+  ultravox.kv.push_back({"clip.audio.attention.layer_norm_epsilon", "f32", "1e-05"});
+  ultravox.tensors = {{"a.conv1d.1.weight", "f32", {3, 128, 64}}};
+  EXPECT_EQ(codes(validate(write_by_gguf_py(ultravox, "mmproj-ultravox"))).first, std::vector<std::string>{"missing_hparam"});
+  ultravox.kv.push_back({"clip.audio.num_mel_bins", "u32", "128"});
+  const std::string audio = write_by_gguf_py(ultravox, "mmproj-ultravox-mel");
+  EXPECT_EQ(codes(validate(audio)).first, std::vector<std::string>{});
+  EXPECT_EQ(show_json(audio)["mmproj"]["projector_type"].as<std::string>(), "ultravox");
+  EXPECT_TRUE(show_json(audio)["mmproj"]["audio"].as<bool>());
 }
 
 TEST(Roles, TheCorpusVocabulariesAreVocabulariesTheTinyLlamaAModelAndAShardItsSets) {
@@ -216,8 +272,17 @@ TEST(Roles, TheCorpusVocabulariesAreVocabulariesTheTinyLlamaAModelAndAShardItsSe
   EXPECT_EQ(show_json(vocabs[0])["role"].as<std::string>(), "vocab");
   EXPECT_EQ(show_json(corpus("splits/tiny-llama.gguf"))["role"].as<std::string>(), "model");
   EXPECT_EQ(show_json(base())["role"].as<std::string>(), "model");
-  // Shard 3 holds tensors and the split keys alone: the set's model says what it is.
-  const YAML::Node shard = show_json(corpus("splits/by-count-00003-of-00003.gguf"));
-  EXPECT_EQ(shard["files"].as<int>(), 3);
-  EXPECT_EQ(shard["role"].as<std::string>(), "model");
+  // A shard after the first holds tensors and the split keys alone: the set's first
+  // shard says what it is. A projector split in two is a projector in either shard.
+  Spec p;
+  p.kv = {{"general.architecture", "string", "\"clip\""}, {"clip.has_vision_encoder", "bool", "true"}};
+  p.tensors = {{"v.patch_embd.weight", "f32", {14, 14, 3, 8}}, {"v.position_embd.weight", "f32", {8, 16}}};
+  const std::string mm = write_by_gguf_py(p, "mmproj-to-split"), prefix = temp_path("mmproj-set");
+  const CliRun split = run_cli("split " + mm + " -o " + prefix + " --max-tensors 1");
+  ASSERT_EQ(split.code, 0) << split.err;
+  const std::string second = prefix + "-00002-of-00002.gguf";
+  const YAML::Node shard = show_json(second);
+  EXPECT_EQ(shard["files"].as<int>(), 2);
+  EXPECT_EQ(shard["role"].as<std::string>(), "mmproj");
+  EXPECT_EQ(YAML::Load(run_cli("show --json --shard-only " + second).out)["role"].as<std::string>(), "model");
 }

@@ -78,16 +78,17 @@ std::string a_type(ValueType t) {
 
 uint64_t ne(const Tensor& t, size_t k) { return k < t.dims.size() ? t.dims[k] : 1; }
 
-// clip.cpp's PROJECTOR_TYPE_NAMES: a projector type it does not know fails the load.
+// clip-impl.h's PROJECTOR_TYPE_NAMES (all 61, llama.cpp 80fb11a): a projector type it does not
+// know fails the load.
 constexpr std::array kProjectorTypes = {
-    "mlp", "ldp", "ldpv2", "resampler", "adapter", "qwen2vl_merger", "qwen3vl_merger", "step3vl", "gemma3",
-    "gemma3nv", "gemma3na", "gemma4v", "gemma4a", "gemma4uv", "gemma4ua", "phi4", "idefics3", "pixtral",
-    "ultravox", "internvl", "llama4", "qwen2a", "qwen3a", "glma", "voxtral", "meralion", "musicflamingo",
-    "lfm2", "kimivl", "paddleocr", "lightonocr", "cogvlm", "janus_pro", "dots_ocr", "dots3note_v",
-    "dots3note_a", "deepseekocr", "deepseekocr2", "deepseek4v", "lfm2a", "glm4v", "youtuvl", "yasa2",
-    "kimik25", "nemotron_v2_vl", "exaone4_5", "hunyuanvl", "minicpmv4_6", "granite_speech", "mimovl",
+    "mlp", "ldp", "ldpv2", "resampler", "adapter", "qwen2vl_merger", "qwen2.5vl_merger", "qwen3vl_merger",
+    "step3vl", "gemma3", "gemma3nv", "gemma3na", "gemma4v", "gemma4a", "gemma4uv", "gemma4ua", "phi4",
+    "idefics3", "pixtral", "ultravox", "internvl", "llama4", "qwen2a", "qwen3a", "glma", "qwen2.5o", "voxtral",
+    "meralion", "musicflamingo", "lfm2", "kimivl", "paddleocr", "lightonocr", "cogvlm", "janus_pro", "dots_ocr",
+    "dots3note_v", "dots3note_a", "deepseekocr", "deepseekocr2", "deepseek4v", "lfm2a", "glm4v", "youtuvl",
+    "yasa2", "kimik25", "nemotron_v2_vl", "exaone4_5", "hunyuanvl", "minicpmv4_6", "granite_speech", "mimovl",
     "minimax_m3", "granite4_vision", "mimo_audio", "parakeet", "qwen3tts_spkenc", "qwen3tts_gen",
-    "pockettts_spkenc", "pockettts_gen", "qwen2.5o",
+    "pockettts_spkenc", "pockettts_gen", "muse-glimmer",
 };
 
 class RoleRules {
@@ -100,7 +101,8 @@ class RoleRules {
     for (const char* k : {"general.type", "general.architecture", "adapter.type"})
       if (const Value* v = m_.find(k); v && v->type != ValueType::string)
         add(Code::role_key_type, Place::key(k),
-            std::string(k) + " is " + a_type(v->type) + "; llama.cpp reads it as a string and aborts on any other type");
+            std::string(k) + " is " + a_type(v->type) + "; llama.cpp reads it as a string and aborts on any other type",
+            retype_fix(k, std::string_view(k) == "general.type" ? "adapter" : std::string_view(k) == "adapter.type" ? "lora" : "ARCH"));
     const std::string type = string_key("general.type");
     if (type != "adapter")
       add(Code::not_an_adapter, Place::key("general.type"),
@@ -129,7 +131,8 @@ class RoleRules {
           "ggufkit edit FILE --set adapter.lora.alpha=ALPHA");
     } else if (alpha->type != ValueType::f32) {
       add(Code::role_key_type, Place::key("adapter.lora.alpha"),
-          "adapter.lora.alpha is " + a_type(alpha->type) + "; llama.cpp reads it as an f32 and aborts on any other type");
+          "adapter.lora.alpha is " + a_type(alpha->type) + "; llama.cpp reads it as an f32 and aborts on any other type",
+          retype_fix("adapter.lora.alpha", "ALPHA"));
     }
     if (const Value* t = m_.find("adapter.alora.invocation_tokens"); t && (t->type != ValueType::array || t->elem != ValueType::u32))
       add(Code::role_key_type, Place::key("adapter.alora.invocation_tokens"),
@@ -197,7 +200,8 @@ class RoleRules {
       const Value* v = m_.find(k);
       if (v && v->type != ValueType::u32)
         add(Code::role_key_type, Place::key(k),
-            std::string(k) + " is " + a_type(v->type) + "; llama.cpp reads it as a u32 and aborts on any other type");
+            std::string(k) + " is " + a_type(v->type) + "; llama.cpp reads it as a u32 and aborts on any other type",
+            retype_fix(k, v->is_integer() ? std::to_string(v->as_i64()) : "N"));
     }
     std::string missing;
     for (const char* k : {"imatrix.datasets", "imatrix.chunk_count", "imatrix.chunk_size"})
@@ -219,50 +223,69 @@ class RoleRules {
                        "; llama.cpp's loader refuses the importance matrix (\"sums and counts for " + name + " must be F32\")");
         continue;
       }
-      // llama-imatrix writes in_sum2 {n, n_mat} and counts {1, n_mat}: one count per matrix
-      // (per expert), by which quantize divides that matrix's row of sums.
-      if (ne(c, 0) != 1 || ne(c, 1) != ne(s, 1) || c.elements() == 0 || s.elements() % c.elements() != 0)
+      // llama-quantize reads the counts as one per matrix (per expert): the sums are
+      // ncounts rows of nelements(sums) / ncounts, each divided by its count. Only element
+      // counts matter (llama-imatrix writes {n, n_mat} and {1, n_mat}); rows that do not
+      // divide leave sums unread, and no count divides by zero.
+      if (c.elements() == 0 || s.elements() % c.elements() != 0)
         add_tensor(Code::imatrix_shape, *e.counts,
-                   name + ": in_sum2 is " + shape_of(s) + " and counts " + shape_of(c) + "; llama-imatrix writes counts of 1x" +
-                       std::to_string(ne(s, 1)) + " for an in_sum2 of " + shape_of(s) + " (a count for each matrix), and llama-quantize "
-                       "divides the sums by the wrong counts otherwise");
+                   name + ": in_sum2 is " + shape_of(s) + " (" + std::to_string(s.elements()) + " values) and counts " + shape_of(c) +
+                       " (" + std::to_string(c.elements()) + "); llama-quantize divides the sums into one row a count, so the counts "
+                       "must divide them (llama-imatrix writes counts of 1x" + std::to_string(ne(s, 1)) + " for this in_sum2)");
     }
   }
 
-  // A projector as mtmd's clip loader reads its keys: an encoder, and for each its
-  // projector type (a name clip.cpp knows) and the hyperparameters it requires.
+  // A projector as mtmd's clip loader reads its keys: an encoder, and for each modality
+  // it loads its projector type (a name clip.cpp knows) and the hyperparameters it requires.
   void mmproj() {
+    for (const char* k : {"clip.has_vision_encoder", "clip.has_audio_encoder", "clip.has_gen_audio_encoder"})
+      if (const Value* v = m_.find(k); v && v->type != ValueType::boolean)
+        add(Code::role_key_type, Place::key(k), std::string(k) + " is " + a_type(v->type) + "; mtmd reads it as a bool and aborts on any other type",
+            retype_fix(k, "true"));
+    for (const char* k : {"clip.projector_type", "clip.vision.projector_type", "clip.audio.projector_type", "clip.gen.audio.projector_type"})
+      if (const Value* v = m_.find(k); v && v->type != ValueType::string)
+        add(Code::role_key_type, Place::key(k), std::string(k) + " is " + a_type(v->type) + "; mtmd reads it as a string and aborts on any other type");
     const bool vision = bool_key("clip.has_vision_encoder"), audio = bool_key("clip.has_audio_encoder");
     const bool gen_audio = bool_key("clip.has_gen_audio_encoder");
     if (!vision && !audio && !gen_audio)
       add(Code::mmproj_encoder, Place::key("clip.has_vision_encoder"),
-          "neither clip.has_vision_encoder nor clip.has_audio_encoder is true: mtmd loads no encoder from the projector "
-          "(projectors converted before they were written, with the old llava scripts, fail to load)");
+          "none of clip.has_vision_encoder, clip.has_audio_encoder, clip.has_gen_audio_encoder is true: mtmd loads no encoder "
+          "from the projector (projectors converted before they were written, with the old llava scripts, fail to load)");
     const std::string common = string_key("clip.projector_type");
-    auto modality = [&](const char* prefix, const char* own) {
-      const std::string type = common.empty() ? string_key(own) : common;
+    // The type a modality loads with: the common key, else its own (as clip.cpp reads it).
+    auto type_of_modality = [&](const char* own) { return common.empty() ? string_key(own) : common; };
+    auto modality = [&](const std::string& prefix, const char* own) {
+      const std::string type = type_of_modality(own);
       const std::string key = common.empty() ? own : "clip.projector_type";
       if (std::find(kProjectorTypes.begin(), kProjectorTypes.end(), type) == kProjectorTypes.end())
         add(Code::mmproj_projector, Place::key(key),
             (type.empty() ? "no clip.projector_type (nor " + std::string(own) + ")" : key + " is " + said(type)) +
                 ": mtmd refuses the " + prefix + " projector (\"unknown projector type\")");
+      std::vector<std::string> need;
       for (const char* k : {"embedding_length", "attention.head_count", "feed_forward_length", "block_count", "projection_dim",
-                            "attention.layer_norm_epsilon"}) {
-        const std::string full = std::string("clip.") + prefix + "." + k;
-        if (!m_.find(full)) add(Code::missing_hparam, Place::key(full), full + " is missing; mtmd's clip loader needs it (\"Key not found\")");
-      }
-      if (std::string_view(prefix) == "vision")
-        for (const char* k : {"clip.vision.image_size", "clip.vision.patch_size"})
-          if (!m_.find(k)) add(Code::missing_hparam, Place::key(k), std::string(k) + " is missing; mtmd's clip loader needs it (\"Key not found\")");
+                            "attention.layer_norm_epsilon"})
+        need.push_back("clip." + prefix + "." + k);
+      if (prefix == "vision") need.insert(need.end(), {"clip.vision.image_size", "clip.vision.patch_size"});
+      if (prefix == "audio") need.push_back("clip.audio.num_mel_bins");
+      for (const std::string& k : need)
+        if (!m_.find(k))
+          add(Code::missing_hparam, Place::key(k), k + " is missing; mtmd's clip loader needs it (\"Key not found\")",
+              "ggufkit edit FILE --set " + k + "=N");
     };
     if (vision) modality("vision", "clip.vision.projector_type");
-    if (audio) modality("audio", "clip.audio.projector_type");
+    // mtmd loads no audio encoder beside Gemma 3n's vision one (clip_init's skip_audio).
+    if (audio && !(vision && type_of_modality("clip.vision.projector_type") == "gemma3nv")) modality("audio", "clip.audio.projector_type");
+    if (gen_audio) modality("gen.audio", "clip.gen.audio.projector_type");
   }
 
   std::vector<Finding> out;
 
  private:
-  std::string said(const std::string& s) const { return s.empty() ? "not set" : "'" + s + "'"; }
+  std::string said(const std::string& s) const { return s.empty() ? "not set (or not a string)" : "'" + s + "'"; }
+  // A key of the wrong type is replaced, not set: --set keeps a key's type in the file.
+  static std::string retype_fix(std::string_view key, std::string_view value) {
+    return "ggufkit edit FILE --remove " + std::string(key) + " --set " + std::string(key) + "=" + std::string(value);
+  }
   std::string string_key(const char* key) const { return str_of(m_, key); }
   bool bool_key(const char* key) const {
     const Value* v = m_.find(key);

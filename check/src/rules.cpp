@@ -67,7 +67,7 @@ constexpr std::array kRules = {
     Rule{Code::imatrix_metadata, "imatrix_metadata", error, "an importance matrix without imatrix.datasets, chunk_count and chunk_size"},
     Rule{Code::imatrix_pair, "imatrix_pair", error, "an in_sum2 without its counts, or counts without its in_sum2"},
     Rule{Code::imatrix_type, "imatrix_type", error, "an importance matrix's sums or counts not f32"},
-    Rule{Code::imatrix_shape, "imatrix_shape", error, "counts that are not one per matrix of the in_sum2"},
+    Rule{Code::imatrix_shape, "imatrix_shape", error, "counts that do not divide an in_sum2 into one row a count (or are none)"},
     Rule{Code::mmproj_encoder, "mmproj_encoder", error, "a projector with no vision or audio encoder flag set"},
     Rule{Code::mmproj_projector, "mmproj_projector", error, "a projector type missing or unknown to mtmd"},
     Rule{Code::not_a_shard_name, "not_a_shard_name", error, "split.count over 1 in a file not named PREFIX-0000K-of-0000N.gguf"},

@@ -344,7 +344,13 @@ Verdict validate(const std::string& path, bool shard_only, std::istream* in, con
   Verdict v;
   v.files = {path};
   std::optional<Model> base;  // read before the adapter: a base that does not read is the caller's error
-  if (!base_path.empty()) base = open_model(base_path, false).s.model;
+  if (!base_path.empty()) {
+    base = open_model(base_path, false).s.model;
+    if (const Role r = role_of(*base); r != Role::model)
+      throw Error(Error::Kind::usage, base_path, std::nullopt, "--base",
+                  "the base is " + std::string(r == Role::adapter || r == Role::imatrix ? "an " : "a ") + std::string(role_name(r)) +
+                      ", not a model: give the model the adapter was trained for");
+  }
   if (path == "-") {  // a header alone: what the model says, not what the bytes after it hold
     if (!in) throw_usage("validate -: no input stream was given");
     try {
