@@ -27,7 +27,7 @@ struct Taken {
   std::vector<std::string> groups;  // key prefixes replaced whole (general.base_model.)
 };
 
-// README.md's front matter (the text of `file`, named `name`): nothing when it has none.
+// README.md's front matter (`text`, the file `name`): nothing when it has none.
 // Malformed YAML, or a field of a type gguf-py cannot write, is a format Error at its line
 // and column.
 Taken model_card(const std::string& text, const std::string& name);
