@@ -342,7 +342,9 @@ int cmd_edit(const std::vector<std::string>& args) {
       "last, as llama.cpp finds it), e.g. '<|user|>=control'")(
       "from-hf", po::value<std::string>(),
       "DIR or DIR/tokenizer_config.json: take the chat template(s), bos/eos/pad/unk tokens and add_bos/add_eos "
-      "flags a Hugging Face model folder gives (chat_template.jinja beside the config wins)")(
+      "flags a Hugging Face model folder gives (chat_template.jinja beside the config wins), and the general.* keys "
+      "llama.cpp's converter takes from its README.md front matter (license, tags, languages, base models, datasets, "
+      "...) and generation_config.json (general.sampling.*)")(
       "alignment", po::value<std::string>(), "re-lay the data at this alignment (a power of two, or 'default')")(
       "header-only", po::bool_switch(),
       "with --in-place: write the header alone (when the edited header fits before the data start), or refuse; "

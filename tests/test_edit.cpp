@@ -510,7 +510,8 @@ TEST(FromHf, EachShapeOfTokenizerConfigSetsExactlyItsKeys) {
   std::string empty = hf_folder("hf-empty", "");
   CliRun e = run_cli("edit " + tiny_llama() + " --from-hf " + empty + " --dry-run");
   EXPECT_EQ(e.code, 2);
-  EXPECT_NE(e.err.find("neither tokenizer_config.json nor chat_template.jinja is there"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("none of tokenizer_config.json, chat_template.jinja, README.md and generation_config.json is there"),
+            std::string::npos) << e.err;
 }
 
 TEST(FromHf, AFileThatLeadsOutOfTheFolderIsRefusedNamingIt) {

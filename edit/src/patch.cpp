@@ -21,6 +21,7 @@
 #include "ggufkit/inspect.h"
 #include "ggufkit/text.h"
 #include "ggufkit/yaml_values.h"
+#include "hf.h"
 
 namespace ggufkit {
 
@@ -172,15 +173,17 @@ void Patch::add_from_hf(const std::string& path) {
   const std::string parent = fs::path(path).parent_path().string();
   const std::string dir = folder ? path : parent.empty() ? "." : parent;
   const std::string jinja = (fs::path(dir) / "chat_template.jinja").string();
+  const std::string readme = (fs::path(dir) / "README.md").string();
+  const std::string generation = (fs::path(dir) / "generation_config.json").string();
   // There, as a name: a link that leads nowhere is refused when read, not taken for absent.
   auto there = [](const std::string& p) {
     struct stat st {};
     return ::lstat(p.c_str(), &st) == 0;
   };
-  const bool has_config = there(config), has_jinja = there(jinja);
-  if (!has_config && !has_jinja)
+  const bool has_config = there(config), has_jinja = there(jinja), has_readme = there(readme), has_generation = there(generation);
+  if (!has_config && !has_jinja && !has_readme && !has_generation)
     throw Error(Error::Kind::usage, path, std::nullopt, "--from-hf",
-                "neither tokenizer_config.json nor chat_template.jinja is there");
+                "none of tokenizer_config.json, chat_template.jinja, README.md and generation_config.json is there");
   YamlNode root;
   if (has_config) {
     root = load_yaml(read_hf_file(config, dir, !folder), config);
@@ -229,6 +232,19 @@ void Patch::add_from_hf(const std::string& path) {
       throw bad(v, std::string(flag) + ": expected true or false");
     refuse_twice(*this, std::string("tokenizer.ggml.") + flag);
     set.push_back({std::string("tokenizer.ggml.") + flag, v, where(v)});
+  }
+  // What the converter takes beside the tokenizer, in the order it writes it: the sampling
+  // defaults, then the model card's keys.
+  std::vector<hf::Entry> taken;
+  if (has_generation) taken = hf::generation_config(read_hf_file(generation, dir, false), generation);
+  if (has_readme) {
+    hf::Taken card = hf::model_card(read_hf_file(readme, dir, false), readme);
+    taken.insert(taken.end(), card.sets.begin(), card.sets.end());
+    replaced_groups = card.groups;
+  }
+  for (hf::Entry& e : taken) {
+    refuse_twice(*this, e.key);
+    set.push_back({e.key, std::move(e.value), e.from, e.version_of});
   }
 }
 
@@ -367,7 +383,26 @@ class Applier : YamlReader {
       m_.metadata.erase(it);
       touched_.push_back(rm.key);
     }
-    for (const auto& s : p_.set) set(s);
+    // --from-hf's versions, from the model's parameter count as the converter counts it.
+    std::vector<const Patch::Set*> sets;
+    std::optional<int64_t> params;
+    for (const Patch::Set& s : p_.set) {
+      if (!s.version_of) {
+        sets.push_back(&s);
+        continue;
+      }
+      if (!params) params = hf::parameter_count(m_);
+      if (std::optional<std::string> v = hf::id_version(*s.version_of, *params)) {
+        Patch::Set found = s;
+        found.value = scalar_node(*v);
+        found.value.quoted = true;
+        found.version_of.reset();
+        derived_.push_back(std::move(found));
+        sets.push_back(&derived_.back());
+      }
+    }
+    for (const std::string& group : p_.replaced_groups) drop_group(group, sets);
+    for (const Patch::Set* s : sets) set(*s);
     for (const auto& sp : p_.special) special(sp);
     for (const auto& t : p_.token_types) retype(t);
     if (p_.alignment) align(*p_.alignment);
@@ -418,7 +453,34 @@ class Applier : YamlReader {
     return a && a->value.type == ValueType::string ? a->value.str : "";
   }
 
+  // A group's keys in the file that none of `sets` sets, removed: what replaces the group
+  // says all there is of it (a base model fewer, a version no longer there).
+  void drop_group(const std::string& prefix, const std::vector<const Patch::Set*>& sets) {
+    std::set<std::string> kept;
+    for (const Patch::Set* s : sets) kept.insert(s->key);
+    std::vector<size_t> dropped;
+    for (size_t i = 0; i < m_.metadata.size(); ++i) {
+      const std::string key(m_.metadata.key(i));
+      if (key.rfind(prefix, 0) != 0 || kept.count(key)) continue;
+      changes_.push_back({Change::remove, key, "", m_.metadata[i].value, std::nullopt});
+      touched_.push_back(key);
+      dropped.push_back(i);
+    }
+    for (size_t k = dropped.size(); k-- > 0;) m_.metadata.erase(dropped[k]);
+  }
+
+  // A value with no place of its own (--from-hf's, a shortcut's): its errors name where it was given.
   void set(const Patch::Set& s) {
+    if (s.value.line >= 0) return set_value(s);
+    try {
+      set_value(s);
+    } catch (const Error& e) {
+      if (e.file != name()) throw;
+      throw Error(e.kind, s.from, e.offset, e.field, e.message);
+    }
+  }
+
+  void set_value(const Patch::Set& s) {
     std::string entry = "set " + printable(s.key);
     const YamlNode& n = s.value;
     if (s.key == kAlignmentKey) fail(n, entry, "set the alignment with alignment: N (it re-lays the data), not set:");
@@ -750,6 +812,7 @@ class Applier : YamlReader {
   std::map<std::string, const YamlNode*> where_;
   std::set<std::string> fresh_;  // keys the patch added or renamed to
   std::deque<Patch::Set> specials_;  // the sets special tokens became (where_ points into them)
+  std::deque<Patch::Set> derived_;   // --from-hf's versions, found
 };
 
 }  // namespace

@@ -7,18 +7,30 @@ namespace ggufkit {
 extern const std::string_view kKeysYaml;  // schemas/keys.yaml, embedded by cmake/embed.cmake
 
 namespace {
-// Whether `key` matches `pattern`, where {arch} is the architecture and {name} is any
-// non-empty rest.
+// Whether `key` matches `pattern`, where {arch} (at the start) is the architecture, {id}
+// a number as gguf-py writes an index (0, 1, ..., no leading zero) and {name} (at the end)
+// any non-empty rest.
 bool matches(std::string_view pattern, std::string_view key, std::string_view arch) {
-  constexpr std::string_view kArch = "{arch}", kName = "{name}";
+  constexpr std::string_view kArch = "{arch}", kId = "{id}", kName = "{name}";
   if (pattern.substr(0, kArch.size()) == kArch) {
     if (arch.empty() || key.substr(0, arch.size()) != arch) return false;
     pattern.remove_prefix(kArch.size());
     key.remove_prefix(arch.size());
   }
-  size_t at = pattern.find(kName);
-  if (at == std::string_view::npos) return pattern == key;
-  return key.size() > at && key.substr(0, at) == pattern.substr(0, at) && pattern.size() == at + kName.size();
+  for (;;) {
+    size_t at = pattern.find('{');
+    if (at == std::string_view::npos) return pattern == key;
+    if (key.substr(0, at) != pattern.substr(0, at)) return false;
+    pattern.remove_prefix(at);
+    key.remove_prefix(at);
+    if (pattern == kName) return !key.empty();
+    if (pattern.substr(0, kId.size()) != kId) return false;
+    size_t digits = 0;
+    while (digits < key.size() && key[digits] >= '0' && key[digits] <= '9') ++digits;
+    if (digits == 0 || (digits > 1 && key[0] == '0')) return false;
+    pattern.remove_prefix(kId.size());
+    key.remove_prefix(digits);
+  }
 }
 }  // namespace
 

@@ -29,6 +29,10 @@ struct Patch {
     std::string key;
     YamlNode value;  // a scalar, a list, {file:}/{hex:}, or {type:, items:, value:|file:}
     std::string from = "command line";  // where it was given: the patch file's name:line:col
+    // --from-hf: the value is the version gguf-py reads out of this Hugging Face id, which
+    // depends on the model's parameter count ("-128k" is a context length beside 7B), so
+    // it is found when the patch meets the file; no version, no key.
+    std::optional<std::string> version_of = std::nullopt;
   };
   // A special token set by its text (looked up in tokenizer.ggml.tokens) or by its id.
   struct Special {
@@ -53,6 +57,9 @@ struct Patch {
   std::vector<Named> remove, rename;
   std::vector<Special> special;
   std::vector<TokenType> token_types;
+  // Key prefixes replaced as a whole (--from-hf's general.base_model. and general.dataset.):
+  // the file's keys under one that the patch does not set are removed.
+  std::vector<std::string> replaced_groups;
   std::optional<uint64_t> alignment;  // 0: the default (the key removed)
   YamlNode alignment_at;
   std::string alignment_from;         // where the alignment was given
@@ -60,7 +67,9 @@ struct Patch {
   // with a NUL, a bool byte other than 0 and 1, a string that is not UTF-8), with a note.
   bool allow_broken = false;
 
-  bool empty() const { return set.empty() && remove.empty() && rename.empty() && special.empty() && token_types.empty() && !alignment; }
+  bool empty() const {
+    return set.empty() && remove.empty() && rename.empty() && special.empty() && token_types.empty() && replaced_groups.empty() && !alignment;
+  }
 
   // The command line's shortcuts build the same patch. A key set twice (by the patch and
   // on the command line, or twice there) and a second alignment are refused, not resolved.
@@ -73,10 +82,13 @@ struct Patch {
   // --token-type TEXT=TYPE: TYPE by name (normal, unknown, control, user_defined, unused, byte).
   void add_token_type(const std::string& text, const std::string& type);
   // --from-hf DIR (or DIR/tokenizer_config.json): what a Hugging Face model folder says.
-  // chat_template (a string, or a list of {name, template}: default is the main template,
-  // the others tokenizer.chat_template.NAME), or chat_template.jinja beside the config,
-  // which wins as it does in transformers; bos/eos/pad/unk_token (a string or {content:})
-  // as special tokens by text; add_bos_token and add_eos_token.
+  // tokenizer_config.json: chat_template (a string, or a list of {name, template}: default
+  // is the main template, the others tokenizer.chat_template.NAME), or chat_template.jinja
+  // beside the config, which wins as it does in transformers; bos/eos/pad/unk_token (a
+  // string or {content:}) as special tokens by text; add_bos_token and add_eos_token.
+  // README.md's front matter and generation_config.json: the general.* keys llama.cpp's
+  // converter writes from them (gguf-py's Metadata.load), with its keys, types and values:
+  // name, author, license, tags, languages, base models, datasets, ...; general.sampling.*.
   void add_from_hf(const std::string& path);
   void add_remove(const std::string& key);
   void add_rename(const std::string& from, const std::string& to);
