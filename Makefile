@@ -101,10 +101,15 @@ bench: build interop-deps
 	cmake -S . -B $(BUILD) >/dev/null && cmake --build $(BUILD) -j $(JOBS) --target bench_parse bench_render
 	bench/run.sh $(BUILD) $(NPM_DIR) $(BENCH_RUNS)
 	bench/tokenize.sh $(BUILD) $(NPM_DIR) $(BENCH_RUNS)
+	bench/hash.sh $(BUILD)
 
 # The tokenizer against llama.cpp's alone (the "Tokenizer" section of bench/RESULTS.md).
 bench-tokenize: build interop-deps
 	bench/tokenize.sh $(BUILD) $(NPM_DIR) $(BENCH_RUNS)
+
+# hash --file against sha256sum on the 4.7 GB fixture, warm (the "Hashing" section).
+bench-hash: program
+	bench/hash.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
