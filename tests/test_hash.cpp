@@ -538,3 +538,39 @@ TEST(HashModel, ThreadsKeepTheModelsOrderAndTheAllLineIsTheTensorsInFileOrder) {
   EXPECT_EQ(h.all, kTinyDataSha256);
   EXPECT_EQ(hash_tensor(s.model.tensors[4], HashAlgo::sha256), kTinyTensors[4].sha256);
 }
+
+TEST(HashLlamaGgufHash, TheManifestAndTheCheckAreWhatLlamaGgufHashPrintsByteForByte) {
+  // tests/hash holds llama-gguf-hash's own output for the corpus files (its README says how
+  // it was made), run in a folder of copies as here.
+  const std::string rec = std::string(GGUFKIT_SOURCE) + "/tests/hash/";
+  const std::string dir = fresh_dir("llama-gguf-hash");
+  writable_copy(kTiny, dir + "/tiny-llama.gguf");
+  for (int k = 1; k <= 3; ++k) writable_copy(kSplits + "/" + shard_path("by-count", k, 3), dir + "/" + shard_path("by-count", k, 3));
+  for (const char* m : {"tiny-llama.manifest", "by-count.manifest"}) fs::copy_file(rec + m, dir + "/" + m);
+  const std::string in = "cd '" + dir + "' && ";
+
+  CliRun m = run_cli("hash tiny-llama.gguf --manifest --algo xxh64,sha1,sha256,uuid", in);
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_EQ(m.out, slurp(rec + "tiny-llama.manifest"));
+  CliRun set = run_cli("hash by-count-00002-of-00003.gguf --manifest", in);
+  EXPECT_EQ(set.out, slurp(rec + "by-count.manifest"));
+
+  CliRun c = run_cli("hash tiny-llama.gguf --check tiny-llama.manifest", in);
+  EXPECT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(c.out, slurp(rec + "tiny-llama.check.txt"));
+  // llama-gguf-hash checks one file a run: each shard alone gives its runs' output.
+  std::string shards;
+  for (int k = 1; k <= 3; ++k) {
+    CliRun s = run_cli("hash " + shard_path("by-count", k, 3) + " --shard-only --check by-count.manifest", in);
+    EXPECT_EQ(s.code, 0) << s.err;
+    shards += s.out;
+  }
+  EXPECT_EQ(shards, slurp(rec + "by-count.check.txt"));
+
+  std::vector<uint8_t> b = read_file_bytes(dir + "/tiny-llama.gguf");
+  b[5081888] ^= 0x01;  // byte 4000 of blk.0.attn_q.weight
+  write_file_bytes(dir + "/tiny-llama.gguf", b);
+  CliRun bad = run_cli("hash tiny-llama.gguf --check tiny-llama.manifest", in);
+  EXPECT_EQ(bad.code, 1);  // llama-gguf-hash's exit status too
+  EXPECT_EQ(bad.out, slurp(rec + "tiny-llama.poked.check.txt"));
+}
