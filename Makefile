@@ -11,14 +11,14 @@ BENCH_RUNS ?= 5
 CORPUS ?= ../shared/corpus
 # -Werror in CI (CI=true), plain warnings by hand.
 WERROR := $(if $(filter true,$(CI)),ON,OFF)
-DEBS := cmake g++ make libboost-program-options-dev libboost-iostreams-dev libyaml-cpp-dev libgtest-dev libxxhash-dev libpcre2-dev libicu-dev python3-jinja2
+DEBS := cmake g++ make libboost-program-options-dev libboost-iostreams-dev libyaml-cpp-dev libgtest-dev libxxhash-dev libssl-dev libpcre2-dev libicu-dev python3-jinja2
 FUZZ_DEBS := clang libclang-rt-14-dev
 # The interop tests' npm packages, pinned, installed outside the source tree.
 NPM_DIR ?= $(HOME)/.cache/ggufkit-interop
 NPM_PKGS := node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1 @huggingface/gguf@0.4.6
 NPM_STAMP := $(NPM_DIR)/.installed-nlc3.21.1-hf0.4.6
 
-.PHONY: deps interop-deps configure build program demo test test-release test-asan asan fuzz bench bench-tokenize clean
+.PHONY: deps interop-deps configure build program demo test test-release test-asan asan fuzz bench bench-tokenize bench-hash clean
 
 deps:
 	@missing=""; for p in $(DEBS) $(EXTRA_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -101,10 +101,15 @@ bench: build interop-deps
 	cmake -S . -B $(BUILD) >/dev/null && cmake --build $(BUILD) -j $(JOBS) --target bench_parse bench_render
 	bench/run.sh $(BUILD) $(NPM_DIR) $(BENCH_RUNS)
 	bench/tokenize.sh $(BUILD) $(NPM_DIR) $(BENCH_RUNS)
+	bench/hash.sh $(BUILD)
 
 # The tokenizer against llama.cpp's alone (the "Tokenizer" section of bench/RESULTS.md).
 bench-tokenize: build interop-deps
 	bench/tokenize.sh $(BUILD) $(NPM_DIR) $(BENCH_RUNS)
+
+# hash --file against sha256sum on the 4.7 GB fixture, warm (the "Hashing" section).
+bench-hash: program
+	bench/hash.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

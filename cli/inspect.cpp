@@ -18,6 +18,7 @@
 #include "ggufkit/check.h"
 #include "ggufkit/shards.h"
 #include "ggufkit/error.h"
+#include "ggufkit/hash.h"
 #include "ggufkit/inspect.h"
 #include "ggufkit/text.h"
 #include "ggufkit/vocab.h"
@@ -781,49 +782,205 @@ int cmd_diff(const std::vector<std::string>& args) {
   return a->vm["exit-code"].as<bool>() && !diffs.empty() ? 1 : 0;
 }
 
+namespace {
+
+// --algo: one name (the tensor checksums) or, for --manifest and --check, a comma list or all.
+std::vector<HashAlgo> hash_algos(const std::string& text, bool list) {
+  if (list && text == "all") return {HashAlgo::xxh64, HashAlgo::sha1, HashAlgo::sha256};
+  std::vector<HashAlgo> out;
+  for (size_t at = 0; at <= text.size();) {
+    size_t comma = list ? text.find(',', at) : std::string::npos;
+    std::string name = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    std::optional<HashAlgo> a = hash_algo_named(name);
+    if (!a || (!list && *a == HashAlgo::uuid))
+      throw_usage(list ? "--algo is a comma list of xxh64, sha1, sha256 and uuid, or all; found '" + name + "'"
+                       : *a == HashAlgo::uuid ? std::string("a uuid names a whole file: --algo uuid is for --manifest and --check")
+                                              : "--algo must be xxh64, sha1 or sha256, found '" + text + "'");
+    if (std::find(out.begin(), out.end(), *a) == out.end()) out.push_back(*a);
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return out;
+}
+
+// Llama-gguf-hash's words for a line's outcome.
+const char* check_word(CheckStatus s) {
+  switch (s) {
+    case CheckStatus::ok: return "Ok";
+    case CheckStatus::mismatch: return "Mismatch";
+    case CheckStatus::missing: return "Not Found";
+    case CheckStatus::not_in_file: return "Not In File";
+  }
+  return "?";
+}
+
+}  // namespace
+
 int cmd_hash(const std::vector<std::string>& args) {
   po::options_description desc("options");
-  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file")(
-      "algo", po::value<std::string>()->default_value("xxh64"), "xxh64 or sha256")("json", po::bool_switch(), "print JSON")(
-      "shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
+  desc.add_options()("FILE", po::value<std::string>()->required(), "the GGUF file, or any shard of a set")(
+      "algo", po::value<std::string>(),
+      "xxh64 (the default), sha1 or sha256; with --manifest and --check a comma list of xxh64, sha1, sha256, uuid, or all")(
+      "file", po::bool_switch(), "the SHA-256 of each whole file, as sha256sum prints it (what Hugging Face lists)")(
+      "tensors", po::bool_switch(), "with --file: the tensor checksums too")(
+      "manifest", po::bool_switch(), "print llama.cpp's llama-gguf-hash manifest of the file (each shard of a set)")(
+      "check", po::value<std::string>(), "verify the file (each shard of a set) against a llama-gguf-hash manifest")(
+      "json", po::bool_switch(), "print JSON")("shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
   po::positional_options_description pos;
-  pos.add("file", 1);
+  pos.add("FILE", 1);
   auto vm = parse(args, desc, pos,
-                  "usage: ggufkit hash FILE [--algo xxh64|sha256] [--json]\n\n"
+                  "usage: ggufkit hash FILE [--algo xxh64|sha1|sha256] [--json]\n"
+                  "       ggufkit hash FILE --file [--tensors]\n"
+                  "       ggufkit hash FILE --manifest [--algo LIST] > FILE.manifest\n"
+                  "       ggufkit hash FILE --check MANIFEST [--algo LIST]\n\n"
                   "A checksum of every tensor's bytes and one over all tensor data in file order.\n"
                   "Only tensor bytes count, so a metadata edit keeps every hash. The bytes are\n"
                   "hashed as stored: the same model in the other byte order (convert) hashes\n"
-                  "differently; compare values with 'ggufkit tensor' across byte orders.");
+                  "differently; compare values with 'ggufkit tensor' across byte orders.\n\n"
+                  "--file: the SHA-256 of the whole file, one line as sha256sum prints it (HASH  FILE):\n"
+                  "the checksum Hugging Face lists for each file, so compare the two to verify a\n"
+                  "download. A shard stands for its set: a line for each shard. The file is not\n"
+                  "parsed, so a download too damaged to read is hashed all the same. With --tensors,\n"
+                  "the tensor checksums first.\n\n"
+                  "--manifest: llama.cpp's llama-gguf-hash manifest, as 'llama-gguf-hash --all' prints\n"
+                  "it: 'TYPE  HASH  FILE:TENSOR' for each tensor and 'TYPE  HASH  FILE' over the file's\n"
+                  "tensor data (not the file's own SHA-256); a set's shards one after the other.\n"
+                  "--algo: xxh64,sha1,sha256 (all) unless a list is given; uuid adds the model's UUIDv5.\n\n"
+                  "--check MANIFEST: each file (each shard of a set) against its lines, found by the\n"
+                  "file's name: by the strongest hash they have (sha256, sha1, xxh64, uuid) unless\n"
+                  "--algo names some. A manifest that lists a file's tensors must list every one, and\n"
+                  "each line must name a tensor the file has. Prints llama-gguf-hash's lines (Ok,\n"
+                  "Mismatch, Not Found, Not In File); exit 1 when any fails, each failure named on\n"
+                  "standard error. Lines naming other files are skipped (a note says so).");
   if (!vm) return 0;
-  std::string algo = (*vm)["algo"].as<std::string>();
-  if (algo != "xxh64" && algo != "sha256") throw_usage("--algo must be xxh64 or sha256, found '" + algo + "'");
-  HashAlgo h = algo == "xxh64" ? HashAlgo::xxh64 : HashAlgo::sha256;
-  Scanned s = load_model((*vm)["file"].as<std::string>(), (*vm)["shard-only"].as<bool>()).s;
+  const bool manifest = (*vm)["manifest"].as<bool>(), file = (*vm)["file"].as<bool>(), json = (*vm)["json"].as<bool>();
+  const bool check = vm->count("check") > 0;
+  if (manifest && check) throw_usage("--manifest writes a manifest and --check reads one: give one of them");
+  if (file && (manifest || check))
+    throw_usage(std::string("--file is the whole file's SHA-256, which a llama-gguf-hash manifest does not hold: ") +
+                (manifest ? "--manifest" : "--check") + " goes without it");
+  HashRequest req;
+  req.path = (*vm)["FILE"].as<std::string>();
+  req.shard_only = (*vm)["shard-only"].as<bool>();
+  const bool tensors = !file || (*vm)["tensors"].as<bool>();
+  const std::string algo_text = vm->count("algo") ? (*vm)["algo"].as<std::string>() : "";
+  if (manifest) req.algos = hash_algos(algo_text.empty() ? "all" : algo_text, true);
+  else if (check) req.algos = algo_text.empty() ? std::vector<HashAlgo>{} : hash_algos(algo_text, true);
+  else if (tensors) req.algos = hash_algos(algo_text.empty() ? "xxh64" : algo_text, false);
+  else if (!algo_text.empty()) throw_usage("--file is always SHA-256: --algo is for the tensor checksums (--tensors)");
+  req.per_file = manifest;
+  req.file_sha256 = file;
+  if (check) req.check = (*vm)["check"].as<std::string>();
   // On a terminal, a long run shows how far it is, as edit does.
   int shown = -1;
-  bool bar = ::isatty(2) && s.source_size > (64u << 20);
-  Hashes hs = hash_model(s.model, h, [&](uint64_t done, uint64_t total) {
+  const bool bar = ::isatty(2);
+  req.progress = [&](uint64_t done, uint64_t total) {
     int pct = total ? static_cast<int>(100 * done / total) : 100;
-    if (!bar || pct == shown) return;
+    if (!bar || total <= (64u << 20) || pct == shown) return;
     shown = pct;
     std::fprintf(stderr, "\rggufkit: hashing %.2f GB of %.2f GB (%d%%)%s", static_cast<double>(done) / 1e9,
                  static_cast<double>(total) / 1e9, pct, pct == 100 ? "\n" : "");
-  });
-  if ((*vm)["json"].as<bool>()) {
+  };
+  HashReport rep = hash_files(req);
+  const std::string algo = req.algos.empty() ? "" : std::string(hash_algo_name(req.algos[0]));
+
+  if (check) {
+    const ManifestCheck& c = *rep.check;
+    if (c.other_lines)
+      print_note(c.manifest, std::to_string(c.other_lines) + " line" + (c.other_lines == 1 ? " names a file" : "s name files") +
+                                 " not checked here (the first: " + c.other_file + "): skipped");
+    if (json) {
+      JsonOut j(std::cout);
+      j.object([&] {
+        j.key("manifest").str(c.manifest).key("present").array([&] {
+          for (HashAlgo a : c.present) j.str(hash_algo_name(a));
+        });
+        j.key("ok").boolean(c.ok()).key("other_lines").num(c.other_lines).key("lines").array(
+            [&] {
+              for (const CheckedLine& l : c.lines)
+                j.object([&] {
+                  j.key("algo").str(hash_algo_name(l.algo)).key("name").str(l.name).key("file").str(rep.files[l.file].path);
+                  j.key("tensor");
+                  if (l.tensor) j.str(*l.tensor);
+                  else j.null();
+                  j.key("status").str(check_status_name(l.status)).key("hash");
+                  if (l.actual.empty()) j.null();
+                  else j.str(l.actual);
+                  j.key("expected");
+                  if (l.expected.empty()) j.null();
+                  else j.str(l.expected);
+                  j.key("line");
+                  if (l.line) j.num(l.line);
+                  else j.null();
+                  if (l.status != CheckStatus::ok) j.key("message").str(check_failure_text(l, rep));
+                });
+            },
+            JsonOut::lines);
+      });
+    } else {
+      std::string types;
+      for (HashAlgo a : c.present) types += "  " + std::string(hash_algo_name(a));
+      std::printf("manifest  %s%s\n", c.manifest.c_str(), types.c_str());
+      for (const CheckedLine& l : c.lines) {
+        std::string line = manifest_line_text({l.algo, l.actual.empty() ? l.expected : l.actual, l.name, 0});
+        line.pop_back();
+        std::printf("%s  -  %s\n", line.c_str(), check_word(l.status));
+      }
+      std::printf("\nVerification results for %s - %s\n", c.manifest.c_str(), c.ok() ? "Success" : "Failure");
+      std::fflush(stdout);
+      for (const CheckedLine& l : c.lines)
+        if (l.status != CheckStatus::ok) std::fprintf(stderr, "ggufkit: error: %s\n", check_failure_text(l, rep).c_str());
+    }
+    return c.ok() ? 0 : 1;
+  }
+
+  if (manifest) {
+    std::vector<ManifestLine> lines = manifest_of(rep);
+    if (json) {
+      JsonOut j(std::cout);
+      j.object([&] {
+        j.key("lines").array(
+            [&] {
+              for (const ManifestLine& l : lines)
+                j.object([&] { j.key("algo").str(hash_algo_name(l.algo)).key("hash").str(l.hex).key("name").str(l.name); });
+            },
+            JsonOut::lines);
+      });
+    } else {
+      for (const ManifestLine& l : lines) std::fputs(manifest_line_text(l).c_str(), stdout);
+    }
+    return 0;
+  }
+
+  auto files_json = [&](JsonOut& j) {
+    j.key("files").array(
+        [&] {
+          for (const HashedFile& f : rep.files)
+            j.object([&] { j.key("file").str(f.path).key("bytes").num(f.size).key("sha256").str(f.sha256); });
+        },
+        JsonOut::lines);
+  };
+  if (json) {
     JsonOut j(std::cout);
     j.object([&] {
-      j.key("algo").str(algo).key("all").str(hs.all).key("tensors").array(
-          [&] {
-            for (size_t i = 0; i < s.model.tensors.size(); ++i)
-              j.object([&] { j.key("name").str(s.model.tensors[i].name).key(algo).str(hs.tensors[i]); });
-          },
-          JsonOut::lines);
+      if (tensors) {
+        j.key("algo").str(algo).key("all").str(rep.all.at(req.algos[0])).key("tensors").array(
+            [&] {
+              for (const HashedTensor& t : rep.tensors)
+                j.object([&] { j.key("name").str(t.name).key(algo).str(t.hex.at(req.algos[0])); });
+            },
+            JsonOut::lines);
+      }
+      if (file) files_json(j);
     });
     return 0;
   }
-  for (size_t i = 0; i < s.model.tensors.size(); ++i)
-    std::printf("%s  %s\n", hs.tensors[i].c_str(), s.model.tensors[i].name.c_str());
-  std::printf("%s  (all %zu tensors, %s)\n", hs.all.c_str(), s.model.tensors.size(), algo.c_str());
+  if (tensors) {
+    for (const HashedTensor& t : rep.tensors) std::printf("%s  %s\n", t.hex.at(req.algos[0]).c_str(), t.name.c_str());
+    std::printf("%s  (all %zu tensors, %s)\n", rep.all.at(req.algos[0]).c_str(), rep.tensors.size(), algo.c_str());
+  }
+  if (file)  // sha256sum's line: a file of them is checked by 'sha256sum -c'
+    for (const HashedFile& f : rep.files) std::printf("%s  %s\n", f.sha256.c_str(), f.path.c_str());
   return 0;
 }
 

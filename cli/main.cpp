@@ -36,7 +36,7 @@ const std::vector<Command>& ggufkit::cli::commands() {
       {"account", "reading", "account FILE", "the header in pieces and the tensor bytes against the file size", cmd_account},
       {"tensor", "reading", "tensor FILE NAME", "a tensor's values: count, min, max, mean, NaN and inf (--head N)", cmd_tensor},
       {"diff", "reading", "diff A B", "metadata, tensor records and tensor bytes that differ", cmd_diff},
-      {"hash", "reading", "hash FILE", "a checksum per tensor and of all tensor data (--algo sha256)", cmd_hash},
+      {"hash", "reading", "hash FILE", "checksums of each tensor and all tensor data; --file: sha256sum's; --check MANIFEST", cmd_hash},
       {"validate", "reading", "validate FILE", "everything wrong with the file, with codes and offsets (--strict)", cmd_validate},
       {"tokenize", "reading", "tokenize FILE TEXT", "token ids exactly as llama.cpp gives them (--ids, --no-add-special, -f FILE)", cmd_tokenize},
       {"detokenize", "reading", "detokenize FILE ID...", "the text token ids stand for, as llama.cpp's llama_detokenize", cmd_detokenize},

@@ -1,7 +1,5 @@
 #include "ggufkit/inspect.h"
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -34,101 +32,6 @@ void for_each_piece(const Tensor& t, Fn fn) {
     done += k;
   }
 }
-
-// FIPS 180-4 SHA-256, streaming.
-class Sha256 {
- public:
-  void update(const uint8_t* p, size_t n) {
-    total_ += n;
-    while (n > 0) {
-      size_t k = std::min(n, 64 - used_);
-      std::memcpy(buf_ + used_, p, k);
-      used_ += k;
-      p += k;
-      n -= k;
-      if (used_ == 64) {
-        block(buf_);
-        used_ = 0;
-      }
-    }
-  }
-  std::string hex() {
-    uint64_t bits = total_ * 8;
-    uint8_t pad = 0x80;
-    update(&pad, 1);
-    uint8_t zero = 0;
-    while (used_ != 56) update(&zero, 1);
-    uint8_t len[8];
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
-    update(len, 8);
-    std::string out;
-    char b[9];
-    for (uint32_t w : h_) {
-      std::snprintf(b, sizeof b, "%08x", w);
-      out += b;
-    }
-    return out;
-  }
-
- private:
-  static uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-  void block(const uint8_t* p) {
-    static const uint32_t k[64] = {
-        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-    uint32_t w[64];
-    for (int i = 0; i < 16; ++i)
-      w[i] = static_cast<uint32_t>(p[4 * i]) << 24 | p[4 * i + 1] << 16 | p[4 * i + 2] << 8 | p[4 * i + 3];
-    for (int i = 16; i < 64; ++i) {
-      uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-      uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-    }
-    uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
-    for (int i = 0; i < 64; ++i) {
-      uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
-      uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-      h = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
-    }
-    uint32_t add[8] = {a, b, c, d, e, f, g, h};
-    for (int i = 0; i < 8; ++i) h_[i] += add[i];
-  }
-
-  uint32_t h_[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  uint8_t buf_[64];
-  size_t used_ = 0;
-  uint64_t total_ = 0;
-};
-
-// One hashing interface over both algorithms.
-class Hasher {
- public:
-  explicit Hasher(HashAlgo a) : algo_(a), xxh_(XXH64_createState()) { XXH64_reset(xxh_, 0); }
-  ~Hasher() { XXH64_freeState(xxh_); }
-  Hasher(const Hasher&) = delete;
-  Hasher& operator=(const Hasher&) = delete;
-  void update(const uint8_t* p, size_t n) {
-    if (algo_ == HashAlgo::xxh64) XXH64_update(xxh_, p, n);
-    else sha_.update(p, n);
-  }
-  std::string hex() {
-    if (algo_ == HashAlgo::sha256) return sha_.hex();
-    char b[17];
-    std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(XXH64_digest(xxh_)));
-    return b;
-  }
-
- private:
-  HashAlgo algo_;
-  XXH64_state_t* xxh_;
-  Sha256 sha_;
-};
 
 }  // namespace
 
@@ -512,37 +415,6 @@ TensorStats tensor_stats(const Tensor& t, size_t head, ByteOrder order) {
   st.mean = finite ? sum / static_cast<double>(finite) : 0;
   st.stddev = finite ? std::sqrt(m2 / static_cast<double>(finite)) : 0;
   return st;
-}
-
-std::string hash_tensor(const Tensor& t, HashAlgo algo) {
-  Hasher h(algo);
-  for_each_piece(t, [&](const uint8_t* p, size_t n) { h.update(p, n); });
-  return h.hex();
-}
-
-Hashes hash_model(const Model& m, HashAlgo algo, const std::function<void(uint64_t, uint64_t)>& progress) {
-  Hashes out;
-  Hasher all(algo);
-  uint64_t total = 0, done = 0;
-  for (const Tensor& t : m.tensors) total += t.nbytes();
-  for (const Tensor& t : m.tensors) {
-    Hasher one(algo);
-    for_each_piece(t, [&](const uint8_t* p, size_t n) {
-      all.update(p, n);
-      one.update(p, n);
-      done += n;
-      if (progress) progress(done, total);
-    });
-    out.tensors.push_back(one.hex());
-  }
-  out.all = all.hex();
-  return out;
-}
-
-std::string sha256_hex(const uint8_t* data, size_t n) {
-  Sha256 s;
-  s.update(data, n);
-  return s.hex();
 }
 
 }  // namespace ggufkit

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ggufkit/hash.h"
 #include "ggufkit/model.h"
 #include "ggufkit/scan.h"
 
@@ -101,18 +102,7 @@ struct TensorStats {
 // for a type it cannot decode.
 TensorStats tensor_stats(const Tensor& t, size_t head = 8, ByteOrder order = ByteOrder::little);
 
-// Checksums of tensor data (never of the header, so a metadata edit keeps them).
-enum class HashAlgo { xxh64, sha256 };
-std::string hash_tensor(const Tensor& t, HashAlgo algo);
-// Every tensor's checksum and one of all tensor bytes in file order, in one read;
-// `progress` is told the bytes hashed so far and in all.
-struct Hashes {
-  std::string all;
-  std::vector<std::string> tensors;
-};
-Hashes hash_model(const Model& m, HashAlgo algo, const std::function<void(uint64_t, uint64_t)>& progress = {});
-
-std::string sha256_hex(const uint8_t* data, size_t n);  // for tests: one buffer
+// Checksums (hash_tensor, hash_model, the hash job and its manifests): ggufkit/hash.h.
 
 // One way two files differ. `a` and `b` hold the typed values where there are values
 // (metadata, version, alignment, offsets); `a_text` and `b_text` say the rest in words.
