@@ -117,15 +117,25 @@ Registry Registry::parse(const std::string& text, const std::string& name) {
       if (!values.IsSequence() || spec.type != ValueType::string) y.fail(values, p, "values: is a list of strings, for a string key");
       for (const YamlNode& s : values) spec.values.push_back(y.scalar(s, p));
     }
+    const size_t at = r.specs_.size();
+    constexpr std::string_view kArch = "{arch}";
+    if (p.find("{name}") != std::string::npos) r.named_.push_back(at);
+    else if (p.starts_with(kArch)) r.after_arch_.emplace(p.substr(kArch.size()), at);  // the first of a pattern given twice
+    else r.exact_.emplace(p, at);
     r.specs_.push_back(std::move(spec));
   }
   return r;
 }
 
+// The first spec in the registry's order whose pattern matches.
 const KeySpec* Registry::find(std::string_view key, std::string_view arch) const {
-  for (const KeySpec& s : specs_)
-    if (matches(s.pattern, key, arch)) return &s;
-  return nullptr;
+  size_t best = specs_.size();
+  if (auto it = exact_.find(std::string(key)); it != exact_.end()) best = it->second;
+  if (!arch.empty() && key.starts_with(arch))
+    if (auto it = after_arch_.find(std::string(key.substr(arch.size()))); it != after_arch_.end()) best = std::min(best, it->second);
+  for (size_t i : named_)
+    if (i < best && matches(specs_[i].pattern, key, arch)) best = i;
+  return best < specs_.size() ? &specs_[best] : nullptr;
 }
 
 }  // namespace ggufkit

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "ggufkit/check.h"
@@ -64,6 +65,10 @@ class Registry {
 
  private:
   std::vector<KeySpec> specs_;
+  // Where find looks, so a header of a million keys is not matched against every pattern:
+  // whole names, {arch} patterns by what follows the architecture, and the {name} patterns.
+  std::unordered_map<std::string, size_t> exact_, after_arch_;
+  std::vector<size_t> named_;
   uint64_t template_bytes_ = 1 << 20;
 };
 
