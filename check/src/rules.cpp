@@ -70,6 +70,18 @@ constexpr std::array kRules = {
     Rule{Code::imatrix_shape, "imatrix_shape", error, "counts that do not divide an in_sum2 into one row a count (or are none)"},
     Rule{Code::mmproj_encoder, "mmproj_encoder", error, "a projector with no vision or audio encoder flag set"},
     Rule{Code::mmproj_projector, "mmproj_projector", error, "a projector type missing or unknown to mtmd"},
+    Rule{Code::key_type, "key_type", error,
+         "a key of another type (or per-layer length) than llama.cpp reads it with: it refuses the model"},
+    Rule{Code::key_type_unusual, "key_type_unusual", warning,
+         "a standard key of another type than its writers give it (read by some architectures, or by none)"},
+    Rule{Code::key_range, "key_range", error, "a value llama.cpp refuses: outside the range or the names it takes"},
+    Rule{Code::key_value_unusual, "key_value_unusual", warning, "a surprising value: a file type llama.cpp does not know, an epsilon of 0"},
+    Rule{Code::file_type_mismatch, "file_type_mismatch", warning,
+         "general.file_type names a type no weight is of (or, for F16, Q8_0, Q4_0, ..., not most)"},
+    Rule{Code::name_is_hash, "name_is_hash", warning, "general.name is a hash (a snapshot or blob id), not the model's name"},
+    Rule{Code::name_is_path, "name_is_path", warning, "general.name is a path or a file name, not the model's name"},
+    Rule{Code::file_name_mismatch, "file_name_mismatch", warning,
+         "the file's name (BaseName-SizeLabel-...-Encoding.gguf) contradicts its metadata"},
     Rule{Code::not_a_shard_name, "not_a_shard_name", error, "split.count over 1 in a file not named PREFIX-0000K-of-0000N.gguf"},
     Rule{Code::split_keys_in_single_file, "split_keys_in_single_file", warning, "split keys in a file of no set"},
     Rule{Code::too_many_shards, "too_many_shards", warning, "more shards than llama.cpp opens by default"},
@@ -130,6 +142,7 @@ std::optional<KeyCheck> key_check_named(std::string_view name) {
 std::string_view key_check_name(KeyCheck k) { return kKeyChecks[static_cast<size_t>(k)]; }
 
 bool enforces(KeyCheck k, Code c) {
+  if (c == Code::key_type || c == Code::key_range) return true;  // every registry key's
   switch (k) {
     case KeyCheck::none: return false;
     case KeyCheck::token_id: return c == Code::token_id;

@@ -15,6 +15,7 @@
 #include "ggufkit/vocab.h"
 #include "ggufkit/text.h"
 #include "ggufkit/writer.h"
+#include "key_rules.h"
 #include "template_rules.h"
 
 namespace ggufkit {
@@ -236,6 +237,10 @@ class Validator {
           add(Code::vocab_length, Place::key(kv.key), value_at(i), kv.key + " has " + std::to_string(n) + " items, " + first + " has " + std::to_string(first_n));
         }
       }
+    }
+    for (Finding& f : key_rules(m, src_ ? &src_->name() : nullptr)) {  // the registry's types and values, the names
+      f.offset = key_at(f.place.name);
+      out_.push_back(std::move(f));
     }
   }
 

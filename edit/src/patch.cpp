@@ -530,11 +530,10 @@ class Applier : YamlReader {
                  " as its value reads (--set-typed or {type: ...} chooses another)");
       }
       check_key(s.key, n, entry);
-      if (type && spec && (*type != spec->type || (spec->type == ValueType::array && items && *items != spec->items)))
-        fail(n, entry, "the key registry has " + s.key + " as " + type_text(spec->type, spec->items) + ", not " +
-                           type_text(*type, items.value_or(ValueType::u8)));
       ValueType t = type.value_or(spec ? spec->type : ValueType::u8);
       ValueType e = items.value_or(spec ? spec->items : ValueType::u8);
+      if (type && spec && !spec->accepts(t, e))  // the types llama.cpp reads it with (key_type)
+        fail(n, entry, "the key registry has " + s.key + " as " + spec->wanted() + ", not " + type_text(t, e));
       if (t == ValueType::array && !items && !spec) fail(n, entry, "an array needs items: (its element type)");
       Value v = convert(t, e, *value, n, entry);
       changes_.push_back({Change::add, s.key, "", std::nullopt, v});
@@ -744,9 +743,7 @@ class Applier : YamlReader {
     return elem ? std::optional(std::pair(ValueType::array, *elem)) : std::nullopt;
   }
 
-  static std::string type_text(ValueType t, ValueType items) {
-    return t == ValueType::array ? std::string("array of ") + value_type_name(items) : value_type_name(t);
-  }
+  static std::string type_text(ValueType t, ValueType items) { return key_type_text(t, items); }
 
   void align(uint64_t a) {
     const YamlNode& at = p_.alignment_at;
@@ -779,11 +776,11 @@ class Applier : YamlReader {
       if (!kv || !spec) continue;
       const YamlNode& at = where_.count(key) ? *where_[key] : p_.alignment_at;
       std::string entry = "set " + key;
-      bool wrong_type = kv->value.type != spec->type || (spec->type == ValueType::array && kv->value.elem != spec->items);
+      bool wrong_type = !spec->accepts(kv->value.type, kv->value.elem);
       if (fresh_.count(key) && wrong_type) {  // an existing key keeps its type, whatever the registry says
         if (where_.count(key))  // a renamed key that lands on a registered name must have its type too
-          fail(at, entry, "the key registry has " + key + " as " + type_text(spec->type, spec->items));
-        fail(at, "rename " + key, "the key registry has " + key + " as " + type_text(spec->type, spec->items) +
+          fail(at, entry, "the key registry has " + key + " as " + spec->wanted());
+        fail(at, "rename " + key, "the key registry has " + key + " as " + spec->wanted() +
                                       ", the renamed value is " + type_text(kv->value.type, kv->value.elem));
       }
       switch (spec->check) {

@@ -15,6 +15,7 @@
 #include <set>
 #include <random>
 
+#include "ggufkit/check.h"
 #include "ggufkit/corrupt.h"
 #include "ggufkit/encode.h"
 #include "ggufkit/error.h"
@@ -921,4 +922,45 @@ TEST(LlamaCpp, LoadsACorruptVariantExactlyWhenTheRuleBookFindsNoError) {
   EXPECT_EQ(exceptions, 2u);  // 0127 and 0154: the unknown token id past the vocabulary
   std::printf("llama.cpp on %zu corrupt variants: %zu load, %zu agree with the rule book, %zu listed exceptions\n", sampled,
               loads, agree, exceptions);
+}
+
+TEST(LlamaCpp, LoadsAKeyOfATypeTheRegistryTakesAndRefusesOneTheKeyRulesCallAnError) {
+  // The tiny llama with one key changed: llama.cpp loads it exactly when the key rules find
+  // no error in it (the per-layer arrays gguf-py writes as i32 included, and a hash for a
+  // name, which is only a warning).
+  std::string why;
+  ASSERT_TRUE(llama_api::available(why)) << why;
+  auto i32 = [](int32_t v) { return Value::scalar(ValueType::i32, static_cast<uint32_t>(v)); };
+  auto u32 = [](uint32_t v) { return Value::of_u32(v); };
+  struct Case { std::string name, key; Value value; bool loads; };
+  const std::vector<Case> cases = {
+      {"kv_i32_array", "llama.attention.head_count_kv", Value::array(ValueType::i32, {i32(2), i32(2)}), true},
+      {"kv_u32_array", "llama.attention.head_count_kv", Value::array(ValueType::u32, {u32(2), u32(1)}), true},
+      {"ff_i32_array", "llama.feed_forward_length", Value::array(ValueType::i32, {i32(128), i32(128)}), true},
+      {"swa_u64", "llama.attention.sliding_window", Value::of_u64(4096), true},  // llama's load does not read it: a warning
+      {"hash_name", "general.name", Value::of_string("5f0b02c75b57c5855da9ae460ce51323ea669d8a"), true},
+      {"yarn", "llama.rope.scaling.type", Value::of_string("yarn"), true},
+      {"context_u64", "llama.context_length", Value::of_u64(256), false},
+      {"context_i32", "llama.context_length", i32(256), false},
+      {"file_type_i32", "general.file_type", i32(7), false},
+      {"name_u32", "general.name", u32(7), false},
+      {"kv_three", "llama.attention.head_count_kv", Value::array(ValueType::u32, {u32(2), u32(2), u32(2)}), false},
+      {"kv_f32_array", "llama.attention.head_count_kv", Value::array(ValueType::f32, {Value::of_f32(2), Value::of_f32(2)}), false},
+      {"rope_dynamic", "llama.rope.scaling.type", Value::of_string("dynamic"), false},
+      {"experts2000", "llama.expert_count", u32(2000), false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Model m = scan_file(tiny_llama()).model;
+    bool set = false;
+    for (size_t i = 0; i < m.metadata.size() && !set; ++i)
+      if (m.metadata.key(i) == c.key) m.metadata.edit(i).value = c.value, set = true;
+    if (!set) m.metadata.push_back({c.key, c.value});
+    const std::string path = temp_path("key-" + c.name + ".gguf");
+    write_file(m, path);
+    size_t errors = 0;
+    for (const Finding& f : validate_file(path)) errors += f.severity == Severity::error && (f.code == Code::key_type || f.code == Code::key_range);
+    EXPECT_EQ(errors, c.loads ? 0u : 1u);
+    EXPECT_EQ(llama_api::loads(path, why), c.loads) << why;
+  }
 }

@@ -33,6 +33,9 @@ enum class Code : uint8_t {
   role_key_type, not_an_adapter, adapter_architecture, adapter_not_lora, adapter_alpha, lora_suffix, lora_pair,
   lora_base_tensor, lora_shape, imatrix_entries, imatrix_metadata, imatrix_pair, imatrix_type, imatrix_shape,
   mmproj_encoder, mmproj_projector,
+  // the key registry's types and values, the type mix, the names (key_rules.h)
+  key_type, key_type_unusual, key_range, key_value_unusual, file_type_mismatch, name_is_hash, name_is_path,
+  file_name_mismatch,
   // a shard set's (check_shard_set's SetFault codes)
   not_a_shard_name, split_keys_in_single_file, too_many_shards, missing_shard, split_no,
   split_count, split_tensors_count, model_key_in_shard, tensor_in_two_shards,
@@ -139,6 +142,8 @@ std::string_view key_check_name(KeyCheck k);
 //   vocab     -> vocab_length, empty_vocab, missing_vocab, vocab_rows
 //   alignment -> alignment_too_small, alignment_too_large
 //   template_ -> template_nul (UTF-8 and the size cap are the patch's own, as it reads them)
+// and every registry key, whatever its check, to key_type and key_range (the type and the
+// values llama.cpp reads it with).
 bool enforces(KeyCheck k, Code c);
 
 // The findings of `now` an edit brings in: those whose (code, place) is not in `was` (not
