@@ -29,6 +29,7 @@ warm() {
   echo "$(awk -v us=$((to - from)) 'BEGIN { printf "%.2f", us / 1e6 }') $(tail -1 "$dir/time.txt")"
 }
 
+load=$(cut -d' ' -f1 /proc/loadavg)  # other work on the machine slows both sides alike
 read -r sum_s sum_kb < <(warm "$dir/sha256sum.txt" sha256sum "$model")
 read -r file_s file_kb < <(warm "$dir/hash-file.txt" "$bin" hash --file "$model")
 same=no
@@ -53,7 +54,8 @@ section=$(cat <<MD
 \`make bench-hash\` (bench/hash.sh): the whole 4.7 GB fixture ($(stat -c %s "$model") bytes,
 $tensors tensors), each command run twice in a row and the second, warm run recorded (the
 file in the page cache: the first run reads it from disk). $(date -u +%Y-%m-%d), $(nproc) cores:
-$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), SHA extensions: $(grep -qw sha_ni /proc/cpuinfo && echo yes || echo no).
+$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), SHA extensions: $(grep -qw sha_ni /proc/cpuinfo && echo yes || echo no), load average
+$load at the start (the machine's other work slows both sides of the ratio).
 Goal: \`hash --file\` at most 1.0x sha256sum's wall time; measured **${ratio}x** (the same
 digest: $same).
 

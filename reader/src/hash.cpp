@@ -353,6 +353,109 @@ std::optional<Named> resolve(const std::string& name, const std::vector<std::str
   return std::nullopt;
 }
 
+// A manifest's lines about one file in one hash type.
+struct Want {
+  std::map<std::string, const ManifestLine*> tensors;
+  const ManifestLine* data = nullptr;  // the file's tensor data
+  std::vector<std::pair<const ManifestLine*, std::string>> unknown;  // naming tensors the file does not have
+  // A manifest that lists a file's tensors lists them all; one without (llama-gguf-hash
+  // --no-layer) checks the file by its tensor data alone.
+  bool lists_tensors() const { return !tensors.empty() || !unknown.empty(); }
+};
+using Wants = std::map<HashAlgo, Want>;
+
+// Each manifest line given its file and tensor (lines of other files counted in c),
+// duplicates refused unless they agree.
+std::vector<Wants> sort_lines(const std::vector<ManifestLine>& manifest, const HashReport& rep, ManifestCheck& c) {
+  std::vector<Wants> want(rep.files.size());
+  std::vector<std::string> bases;
+  for (const HashedFile& f : rep.files) bases.push_back(base_name(f.path));
+  std::vector<std::unordered_map<std::string, size_t>> index(rep.files.size());
+  for (size_t i = 0; i < rep.tensors.size(); ++i) index[rep.tensors[i].file].emplace(rep.tensors[i].name, i);
+  std::set<HashAlgo> present;
+  auto fail = [&](const ManifestLine& l, const std::string& message) {
+    throw Error(Error::Kind::format, c.manifest, std::nullopt, "line " + std::to_string(l.line), message);
+  };
+  for (const ManifestLine& l : manifest) {
+    present.insert(l.algo);
+    std::optional<Named> n = resolve(l.name, bases);
+    if (!n) {
+      if (c.other_lines++ == 0) {
+        size_t slash = l.name.rfind('/');
+        c.other_file = l.name.substr(0, l.name.find(':', slash == std::string::npos ? 0 : slash));
+      }
+      continue;
+    }
+    Want& w = want[n->file][l.algo];
+    const ManifestLine** slot = &w.data;
+    if (n->tensor) {
+      if (l.algo == HashAlgo::uuid) fail(l, "a uuid names a whole file, not a tensor (" + l.name + ")");
+      if (!index[n->file].count(*n->tensor)) {
+        w.unknown.emplace_back(&l, *n->tensor);
+        continue;
+      }
+      slot = &w.tensors[*n->tensor];
+    }
+    if (*slot && (*slot)->hex != l.hex)
+      fail(l, "a second " + std::string(hash_algo_name(l.algo)) + " line for " + l.name + ", with another hash than line " +
+                  std::to_string((*slot)->line));
+    if (!*slot) *slot = &l;
+  }
+  for (HashAlgo a : kStrongest)
+    if (present.count(a)) c.present.push_back(a);
+  return want;
+}
+
+// The types a file is checked by: those asked for, or the strongest its lines have.
+std::vector<HashAlgo> checked_types(const Wants& w, const std::vector<HashAlgo>& asked, const ManifestCheck& c) {
+  std::vector<HashAlgo> out;
+  for (HashAlgo a : kAlgos)
+    if (std::find(asked.begin(), asked.end(), a) != asked.end()) out.push_back(a);
+  if (!out.empty()) return out;
+  for (HashAlgo a : kStrongest)
+    if (w.count(a)) return {a};
+  return {c.present.front()};  // none: the file fails for want of a line
+}
+
+// The check's lines of file k, as llama-gguf-hash prints them: each tensor in each type,
+// then the lines naming tensors the file lacks, then the file's own line.
+void check_file(size_t k, const Wants& want, const std::vector<HashAlgo>& types, HashReport& rep) {
+  const HashedFile& f = rep.files[k];
+  ManifestCheck& c = *rep.check;
+  auto add = [&](HashAlgo a, const std::optional<std::string>& tensor, const std::string& actual, const ManifestLine* m,
+                 CheckStatus none) {
+    CheckedLine l;
+    l.algo = a;
+    l.file = k;
+    l.tensor = tensor;
+    l.name = tensor ? f.path + ":" + *tensor : f.path;
+    l.actual = actual;
+    l.status = none;
+    if (m) {
+      l.expected = m->hex;
+      l.line = m->line;
+      if (none == CheckStatus::missing) l.status = m->hex == actual ? CheckStatus::ok : CheckStatus::mismatch;
+    }
+    c.lines.push_back(std::move(l));
+  };
+  static const Want kNone;
+  auto of = [&](HashAlgo a) -> const Want& {
+    auto w = want.find(a);
+    return w == want.end() ? kNone : w->second;
+  };
+  for (size_t i = f.first_tensor; i < f.first_tensor + f.tensors; ++i)
+    for (HashAlgo a : types) {
+      const Want& w = of(a);
+      if (!w.lists_tensors()) continue;  // the file is checked by its data line alone
+      auto t = w.tensors.find(rep.tensors[i].name);
+      add(a, rep.tensors[i].name, rep.tensors[i].hex[a], t == w.tensors.end() ? nullptr : t->second, CheckStatus::missing);
+    }
+  for (HashAlgo a : types)
+    for (const auto& [m, tensor] : of(a).unknown) add(a, tensor, "", m, CheckStatus::not_in_file);
+  for (HashAlgo a : types)
+    if (of(a).data || !of(a).lists_tensors()) add(a, std::nullopt, f.data.at(a), of(a).data, CheckStatus::missing);
+}
+
 }  // namespace
 
 std::string_view hash_algo_name(HashAlgo a) {
@@ -531,76 +634,22 @@ HashReport hash_files(const HashRequest& r) {
         if (r.per_file) data_algos[k].insert(a);
       }
   }
-  // The check: each line given its file and tensor, duplicates refused unless they agree.
-  struct Want {
-    std::map<std::string, const ManifestLine*> tensors;
-    const ManifestLine* data = nullptr;
-    std::vector<const ManifestLine*> unknown;  // tensors the file does not have
-    // A manifest that lists a file's tensors lists them all; one without (llama-gguf-hash
-    // --no-layer) checks the file by its tensor data alone.
-    bool lists_tensors() const { return !tensors.empty() || !unknown.empty(); }
-  };
-  std::vector<std::map<HashAlgo, Want>> want(rep.files.size());
-  std::vector<std::vector<HashAlgo>> checked(rep.files.size());
+  // The check: the lines sorted by file, and the types each file is checked by.
+  std::vector<Wants> want;
+  std::vector<std::vector<HashAlgo>> types(rep.files.size());
   if (r.check) {
-    ManifestCheck c;
-    c.manifest = *r.check;
-    std::vector<std::string> bases;
-    for (const HashedFile& f : rep.files) bases.push_back(base_name(f.path));
-    std::vector<std::unordered_map<std::string, size_t>> index(rep.files.size());
-    for (size_t i = 0; i < rep.tensors.size(); ++i) index[rep.tensors[i].file].emplace(rep.tensors[i].name, i);
-    std::set<HashAlgo> present;
-    for (const ManifestLine& l : manifest) {
-      present.insert(l.algo);
-      std::optional<Named> n = resolve(l.name, bases);
-      if (!n) {
-        if (c.other_lines++ == 0) {
-          size_t colon = l.name.find(':', l.name.rfind('/') == std::string::npos ? 0 : l.name.rfind('/'));
-          c.other_file = l.name.substr(0, colon);
-        }
-        continue;
-      }
-      Want& w = want[n->file][l.algo];
-      const ManifestLine** slot = nullptr;
-      if (!n->tensor) {
-        slot = &w.data;
-      } else if (l.algo == HashAlgo::uuid) {
-        throw Error(Error::Kind::format, *r.check, std::nullopt, "line " + std::to_string(l.line),
-                    "a uuid names a whole file, not a tensor (" + l.name + ")");
-      } else if (!index[n->file].count(*n->tensor)) {
-        w.unknown.push_back(&l);
-        continue;
-      } else {
-        slot = &w.tensors[*n->tensor];
-      }
-      if (*slot && (*slot)->hex != l.hex)
-        throw Error(Error::Kind::format, *r.check, std::nullopt, "line " + std::to_string(l.line),
-                    "a second " + std::string(hash_algo_name(l.algo)) + " line for " + l.name + ", with another hash than line " +
-                        std::to_string((*slot)->line));
-      if (!*slot) *slot = &l;
-    }
-    for (HashAlgo a : kStrongest)
-      if (present.count(a)) c.present.push_back(a);
+    rep.check = ManifestCheck{};
+    rep.check->manifest = *r.check;
+    want = sort_lines(manifest, rep, *rep.check);
     for (size_t k = 0; k < rep.files.size(); ++k) {
-      if (!r.algos.empty()) {
-        for (HashAlgo a : kAlgos)
-          if (std::find(r.algos.begin(), r.algos.end(), a) != r.algos.end()) checked[k].push_back(a);
-      } else {
-        HashAlgo best = c.present.front();
-        for (HashAlgo a : kStrongest)
-          if (want[k].count(a)) {
-            best = a;
-            break;
-          }
-        checked[k].push_back(best);
-      }
-      for (HashAlgo a : checked[k]) {
-        data_algos[k].insert(a);
+      types[k] = checked_types(want[k], r.algos, *rep.check);
+      for (HashAlgo a : types[k]) {
         auto w = want[k].find(a);
-        if (w != want[k].end() && w->second.lists_tensors()) tensor_algos[k].insert(a);
+        const bool tensors = w != want[k].end() && w->second.lists_tensors();
+        if (tensors) tensor_algos[k].insert(a);
+        if (!tensors || w->second.data) data_algos[k].insert(a);  // the file's line, or its absence, is checked
       }
     }
-    rep.check = std::move(c);
   }
   // The jobs: each tensor once in all its algorithms, each file's tensor data, the whole
   // model's, and each whole file.
@@ -639,57 +688,8 @@ HashReport hash_files(const HashRequest& r) {
     for (size_t k = 0; k < rep.files.size(); ++k)
       for (size_t i = 0; i < rep.files[k].tensors; ++i) shown += o.set.shards[k].file.model.tensors[i].nbytes();
   run_jobs(jobs, r.progress, shown);
-  if (!r.check) return rep;
-  // The lines of the check, file by file as llama-gguf-hash prints them: each tensor in
-  // each algorithm, the lines naming tensors the file lacks, then the file's own line.
-  ManifestCheck& c = *rep.check;
-  for (size_t k = 0; k < rep.files.size(); ++k) {
-    const HashedFile& f = rep.files[k];
-    auto line_of = [&](HashAlgo a, const std::optional<std::string>& tensor, const std::string& actual, const ManifestLine* m) {
-      CheckedLine l;
-      l.algo = a;
-      l.file = k;
-      l.tensor = tensor;
-      l.name = tensor ? f.path + ":" + *tensor : f.path;
-      l.actual = actual;
-      if (m) {
-        l.expected = m->hex;
-        l.line = m->line;
-        l.status = m->hex == actual ? CheckStatus::ok : CheckStatus::mismatch;
-      } else {
-        l.status = CheckStatus::missing;
-      }
-      c.lines.push_back(std::move(l));
-    };
-    for (size_t i = f.first_tensor; i < f.first_tensor + f.tensors; ++i)
-      for (HashAlgo a : checked[k]) {
-        auto w = want[k].find(a);
-        if (w == want[k].end() || !w->second.lists_tensors()) continue;  // the file is checked by its data line alone
-        auto t = w->second.tensors.find(rep.tensors[i].name);
-        line_of(a, rep.tensors[i].name, rep.tensors[i].hex[a], t == w->second.tensors.end() ? nullptr : t->second);
-      }
-    for (HashAlgo a : checked[k]) {
-      auto w = want[k].find(a);
-      if (w == want[k].end()) continue;
-      for (const ManifestLine* m : w->second.unknown) {
-        CheckedLine l;
-        l.algo = a;
-        l.file = k;
-        l.tensor = resolve(m->name, {base_name(f.path)})->tensor;
-        l.name = f.path + ":" + *l.tensor;
-        l.expected = m->hex;
-        l.line = m->line;
-        l.status = CheckStatus::not_in_file;
-        c.lines.push_back(std::move(l));
-      }
-    }
-    for (HashAlgo a : checked[k]) {
-      auto w = want[k].find(a);
-      const bool has_tensor_lines = w != want[k].end() && w->second.lists_tensors();
-      const ManifestLine* m = w == want[k].end() ? nullptr : w->second.data;
-      if (m || !has_tensor_lines) line_of(a, std::nullopt, f.data.at(a), m);
-    }
-  }
+  if (r.check)
+    for (size_t k = 0; k < rep.files.size(); ++k) check_file(k, want[k], types[k], rep);
   return rep;
 }
 
