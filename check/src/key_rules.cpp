@@ -1,6 +1,7 @@
 // The key rules: each standard key against what the key registry says llama.cpp reads it
 // with, general.file_type against the tensors, the names against the metadata.
 #include "key_rules.h"
+#include "ggufkit/role.h"
 
 #include <algorithm>
 #include <cctype>
@@ -20,13 +21,14 @@ namespace {
 // What the file is, as far as these rules care: a model llama.cpp loads, its vocabulary
 // alone (no tensors: llama.cpp reads no hyperparameters of it), or another kind of file (a
 // LoRA adapter, an imatrix, an mmproj), whose hyperparameter and file type rules differ.
-// (A stand-in for the role the rule book will give every file.)
+// (role_of, with a model of no tensors taken as a vocabulary: no type mix to judge.)
 enum class Kind { model, vocab_only, other };
-Kind kind_of(const Model& m) {
-  const Value* t = m.find("general.type");
-  if (t && t->type == ValueType::string && (t->str == "adapter" || t->str == "imatrix" || t->str == "mmproj")) return Kind::other;
-  if (architecture(m) == "clip") return Kind::other;
-  return m.tensors.empty() ? Kind::vocab_only : Kind::model;
+Kind kind_of(const Model& m) {  // the file's role (role.h), and a model without tensors
+  switch (role_of(m)) {
+    case Role::model: return m.tensors.empty() ? Kind::vocab_only : Kind::model;
+    case Role::vocab: return Kind::vocab_only;
+    default: return Kind::other;
+  }
 }
 
 // llama.cpp's file types (llama.h's LLAMA_FTYPE_*): the name a file name gives it (as
