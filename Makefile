@@ -11,14 +11,15 @@ BENCH_RUNS ?= 5
 CORPUS ?= ../shared/corpus
 # -Werror in CI (CI=true), plain warnings by hand.
 WERROR := $(if $(filter true,$(CI)),ON,OFF)
-DEBS := cmake g++ make libboost-program-options-dev libboost-iostreams-dev libyaml-cpp-dev libgtest-dev libxxhash-dev libssl-dev libpcre2-dev libicu-dev python3-jinja2
+DEBS := cmake g++ make libboost-program-options-dev libboost-iostreams-dev libyaml-cpp-dev libgtest-dev libxxhash-dev libssl-dev libpcre2-dev libicu-dev python3-jinja2 \
+        pybind11-dev python3-dev python3-pytest python3-numpy
 FUZZ_DEBS := clang libclang-rt-14-dev
 # The interop tests' npm packages, pinned, installed outside the source tree.
 NPM_DIR ?= $(HOME)/.cache/ggufkit-interop
 NPM_PKGS := node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1 @huggingface/gguf@0.4.6
 NPM_STAMP := $(NPM_DIR)/.installed-nlc3.21.1-hf0.4.6
 
-.PHONY: deps interop-deps configure build program demo test test-release test-asan asan fuzz bench bench-tokenize bench-hash clean
+.PHONY: deps interop-deps configure build program python demo test test-release test-asan asan fuzz bench bench-tokenize bench-hash bench-python clean
 
 deps:
 	@missing=""; for p in $(DEBS) $(EXTRA_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -48,6 +49,10 @@ build: configure
 # The demo needs the program alone, not the test suite.
 program: configure
 	cmake --build $(BUILD) -j $(JOBS) --target ggufkit
+
+# The Python module alone: build/python/ggufkit*.so and its stubs (PYTHONPATH=build/python).
+python: configure
+	cmake --build $(BUILD) -j $(JOBS) --target ggufkit_python
 
 demo: program
 	@echo "== ggufkit example: the walkthrough's 408-byte file =="
@@ -97,11 +102,12 @@ fuzz: build
 
 # Benchmarks against the targets of the interop issue; figures go to bench/RESULTS.md.
 bench: build interop-deps
-	@$(MAKE) --no-print-directory deps EXTRA_DEBS="libbenchmark-dev"
+	@$(MAKE) --no-print-directory deps EXTRA_DEBS="libbenchmark-dev python3-yaml"
 	cmake -S . -B $(BUILD) >/dev/null && cmake --build $(BUILD) -j $(JOBS) --target bench_parse bench_render
 	bench/run.sh $(BUILD) $(NPM_DIR) $(BENCH_RUNS)
 	bench/tokenize.sh $(BUILD) $(NPM_DIR) $(BENCH_RUNS)
 	bench/hash.sh $(BUILD)
+	bench/python.sh $(BUILD) $(NPM_DIR) $(BENCH_RUNS)
 
 # The tokenizer against llama.cpp's alone (the "Tokenizer" section of bench/RESULTS.md).
 bench-tokenize: build interop-deps
@@ -110,6 +116,11 @@ bench-tokenize: build interop-deps
 # hash --file against sha256sum on the 4.7 GB fixture, warm (the "Hashing" section).
 bench-hash: program
 	bench/hash.sh $(BUILD)
+
+# ggufkit.open from Python against llama.cpp's gguf-py (which needs numpy and PyYAML).
+bench-python: python interop-deps
+	@$(MAKE) --no-print-directory deps EXTRA_DEBS="python3-yaml"
+	bench/python.sh $(BUILD) $(NPM_DIR) $(BENCH_RUNS)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

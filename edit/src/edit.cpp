@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "ggufkit/background.h"
@@ -88,8 +89,10 @@ std::vector<Finding> gate_findings(const Model& m, const Layout& layout = Layout
 // parse it (unless !template_check); then what llama.cpp would refuse in the result and did
 // not in the source is refused (unless allow_broken). A source's own faults do not stop an
 // edit, which may be their fix. What is let through, and the new warnings, are told.
+// `at`: where the values of the keys the patch names lie in the source file (patch_offsets),
+// so that a refusal names the byte of the value it refuses.
 void gate(const EditRequest& req, const std::vector<Finding>& was, const Model& model, const std::vector<Change>& changes,
-          EditReport& report) {
+          EditReport& report, const std::map<std::string, uint64_t>& at = {}) {
   auto tell = [&](Finding f) {
     if (req.on_finding) req.on_finding(f);
     report.findings_new.push_back(std::move(f));
@@ -124,10 +127,34 @@ void gate(const EditRequest& req, const std::vector<Finding>& was, const Model& 
     if (req.allow_broken) tell(std::move(f));
     else bad += "\n  [" + std::string(code_name(f.code)) + "] " + f.message, refused.push_back(std::move(f));
   }
-  if (!bad.empty())
-    throw EditRefused(EditRefused::Reason::rules, req.input, "",
-                      "refusing to write a model that llama.cpp would refuse:" + bad + "\nnothing was written",
-                      std::move(refused));
+  if (!bad.empty()) {
+    // The error's field and offset are its first finding's: the key (or tensor) and, for a
+    // key the patch named, where its value lies in the source.
+    // (Set after the message is made, which lists every finding already.)
+    const Place first = refused.front().place;
+    EditRefused e(EditRefused::Reason::rules, req.input, "",
+                  "refusing to write a model that llama.cpp would refuse:" + bad + "\nnothing was written", std::move(refused));
+    e.field = first.name;
+    if (auto it = at.find(first.name); first.of == Place::Of::key && it != at.end()) e.offset = it->second;
+    throw e;
+  }
+}
+
+// Where the values of the keys a patch names (set, renamed, removed, special tokens, token
+// types) lie in the model as read, before the patch changes it.
+std::map<std::string, uint64_t> patch_offsets(const Model& m, const Patch& p) {
+  std::vector<std::string> keys;
+  for (const auto& s : p.set) keys.push_back(s.key);
+  for (const auto& r : p.rename) keys.push_back(r.key), keys.push_back(r.to);
+  for (const auto& sp : p.special) keys.push_back(special_token_key(sp.name));
+  if (!p.token_types.empty()) keys.push_back("tokenizer.ggml.token_type");
+  std::map<std::string, uint64_t> out;
+  if (keys.empty()) return out;
+  const std::vector<uint64_t> sorted = m.metadata.sorted_by_key();
+  for (const std::string& k : keys)
+    if (auto i = m.metadata.index_of(k, sorted))
+      if (auto o = m.metadata.value_offset(*i)) out[k] = *o;
+  return out;
 }
 
 // In place, an edit whose header fits before the data start writes the header alone;
@@ -267,6 +294,7 @@ void edit_file(const EditRequest& req, std::optional<ShardSet>& set, std::vector
   auto was_found = in_background([&] { return gate_findings(model, s.layout); });
   const Registry& registry = Registry::builtin();
   report.findings_before = was_found.get();
+  const std::map<std::string, uint64_t> offsets = set ? std::map<std::string, uint64_t>{} : patch_offsets(model, req.patch);
   preview(req, model, report.prompt_before, report.tokens_before);
   report.changes = apply_patch(model, req.patch, registry);
   preview(req, model, report.prompt_after, report.tokens_after);
@@ -290,7 +318,7 @@ void edit_file(const EditRequest& req, std::optional<ShardSet>& set, std::vector
     report.unchanged = true;
     return;
   }
-  gate(req, report.findings_before, model, report.changes, report);
+  gate(req, report.findings_before, model, report.changes, report, offsets);
   // What the source had beyond its fields goes only where the data is re-laid.
   Layout after = plan(model);
   report.data_offset_after = after.data_offset;
@@ -387,7 +415,7 @@ std::vector<WrittenFile> merge(const MergeRequest& req) {
 // the same findings, at the same offsets, as validate of the written file, and with
 // check nothing is written when one is an error.
 WriteSketchReport write_sketch(const WriteSketchRequest& req) {
-  const Sketch sketch = read_sketch(req.sketch, req.defines);
+  const Sketch sketch = req.text ? parse_sketch(*req.text, req.sketch, req.base_dir, req.defines) : read_sketch(req.sketch, req.defines);
   WriteSketchReport report;
   report.findings = validate_source(sketch_source(sketch));
   if (req.check) {

@@ -140,7 +140,11 @@ std::vector<WrittenFile> merge(const MergeRequest& request);
 // of it. A sketch may be broken on purpose: it is written whatever they are, unless check.
 // Here, not in writer/, because it writes and checks: check/ sits above writer/.
 struct WriteSketchRequest {
-  std::string sketch;   // the sketch file, YAML or JSON
+  std::string sketch;   // the sketch file, YAML or JSON (with `text`: the name errors give it)
+  // The sketch itself instead of a file (the Python module's dict); its from: and file:
+  // paths are relative to base_dir.
+  std::optional<std::string> text;
+  std::string base_dir = ".";
   Defines defines;      // fill its [[NAME]] placeholders
   std::string output;
   bool force = false;   // an existing output may be replaced

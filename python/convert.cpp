@@ -1,0 +1,150 @@
+#include "convert.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "ggufkit/error.h"
+#include "ggufkit/format.h"
+#include "ggufkit/text.h"
+
+namespace ggufkit::python {
+
+namespace {
+
+py::object string_object(std::string_view s) {
+  if (is_valid_utf8(s)) {
+    PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "strict");
+    if (o) return py::reinterpret_steal<py::object>(o);
+    PyErr_Clear();  // what Python's decoder refuses and ours took: bytes, as any other non-UTF-8 text
+  }
+  return py::bytes(s.data(), s.size());
+}
+
+py::object float_object(const Value& v) {
+  if (v.type == ValueType::f64) return py::float_(v.as_f64());
+  // The f32's shortest text, read as a double: what `meta --json` prints and json.loads reads.
+  const std::string t = number_text(v);
+  if (t == "nan") return py::float_(std::nan(""));
+  if (t == "inf" || t == "-inf") return py::float_(t[0] == '-' ? -HUGE_VAL : HUGE_VAL);
+  return py::float_(std::strtod(t.c_str(), nullptr));
+}
+
+}  // namespace
+
+py::object to_python(const Value& v) {
+  switch (v.type) {
+    case ValueType::string:
+      return string_object(v.str);
+    case ValueType::boolean:
+      if (v.bits <= 1) return py::bool_(v.bits == 1);
+      return py::int_(v.bits);  // a broken bool byte, as the file has it
+    case ValueType::f32:
+    case ValueType::f64:
+      return float_object(v);
+    case ValueType::array: {
+      py::list out(static_cast<py::ssize_t>(v.size()));
+      py::ssize_t i = 0;
+      if (v.elem == ValueType::string) {
+        for (std::string_view s : v.strs) PyList_SET_ITEM(out.ptr(), i++, string_object(s).release().ptr());
+      } else if (v.elem == ValueType::array) {
+        for (const Value item : v.items) PyList_SET_ITEM(out.ptr(), i++, to_python(item).release().ptr());
+      } else {
+        const bool is_signed = v.elem == ValueType::i8 || v.elem == ValueType::i16 || v.elem == ValueType::i32 || v.elem == ValueType::i64;
+        const bool plain = !is_float(v.elem) && v.elem != ValueType::boolean;
+        for (size_t k = 0, n = v.nums.size(); k < n; ++k) {
+          PyObject* o;
+          if (plain && is_signed) o = PyLong_FromLongLong(Value::scalar(v.elem, v.nums[k]).as_i64());
+          else if (plain) o = PyLong_FromUnsignedLongLong(v.nums[k]);
+          else o = to_python(Value::scalar(v.elem, v.nums[k])).release().ptr();
+          if (!o) throw py::error_already_set();
+          PyList_SET_ITEM(out.ptr(), i++, o);
+        }
+      }
+      return out;
+    }
+    default:
+      if (v.type == ValueType::i8 || v.type == ValueType::i16 || v.type == ValueType::i32 || v.type == ValueType::i64)
+        return py::int_(v.as_i64());
+      return py::int_(v.bits);
+  }
+}
+
+namespace {
+
+void emit(const py::handle& o, const std::string& what, int depth, std::string& out) {
+  if (depth > 64) throw_usage(what + ": nested deeper than 64 levels");
+  if (o.is_none()) {
+    out += "null";
+  } else if (PyBool_Check(o.ptr())) {
+    out += o.ptr() == Py_True ? "true" : "false";
+  } else if (PyLong_Check(o.ptr())) {
+    out += py::str(o).cast<std::string>();
+  } else if (PyFloat_Check(o.ptr())) {
+    const double d = PyFloat_AsDouble(o.ptr());
+    if (std::isnan(d)) out += "nan";
+    else if (std::isinf(d)) out += d < 0 ? "-inf" : "inf";
+    else out += py::repr(o).cast<std::string>();  // the shortest text that reads back the same
+  } else if (PyUnicode_Check(o.ptr())) {
+    Py_ssize_t n = 0;
+    const char* s = PyUnicode_AsUTF8AndSize(o.ptr(), &n);
+    if (!s) {
+      PyErr_Clear();
+      throw_usage(what + ": a str that is not UTF-8 (a lone surrogate); give bytes for bytes");
+    }
+    out += json_string(std::string_view(s, static_cast<size_t>(n)));
+  } else if (PyBytes_Check(o.ptr()) || PyByteArray_Check(o.ptr())) {
+    const std::string b = py::bytes(py::reinterpret_borrow<py::object>(o)).cast<std::string>();
+    out += "{\"hex\": \"" + hex_text(b) + "\"}";
+  } else if (PyList_Check(o.ptr()) || PyTuple_Check(o.ptr())) {
+    out += '[';
+    bool first = true;
+    for (const py::handle item : o) {
+      if (!first) out += ", ";
+      first = false;
+      emit(item, what, depth + 1, out);
+    }
+    out += ']';
+  } else if (PyDict_Check(o.ptr())) {
+    out += '{';
+    bool first = true;
+    for (const auto& [k, v] : py::reinterpret_borrow<py::dict>(o)) {
+      if (!PyUnicode_Check(k.ptr())) throw_usage(what + ": a dict key that is not a str: " + py::repr(k).cast<std::string>());
+      if (!first) out += ", ";
+      first = false;
+      emit(k, what, depth + 1, out);
+      out += ": ";
+      emit(v, what, depth + 1, out);
+    }
+    out += '}';
+  } else {
+    throw_usage(what + ": cannot be given a " + py::str(py::type::of(o).attr("__name__")).cast<std::string>() +
+                " (None, bool, int, float, str, bytes, list, tuple or dict)");
+  }
+}
+
+}  // namespace
+
+std::string to_text(const py::handle& value, const std::string& what) {
+  std::string out;
+  emit(value, what, 0, out);
+  return out;
+}
+
+std::string to_path(const py::handle& value, const char* what) {
+  if (!PyUnicode_Check(value.ptr()) && !PyBytes_Check(value.ptr()) && !PyObject_HasAttrString(value.ptr(), "__fspath__"))
+    throw_usage(std::string(what) + ": expected a path (str, bytes or os.PathLike), got " +
+                py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+  py::object p = py::module_::import("os").attr("fsdecode")(value);
+  Py_ssize_t n = 0;
+  const char* s = PyUnicode_AsUTF8AndSize(p.ptr(), &n);
+  if (!s) {
+    // A file name that is not UTF-8 comes back with surrogate escapes: its bytes, as given.
+    PyErr_Clear();
+    return py::bytes(py::module_::import("os").attr("fsencode")(value)).cast<std::string>();
+  }
+  std::string path(s, static_cast<size_t>(n));
+  if (path.find('\0') != std::string::npos) throw_usage(std::string(what) + ": a path with a NUL byte");
+  return path;
+}
+
+}  // namespace ggufkit::python

@@ -1,0 +1,30 @@
+#pragma once
+// Values between the library and Python: a metadata value as Python reads it, and Python
+// values as the text (YAML flow, which JSON is) the library's patch and sketch readers and
+// its JSON conversation reader take, so that a value from Python is typed exactly as the
+// same value on the command line or in a patch file.
+#include <pybind11/pybind11.h>
+
+#include <string>
+
+#include "ggufkit/model.h"
+
+namespace ggufkit::python {
+
+namespace py = pybind11;
+
+// int for integers, float for f32/f64 (an f32 as the float of its shortest decimal text, as
+// `meta --json` prints it, so 1e-05 == value), bool (a bool byte other than 0 or 1 as its
+// int), str (bytes when not UTF-8), list for arrays (nested).
+py::object to_python(const Value& v);
+
+// A Python value as YAML flow text: None, bool, int, float (nan, inf, -inf), str (quoted: a
+// string, never a number), bytes ({hex: ...}), list or tuple, dict with str keys. Anything
+// else, a str that is not UTF-8 (a lone surrogate), or nesting past 64 levels is a usage
+// Error naming `what`.
+std::string to_text(const py::handle& value, const std::string& what);
+
+// A str, bytes or os.PathLike as a path (os.fspath); a usage Error naming `what` otherwise.
+std::string to_path(const py::handle& value, const char* what);
+
+}  // namespace ggufkit::python

@@ -1,0 +1,142 @@
+"""ggufkit: read, check, write and safely edit GGUF files (llama.cpp's model format)."""
+import os
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Literal, Optional, Sequence, TypedDict, Union
+
+__version__: str
+
+PathLike = Union[str, bytes, os.PathLike[str], os.PathLike[bytes]]
+# int, float, bool, str, bytes (a string that is not UTF-8), or a list of them (nested).
+MetaValue = Union[int, float, bool, str, bytes, list["MetaValue"]]
+
+class Error(ValueError):
+    """What ggufkit refuses, and where."""
+    file: Optional[str]
+    offset: Optional[int]        # the byte offset in the file, when there is one
+    field: str                   # "kv[4] tokenizer.ggml.tokens (value)", "tensor[2] x (offset)"
+    code: str                    # the refusing rule ("token_id"), else the kind
+    kind: Literal["format", "usage", "io"]
+    exit_code: int               # what the command line exits with: 1, 2, 3
+    message: str                 # without the file and offset
+    findings: list["Finding"]    # a refused edit's
+
+class Tensor:
+    name: str
+    dims: list[int]              # innermost first, as ggml orders them
+    type: str                    # ggml's name: "f32", "q8_0", "q4_K", ...
+    offset: int                  # from the data start (a set: of its own shard)
+    nbytes: int
+    shard: Optional[int]         # a set's: the tensor's shard, from 1
+
+class Span:
+    kind: str                    # magic, version, kv_key, kv_type, kv_value, tensor_info, padding, tensor_data, ...
+    offset: int
+    size: int
+    end: int
+    field: str                   # "kv[7] tokenizer.chat_template", "tensor[0] token_embd.weight"
+
+class Finding:
+    file: str
+    code: str                    # as validate prints it: "token_id", "template_syntax", ...
+    severity: Literal["error", "warning", "info"]
+    offset: Optional[int]
+    field: str                   # the key or tensor it is about ("" for the file)
+    item: str
+    message: str
+    fix: str                     # a command that fixes it, or ""
+    ids: list[int]
+
+class KeyMap(Mapping[str, Any]):
+    """A read-only mapping of the file's keys in file order; values made as asked for."""
+    def __getitem__(self, key: str) -> Any: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[str]: ...
+    def offset(self, key: str) -> Optional[int]:
+        """Where the pair starts in the file (its key's length field)."""
+    def value_offset(self, key: str) -> Optional[int]:
+        """Where the pair's value starts in the file."""
+
+class File:
+    path: str
+    version: int
+    byte_order: Literal["little", "big"]
+    alignment: int
+    data_offset: int
+    file_size: int               # a set: every shard's, added up
+    files: int                   # the files of its shard set (1 for a lone file)
+    header_only: bool            # a header exemplar: no tensor bytes
+    metadata: KeyMap             # key -> MetaValue
+    types: KeyMap                # key -> "u32", "string", "array[string]", ...
+    tensors: list[Tensor]
+    closed: bool
+    def tensor(self, name: str) -> Tensor: ...
+    def tensor_bytes(self, name: str) -> memoryview:
+        """The tensor's bytes as stored: a read-only view of the mapped file, no copy."""
+    def tensor_values(self, name: str) -> Any:
+        """Decoded to float32: a numpy array when numpy imports, else a list of floats."""
+    def validate(self, base: Optional[PathLike] = None) -> list[Finding]: ...
+    def map(self) -> list[Span]: ...
+    def tokenize(self, text: Union[str, bytes], add_special: bool = True, parse_special: bool = True) -> list[int]: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> "File": ...
+    def __exit__(self, *args: object) -> None: ...
+
+def open(path: PathLike, shard_only: bool = False) -> File:
+    """Open a GGUF file, or any shard of a set (the whole set)."""
+
+class Change(TypedDict, total=False):
+    change: Literal["set", "add", "remove", "rename", "alignment", "retype"]
+    key: str
+    to: str
+    before: Any
+    after: Any
+    token: str
+    id: int
+
+class WrittenFile(TypedDict):
+    path: str
+    file_size: int
+    data_offset: int
+    tensors: int
+    keys: int
+    tensors_verified: int
+    bytes_verified: int
+
+class EditReport(TypedDict, total=False):
+    file: str
+    dry_run: bool
+    unchanged: bool
+    written: Literal["nothing", "header", "whole_file"]
+    changes: list[Change]
+    data_offset: tuple[int, int]      # before, after
+    file_size: tuple[int, int]
+    header_fits: bool
+    header_size: int                  # written == "header"
+    bytes_written: int
+    at: int
+    why_whole: str
+    files: list[WrittenFile]
+    findings: list[Finding]           # warnings the edit brings in
+    notes: list[tuple[str, str]]
+
+def edit(path: PathLike, *, set: Optional[Mapping[str, Any]] = None, remove: Union[None, str, Sequence[str]] = None,
+         rename: Optional[Mapping[str, str]] = None, chat_template: Optional[str] = None,
+         special_tokens: Optional[Mapping[str, Union[str, int]]] = None, patch: Union[None, PathLike, Mapping[str, Any]] = None,
+         out: Optional[PathLike] = None, in_place: bool = False, dry_run: bool = False, force: bool = False,
+         allow_broken: bool = False, header_only: bool = False, whole_file: bool = False, verify: bool = True,
+         progress: Optional[Callable[[int, int], None]] = None) -> EditReport: ...
+
+class WriteReport(WrittenFile):
+    findings: list[Finding]
+
+def write(sketch: Union[PathLike, Mapping[str, Any]], out: PathLike, *, force: bool = False, check: bool = False,
+          defines: Optional[Mapping[str, str]] = None) -> WriteReport: ...
+def dump(path: PathLike, *, inline_data: bool = False) -> dict[str, Any]: ...
+def validate(path: PathLike, *, shard_only: bool = False, base: Optional[PathLike] = None) -> list[Finding]: ...
+def render(path: PathLike, conversation: Mapping[str, Any], *, name: str = "default", shard_only: bool = False,
+           add_generation_prompt: Optional[bool] = None) -> str: ...
+def tokenize(path: PathLike, text: Union[str, bytes], *, add_special: bool = True, parse_special: bool = True) -> list[int]: ...
+def replica(path: PathLike, out: PathLike, *, data: Literal["sparse", "zeros", "none"] = "sparse", force: bool = False,
+            shard_only: bool = False) -> dict[str, Any]: ...
+def extract_vocab(path: PathLike, out: PathLike, *, force: bool = False) -> dict[str, Any]: ...
+def corrupt(path: PathLike, dir: PathLike, *, seed: int = 1, count: Optional[int] = None, force: bool = False) -> list[dict[str, Any]]: ...

@@ -1,0 +1,185 @@
+"""ggufkit.edit is `ggufkit edit`: what the rule book refuses is refused before a byte is
+written, a fitting edit in place writes the header alone, and Python values are typed as
+the command line types --set values."""
+import os
+import pathlib
+
+import pytest
+
+import ggufkit
+from conftest import SPM, TINY, cli, digest
+
+
+def entries(d):
+    return sorted(p.name for p in pathlib.Path(d).iterdir())
+
+
+def test_an_eos_id_outside_the_vocabulary_is_refused_and_the_file_stays_byte_for_byte(spm_copy):
+    before, st = digest(spm_copy), os.stat(spm_copy)
+    value_at = ggufkit.open(spm_copy).metadata.value_offset("tokenizer.ggml.eos_token_id")
+    with pytest.raises(ggufkit.Error) as e:
+        ggufkit.edit(spm_copy, set={"tokenizer.ggml.eos_token_id": 99999}, in_place=True)
+    err = e.value
+    assert isinstance(err, ValueError)
+    assert err.code == "token_id" and err.kind == "format" and err.exit_code == 1
+    assert err.field == "tokenizer.ggml.eos_token_id" and err.offset == value_at
+    assert err.file == str(spm_copy)
+    assert "99999 is not below the vocabulary size 32000" in str(err) and "nothing was written" in str(err)
+    assert [(f.code, f.severity, f.field) for f in err.findings] == [("token_id", "error", "tokenizer.ggml.eos_token_id")]
+    assert digest(spm_copy) == before
+    after = os.stat(spm_copy)
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (st.st_ino, st.st_size, st.st_mtime_ns)
+    assert entries(spm_copy.parent) == ["spm.gguf"]  # no journal, no temporary file
+
+
+def test_a_fitting_eos_id_is_written_in_place_as_the_header_alone(spm_copy):
+    old = spm_copy.read_bytes()
+    ino = os.stat(spm_copy).st_ino
+    at = ggufkit.open(spm_copy).metadata.value_offset("tokenizer.ggml.eos_token_id")
+    r = ggufkit.edit(spm_copy, set={"tokenizer.ggml.eos_token_id": 1}, in_place=True)
+    assert r["written"] == "header" and r["header_fits"] and not r["unchanged"]
+    assert r["changes"] == [{"change": "set", "key": "tokenizer.ggml.eos_token_id", "before": 2, "after": 1}]
+    new = spm_copy.read_bytes()
+    assert len(new) == len(old) and os.stat(spm_copy).st_ino == ino  # the same file, not a copy renamed over it
+    diff = [i for i in range(len(old)) if old[i] != new[i]]
+    assert diff == [at]  # one byte of a u32: 2 -> 1
+    assert (old[at:at + 4], new[at:at + 4]) == (b"\x02\0\0\0", b"\x01\0\0\0")
+    f = ggufkit.open(spm_copy)
+    assert f.metadata["tokenizer.ggml.eos_token_id"] == 1 and f.types["tokenizer.ggml.eos_token_id"] == "u32"
+    assert entries(spm_copy.parent) == ["spm.gguf"]
+
+
+def test_a_dry_run_writes_nothing_and_reports_the_plan(spm_copy):
+    before = digest(spm_copy)
+    r = ggufkit.edit(spm_copy, set={"general.name": "a much longer name than the one it had"}, dry_run=True)
+    assert r["dry_run"] and r["written"] == "nothing"
+    assert r["changes"][0]["key"] == "general.name" and r["changes"][0]["after"] == "a much longer name than the one it had"
+    assert digest(spm_copy) == before
+
+
+def test_out_writes_a_new_file_and_leaves_the_source(tmp_path, spm_copy):
+    before = digest(spm_copy)
+    out = tmp_path / "renamed.gguf"
+    r = ggufkit.edit(spm_copy, set={"general.name": "Renamed"}, remove=["llama.context_length"],
+                     rename={"llama.embedding_length": "llama.embedding_length_renamed"}, out=out, allow_broken=True)
+    assert r["written"] == "whole_file" and r["files"][0]["path"] == str(out)
+    assert r["files"][0]["file_size"] == out.stat().st_size
+    f = ggufkit.open(out)
+    assert f.metadata["general.name"] == "Renamed"
+    assert "llama.context_length" not in f.metadata and "llama.embedding_length" not in f.metadata
+    assert f.metadata["llama.embedding_length_renamed"] == 4096
+    assert [c["change"] for c in r["changes"]] == ["rename", "remove", "set"]
+    assert digest(spm_copy) == before
+
+
+def test_an_existing_output_is_kept_unless_force(tmp_path, spm_copy):
+    out = tmp_path / "out.gguf"
+    out.write_bytes(b"mine")
+    with pytest.raises(ggufkit.Error) as e:
+        ggufkit.edit(spm_copy, set={"general.name": "x"}, out=out)
+    assert e.value.kind == "usage" and e.value.exit_code == 2
+    assert out.read_bytes() == b"mine"
+    ggufkit.edit(spm_copy, set={"general.name": "x"}, out=out, force=True)
+    assert ggufkit.open(out).metadata["general.name"] == "x"
+
+
+@pytest.mark.parametrize("value, cli_text, want_type", [
+    (7, "7", "i32"), (-3, "-3", "i32"), (2**40, str(2**40), "i64"), (2.5, "2.5", "f32"), (True, "true", "bool"),
+    ("text", "text", "string"),
+    ("5", '"5"', "string"), ([1, 2, 3], "[1, 2, 3]", "array[i32]"), (["a", "b"], "[a, b]", "array[string]"),
+])
+def test_python_values_are_typed_as_the_command_line_types_set_values(tmp_path, spm_copy, value, cli_text, want_type):
+    py_out, cli_out = tmp_path / "py.gguf", tmp_path / "cli.gguf"
+    ggufkit.edit(spm_copy, set={"my.new_key": value}, out=py_out)
+    cli("edit", spm_copy, "--set", f"my.new_key={cli_text}", "-o", cli_out)
+    assert py_out.read_bytes() == cli_out.read_bytes()
+    f = ggufkit.open(py_out)
+    assert f.types["my.new_key"] == want_type and f.metadata["my.new_key"] == value
+
+
+def test_a_new_key_s_type_is_noted_and_a_typed_value_chooses_another(tmp_path, spm_copy):
+    r = ggufkit.edit(spm_copy, set={"my.float": 2.5}, dry_run=True)
+    assert r["notes"] == [("command line:1:1", "set my.float: a new key, stored as f32 as its value reads "
+                                               "(--set-typed or {type: ...} chooses another)")]
+    out = tmp_path / "f.gguf"
+    ggufkit.edit(spm_copy, set={"my.float": {"type": "f64", "value": 2.5}, "my.f32s": {"type": "array", "items": "f32", "value": [0.5, 1e-5]}},
+                 out=out)
+    f = ggufkit.open(out)
+    assert (f.types["my.float"], f.metadata["my.float"]) == ("f64", 2.5)
+    assert (f.types["my.f32s"], f.metadata["my.f32s"]) == ("array[f32]", [0.5, 1e-5])
+
+
+def test_bytes_set_a_string_that_is_not_utf8_with_the_warning_the_command_gives(tmp_path, spm_copy):
+    out = tmp_path / "b.gguf"
+    r = ggufkit.edit(spm_copy, set={"general.name": b"\xff\x00"}, out=out)
+    assert [(f.code, f.severity, f.field) for f in r["findings"]] == [("invalid_utf8", "warning", "general.name")]
+    assert ggufkit.open(out).metadata["general.name"] == b"\xff\x00"
+    cli_out = tmp_path / "c.gguf"
+    cli("edit", spm_copy, "--set", 'general.name={hex: "ff00"}', "-o", cli_out)
+    assert out.read_bytes() == cli_out.read_bytes()
+
+
+def test_a_registry_key_takes_the_registry_type_as_on_the_command_line(tmp_path, spm_copy):
+    out = tmp_path / "o.gguf"
+    ggufkit.edit(spm_copy, set={"llama.rope.freq_base": 10000, "tokenizer.ggml.add_bos_token": False}, out=out)
+    f = ggufkit.open(out)
+    assert (f.types["llama.rope.freq_base"], f.metadata["llama.rope.freq_base"]) == ("f32", 10000.0)
+    assert (f.types["tokenizer.ggml.add_bos_token"], f.metadata["tokenizer.ggml.add_bos_token"]) == ("bool", False)
+
+
+def test_chat_template_and_special_tokens(tmp_path, spm_copy):
+    out = tmp_path / "chat.gguf"
+    tpl = "{% for m in messages %}<s>{{ m.role }}: {{ m.content }}</s>{% endfor %}"
+    r = ggufkit.edit(spm_copy, chat_template=tpl, special_tokens={"eos": "</s>", "bos": 1}, out=out)
+    f = ggufkit.open(out)
+    assert f.metadata["tokenizer.chat_template"] == tpl
+    assert (f.metadata["tokenizer.ggml.eos_token_id"], f.metadata["tokenizer.ggml.bos_token_id"]) == (2, 1)
+    assert {c["key"] for c in r["changes"]} >= {"tokenizer.chat_template"}
+    conv = {"messages": [{"role": "user", "content": "Hi"}]}
+    assert ggufkit.render(out, conv) == "<s>user: Hi</s>"
+
+
+def test_a_template_that_does_not_parse_is_refused(spm_copy):
+    before = digest(spm_copy)
+    with pytest.raises(ggufkit.Error) as e:
+        ggufkit.edit(spm_copy, chat_template="{% for m in messages %}", in_place=True)
+    assert e.value.code == "template_syntax" and e.value.findings[0].code == "template_syntax"
+    assert digest(spm_copy) == before
+
+
+def test_a_patch_dict_is_a_patch_document(tmp_path, spm_copy):
+    out = tmp_path / "p.gguf"
+    r = ggufkit.edit(spm_copy, patch={"set": {"general.name": "Patched"}, "alignment": 64}, out=out)
+    f = ggufkit.open(out)
+    assert f.metadata["general.name"] == "Patched" and f.alignment == 64 and f.data_offset % 64 == 0
+    assert any(c["change"] == "alignment" for c in r["changes"])
+
+
+def test_where_the_result_goes_must_be_said_once(spm_copy, tmp_path):
+    for kwargs in ({}, {"out": tmp_path / "x.gguf", "in_place": True}):
+        with pytest.raises(ggufkit.Error) as e:
+            ggufkit.edit(spm_copy, set={"general.name": "x"}, **kwargs)
+        assert e.value.kind == "usage"
+    with pytest.raises(ggufkit.Error, match="set\\[my.key\\]: cannot be given a object"):
+        ggufkit.edit(spm_copy, set={"my.key": object()}, dry_run=True)
+    assert not (tmp_path / "x.gguf").exists()
+
+
+def test_a_value_nested_too_deep_is_refused_not_recursed_into(spm_copy):
+    v = []
+    for _ in range(100):
+        v = [v]
+    with pytest.raises(ggufkit.Error, match="nested deeper than 64"):
+        ggufkit.edit(spm_copy, set={"my.key": v}, dry_run=True)
+
+
+def test_a_shard_edits_its_whole_set(tmp_path):
+    from conftest import CORPUS
+    for i in (1, 2, 3):
+        src = CORPUS / "splits" / f"by-count-0000{i}-of-00003.gguf"
+        (tmp_path / src.name).write_bytes(src.read_bytes())
+    shard2 = tmp_path / "by-count-00002-of-00003.gguf"
+    r = ggufkit.edit(shard2, set={"general.name": "Set renamed"}, in_place=True)
+    assert r["written"] in ("header", "whole_file")
+    assert ggufkit.open(shard2).metadata["general.name"] == "Set renamed"
+    assert ggufkit.open(tmp_path / "by-count-00001-of-00003.gguf", shard_only=True).metadata["general.name"] == "Set renamed"
