@@ -321,38 +321,39 @@ py::list findings_list(const std::vector<Finding>& fs, const std::string& file) 
 }
 
 // Ctrl-C during a long write: the progress callback, which the writer calls as it goes,
-// asks Python for its signals and cancels the job (nothing is changed) when one is raised.
+// asks Python for its signals and cancels the job (nothing is changed: a write is put in
+// place only after its last check of the cancel flag) when one is raised; so does an
+// exception from the caller's own progress callable, which is then raised as it was.
 struct Interrupts {
   std::atomic<bool> cancel{false};
-  bool interrupted = false;
-  py::object user;  // the caller's progress(written, total), or None
+  std::shared_ptr<py::error_already_set> raised;  // KeyboardInterrupt, or the callable's
+  py::object user;                                // the caller's progress(written, total), or None
   void attach(WriteOptions& w) {
     w.cancel = &cancel;
     w.progress = [this](uint64_t written, uint64_t total) {
       py::gil_scoped_acquire gil;
-      if (interrupted) return;
-      if (PyErr_CheckSignals() != 0) {
-        PyErr_Clear();
-        interrupted = true;
+      if (raised) return;
+      try {
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+        if (!user.is_none()) user(written, total);
+      } catch (py::error_already_set& e) {
+        raised = std::make_shared<py::error_already_set>(std::move(e));
         cancel = true;
-        return;
       }
-      if (!user.is_none()) user(written, total);
     };
   }
-  // Runs the job without the GIL, then raises KeyboardInterrupt if one came.
+  // Runs the job without the GIL; what the callback caught is raised after it.
   template <typename F>
   auto run(F f) {
     try {
       py::gil_scoped_release nogil;
-      return f();
+      auto r = f();
+      if (!raised) return r;
     } catch (...) {
-      if (interrupted) {
-        PyErr_SetNone(PyExc_KeyboardInterrupt);
-        throw py::error_already_set();
-      }
-      throw;
+      if (!raised) throw;
     }
+    raised->restore();
+    throw py::error_already_set();
   }
 };
 

@@ -183,3 +183,40 @@ def test_a_shard_edits_its_whole_set(tmp_path):
     assert r["written"] in ("header", "whole_file")
     assert ggufkit.open(shard2).metadata["general.name"] == "Set renamed"
     assert ggufkit.open(tmp_path / "by-count-00001-of-00003.gguf", shard_only=True).metadata["general.name"] == "Set renamed"
+
+
+def test_an_exception_from_progress_cancels_the_write_and_is_raised(tmp_path):
+    out = tmp_path / "out.gguf"
+    calls = []
+
+    def stop(written, total):
+        calls.append((written, total))
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        ggufkit.edit(TINY, set={"general.name": "never written"}, out=out, progress=stop)
+    assert len(calls) == 1 and calls[0][1] > calls[0][0] >= 0
+    assert list(tmp_path.iterdir()) == []  # no output, no temporary file
+
+
+def test_ctrl_c_during_a_write_cancels_it_and_raises_keyboard_interrupt(tmp_path):
+    import signal
+    out = tmp_path / "out.gguf"
+    seen = []
+
+    def interrupt(written, total):
+        seen.append(written)
+        if len(seen) == 1:
+            signal.raise_signal(signal.SIGINT)  # as the terminal's Ctrl-C would
+
+    with pytest.raises(KeyboardInterrupt):
+        ggufkit.edit(TINY, set={"general.name": "never written"}, out=out, progress=interrupt)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_progress_is_told_the_bytes_written_of_the_total(tmp_path):
+    seen = []
+    r = ggufkit.edit(TINY, set={"general.name": "progress"}, out=tmp_path / "p.gguf", progress=lambda w, t: seen.append((w, t)))
+    size = r["files"][0]["file_size"]
+    assert seen and all(t == size for _, t in seen) and seen[-1][0] == size
+    assert [w for w, _ in seen] == sorted(w for w, _ in seen)
