@@ -23,24 +23,13 @@ if [ ! -d "$src/gguf-py" ]; then
 fi
 header=$("$build/ggufkit" tensors --json "$model" | sed -n 's/^{"data_offset": \([0-9]*\).*/\1/p')
 cat "$model" > /dev/null  # the page cache warm for both sides
+load=$(cut -d' ' -f1 /proc/loadavg)
 
-side() {  # side NAME PYTHONPATH: one JSON line a run
-  for ((i = 0; i < runs; i++)); do PYTHONPATH=$2 "$py" "$here/python_open.py" "$1" "$model"; done
-}
-k=$(side ggufkit "$build/python") g=$(side gguf-py "$src/gguf-py")
-"$py" - "$header" <<PY
-import json, statistics, sys
-header = int(sys.argv[1])
-def load(text): return [json.loads(l) for l in text.splitlines() if l.strip()]
-k, g = load('''$k'''), load('''$g''')
-def row(runs):
-    ms = statistics.median(r["ms"] for r in runs)
-    beyond = max(r["rss_peak_kib"] - r["rss_before_kib"] for r in runs) * 1024 - header
-    return ms, beyond, runs[0]
-km, kb, k0 = row(k)
-gm, gb, g0 = row(g)
-print(f"model {sys.argv[1]} header bytes; {k0['keys']} keys, {k0['items']} values, {k0['tensors']} tensors (gguf-py: {g0['keys']} fields)")
-print(f"ggufkit.open + every value and tensor: median {km:9.1f} ms  ({min(r['ms'] for r in k)} to {max(r['ms'] for r in k)}), beyond the header {kb / 2**20:7.1f} MiB")
-print(f"gguf-py GGUFReader + contents():      median {gm:9.1f} ms  ({min(r['ms'] for r in g)} to {max(r['ms'] for r in g)}), beyond the header {gb / 2**20:7.1f} MiB")
-print(f"ratio ggufkit / gguf-py: {km / gm:.4f}x (target at most 0.02x); ggufkit beyond the header: {kb / 2**20:.1f} MiB (target at most 64)")
-PY
+# Alternately, so that the machine's drifting load falls on both sides alike.
+: > "$dir/python-ggufkit.jsonl"
+: > "$dir/python-gguf-py.jsonl"
+for ((i = 0; i < runs; i++)); do
+  PYTHONPATH=$build/python "$py" "$here/python_open.py" ggufkit "$model" >> "$dir/python-ggufkit.jsonl"
+  PYTHONPATH=$src/gguf-py "$py" "$here/python_open.py" gguf-py "$model" >> "$dir/python-gguf-py.jsonl"
+done
+"$py" "$here/python_report.py" "$header" "$here/RESULTS.md" "$dir/python-ggufkit.jsonl" "$dir/python-gguf-py.jsonl" "$load"
