@@ -1,5 +1,6 @@
 #include "convert.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstring>
 
@@ -26,7 +27,9 @@ py::object float_object(const Value& v) {
   const std::string t = number_text(v);
   if (t == "nan") return py::float_(std::nan(""));
   if (t == "inf" || t == "-inf") return py::float_(t[0] == '-' ? -HUGE_VAL : HUGE_VAL);
-  return py::float_(std::strtod(t.c_str(), nullptr));
+  double d = 0;  // from_chars, not strtod: a caller's locale.setlocale must not make 0.1 read as 0
+  std::from_chars(t.data(), t.data() + t.size(), d);
+  return py::float_(d);
 }
 
 }  // namespace
@@ -78,12 +81,21 @@ void emit(const py::handle& o, const std::string& what, int depth, std::string& 
   } else if (PyBool_Check(o.ptr())) {
     out += o.ptr() == Py_True ? "true" : "false";
   } else if (PyLong_Check(o.ptr())) {
-    out += py::str(o).cast<std::string>();
+    // The number's digits, never a subclass's own __str__ (an IntEnum's name, or text
+    // that would put YAML of its choosing in the patch).
+    py::object exact = py::reinterpret_steal<py::object>(PyNumber_Long(o.ptr()));
+    if (!exact) throw py::error_already_set();
+    out += py::reinterpret_steal<py::str>(PyLong_Type.tp_repr(exact.ptr())).cast<std::string>();
   } else if (PyFloat_Check(o.ptr())) {
     const double d = PyFloat_AsDouble(o.ptr());
     if (std::isnan(d)) out += "nan";
     else if (std::isinf(d)) out += d < 0 ? "-inf" : "inf";
-    else out += py::repr(o).cast<std::string>();  // the shortest text that reads back the same
+    else {  // the shortest text that reads back the same, as float's repr (not a subclass's)
+      char* t = PyOS_double_to_string(d, 'r', 0, Py_DTSF_ADD_DOT_0, nullptr);
+      if (!t) throw py::error_already_set();
+      out += t;
+      PyMem_Free(t);
+    }
   } else if (PyUnicode_Check(o.ptr())) {
     Py_ssize_t n = 0;
     const char* s = PyUnicode_AsUTF8AndSize(o.ptr(), &n);
@@ -92,9 +104,10 @@ void emit(const py::handle& o, const std::string& what, int depth, std::string& 
       throw_usage(what + ": a str that is not UTF-8 (a lone surrogate); give bytes for bytes");
     }
     out += json_string(std::string_view(s, static_cast<size_t>(n)));
-  } else if (PyBytes_Check(o.ptr()) || PyByteArray_Check(o.ptr())) {
-    const std::string b = py::bytes(py::reinterpret_borrow<py::object>(o)).cast<std::string>();
-    out += "{\"hex\": \"" + hex_text(b) + "\"}";
+  } else if (PyBytes_Check(o.ptr())) {
+    out += "{\"hex\": \"" + hex_text(std::string_view(PyBytes_AS_STRING(o.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(o.ptr())))) + "\"}";
+  } else if (PyByteArray_Check(o.ptr())) {
+    out += "{\"hex\": \"" + hex_text(std::string_view(PyByteArray_AS_STRING(o.ptr()), static_cast<size_t>(PyByteArray_GET_SIZE(o.ptr())))) + "\"}";
   } else if (PyList_Check(o.ptr()) || PyTuple_Check(o.ptr())) {
     out += '[';
     bool first = true;
@@ -134,17 +147,35 @@ std::string to_path(const py::handle& value, const char* what) {
   if (!PyUnicode_Check(value.ptr()) && !PyBytes_Check(value.ptr()) && !PyObject_HasAttrString(value.ptr(), "__fspath__"))
     throw_usage(std::string(what) + ": expected a path (str, bytes or os.PathLike), got " +
                 py::str(py::type::of(value).attr("__name__")).cast<std::string>());
-  py::object p = py::module_::import("os").attr("fsdecode")(value);
-  Py_ssize_t n = 0;
-  const char* s = PyUnicode_AsUTF8AndSize(p.ptr(), &n);
-  if (!s) {
-    // A file name that is not UTF-8 comes back with surrogate escapes: its bytes, as given.
-    PyErr_Clear();
-    return py::bytes(py::module_::import("os").attr("fsencode")(value)).cast<std::string>();
-  }
-  std::string path(s, static_cast<size_t>(n));
+  // os.fsencode: the name's bytes as given, a name that is not UTF-8 included.
+  const std::string path = py::bytes(py::module_::import("os").attr("fsencode")(value)).cast<std::string>();
   if (path.find('\0') != std::string::npos) throw_usage(std::string(what) + ": a path with a NUL byte");
   return path;
+}
+
+py::str text_str(std::string_view s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape");
+  if (!o) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
+py::str message_str(std::string_view s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "backslashreplace");
+  if (!o) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
+std::string name_arg(const py::handle& value, const std::string& what) {
+  if (!PyUnicode_Check(value.ptr()))
+    throw_usage(what + ": expected a str, got " + py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+  PyObject* b = PyUnicode_AsEncodedString(value.ptr(), "utf-8", "surrogateescape");
+  if (!b) {
+    PyErr_Clear();
+    throw_usage(what + ": a str that is not UTF-8 (a lone surrogate)");
+  }
+  std::string out(PyBytes_AS_STRING(b), static_cast<size_t>(PyBytes_GET_SIZE(b)));
+  Py_DECREF(b);
+  return out;
 }
 
 }  // namespace ggufkit::python

@@ -24,7 +24,18 @@ py::object to_python(const Value& v);
 // Error naming `what`.
 std::string to_text(const py::handle& value, const std::string& what);
 
-// A str, bytes or os.PathLike as a path (os.fspath); a usage Error naming `what` otherwise.
+// A str, bytes or os.PathLike as a path (os.fspath); a usage Error naming `what` otherwise,
+// or when it holds a NUL byte (the system would cut the name there).
 std::string to_path(const py::handle& value, const char* what);
+
+// Text from a file or the library as a str with nothing lost: bytes that are not UTF-8
+// become surrogate escapes, as os.fsdecode makes them, and name_arg turns them back. For
+// keys, tensor names, fields, paths and rendered prompts, which a caller may give back.
+py::str text_str(std::string_view s);
+// Text for people (an error's message): bytes that are not UTF-8 shown as \xNN.
+py::str message_str(std::string_view s);
+// A key or name given by Python: a str, surrogate escapes back to their bytes; a usage
+// Error naming `what` for anything else (a bytes key is not silently its repr).
+std::string name_arg(const py::handle& value, const std::string& what);
 
 }  // namespace ggufkit::python

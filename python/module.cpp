@@ -7,10 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <locale.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +39,26 @@ namespace {
 
 PyObject* g_error = nullptr;  // ggufkit.Error, a ValueError
 
+// A call into the library: the GIL let go, and the thread in the C locale. The library reads
+// and prints numbers with the C library (strtod, snprintf), which follows LC_NUMERIC: after
+// a program's locale.setlocale(LC_ALL, "de_DE.UTF-8") it would read a template's 0.1 as 0.
+// The library's background threads take their caller's locale (in_background).
+class InLibrary {
+ public:
+  InLibrary() : old_(::uselocale(c_locale())) {}
+  ~InLibrary() { ::uselocale(old_); }
+  InLibrary(const InLibrary&) = delete;
+  InLibrary& operator=(const InLibrary&) = delete;
+
+ private:
+  static locale_t c_locale() {
+    static const locale_t c = ::newlocale(LC_ALL_MASK, "C", nullptr);
+    return c;
+  }
+  py::gil_scoped_release nogil_;
+  locale_t old_;
+};
+
 const char* kind_name(Error::Kind k) { return k == Error::Kind::format ? "format" : k == Error::Kind::usage ? "usage" : "io"; }
 
 py::object finding_object(const Finding& f, const std::string& file);
@@ -42,13 +66,13 @@ py::object finding_object(const Finding& f, const std::string& file);
 // Raises ggufkit.Error with the command's message and where: file, offset, field, code
 // (a refusing rule's code, else the error's kind: format, usage, io), findings.
 void raise_error(const Error& e) {
-  py::object err = py::reinterpret_borrow<py::object>(g_error)(py::str(e.what()));
-  err.attr("file") = e.file.empty() ? py::object(py::none()) : py::object(py::str(e.file));
+  py::object err = py::reinterpret_borrow<py::object>(g_error)(message_str(e.what()));
+  err.attr("file") = e.file.empty() ? py::object(py::none()) : py::object(text_str(e.file));
   err.attr("offset") = e.offset ? py::object(py::int_(*e.offset)) : py::object(py::none());
-  err.attr("field") = py::str(e.field);
+  err.attr("field") = text_str(e.field);
   err.attr("kind") = py::str(kind_name(e.kind));
   err.attr("exit_code") = py::int_(e.exit_code());
-  err.attr("message") = py::str(e.message);
+  err.attr("message") = message_str(e.message);
   py::list findings;
   std::string code = kind_name(e.kind);
   if (const auto* r = dynamic_cast<const EditRefused*>(&e)) {
@@ -92,63 +116,98 @@ py::object finding_object(const Finding& f, const std::string& file) {
 // ---- an open file -----------------------------------------------------------------------
 
 // What an open file holds: the model its header describes (copied into memory when read:
-// nothing another process writes later shows in it) and the indexes made on first use.
-struct State {
-  std::string path;
+// nothing another process writes later shows in it) and its indexes, made at open so that
+// no call builds them with the GIL let go. Nothing in it changes after open but the
+// vocabulary, loaded by the first tokenize under its mutex.
+struct Opened {
+  std::string path, where;  // as given; made absolute, for the calls that read the file again
+  bool shard_only = false;
   ModelView view;
-  std::optional<std::vector<uint64_t>> by_key, by_name;
+  std::vector<uint64_t> by_key, by_name;
+  std::mutex vocab_mu;
   std::shared_ptr<const tokenizer::Vocab> vocab;
-  bool closed = false;  // close(): the header and the files let go, for every view of it too
+  const Model& model() const { return view.s.model; }
 };
 
-class File;
+// A File and its mappings share one State. Every call takes its own reference to the
+// Opened, with the GIL held, before it lets the GIL go: close() on another thread drops
+// the File's reference, never the one a running call works on.
+struct State {
+  std::shared_ptr<Opened> open;  // null once closed
+  std::shared_ptr<Opened> get() const {
+    if (!open) throw py::value_error("I/O operation on a closed ggufkit.File");
+    return open;
+  }
+};
 
 // f.metadata (values) and f.types (type names): read-only mappings in file order, each
 // value made from the header when it is asked for.
 class KeyMap {
  public:
   KeyMap(std::shared_ptr<State> st, bool types) : st_(std::move(st)), types_(types) {}
-  size_t size() const { return model().metadata.size(); }
-  py::object get(const std::string& key) const {
-    auto i = index(key);
-    if (!i) throw py::key_error(key);
-    return item(*i);
+  size_t size() const { return st_->get()->model().metadata.size(); }
+  py::object get(const py::handle& key) const {
+    auto o = st_->get();
+    auto i = index(*o, key);
+    if (!i) throw py::key_error(py::repr(key).cast<std::string>());
+    return item(*o, *i);
   }
-  py::object get_or(const std::string& key, py::object dflt) const {
-    auto i = index(key);
-    return i ? item(*i) : dflt;
+  py::object get_or(const py::handle& key, py::object dflt) const {
+    auto o = st_->get();
+    auto i = index(*o, key);
+    return i ? item(*o, *i) : dflt;
   }
-  bool contains(const py::handle& key) const { return PyUnicode_Check(key.ptr()) && index(key.cast<std::string>()).has_value(); }
+  bool contains(const py::handle& key) const { return index(*st_->get(), key).has_value(); }
   py::list keys() const {
-    const Metadata& md = model().metadata;
+    auto o = st_->get();
+    const Metadata& md = o->model().metadata;
     py::list out;
-    for (size_t i = 0; i < md.size(); ++i) out.append(py::str(std::string(md.key(i))));
+    for (size_t i = 0; i < md.size(); ++i) out.append(text_str(md.key(i)));
     return out;
   }
   py::list values() const {
+    auto o = st_->get();
     py::list out;
-    for (size_t i = 0; i < size(); ++i) out.append(item(i));
+    for (size_t i = 0; i < o->model().metadata.size(); ++i) out.append(item(*o, i));
     return out;
   }
   py::list items() const {
-    const Metadata& md = model().metadata;
+    auto o = st_->get();
+    const Metadata& md = o->model().metadata;
     py::list out;
-    for (size_t i = 0; i < md.size(); ++i) out.append(py::make_tuple(py::str(std::string(md.key(i))), item(i)));
+    for (size_t i = 0; i < md.size(); ++i) out.append(py::make_tuple(text_str(md.key(i)), item(*o, i)));
     return out;
   }
+  // A Mapping equals another with the same items (order aside), as dict's == has it.
+  bool equals(const py::handle& other) const {
+    if (!py::isinstance(other, py::module_::import("collections.abc").attr("Mapping"))) return false;
+    return py::dict(py::cast(*this)).equal(py::dict(py::reinterpret_borrow<py::object>(other)));
+  }
   // Where a pair lies in the file (its key's length field) and where its value starts.
-  py::object offset_of(const std::string& key, bool value) const {
-    auto i = index(key);
-    if (!i) throw py::key_error(key);
-    auto o = value ? model().metadata.value_offset(*i) : model().metadata.offset(*i);
-    return o ? py::object(py::int_(*o)) : py::object(py::none());
+  py::object offset_of(const py::handle& key, bool value) const {
+    auto o = st_->get();
+    auto i = index(*o, key);
+    if (!i) throw py::key_error(py::repr(key).cast<std::string>());
+    auto at = value ? o->model().metadata.value_offset(*i) : o->model().metadata.offset(*i);
+    return at ? py::object(py::int_(*at)) : py::object(py::none());
   }
 
  private:
-  const Model& model() const;
-  std::optional<size_t> index(const std::string& key) const;
-  py::object item(size_t i) const {
-    const KV kv = model().metadata[i];
+  // A key that is not a str, or not one the file has, is not there (a str's surrogate
+  // escapes stand for the bytes of a key that is not UTF-8, as keys() gives them).
+  static std::optional<size_t> index(const Opened& o, const py::handle& key) {
+    if (!PyUnicode_Check(key.ptr())) return std::nullopt;
+    PyObject* b = PyUnicode_AsEncodedString(key.ptr(), "utf-8", "surrogateescape");
+    if (!b) {
+      PyErr_Clear();
+      return std::nullopt;
+    }
+    const std::string k(PyBytes_AS_STRING(b), static_cast<size_t>(PyBytes_GET_SIZE(b)));
+    Py_DECREF(b);
+    return o.model().metadata.index_of(k, o.by_key);
+  }
+  py::object item(const Opened& o, size_t i) const {
+    const KV kv = o.model().metadata[i];
     if (!types_) return to_python(kv.value);
     if (kv.value.type != ValueType::array) return py::str(value_type_name(kv.value.type));
     return py::str(std::string("array[") + value_type_name(kv.value.elem) + "]");
@@ -164,117 +223,86 @@ struct MappedBytes {
   size_t size = 0;
 };
 
-void check_open(const std::shared_ptr<State>& st) {
-  if (!st || st->closed) throw py::value_error("I/O operation on a closed ggufkit.File");
+// The calls on an open file. Each works on the Opened it is given, which its caller took
+// from the State with the GIL held, so that it can run without the GIL.
+size_t tensor_index(const Opened& o, const std::string& name) {
+  const TensorList& ts = o.model().tensors;
+  auto it = std::lower_bound(o.by_name.begin(), o.by_name.end(), name, [&](uint64_t i, const std::string& n) { return ts.name(i) < n; });
+  if (it == o.by_name.end() || ts.name(*it) != name) throw Error(Error::Kind::usage, o.path, std::nullopt, "", "no tensor named '" + name + "'");
+  return *it;
+}
+
+TensorRecord tensor_record(const Opened& o, size_t i) {
+  const Tensor t = o.model().tensors[i];
+  const GgmlType* g = ggml_type(t.type);
+  TensorRecord r{t.name, g ? g->name : std::to_string(t.type), t.dims, o.view.s.layout.tensor_offsets[i], t.nbytes(), std::nullopt};
+  if (o.view.files > 1) r.shard = o.view.shard[i];
+  return r;
+}
+
+MappedBytes tensor_bytes(const Opened& o, const std::string& name) {
+  const size_t i = tensor_index(o, name);
+  const Tensor t = o.model().tensors[i];
+  const std::string field = "tensor[" + std::to_string(i) + "] " + t.name;
+  if (o.view.s.header_only || !t.source)
+    throw Error(Error::Kind::usage, o.path, std::nullopt, field, "the file holds the header alone (a header exemplar): it has no tensor bytes to read");
+  const uint64_t n = t.nbytes();
+  MappedBytes out;
+  out.keep = t.source;
+  out.size = static_cast<size_t>(n);
+  if (n == 0) return out;
+  if (const uint8_t* d = t.source->data()) {
+    out.data = d + t.source_offset;
+    return out;
+  }
+  const int fd = t.source->fd();
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0) throw_io(t.source->name(), "cannot map the tensor's bytes");
+  if (static_cast<uint64_t>(st.st_size) < t.source_offset + n)
+    throw Error(Error::Kind::io, t.source->name(), t.source_offset, field,
+                "the file is shorter now than when it was opened (" + std::to_string(st.st_size) + " bytes): it changed");
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t start = t.source_offset / page * page, len = n + (t.source_offset - start);
+  void* p = ::mmap(nullptr, static_cast<size_t>(len), PROT_READ, MAP_SHARED, fd, static_cast<off_t>(start));
+  if (p == MAP_FAILED) throw_io(t.source->name(), "cannot map the tensor's bytes");
+  out.keep = std::shared_ptr<const void>(p, [len](const void* q) { ::munmap(const_cast<void*>(q), static_cast<size_t>(len)); });
+  out.data = static_cast<const uint8_t*>(p) + (t.source_offset - start);
+  return out;
+}
+
+std::vector<float> tensor_values(const Opened& o, const std::string& name) {
+  const Tensor t = o.model().tensors[tensor_index(o, name)];
+  if (o.view.s.header_only) tensor_bytes(o, name);  // says why there are no values
+  return ggufkit::tensor_values(t, o.model().data_order.value_or(o.model().order));
 }
 
 class File {
  public:
   explicit File(std::shared_ptr<State> st) : st_(std::move(st)) {}
-  const std::shared_ptr<State>& state() const {
-    check_open(st_);
-    return st_;
-  }
-  const Scanned& s() const { return state()->view.s; }
-  const Model& m() const { return s().model; }
-  void close() {
-    st_->closed = true;
-    st_->view = ModelView{};
-    st_->by_key.reset();
-    st_->by_name.reset();
-    st_->vocab.reset();
-  }
-  bool closed() const { return st_->closed; }
-
-  size_t tensor_index(const std::string& name) const {
-    auto& st = *state();
-    const TensorList& ts = st.view.s.model.tensors;
-    if (!st.by_name) st.by_name = ts.sorted_by_name();
-    auto it = std::lower_bound(st.by_name->begin(), st.by_name->end(), name,
-                               [&](uint64_t i, const std::string& n) { return ts.name(i) < n; });
-    if (it == st.by_name->end() || ts.name(*it) != name) {
-      std::string msg = "no tensor named '" + name + "'";
-      throw Error(Error::Kind::usage, st.path, std::nullopt, "", msg);
-    }
-    return *it;
-  }
-
-  TensorRecord record(size_t i) const {
-    const Tensor t = m().tensors[i];
-    const GgmlType* g = ggml_type(t.type);
-    TensorRecord r{t.name, g ? g->name : std::to_string(t.type), t.dims, s().layout.tensor_offsets[i], t.nbytes(), std::nullopt};
-    if (state()->view.files > 1) r.shard = state()->view.shard[i];
-    return r;
-  }
-
-  std::vector<TensorRecord> tensors() const {
-    std::vector<TensorRecord> out;
-    out.reserve(m().tensors.size());
-    for (size_t i = 0; i < m().tensors.size(); ++i) out.push_back(record(i));
-    return out;
-  }
-
-  MappedBytes tensor_bytes(const std::string& name) const {
-    const size_t i = tensor_index(name);
-    const Tensor t = m().tensors[i];
-    const std::string field = "tensor[" + std::to_string(i) + "] " + t.name;
-    if (s().header_only || !t.source)
-      throw Error(Error::Kind::usage, state()->path, std::nullopt, field,
-                  "the file holds the header alone (a header exemplar): it has no tensor bytes to read");
-    const uint64_t n = t.nbytes();
-    MappedBytes out;
-    out.keep = t.source;
-    out.size = static_cast<size_t>(n);
-    if (n == 0) return out;
-    if (const uint8_t* d = t.source->data()) {
-      out.data = d + t.source_offset;
-      return out;
-    }
-    const int fd = t.source->fd();
-    struct stat st {};
-    if (fd < 0 || ::fstat(fd, &st) != 0) throw_io(t.source->name(), "cannot map the tensor's bytes");
-    if (static_cast<uint64_t>(st.st_size) < t.source_offset + n)
-      throw Error(Error::Kind::io, t.source->name(), t.source_offset, field,
-                  "the file is shorter now than when it was opened (" + std::to_string(st.st_size) + " bytes): it changed");
-    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    const uint64_t start = t.source_offset / page * page, len = n + (t.source_offset - start);
-    void* p = ::mmap(nullptr, static_cast<size_t>(len), PROT_READ, MAP_SHARED, fd, static_cast<off_t>(start));
-    if (p == MAP_FAILED) throw_io(t.source->name(), "cannot map the tensor's bytes");
-    out.keep = std::shared_ptr<const void>(p, [len](const void* q) { ::munmap(const_cast<void*>(q), static_cast<size_t>(len)); });
-    out.data = static_cast<const uint8_t*>(p) + (t.source_offset - start);
-    return out;
-  }
-
-  std::vector<float> tensor_values(const std::string& name) const {
-    const Tensor t = m().tensors[tensor_index(name)];
-    if (s().header_only) tensor_bytes(name);  // says why there are no values
-    return ggufkit::tensor_values(t, m().data_order.value_or(m().order));
-  }
+  std::shared_ptr<Opened> get() const { return st_->get(); }
+  const std::shared_ptr<State>& state() const { return st_; }
+  void close() { st_->open.reset(); }
+  bool closed() const { return !st_->open; }
 
  private:
   std::shared_ptr<State> st_;
 };
 
-const Model& KeyMap::model() const {
-  check_open(st_);
-  return st_->view.s.model;
-}
-
-std::optional<size_t> KeyMap::index(const std::string& key) const {
-  check_open(st_);
-  const Metadata& md = st_->view.s.model.metadata;
-  if (!st_->by_key) st_->by_key = md.sorted_by_key();
-  return md.index_of(key, *st_->by_key);
-}
-
 File open_job(const py::handle& path_obj, bool shard_only) {
-  const std::string path = to_path(path_obj, "path");
-  auto st = std::make_shared<State>();
-  st->path = path;
+  auto o = std::make_shared<Opened>();
+  o->path = to_path(path_obj, "path");
+  o->shard_only = shard_only;
   {
-    py::gil_scoped_release nogil;
-    st->view = open_model(path, shard_only);
+    InLibrary nogil;
+    o->view = open_model(o->path, shard_only);
+    std::error_code ec;
+    const auto abs = std::filesystem::absolute(o->path, ec);
+    o->where = ec ? o->path : abs.string();
+    o->by_key = o->model().metadata.sorted_by_key();
+    o->by_name = o->model().tensors.sorted_by_name();
   }
+  auto st = std::make_shared<State>();
+  st->open = std::move(o);
   return File(std::move(st));
 }
 
@@ -286,10 +314,10 @@ py::list change_list(const std::vector<Change>& changes) {
   for (const Change& c : changes) {
     py::dict d;
     d["change"] = kinds[c.kind];
-    d["key"] = c.key;
-    if (c.kind == Change::rename) d["to"] = c.to;
+    d["key"] = text_str(c.key);
+    if (c.kind == Change::rename) d["to"] = text_str(c.to);
     if (c.kind == Change::retype) {
-      d["token"] = c.token;
+      d["token"] = text_str(c.token);
       d["id"] = c.id;
       d["before"] = token_type_name(c.before->as_i64());
       d["after"] = token_type_name(c.after->as_i64());
@@ -304,7 +332,7 @@ py::list change_list(const std::vector<Change>& changes) {
 
 py::dict file_dict(const WrittenFile& f) {
   py::dict d;
-  d["path"] = f.path;
+  d["path"] = text_str(f.path);
   d["file_size"] = f.file_size;
   d["data_offset"] = f.data_offset;
   d["tensors"] = f.tensors;
@@ -325,6 +353,9 @@ py::list findings_list(const std::vector<Finding>& fs, const std::string& file) 
 // place only after its last check of the cancel flag) when one is raised; so does an
 // exception from the caller's own progress callable, which is then raised as it was.
 struct Interrupts {
+  explicit Interrupts(py::object progress) : user(std::move(progress)) {
+    if (!user.is_none() && !PyCallable_Check(user.ptr())) throw_usage("progress: expected a callable progress(written, total), or None");
+  }
   std::atomic<bool> cancel{false};
   std::shared_ptr<py::error_already_set> raised;  // KeyboardInterrupt, or the callable's
   py::object user;                                // the caller's progress(written, total), or None
@@ -346,7 +377,7 @@ struct Interrupts {
   template <typename F>
   auto run(F f) {
     try {
-      py::gil_scoped_release nogil;
+      InLibrary nogil;
       auto r = f();
       if (!raised) return r;
     } catch (...) {
@@ -357,24 +388,39 @@ struct Interrupts {
   }
 };
 
+// A Mapping that is not a dict (a MappingProxyType, a KeyMap) as a dict; anything else as it is.
+py::object as_dict(const py::object& o) {
+  if (o.is_none() || PyDict_Check(o.ptr())) return o;
+  if (py::isinstance(o, py::module_::import("collections.abc").attr("Mapping"))) return py::dict(o);
+  return o;
+}
+
 // Python's keys and values into the patch, as the command's options build it.
-void add_to_patch(Patch& p, const py::object& set, const py::object& remove, const py::object& rename,
-                  const py::object& chat_template, const py::object& special_tokens) {
+void add_to_patch(Patch& p, const py::object& set_arg, const py::object& remove, const py::object& rename_arg,
+                  const py::object& chat_template, const py::object& special_arg) {
+  const py::object set = as_dict(set_arg), rename = as_dict(rename_arg), special_tokens = as_dict(special_arg);
   if (!set.is_none()) {
     if (!PyDict_Check(set.ptr())) throw_usage("set: expected a dict of key -> value");
     for (const auto& [k, v] : py::reinterpret_borrow<py::dict>(set)) {
-      const std::string key = py::str(k).cast<std::string>();
+      const std::string key = name_arg(k, "set: a key");
+      if (v.is_none()) throw_usage("set[" + key + "]: None is no GGUF value (remove=[\"" + key + "\"] removes a key)");
       p.add_set(key, to_text(v, "set[" + key + "]"));
     }
   }
   if (!remove.is_none()) {
-    if (PyUnicode_Check(remove.ptr())) p.add_remove(remove.cast<std::string>());
+    // One key (a str) or an iterable of keys; bytes would be an iterable of numbers.
+    if (PyUnicode_Check(remove.ptr())) p.add_remove(name_arg(remove, "remove"));
+    else if (PyBytes_Check(remove.ptr()) || PyByteArray_Check(remove.ptr()) || !py::isinstance<py::iterable>(remove))
+      throw_usage("remove: expected a key (str) or a list of keys");
     else
-      for (const py::handle k : remove) p.add_remove(py::str(k).cast<std::string>());
+      for (const py::handle k : remove) p.add_remove(name_arg(k, "remove: a key"));
   }
   if (!rename.is_none()) {
     if (!PyDict_Check(rename.ptr())) throw_usage("rename: expected a dict of old key -> new key");
-    for (const auto& [k, v] : py::reinterpret_borrow<py::dict>(rename)) p.add_rename(py::str(k).cast<std::string>(), py::str(v).cast<std::string>());
+    for (const auto& [k, v] : py::reinterpret_borrow<py::dict>(rename)) {
+      const std::string from = name_arg(k, "rename: a key");
+      p.add_rename(from, name_arg(v, "rename[" + from + "]"));
+    }
   }
   if (!chat_template.is_none()) {
     if (!PyUnicode_Check(chat_template.ptr())) throw_usage("chat_template: expected the template's text (a str)");
@@ -383,10 +429,10 @@ void add_to_patch(Patch& p, const py::object& set, const py::object& remove, con
   if (!special_tokens.is_none()) {
     if (!PyDict_Check(special_tokens.ptr())) throw_usage("special_tokens: expected a dict of name -> text (str) or id (int)");
     for (const auto& [k, v] : py::reinterpret_borrow<py::dict>(special_tokens)) {
-      const std::string name = py::str(k).cast<std::string>();
+      const std::string name = name_arg(k, "special_tokens: a name");
       const bool by_id = PyLong_Check(v.ptr()) && !PyBool_Check(v.ptr());
       if (!by_id && !PyUnicode_Check(v.ptr())) throw_usage("special_tokens[" + name + "]: expected the token's text (str) or its id (int)");
-      p.add_special(name, by_id ? py::str(v).cast<std::string>() : v.cast<std::string>(), by_id);
+      p.add_special(name, by_id ? to_text(v, "special_tokens[" + name + "]") : name_arg(v, "special_tokens[" + name + "]"), by_id);
     }
   }
 }
@@ -396,6 +442,7 @@ py::dict edit_job(const py::handle& path, py::object set, py::object remove, py:
                   bool allow_broken, bool header_only, bool whole_file, bool verify, py::object progress) {
   EditRequest req;
   req.input = to_path(path, "path");
+  patch = as_dict(patch);
   if (!patch.is_none()) {
     if (PyDict_Check(patch.ptr())) req.patch = parse_patch(to_text(patch, "patch"), "patch", ".");
     else req.patch = read_patch(to_path(patch, "patch"));
@@ -413,37 +460,38 @@ py::dict edit_job(const py::handle& path, py::object set, py::object remove, py:
   req.whole_file = whole_file;
   req.write.force = force;
   req.write.verify = verify;
-  Interrupts irq;
-  irq.user = progress;
+  Interrupts irq(progress);
   irq.attach(req.write);
   const EditReport r = irq.run([&] { return ggufkit::edit(req); });
   static const char* written[] = {"nothing", "header", "whole_file"};
   py::dict d;
-  d["file"] = req.input;
+  d["file"] = text_str(req.input);
   d["dry_run"] = dry_run;
   d["unchanged"] = r.unchanged;
   d["written"] = written[static_cast<int>(r.written)];
   d["changes"] = change_list(r.changes);
-  d["data_offset"] = py::make_tuple(r.data_offset_before, r.data_offset_after);
-  d["file_size"] = py::make_tuple(r.file_size_before, r.file_size_after);
+  // An edit that changes nothing plans no new layout: its after is its before.
+  d["data_offset"] = py::make_tuple(r.data_offset_before, r.unchanged ? r.data_offset_before : r.data_offset_after);
+  d["file_size"] = py::make_tuple(r.file_size_before, r.unchanged ? r.file_size_before : r.file_size_after);
   d["header_fits"] = r.header_fits;
   if (r.written == Written::header) {
     d["header_size"] = r.header_size;
     d["bytes_written"] = r.header_bytes;
     d["at"] = r.header_at;
   }
-  d["why_whole"] = r.why_whole;
+  d["why_whole"] = message_str(r.why_whole);
   py::list files;
   for (const WrittenFile& f : r.files) files.append(file_dict(f));
   d["files"] = files;
   d["findings"] = findings_list(r.findings_new, req.input);
   py::list notes;
-  for (const auto& [file, msg] : r.notes) notes.append(py::make_tuple(file, msg));
+  for (const auto& [file, msg] : r.notes) notes.append(py::make_tuple(text_str(file), message_str(msg)));
   d["notes"] = notes;
   return d;
 }
 
-py::dict write_job(const py::object& sketch, const py::handle& out, bool force, bool check, py::object defines) {
+py::dict write_job(const py::object& sketch_arg, const py::handle& out, bool force, bool check, py::object defines_arg) {
+  const py::object sketch = as_dict(sketch_arg), defines = as_dict(defines_arg);
   WriteSketchRequest req;
   if (PyDict_Check(sketch.ptr())) {
     req.sketch = "sketch";
@@ -454,11 +502,19 @@ py::dict write_job(const py::object& sketch, const py::handle& out, bool force, 
   req.output = to_path(out, "out");
   req.force = force;
   req.check = check;
-  if (!defines.is_none())
-    for (const auto& [k, v] : py::reinterpret_borrow<py::dict>(defines)) req.defines[py::str(k).cast<std::string>()] = py::str(v).cast<std::string>();
+  if (!defines.is_none()) {
+    if (!PyDict_Check(defines.ptr())) throw_usage("defines: expected a dict of NAME -> value");
+    for (const auto& [k, v] : py::reinterpret_borrow<py::dict>(defines)) {
+      const std::string name = name_arg(k, "defines: a name");
+      // The text [[NAME]] becomes: a str as it is, a number as its digits.
+      if (PyUnicode_Check(v.ptr())) req.defines[name] = name_arg(v, "defines[" + name + "]");
+      else if ((PyLong_Check(v.ptr()) && !PyBool_Check(v.ptr())) || PyFloat_Check(v.ptr())) req.defines[name] = to_text(v, "defines[" + name + "]");
+      else throw_usage("defines[" + name + "]: expected a str or a number");
+    }
+  }
   WriteSketchReport r;
   {
-    py::gil_scoped_release nogil;
+    InLibrary nogil;
     r = write_sketch(req);
   }
   py::dict d = file_dict(r.file);
@@ -470,20 +526,28 @@ py::object dump_job(const py::handle& path, bool inline_data) {
   const std::string p = to_path(path, "path");
   std::string text;
   {
-    py::gil_scoped_release nogil;
-    ModelView v = open_model(p);
+    InLibrary nogil;
+    ModelView v = open_model(p, true);  // the file itself, as `ggufkit dump` dumps a shard
     DumpOptions o;
     o.json = true;
     o.inline_data = inline_data;
     text = dump_sketch(v.s.model, o);
   }
-  return py::module_::import("json").attr("loads")(py::bytes(text));
+  // A float's -0 is the text "-0", which json reads as the int 0 and write() would then
+  // give back as +0: it stays the float -0.0 (no integer is ever printed as -0).
+  py::cpp_function parse_int([](const py::str& t) -> py::object {
+    if (t.equal(py::str("-0"))) return py::float_(-0.0);
+    PyObject* n = PyLong_FromUnicodeObject(t.ptr(), 10);
+    if (!n) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(n);
+  });
+  return py::module_::import("json").attr("loads")(py::bytes(text), py::arg("parse_int") = parse_int);
 }
 
 std::vector<FindingRecord> validate_job(const std::string& path, bool shard_only, const std::string& base) {
   Verdict v;
   {
-    py::gil_scoped_release nogil;
+    InLibrary nogil;
     v = validate(path, shard_only, nullptr, base);
   }
   std::vector<FindingRecord> out;
@@ -496,32 +560,37 @@ std::vector<FindingRecord> validate_job(const std::string& path, bool shard_only
 // The spans of the file itself (a shard's own, not its set's).
 std::vector<SpanRecord> map_job(const std::string& path) {
   std::vector<SpanRecord> out;
-  py::gil_scoped_release nogil;
+  InLibrary nogil;
   ModelView v = open_model(path, true);
   for (const LabeledSpan& sp : v.s.layout.spans) out.push_back({span_kind_name(sp.kind), sp.path, sp.span.offset, sp.span.size});
   return out;
 }
 
-std::string render_job(const py::handle& path, const py::object& conversation, const std::string& name, bool shard_only,
-                       std::optional<bool> add_generation_prompt) {
-  const std::string file = to_path(path, "path");
+py::str render_job(const py::handle& path, const py::object& conversation_arg, const py::object& name_obj, bool shard_only,
+                   std::optional<bool> add_generation_prompt) {
+  const std::string file = to_path(path, "path"), name = name_arg(name_obj, "name");
+  const py::object conversation = as_dict(conversation_arg);
   if (!PyDict_Check(conversation.ptr())) throw_usage("conversation: expected a dict with \"messages\"");
   const std::string json = to_text(conversation, "conversation");
-  py::gil_scoped_release nogil;
-  jinja::Value conv;
-  try {
-    conv = jinja::from_json(json);
-    jinja::chat_context(conv, std::nullopt, std::nullopt);  // its shape checked first, as the command does
-  } catch (const std::invalid_argument& e) {
-    throw Error(Error::Kind::usage, "", std::nullopt, "conversation", std::string("is not a conversation: ") + e.what());
+  std::string prompt;
+  {
+    InLibrary nogil;
+    jinja::Value conv;
+    try {
+      conv = jinja::from_json(json);
+      jinja::chat_context(conv, std::nullopt, std::nullopt);  // its shape checked first, as the command does
+    } catch (const std::invalid_argument& e) {
+      throw Error(Error::Kind::usage, "", std::nullopt, "conversation", std::string("is not a conversation: ") + e.what());
+    }
+    if (add_generation_prompt) conv.dict->set(jinja::Value::string("add_generation_prompt"), jinja::Value::boolean(*add_generation_prompt));
+    ModelView v = open_model(file, shard_only);
+    const std::string key = name == "default" ? "tokenizer.chat_template" : "tokenizer.chat_template." + name;
+    const Value* t = v.s.model.find(key);
+    if (!t || t->type != ValueType::string)
+      throw Error(Error::Kind::format, file, std::nullopt, key, t ? "is not a string" : "the file has no such template");
+    prompt = render_prompt(file, key, t->str, v.s.model, conv);
   }
-  if (add_generation_prompt) conv.dict->set(jinja::Value::string("add_generation_prompt"), jinja::Value::boolean(*add_generation_prompt));
-  ModelView v = open_model(file, shard_only);
-  const std::string key = name == "default" ? "tokenizer.chat_template" : "tokenizer.chat_template." + name;
-  const Value* t = v.s.model.find(key);
-  if (!t || t->type != ValueType::string)
-    throw Error(Error::Kind::format, file, std::nullopt, key, t ? "is not a string" : "the file has no such template");
-  return render_prompt(file, key, t->str, v.s.model, conv);
+  return text_str(prompt);
 }
 
 std::shared_ptr<const tokenizer::Vocab> vocab_of(const std::string& file, const Model& m) {
@@ -554,13 +623,8 @@ std::string text_arg(const py::handle& text) {
   return std::string(s, static_cast<size_t>(n));
 }
 
-WriteOptions plain_write(bool force) {
-  WriteOptions w;
-  w.force = force;
-  return w;
-}
-
-py::dict replica_job(const py::handle& path, const py::handle& out, const std::string& data, bool force, bool shard_only) {
+py::dict replica_job(const py::handle& path, const py::handle& out, const std::string& data, bool force, bool shard_only,
+                     py::object progress) {
   ReplicaRequest req;
   req.input = to_path(path, "path");
   req.output = to_path(out, "out");
@@ -569,16 +633,14 @@ py::dict replica_job(const py::handle& path, const py::handle& out, const std::s
   else if (data == "none") req.data = ReplicaData::none;
   else throw_usage("data: expected 'sparse', 'zeros' or 'none', got '" + data + "'");
   req.shard_only = shard_only;
-  req.write = plain_write(force);
-  ReplicaReport r;
-  {
-    py::gil_scoped_release nogil;
-    r = replica(req);
-  }
+  req.write.force = force;
+  Interrupts irq(std::move(progress));
+  irq.attach(req.write);
+  const ReplicaReport r = irq.run([&] { return replica(req); });
   py::list files;
   for (const ReplicaFile& f : r.files) {
     py::dict d = file_dict(f.file);
-    d["source"] = f.source;
+    d["source"] = text_str(f.source);
     d["header_bytes"] = f.header_bytes;
     d["disk_bytes"] = f.disk_bytes;
     files.append(d);
@@ -593,17 +655,19 @@ py::dict extract_job(const py::handle& path, const py::handle& out, bool force) 
   ExtractRequest req;
   req.input = to_path(path, "path");
   req.output = to_path(out, "out");
-  req.write = plain_write(force);
+  req.write.force = force;  // a header alone: nothing long enough to interrupt
   ExtractReport r;
   {
-    py::gil_scoped_release nogil;
+    InLibrary nogil;
     r = extract_vocab(req);
   }
   py::dict d = file_dict(r.file);
   d["keys_kept"] = r.keys_kept;
   d["keys_dropped"] = r.keys_dropped;
   d["tensors_dropped"] = r.tensors_dropped;
-  d["dropped"] = r.dropped;
+  py::list dropped;
+  for (const std::string& k : r.dropped) dropped.append(text_str(k));
+  d["dropped"] = dropped;
   return d;
 }
 
@@ -616,21 +680,21 @@ py::list corrupt_job(const py::handle& path, const py::handle& dir, uint64_t see
   req.force = force;
   CorruptReport r;
   {
-    py::gil_scoped_release nogil;
+    InLibrary nogil;
     r = corrupt(req);
   }
   py::list out;
   for (const CorruptEntry& e : r.files) {
     py::dict d;
-    d["file"] = e.file;
+    d["file"] = text_str(e.file);
     d["span_kind"] = e.span_kind;
-    d["field"] = e.field;
+    d["field"] = text_str(e.field);
     d["offset"] = e.offset;
     d["mutation"] = e.mutation;
     d["gguf"] = e.gguf_accepts ? "accepts" : "refuses";  // the manifest's words
     d["llama"] = e.llama_loads ? "loads" : "refuses";
     d["error_offset"] = e.error_offset ? py::object(py::int_(*e.error_offset)) : py::object(py::none());
-    d["error"] = e.error;
+    d["error"] = message_str(e.error);
     d["findings"] = e.findings;
     out.append(d);
   }
@@ -686,7 +750,7 @@ PYBIND11_MODULE(ggufkit, m) {
 
   py::class_<TensorRecord>(m, "Tensor", "One tensor's info record: name, dims (innermost first, as ggml orders them), "
                                         "type (ggml's name: 'q8_0'), offset (from the data start), nbytes, shard (a set's, from 1, or None).")
-      .def_readonly("name", &TensorRecord::name)
+      .def_property_readonly("name", [](const TensorRecord& t) { return text_str(t.name); })
       .def_readonly("dims", &TensorRecord::dims)
       .def_readonly("type", &TensorRecord::type)
       .def_readonly("offset", &TensorRecord::offset)
@@ -698,20 +762,20 @@ PYBIND11_MODULE(ggufkit, m) {
       .def_readonly("kind", &SpanRecord::kind)
       .def_readonly("offset", &SpanRecord::offset)
       .def_readonly("size", &SpanRecord::size)
-      .def_readonly("field", &SpanRecord::field)
+      .def_property_readonly("field", [](const SpanRecord& s) { return text_str(s.field); })
       .def_property_readonly("end", [](const SpanRecord& s) { return s.offset + s.size; })
       .def("__repr__", [](const SpanRecord& s) { return fields_repr("Span", s, {"kind", "offset", "size", "field"}); });
 
   py::class_<FindingRecord>(m, "Finding", "What validate finds: code (as validate prints it), severity (error, warning, info), "
                                           "offset (or None), field (the key or tensor), item, message, fix (a command, or ''), ids, file.")
-      .def_readonly("file", &FindingRecord::file)
+      .def_property_readonly("file", [](const FindingRecord& f) { return text_str(f.file); })
       .def_readonly("code", &FindingRecord::code)
       .def_readonly("severity", &FindingRecord::severity)
       .def_readonly("offset", &FindingRecord::offset)
-      .def_readonly("field", &FindingRecord::field)
-      .def_readonly("item", &FindingRecord::item)
-      .def_readonly("message", &FindingRecord::message)
-      .def_readonly("fix", &FindingRecord::fix)
+      .def_property_readonly("field", [](const FindingRecord& f) { return text_str(f.field); })
+      .def_property_readonly("item", [](const FindingRecord& f) { return text_str(f.item); })
+      .def_property_readonly("message", [](const FindingRecord& f) { return message_str(f.message); })
+      .def_property_readonly("fix", [](const FindingRecord& f) { return text_str(f.fix); })
       .def_readonly("ids", &FindingRecord::ids)
       .def("__repr__", [](const FindingRecord& f) { return fields_repr("Finding", f, {"code", "severity", "offset", "field", "message"}); });
 
@@ -729,39 +793,63 @@ PYBIND11_MODULE(ggufkit, m) {
       .def("values", &KeyMap::values)
       .def("items", &KeyMap::items, "(key, value) pairs, in file order.")
       .def("get", &KeyMap::get_or, py::arg("key"), py::arg("default") = py::none())
-      .def("offset", [](const KeyMap& k, const std::string& key) { return k.offset_of(key, false); }, py::arg("key"),
+      .def("offset", [](const KeyMap& k, const py::object& key) { return k.offset_of(key, false); }, py::arg("key"),
            "Where the pair starts in the file (its key's length), or None once the model was changed.")
-      .def("value_offset", [](const KeyMap& k, const std::string& key) { return k.offset_of(key, true); }, py::arg("key"),
+      .def("value_offset", [](const KeyMap& k, const py::object& key) { return k.offset_of(key, true); }, py::arg("key"),
            "Where the pair's value starts in the file.")
+      .def("__eq__", &KeyMap::equals)
+      .def("__ne__", [](const KeyMap& k, const py::object& other) { return !k.equals(other); })
+      .attr("__hash__") = py::none();
+  keymap
       .def("__repr__", [](const KeyMap& k) { return "<ggufkit.KeyMap of " + std::to_string(k.size()) + " keys>"; });
   py::module_::import("collections.abc").attr("Mapping").attr("register")(keymap);
 
   py::class_<File>(m, "File", "An open GGUF file (ggufkit.open): its header read and checked, its tensor data left on disk.")
-      .def_property_readonly("path", [](const File& f) { return f.state()->path; })
-      .def_property_readonly("version", [](const File& f) { return f.m().version; })
-      .def_property_readonly("byte_order", [](const File& f) { return f.m().order == ByteOrder::big ? "big" : "little"; })
-      .def_property_readonly("alignment", [](const File& f) { return f.s().layout.alignment; })
-      .def_property_readonly("data_offset", [](const File& f) { return f.s().layout.data_offset; })
-      .def_property_readonly("file_size", [](const File& f) { return f.s().model_size; },
+      .def_property_readonly("path", [](const File& f) { return text_str(f.get()->path); })
+      .def_property_readonly("version", [](const File& f) { return f.get()->model().version; })
+      .def_property_readonly("byte_order", [](const File& f) { return f.get()->model().order == ByteOrder::big ? "big" : "little"; })
+      .def_property_readonly("alignment", [](const File& f) { return f.get()->view.s.layout.alignment; })
+      .def_property_readonly("data_offset", [](const File& f) { return f.get()->view.s.layout.data_offset; })
+      .def_property_readonly("file_size", [](const File& f) { return f.get()->view.s.model_size; },
                              "The file's size (a set: every shard's added up; a header exemplar: the model's).")
-      .def_property_readonly("files", [](const File& f) { return f.state()->view.files; }, "The files of its shard set (1 for a lone file).")
-      .def_property_readonly("header_only", [](const File& f) { return f.s().header_only; }, "A header exemplar: no tensor bytes.")
-      .def_property_readonly("metadata", [](const File& f) { return KeyMap(f.state(), false); },
+      .def_property_readonly("files", [](const File& f) { return f.get()->view.files; }, "The files of its shard set (1 for a lone file).")
+      .def_property_readonly("header_only", [](const File& f) { return f.get()->view.s.header_only; }, "A header exemplar: no tensor bytes.")
+      .def_property_readonly("metadata", [](const File& f) {
+                               f.get();  // refused once closed
+                               return KeyMap(f.state(), false);
+                             },
                              "key -> value, in file order: int, float, bool, str (bytes when not UTF-8), list for arrays.")
-      .def_property_readonly("types", [](const File& f) { return KeyMap(f.state(), true); },
+      .def_property_readonly("types", [](const File& f) {
+                               f.get();
+                               return KeyMap(f.state(), true);
+                             },
                              "key -> type name: 'u32', 'string', 'array[string]', ...")
-      .def_property_readonly("tensors", &File::tensors, "Every tensor's record, in file order (ggufkit.Tensor).")
+      .def_property_readonly(
+          "tensors",
+          [](const File& f) {
+            auto o = f.get();
+            std::vector<TensorRecord> out;
+            out.reserve(o->model().tensors.size());
+            for (size_t i = 0; i < o->model().tensors.size(); ++i) out.push_back(tensor_record(*o, i));
+            return out;
+          },
+          "Every tensor's record, in file order (ggufkit.Tensor).")
       .def(
           "tensor",
-          [](const File& f, const std::string& name) { return f.record(f.tensor_index(name)); }, py::arg("name"),
-          "One tensor's record by name; ggufkit.Error (usage) when there is none.")
+          [](const File& f, const py::object& name) {
+            auto o = f.get();
+            return tensor_record(*o, tensor_index(*o, name_arg(name, "name")));
+          },
+          py::arg("name"), "One tensor's record by name; ggufkit.Error (usage) when there is none.")
       .def(
           "tensor_bytes",
-          [](const File& f, const std::string& name) {
+          [](const File& f, const py::object& name) {
+            auto o = f.get();
+            const std::string n = name_arg(name, "name");
             MappedBytes b;
             {
-              py::gil_scoped_release nogil;
-              b = f.tensor_bytes(name);
+              InLibrary nogil;
+              b = tensor_bytes(*o, n);
             }
             return py::memoryview(py::cast(std::move(b)));
           },
@@ -770,11 +858,13 @@ PYBIND11_MODULE(ggufkit, m) {
           "by another program while a view lives faults on access, as any map does: copy what you keep.)")
       .def(
           "tensor_values",
-          [](const File& f, const std::string& name) -> py::object {
+          [](const File& f, const py::object& name) -> py::object {
+            auto o = f.get();
+            const std::string n = name_arg(name, "name");
             std::vector<float> v;
             {
-              py::gil_scoped_release nogil;
-              v = f.tensor_values(name);
+              InLibrary nogil;
+              v = tensor_values(*o, n);
             }
             try {
               py::module_ np = py::module_::import("numpy");
@@ -791,29 +881,38 @@ PYBIND11_MODULE(ggufkit, m) {
       .def(
           "validate",
           [](const File& f, const py::object& base) {
-            return validate_job(f.state()->path, false, base.is_none() ? "" : to_path(base, "base"));
+            auto o = f.get();
+            return validate_job(o->where, o->shard_only, base.is_none() ? "" : to_path(base, "base"));
           },
-          py::arg("base") = py::none(), "What `ggufkit validate` finds (ggufkit.Finding list); base: the model an adapter is for.")
-      .def("map", [](const File& f) { return map_job(f.state()->path); }, "Every span of the file in order (ggufkit.Span list); a shard's own.")
+          py::arg("base") = py::none(),
+          "What `ggufkit validate` finds (ggufkit.Finding list), read again from the file (a set's over the shards "
+          "it was opened with); base: the model an adapter is for.")
+      .def("map", [](const File& f) { return map_job(f.get()->where); }, "Every span of the file in order (ggufkit.Span list); a shard's own.")
       .def(
           "tokenize",
           [](const File& f, const py::object& text, bool add_special, bool parse_special) {
-            auto& st = *f.state();
+            auto o = f.get();
             const std::string t = text_arg(text);
-            py::gil_scoped_release nogil;
-            if (!st.vocab) st.vocab = vocab_of(st.path, st.view.s.model);
-            return tokenize_with(st.path, *st.vocab, t, add_special, parse_special);
+            InLibrary nogil;
+            std::shared_ptr<const tokenizer::Vocab> v;
+            {
+              std::lock_guard<std::mutex> lock(o->vocab_mu);  // one load, whichever thread comes first
+              if (!o->vocab) o->vocab = vocab_of(o->path, o->model());
+              v = o->vocab;
+            }
+            return tokenize_with(o->path, *v, t, add_special, parse_special);
           },
           py::arg("text"), py::arg("add_special") = true, py::arg("parse_special") = true,
           "Token ids exactly as llama.cpp's llama_tokenize gives them (the vocabulary loaded once per File).")
-      .def("close", &File::close)
+      .def("close", &File::close, "Let the header and the files go; calls running on other threads finish first with what they hold.")
       .def_property_readonly("closed", &File::closed)
       .def("__enter__", [](File& f) -> File& { return f; }, py::return_value_policy::reference)
       .def("__exit__", [](File& f, py::args) { f.close(); })
-      .def("__repr__", [](const File& f) {
-        if (f.closed()) return std::string("<ggufkit.File closed>");
-        return "<ggufkit.File " + f.state()->path + ": v" + std::to_string(f.m().version) + ", " + std::to_string(f.m().metadata.size()) +
-               " keys, " + std::to_string(f.m().tensors.size()) + " tensors>";
+      .def("__repr__", [](const File& f) -> py::str {
+        if (f.closed()) return py::str("<ggufkit.File closed>");
+        auto o = f.get();
+        return py::str("<ggufkit.File {}: v{}, {} keys, {} tensors>")
+            .format(text_str(o->path), o->model().version, o->model().metadata.size(), o->model().tensors.size());
       });
 
   m.def("open", &open_job, py::arg("path"), py::arg("shard_only") = false,
@@ -857,7 +956,7 @@ PYBIND11_MODULE(ggufkit, m) {
       "tokenize",
       [](const py::handle& path, const py::object& text, bool add_special, bool parse_special) {
         const std::string file = to_path(path, "path"), t = text_arg(text);
-        py::gil_scoped_release nogil;
+        InLibrary nogil;
         ModelView v = open_model(file);
         return tokenize_with(file, *vocab_of(file, v.s.model), t, add_special, parse_special);
       },
@@ -865,7 +964,7 @@ PYBIND11_MODULE(ggufkit, m) {
       "Token ids of text exactly as llama.cpp's llama_tokenize gives them on the file's vocabulary.");
 
   m.def("replica", &replica_job, py::arg("path"), py::arg("out"), py::kw_only(), py::arg("data") = "sparse", py::arg("force") = false,
-        py::arg("shard_only") = false,
+        py::arg("shard_only") = false, py::arg("progress") = py::none(),
         "`ggufkit replica`: the model with every tensor byte zero (data='sparse': holes; 'zeros'; 'none': the header alone).");
   m.def("extract_vocab", &extract_job, py::arg("path"), py::arg("out"), py::kw_only(), py::arg("force") = false,
         "`ggufkit extract --vocab-only`: the vocabulary-only file llama.cpp loads with vocab_only.");

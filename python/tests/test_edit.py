@@ -220,3 +220,12 @@ def test_progress_is_told_the_bytes_written_of_the_total(tmp_path):
     size = r["files"][0]["file_size"]
     assert seen and all(t == size for _, t in seen) and seen[-1][0] == size
     assert [w for w, _ in seen] == sorted(w for w, _ in seen)
+
+
+def test_an_edit_that_changes_nothing_writes_nothing_and_reports_the_sizes_as_they_stay(spm_copy):
+    before, size = digest(spm_copy), spm_copy.stat().st_size
+    f = ggufkit.open(spm_copy)
+    r = ggufkit.edit(spm_copy, patch={}, in_place=True)
+    assert r["unchanged"] and r["written"] == "nothing" and r["files"] == []
+    assert r["file_size"] == (size, size) and r["data_offset"] == (f.data_offset, f.data_offset)
+    assert digest(spm_copy) == before
