@@ -74,6 +74,15 @@ py::object to_python(const Value& v) {
 
 namespace {
 
+// An object's repr for a message, its bytes that are not UTF-8 as \xNN.
+std::string repr_text(const py::handle& o) {
+  py::object r = py::reinterpret_steal<py::object>(PyObject_Repr(o.ptr()));
+  if (!r) throw py::error_already_set();
+  py::object b = py::reinterpret_steal<py::object>(PyUnicode_AsEncodedString(r.ptr(), "utf-8", "backslashreplace"));
+  if (!b) throw py::error_already_set();
+  return std::string(PyBytes_AS_STRING(b.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(b.ptr())));
+}
+
 void emit(const py::handle& o, const std::string& what, int depth, std::string& out) {
   if (depth > 64) throw_usage(what + ": nested deeper than 64 levels");
   if (o.is_none()) {
@@ -121,7 +130,7 @@ void emit(const py::handle& o, const std::string& what, int depth, std::string& 
     out += '{';
     bool first = true;
     for (const auto& [k, v] : py::reinterpret_borrow<py::dict>(o)) {
-      if (!PyUnicode_Check(k.ptr())) throw_usage(what + ": a dict key that is not a str: " + py::repr(k).cast<std::string>());
+      if (!PyUnicode_Check(k.ptr())) throw_usage(what + ": a dict key that is not a str: " + repr_text(k));
       if (!first) out += ", ";
       first = false;
       emit(k, what, depth + 1, out);

@@ -14,7 +14,6 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,24 +38,29 @@ namespace {
 
 PyObject* g_error = nullptr;  // ggufkit.Error, a ValueError
 
-// A call into the library: the GIL let go, and the thread in the C locale. The library reads
-// and prints numbers with the C library (strtod, snprintf), which follows LC_NUMERIC: after
-// a program's locale.setlocale(LC_ALL, "de_DE.UTF-8") it would read a template's 0.1 as 0.
-// The library's background threads take their caller's locale (in_background).
-class InLibrary {
+// The library reads and prints numbers with the C library (strtod, snprintf), which follows
+// LC_NUMERIC: after a program's locale.setlocale(LC_ALL, "de_DE.UTF-8") it would read a
+// template's 0.1 as 0. While it works, its thread is in the C locale; the library's
+// background threads take their caller's locale (in_background).
+class CLocale {
  public:
-  InLibrary() : old_(::uselocale(c_locale())) {}
-  ~InLibrary() { ::uselocale(old_); }
-  InLibrary(const InLibrary&) = delete;
-  InLibrary& operator=(const InLibrary&) = delete;
+  CLocale() : old_(::uselocale(c_locale())) {}
+  ~CLocale() { ::uselocale(old_); }
+  CLocale(const CLocale&) = delete;
+  CLocale& operator=(const CLocale&) = delete;
 
  private:
   static locale_t c_locale() {
     static const locale_t c = ::newlocale(LC_ALL_MASK, "C", nullptr);
     return c;
   }
-  py::gil_scoped_release nogil_;
   locale_t old_;
+};
+
+// A call into the library: the GIL let go, then the C locale (undone in the reverse order).
+struct InLibrary {
+  py::gil_scoped_release nogil;
+  CLocale c;
 };
 
 const char* kind_name(Error::Kind k) { return k == Error::Kind::format ? "format" : k == Error::Kind::usage ? "usage" : "io"; }
@@ -120,15 +124,15 @@ py::object finding_object(const Finding& f, const std::string& file) {
 
 // What an open file holds: the model its header describes (copied into memory when read:
 // nothing another process writes later shows in it) and its indexes, made at open so that
-// no call builds them with the GIL let go. Nothing in it changes after open but the
-// vocabulary, loaded by the first tokenize under its mutex.
+// no call builds them with the GIL let go. What changes after open (the vocabulary, and
+// the model's cache of the pairs the library made while loading it) changes only with the
+// GIL held; calls that let it go read only the tensors and the vocabulary.
 struct Opened {
   std::string path, where;  // as given; made absolute, for the calls that read the file again
   bool shard_only = false;
   ModelView view;
   std::vector<uint64_t> by_key, by_name;
-  std::mutex vocab_mu;
-  std::shared_ptr<const tokenizer::Vocab> vocab;
+  std::shared_ptr<const tokenizer::Vocab> vocab;  // loaded by the first tokenize
   const Model& model() const { return view.s.model; }
 };
 
@@ -143,6 +147,12 @@ struct State {
   }
 };
 
+// KeyError(key), the key itself as dict's has it (not a text made of it).
+[[noreturn]] void key_error(const py::handle& key) {
+  PyErr_SetObject(PyExc_KeyError, py::make_tuple(key).ptr());
+  throw py::error_already_set();
+}
+
 // f.metadata (values) and f.types (type names): read-only mappings in file order, each
 // value made from the header when it is asked for.
 class KeyMap {
@@ -152,7 +162,7 @@ class KeyMap {
   py::object get(const py::handle& key) const {
     auto o = st_->get();
     auto i = index(*o, key);
-    if (!i) throw py::key_error(py::repr(key).cast<std::string>());
+    if (!i) key_error(key);
     return item(*o, *i);
   }
   py::object get_or(const py::handle& key, py::object dflt) const {
@@ -190,7 +200,7 @@ class KeyMap {
   py::object offset_of(const py::handle& key, bool value) const {
     auto o = st_->get();
     auto i = index(*o, key);
-    if (!i) throw py::key_error(py::repr(key).cast<std::string>());
+    if (!i) key_error(key);
     auto at = value ? o->model().metadata.value_offset(*i) : o->model().metadata.offset(*i);
     return at ? py::object(py::int_(*at)) : py::object(py::none());
   }
@@ -356,17 +366,23 @@ py::list findings_list(const std::vector<Finding>& fs, const std::string& file) 
 // place only after its last check of the cancel flag) when one is raised; so does an
 // exception from the caller's own progress callable, which is then raised as it was.
 struct Interrupts {
-  explicit Interrupts(py::object progress) : user(std::move(progress)) {
+  explicit Interrupts(py::object progress) : user(std::move(progress)), caller(::uselocale(nullptr)) {
     if (!user.is_none() && !PyCallable_Check(user.ptr())) throw_usage("progress: expected a callable progress(written, total), or None");
   }
   std::atomic<bool> cancel{false};
   std::shared_ptr<py::error_already_set> raised;  // KeyboardInterrupt, or the callable's
   py::object user;                                // the caller's progress(written, total), or None
+  locale_t caller;                                // the caller's code runs in the caller's locale
   void attach(WriteOptions& w) {
     w.cancel = &cancel;
     w.progress = [this](uint64_t written, uint64_t total) {
       py::gil_scoped_acquire gil;
       if (raised) return;
+      const locale_t library = ::uselocale(caller);
+      struct Back {
+        locale_t l;
+        ~Back() { ::uselocale(l); }
+      } back{library};
       try {
         if (PyErr_CheckSignals() != 0) throw py::error_already_set();
         if (!user.is_none()) user(written, total);
@@ -896,13 +912,15 @@ PYBIND11_MODULE(ggufkit, m) {
           [](const File& f, const py::object& text, bool add_special, bool parse_special) {
             auto o = f.get();
             const std::string t = text_arg(text);
-            InLibrary nogil;
-            std::shared_ptr<const tokenizer::Vocab> v;
-            {
-              std::lock_guard<std::mutex> lock(o->vocab_mu);  // one load, whichever thread comes first
-              if (!o->vocab) o->vocab = vocab_of(o->path, o->model());
-              v = o->vocab;
+            // The load reads keys as the library reads a model it may change (Metadata::ref,
+            // which caches what it made in the model): with the GIL held, as every reader
+            // of the metadata (KeyMap) holds it, never beside one. Once per File.
+            if (!o->vocab) {
+              CLocale c;
+              o->vocab = vocab_of(o->path, o->model());
             }
+            const std::shared_ptr<const tokenizer::Vocab> v = o->vocab;
+            InLibrary nogil;
             return tokenize_with(o->path, *v, t, add_special, parse_special);
           },
           py::arg("text"), py::arg("add_special") = true, py::arg("parse_special") = true,

@@ -70,6 +70,25 @@ def test_a_file_closed_while_other_threads_use_it_lets_their_calls_finish():
         f.metadata["general.architecture"]
 
 
+def test_reading_metadata_while_another_thread_loads_the_vocabulary_reads_it_right():
+    # Loading a vocabulary reads the model's keys the way the library reads a changed model;
+    # KeyMap reads the same keys from the main thread meanwhile, on a new File each round.
+    want = ggufkit.open(SPM)
+    want = [(k, want.metadata.offset(k), want.metadata.value_offset(k)) for k in want.metadata]
+    wrong = []
+    for _ in range(60):
+        f = ggufkit.open(SPM)
+        md = f.metadata
+        t = threading.Thread(target=f.tokenize, args=("x",))
+        t.start()
+        while t.is_alive():
+            got = [(k, md.offset(k), md.value_offset(k)) for k in md.keys()]
+            if got != want:
+                wrong.append(got)
+        t.join()
+    assert wrong == []
+
+
 def test_threads_reading_tensors_of_one_file_get_the_bytes_of_one_thread():
     f = ggufkit.open(TINY)
     want = {t.name: bytes(f.tensor_bytes(t.name)) for t in f.tensors}
@@ -173,6 +192,9 @@ print(repr(f.metadata["t.f32"]), f.metadata["t.f32s"])
 print(ggufkit.render(out, {"messages": [{"role": "user", "content": "hi"}]}))
 r = ggufkit.edit(out, set={"t.f32": 0.5}, in_place=True)
 print(r["changes"][0]["after"], ggufkit.open(out).metadata["t.f32"])
+points = set()  # the caller's own code, called back from the library, is in the caller's locale
+ggufkit.replica(sys.argv[2], out + ".r", data="zeros", progress=lambda w, t: points.add(locale.localeconv()["decimal_point"]))
+print(sorted(points), locale.localeconv()["decimal_point"])
 """
 
 
@@ -182,9 +204,9 @@ def test_a_program_in_a_comma_decimal_locale_gets_the_numbers_of_the_c_locale(tm
     loc.mkdir()
     subprocess.run(["localedef", "-i", "de_DE", "-f", "UTF-8", str(loc / "de_DE.UTF-8")], check=True, capture_output=True)
     env = dict(os.environ, LOCPATH=str(loc))
-    r = subprocess.run([sys.executable, "-c", LOCALE_CHILD, str(tmp_path / "f.gguf")], env=env, capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-c", LOCALE_CHILD, str(tmp_path / "f.gguf"), str(TINY)], env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == ["0.1 [2.5, -0.75]", "5.0|1.50|0.25|1e-07|hi", "0.5 0.5"]
+    assert r.stdout.splitlines() == ["0.1 [2.5, -0.75]", "5.0|1.50|0.25|1e-07|hi", "0.5 0.5", "[','] ,"]
 
 
 def test_dump_keeps_a_float_minus_zero_so_write_gives_the_same_bytes(tmp_path):
@@ -277,6 +299,23 @@ def test_mappings_that_are_not_dicts_are_taken_as_dicts(spm_copy):
     assert f.metadata == dict(f.metadata.items()) and f.metadata == f.metadata and f.metadata != {}
 
 
+class BadRepr:
+    def __repr__(self):
+        return "\udc80"
+
+
+def test_an_object_whose_repr_is_not_utf8_is_a_key_error_or_a_usage_error():
+    md = ggufkit.open(TINY).metadata
+    with pytest.raises(KeyError) as e:
+        md[BadRepr()]
+    assert isinstance(e.value.args[0], BadRepr)
+    with pytest.raises(KeyError) as e:
+        md["no.such.key"]
+    assert e.value.args == ("no.such.key",)
+    with pytest.raises(ggufkit.Error, match=r"set\[general.x\]: a dict key that is not a str: \\udc80"):
+        ggufkit.edit(TINY, set={"general.x": {BadRepr(): 1}}, dry_run=True)
+
+
 def test_a_bytearray_value_is_the_bytes_it_holds(spm_copy):
     a = ggufkit.edit(spm_copy, set={"general.name": bytearray(b"a\xffb")}, dry_run=True)
     b = ggufkit.edit(spm_copy, set={"general.name": b"a\xffb"}, dry_run=True)
@@ -302,6 +341,8 @@ def test_ctrl_c_or_an_error_in_progress_stops_a_replica_leaving_nothing(tmp_path
         ggufkit.replica(TINY, tmp_path / "r.gguf", data="zeros", progress=stop)
     with pytest.raises(KeyboardInterrupt):
         ggufkit.replica(TINY, tmp_path / "r.gguf", data="zeros", progress=lambda w, t: signal.raise_signal(signal.SIGINT))
+    with pytest.raises(RuntimeError, match="stop at the end"):  # the last call: not put in place either
+        ggufkit.replica(TINY, tmp_path / "r.gguf", data="none", progress=lambda w, t: (_ for _ in ()).throw(RuntimeError("stop at the end")) if w == t else None)
     assert list(tmp_path.iterdir()) == []
     seen = []
     r = ggufkit.replica(TINY, tmp_path / "r.gguf", data="zeros", progress=lambda w, t: seen.append((w, t)))
