@@ -113,10 +113,11 @@ void emit(const py::handle& o, const std::string& what, int depth, std::string& 
       throw_usage(what + ": a str that is not UTF-8 (a lone surrogate); give bytes for bytes");
     }
     out += json_string(std::string_view(s, static_cast<size_t>(n)));
-  } else if (PyBytes_Check(o.ptr())) {
-    out += "{\"hex\": \"" + hex_text(std::string_view(PyBytes_AS_STRING(o.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(o.ptr())))) + "\"}";
-  } else if (PyByteArray_Check(o.ptr())) {
-    out += "{\"hex\": \"" + hex_text(std::string_view(PyByteArray_AS_STRING(o.ptr()), static_cast<size_t>(PyByteArray_GET_SIZE(o.ptr())))) + "\"}";
+  } else if (PyBytes_Check(o.ptr()) || PyByteArray_Check(o.ptr())) {
+    const bool b = PyBytes_Check(o.ptr());
+    const std::string_view v(b ? PyBytes_AS_STRING(o.ptr()) : PyByteArray_AS_STRING(o.ptr()),
+                             static_cast<size_t>(b ? PyBytes_GET_SIZE(o.ptr()) : PyByteArray_GET_SIZE(o.ptr())));
+    out += "{\"hex\": \"" + hex_text(v) + "\"}";
   } else if (PyList_Check(o.ptr()) || PyTuple_Check(o.ptr())) {
     out += '[';
     bool first = true;
@@ -174,17 +175,24 @@ py::str message_str(std::string_view s) {
   return py::reinterpret_steal<py::str>(o);
 }
 
-std::string name_arg(const py::handle& value, const std::string& what) {
-  if (!PyUnicode_Check(value.ptr()))
-    throw_usage(what + ": expected a str, got " + py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+std::optional<std::string> name_bytes(const py::handle& value) {
+  if (!PyUnicode_Check(value.ptr())) return std::nullopt;
   PyObject* b = PyUnicode_AsEncodedString(value.ptr(), "utf-8", "surrogateescape");
   if (!b) {
     PyErr_Clear();
-    throw_usage(what + ": a str that is not UTF-8 (a lone surrogate)");
+    return std::nullopt;
   }
   std::string out(PyBytes_AS_STRING(b), static_cast<size_t>(PyBytes_GET_SIZE(b)));
   Py_DECREF(b);
   return out;
+}
+
+std::string name_arg(const py::handle& value, const std::string& what) {
+  if (!PyUnicode_Check(value.ptr()))
+    throw_usage(what + ": expected a str, got " + py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+  std::optional<std::string> out = name_bytes(value);
+  if (!out) throw_usage(what + ": a str that is not UTF-8 (a lone surrogate)");
+  return std::move(*out);
 }
 
 }  // namespace ggufkit::python

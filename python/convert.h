@@ -5,6 +5,7 @@
 // same value on the command line or in a patch file.
 #include <pybind11/pybind11.h>
 
+#include <optional>
 #include <string>
 
 #include "ggufkit/model.h"
@@ -37,5 +38,7 @@ py::str message_str(std::string_view s);
 // A key or name given by Python: a str, surrogate escapes back to their bytes; a usage
 // Error naming `what` for anything else (a bytes key is not silently its repr).
 std::string name_arg(const py::handle& value, const std::string& what);
+// The same bytes, or nothing for what is not a str or not UTF-8 (a lookup's "not there").
+std::optional<std::string> name_bytes(const py::handle& value);
 
 }  // namespace ggufkit::python

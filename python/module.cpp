@@ -38,23 +38,28 @@ namespace {
 
 PyObject* g_error = nullptr;  // ggufkit.Error, a ValueError
 
+// The thread in locale `l` (uselocale) while it lives, then back in the one it had.
+class UseLocale {
+ public:
+  explicit UseLocale(locale_t l) : old_(::uselocale(l)) {}
+  ~UseLocale() { ::uselocale(old_); }
+  UseLocale(const UseLocale&) = delete;
+  UseLocale& operator=(const UseLocale&) = delete;
+
+ private:
+  locale_t old_;
+};
+
 // The library reads and prints numbers with the C library (strtod, snprintf), which follows
 // LC_NUMERIC: after a program's locale.setlocale(LC_ALL, "de_DE.UTF-8") it would read a
 // template's 0.1 as 0. While it works, its thread is in the C locale; the library's
 // background threads take their caller's locale (in_background).
-class CLocale {
- public:
-  CLocale() : old_(::uselocale(c_locale())) {}
-  ~CLocale() { ::uselocale(old_); }
-  CLocale(const CLocale&) = delete;
-  CLocale& operator=(const CLocale&) = delete;
-
- private:
+struct CLocale : UseLocale {
+  CLocale() : UseLocale(c_locale()) {}
   static locale_t c_locale() {
     static const locale_t c = ::newlocale(LC_ALL_MASK, "C", nullptr);
     return c;
   }
-  locale_t old_;
 };
 
 // A call into the library: the GIL let go, then the C locale (undone in the reverse order).
@@ -209,15 +214,8 @@ class KeyMap {
   // A key that is not a str, or not one the file has, is not there (a str's surrogate
   // escapes stand for the bytes of a key that is not UTF-8, as keys() gives them).
   static std::optional<size_t> index(const Opened& o, const py::handle& key) {
-    if (!PyUnicode_Check(key.ptr())) return std::nullopt;
-    PyObject* b = PyUnicode_AsEncodedString(key.ptr(), "utf-8", "surrogateescape");
-    if (!b) {
-      PyErr_Clear();
-      return std::nullopt;
-    }
-    const std::string k(PyBytes_AS_STRING(b), static_cast<size_t>(PyBytes_GET_SIZE(b)));
-    Py_DECREF(b);
-    return o.model().metadata.index_of(k, o.by_key);
+    const std::optional<std::string> k = name_bytes(key);
+    return k ? o.model().metadata.index_of(*k, o.by_key) : std::nullopt;
   }
   py::object item(const Opened& o, size_t i) const {
     const KV kv = o.model().metadata[i];
@@ -378,11 +376,7 @@ struct Interrupts {
     w.progress = [this](uint64_t written, uint64_t total) {
       py::gil_scoped_acquire gil;
       if (raised) return;
-      const locale_t library = ::uselocale(caller);
-      struct Back {
-        locale_t l;
-        ~Back() { ::uselocale(l); }
-      } back{library};
+      UseLocale theirs(caller);
       try {
         if (PyErr_CheckSignals() != 0) throw py::error_already_set();
         if (!user.is_none()) user(written, total);
@@ -489,9 +483,8 @@ py::dict edit_job(const py::handle& path, py::object set, py::object remove, py:
   d["unchanged"] = r.unchanged;
   d["written"] = written[static_cast<int>(r.written)];
   d["changes"] = change_list(r.changes);
-  // An edit that changes nothing plans no new layout: its after is its before.
-  d["data_offset"] = py::make_tuple(r.data_offset_before, r.unchanged ? r.data_offset_before : r.data_offset_after);
-  d["file_size"] = py::make_tuple(r.file_size_before, r.unchanged ? r.file_size_before : r.file_size_after);
+  d["data_offset"] = py::make_tuple(r.data_offset_before, r.data_offset_after);
+  d["file_size"] = py::make_tuple(r.file_size_before, r.file_size_after);
   d["header_fits"] = r.header_fits;
   if (r.written == Written::header) {
     d["header_size"] = r.header_size;

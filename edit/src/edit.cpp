@@ -316,6 +316,8 @@ void edit_file(const EditRequest& req, std::optional<ShardSet>& set, std::vector
   }
   if (report.changes.empty() && !report.order_after && !req.always_write) {
     report.unchanged = true;
+    report.data_offset_after = report.data_offset_before;  // nothing is planned: the file stays as it is
+    report.file_size_after = report.file_size_before;
     return;
   }
   gate(req, report.findings_before, model, report.changes, report, offsets);
