@@ -303,6 +303,102 @@ void split_newlines(Fragment& f) {
   }
 }
 
+// The collapsed text's code units as the expressions' classes see them (each is below 0x100:
+// ASCII or a stand-in): \s is ASCII's (with U+000B, the stand-in for other whitespace).
+bool unit_space(uint32_t u) { return (u >= '\t' && u <= '\r') || u == ' '; }
+bool unit_letter(uint32_t u) { return (u >= 'A' && u <= 'Z') || (u >= 'a' && u <= 'z') || u == 0xD2; }
+bool unit_number(uint32_t u) { return (u >= '0' && u <= '9') || u == 0xD1; }
+
+// Tekken's, GPT-4o's and granite-embed-multi's expression, which llama.cpp runs on std::regex:
+//   P?U*L+K?|P?U+L*K?|\p{N}{1,digits}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// P = [^\r\n\p{L}\p{N}], K the contractions (tekken has none), U a letter (or mark) that is
+// not a-z, L one that is not A-Z (written ((?=[\p{L}])([^a-z])) and so on). A backtracking
+// matcher keeps a frame for each letter of a run and gives up past its limits; this is the
+// match it would find, alternative by alternative, in one pass: U*L+ backtracks U* to the
+// last position of the run where an L stands, and none of the later parts can fail.
+struct CaseWords {
+  bool marks;         // [\p{L}\p{M}] in the lookaheads
+  bool contractions;  // K? after each letter alternative
+  size_t digits;      // \p{N}{1,digits}
+};
+
+void split_case_words(const std::vector<uint32_t>& units, size_t ini, size_t end, const CaseWords& w, Offsets& out) {
+  constexpr size_t fail = SIZE_MAX;
+  constexpr uint32_t none = 0xFFFFFFFF;  // past the fragment: no class holds it
+  auto at = [&](size_t p) { return p < end ? units[p] : none; };
+  auto letter = [&](uint32_t u) { return unit_letter(u) || (w.marks && u == 0xD4); };
+  auto upper = [&](uint32_t u) { return letter(u) && !(u >= 'a' && u <= 'z'); };
+  auto lower = [&](uint32_t u) { return letter(u) && !(u >= 'A' && u <= 'Z'); };
+  auto prefix = [&](uint32_t u) { return u != none && u != '\r' && u != '\n' && !unit_letter(u) && !unit_number(u); };
+  auto other = [&](uint32_t u) { return u != none && !unit_space(u) && !unit_letter(u) && !unit_number(u); };
+  auto contraction = [&](size_t p) -> size_t {  // (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])
+    if (!w.contractions || at(p) != '\'') return 0;
+    auto fold = [&](size_t q) { uint32_t u = at(q); return u >= 'A' && u <= 'Z' ? u + 32 : u; };
+    uint32_t a = fold(p + 1), b = fold(p + 2);
+    if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
+    return (a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l') ? 3 : 0;
+  };
+  auto upper_lower = [&](size_t s) {  // U*L+K? from s: its end, or fail
+    size_t last = fail, p = s;
+    for (; upper(at(p)); ++p)
+      if (lower(at(p))) last = p;
+    if (lower(at(p))) last = p;
+    if (last == fail) return fail;
+    for (p = last; lower(at(p));) ++p;
+    return p + contraction(p);
+  };
+  auto upper_then_lower = [&](size_t s) {  // U+L*K? from s
+    if (!upper(at(s))) return fail;
+    size_t p = s;
+    while (upper(at(p))) ++p;
+    while (lower(at(p))) ++p;
+    return p + contraction(p);
+  };
+  for (size_t pos = ini; pos < end;) {
+    const bool p_first = prefix(at(pos));
+    size_t to = p_first ? upper_lower(pos + 1) : fail;
+    if (to == fail) to = upper_lower(pos);
+    if (to == fail && p_first) to = upper_then_lower(pos + 1);
+    if (to == fail) to = upper_then_lower(pos);
+    if (to == fail && unit_number(at(pos))) {
+      to = pos + 1;
+      while (to - pos < w.digits && unit_number(at(to))) ++to;
+    }
+    if (to == fail) {
+      size_t s = at(pos) == ' ' && other(at(pos + 1)) ? pos + 1 : pos;
+      if (other(at(s))) {
+        for (to = s; other(at(to));) ++to;
+        while (at(to) == '\r' || at(to) == '\n' || at(to) == '/') ++to;
+      }
+    }
+    if (to == fail) {  // whitespace: \s*[\r\n]+ to the run's last CR or LF, else \s+(?!\S), else \s+
+      size_t n = 0, last_crlf = fail;
+      for (; unit_space(at(pos + n)); ++n)
+        if (at(pos + n) == '\r' || at(pos + n) == '\n') last_crlf = pos + n;
+      to = last_crlf != fail ? last_crlf + 1 : n > 1 && pos + n < end ? pos + n - 1 : pos + n;
+    }
+    // every code unit is a letter, a number, whitespace or other: some alternative matched
+    out.push_back(to - pos);
+    pos = to;
+  }
+}
+
+// Superbpe's (?=(\d{3})+(?!\d)) (\d ASCII's): an empty match, so a cut, before each digit
+// that leaves a multiple of three digits to the end of its run.
+void split_digit_triples(Fragment& f) {
+  auto digit = [&](size_t p) { uint32_t c = f.cpt(p); return c >= '0' && c <= '9'; };
+  for (size_t pos = f.ini; pos < f.end;) {
+    if (!digit(pos)) {
+      ++pos;
+      continue;
+    }
+    size_t from = pos;
+    while (digit(pos)) ++pos;
+    for (size_t cut = from + (pos - from) % 3; cut < pos; cut += 3) f.add(cut);
+  }
+  f.add(f.end);
+}
+
 // What a match needs that outlives one split: the JIT stack (the default 32 KiB is small for
 // long pieces), per thread as PCRE2 wants.
 struct MatchEnv {
@@ -330,7 +426,7 @@ MatchEnv& match_env() {
 }  // namespace
 
 struct PreTokenizer::Step {
-  enum Kind { gpt2, llama3, qwen2, qwen35, kimi_k2, digit_groups, newlines, regex } kind = regex;
+  enum Kind { gpt2, llama3, qwen2, qwen35, kimi_k2, digit_groups, newlines, tekken, gpt4o, granite_emb, digit_triples, regex } kind = regex;
   bool collapsed = false;
   pcre2_code* code = nullptr;
   ~Step() { pcre2_code_free(code); }
@@ -376,6 +472,16 @@ struct PreTokenizer::Step {
 
 PreTokenizer::PreTokenizer(const std::vector<std::string>& exprs, bool byte_encode) : byte_encode_(byte_encode) {
   using K = Step::Kind;
+  static const std::string contractions = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])";
+  static const std::string tail = "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+  static const std::string tekken =
+      "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*|"
+      "\\p{N}" + tail;
+  static const std::string gpt4o = "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+" + contractions +
+      "?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*" + contractions + "?|\\p{N}{1,3}" + tail;
+  static const std::string granite_emb =
+      "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))*((?=[\\p{L}\\p{M}])([^A-Z]))+" + contractions +
+      "?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))+((?=[\\p{L}\\p{M}])([^A-Z]))*" + contractions + "?|\\p{N}{1,3}" + tail;
   static const std::vector<std::pair<std::string, K>> custom = {
       {"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)", K::gpt2},
       {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", K::llama3},
@@ -386,6 +492,11 @@ PreTokenizer::PreTokenizer(const std::vector<std::string>& exprs, bool byte_enco
       {"\\p{AFMoE_digits}", K::digit_groups},
       {"[^\\n]+|[\\n]+", K::newlines},
       {"\\d{1,3}(?=(?:\\d{3})*\\b)", K::digit_groups},
+      // not llama.cpp's hand-written ones: expressions its std::regex runs, matched here in one pass
+      {tekken, K::tekken},
+      {gpt4o, K::gpt4o},
+      {granite_emb, K::granite_emb},
+      {"(?=(\\d{3})+(?!\\d))", K::digit_triples},
   };
   for (const std::string& e : exprs) {
     auto step = std::make_unique<Step>();
@@ -427,6 +538,21 @@ PreTokenizer::Words PreTokenizer::split(std::string_view text) const {
   const std::vector<uint32_t> cpts = cpts_from_utf8(text, &verbatim);
   const std::vector<uint16_t> flags = cpts_flags(cpts);
   std::vector<uint32_t> collapsed, wide;
+  auto units_of = [&](bool collapse_them) -> const std::vector<uint32_t>& {  // made once, when first asked
+    std::vector<uint32_t>& units = collapse_them ? collapsed : wide;
+    if (units.empty()) {
+      units.resize(cpts.size());
+      for (size_t i = 0; i < cpts.size(); ++i) {
+        if (collapse_them) {
+          units[i] = collapse(cpts[i], flags[i]);
+        } else {
+          // std::wregex's \s is ASCII-only: llama.cpp shows it other whitespace as U+000B
+          units[i] = cpts[i] > 0x7f && (flags[i] & cpt_whitespace) ? collapsed_space : cpts[i];
+        }
+      }
+    }
+    return units;
+  };
   Offsets offsets = {cpts.size()};
   for (const auto& step : steps_) {
     Offsets next;
@@ -442,22 +568,11 @@ PreTokenizer::Words PreTokenizer::split(std::string_view text) const {
         case Step::kimi_k2: split_kimi_k2(f); break;
         case Step::digit_groups: split_digit_groups(f); break;
         case Step::newlines: split_newlines(f); break;
-        case Step::regex: {
-          std::vector<uint32_t>& units = step->collapsed ? collapsed : wide;
-          if (units.empty()) {
-            units.resize(cpts.size());
-            for (size_t i = 0; i < cpts.size(); ++i) {
-              if (step->collapsed) {
-                units[i] = collapse(cpts[i], flags[i]);
-              } else {
-                // std::wregex's \s is ASCII-only: llama.cpp shows it other whitespace as U+000B
-                units[i] = cpts[i] > 0x7f && (flags[i] & cpt_whitespace) ? collapsed_space : cpts[i];
-              }
-            }
-          }
-          step->match(units, start, len, next);
-          break;
-        }
+        case Step::tekken: split_case_words(units_of(true), start, start + len, {false, false, 1}, next); break;
+        case Step::gpt4o: split_case_words(units_of(true), start, start + len, {false, true, 3}, next); break;
+        case Step::granite_emb: split_case_words(units_of(true), start, start + len, {true, true, 3}, next); break;
+        case Step::digit_triples: split_digit_triples(f); break;
+        case Step::regex: step->match(units_of(step->collapsed), start, len, next); break;
       }
       start += len;
     }
