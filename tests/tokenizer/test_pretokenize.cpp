@@ -31,6 +31,8 @@ const std::string granite_emb =
     "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))*((?=[\\p{L}\\p{M}])([^A-Z]))+" + contractions +
     "?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))+((?=[\\p{L}\\p{M}])([^A-Z]))*" + contractions +
     "?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const std::string exaone_moe = contractions +
+    "|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+";
 const std::vector<std::string> superbpe = {"\\p{N}+", "(?=(\\d{3})+(?!\\d))"};
 
 std::vector<std::string> words(const PreTokenizer& p, const std::string& text) {
@@ -89,6 +91,10 @@ TEST(PreTokenizeCaseWords, Gpt4oSplitsEveryTextAsItsExpressionOnPcre2) {
 
 TEST(PreTokenizeCaseWords, GraniteEmbedMultiSplitsEveryTextAsItsExpressionOnPcre2) {
   EXPECT_EQ(differences({granite_emb}, random_texts(3, false)), std::vector<std::string>{});
+}
+
+TEST(PreTokenizeCaseWords, ExaoneMoeSplitsEveryTextAsItsExpressionOnPcre2) {
+  EXPECT_EQ(differences({exaone_moe}, random_texts(7, false)), std::vector<std::string>{});
 }
 
 TEST(PreTokenizeDigitTriples, SuperbpeSplitsEveryTextAsItsExpressionsOnPcre2) {
@@ -170,6 +176,13 @@ TEST(PreTokenizeDigitTriples, AMillionDigitsAreGroupsOfThreeFromTheRightForSuper
   PreTokenizer p(superbpe, false);
   using W = std::vector<std::string>;
   EXPECT_EQ(words(p, "x1234567 123\xd9\xa3" "4567."), (W{"x", "1", "234", "567", " ", "123\xd9\xa3" "4", "567", "."}));
+}
+
+TEST(PreTokenizeCaseWords, FourMegabytesOfLettersAndSpacesAreOneWordForExaoneMoe) {
+  std::string words;  // "Ab c\xcc\x81 " ...: letters, marks and single spaces before letters
+  while (words.size() < (4 << 20)) words += "Ab c\xcc\x81 ";
+  words += "d";
+  EXPECT_EXIT(split_bounded({exaone_moe}, words, 1, words.size()), testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

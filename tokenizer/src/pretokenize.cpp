@@ -320,6 +320,10 @@ struct CaseWords {
   bool marks;         // [\p{L}\p{M}] in the lookaheads
   bool contractions;  // K? after each letter alternative
   size_t digits;      // \p{N}{1,digits}
+  // EXAONE-MoE's instead: K|P?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]?|\s*[\r\n]|...
+  // (the word is greedy with nothing after it that can fail: letters with their marks, and
+  // single spaces each followed by a letter)
+  bool spaced_words = false;
 };
 
 void split_case_words(const std::vector<uint32_t>& units, size_t ini, size_t end, const CaseWords& w, Offsets& out) {
@@ -338,6 +342,13 @@ void split_case_words(const std::vector<uint32_t>& units, size_t ini, size_t end
     if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
     return (a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l') ? 3 : 0;
   };
+  // \s*[\r\n]+ (or \s*[\r\n]) to the run's last CR or LF, else \s+(?!\S), else \s+
+  auto whitespace = [&](size_t pos) {
+    size_t n = 0, last_crlf = fail;
+    for (; unit_space(at(pos + n)); ++n)
+      if (at(pos + n) == '\r' || at(pos + n) == '\n') last_crlf = pos + n;
+    return last_crlf != fail ? last_crlf + 1 : n > 1 && pos + n < end ? pos + n - 1 : pos + n;
+  };
   auto upper_lower = [&](size_t s) {  // U*L+K? from s: its end, or fail
     size_t last = fail, p = s;
     for (; upper(at(p)); ++p)
@@ -354,7 +365,37 @@ void split_case_words(const std::vector<uint32_t>& units, size_t ini, size_t end
     while (lower(at(p))) ++p;
     return p + contraction(p);
   };
-  for (size_t pos = ini; pos < end;) {
+  auto spaced_word = [&](size_t s) {  // (?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+ from s
+    if (!unit_letter(at(s))) return fail;
+    size_t p = s;
+    for (;;) {
+      if (unit_letter(at(p))) {
+        ++p;
+      } else if (at(p) == ' ' && unit_letter(at(p + 1))) {
+        p += 2;
+      } else {
+        return p;
+      }
+      while (at(p) == 0xD4) ++p;
+    }
+  };
+  for (size_t pos = ini; pos < end && w.spaced_words;) {
+    size_t to = w.contractions && contraction(pos) ? pos + contraction(pos) : fail;
+    if (to == fail && prefix(at(pos))) to = spaced_word(pos + 1);
+    if (to == fail) to = spaced_word(pos);
+    if (to == fail && unit_number(at(pos))) to = pos + 1;
+    if (to == fail) {
+      size_t s = at(pos) == ' ' && other(at(pos + 1)) ? pos + 1 : pos;
+      if (other(at(s))) {
+        for (to = s; other(at(to));) ++to;
+        to += at(to) == '\r' || at(to) == '\n' || at(to) == '/';
+      }
+    }
+    if (to == fail) to = whitespace(pos);
+    out.push_back(to - pos);
+    pos = to;
+  }
+  for (size_t pos = ini; pos < end && !w.spaced_words;) {
     const bool p_first = prefix(at(pos));
     size_t to = p_first ? upper_lower(pos + 1) : fail;
     if (to == fail) to = upper_lower(pos);
@@ -371,12 +412,7 @@ void split_case_words(const std::vector<uint32_t>& units, size_t ini, size_t end
         while (at(to) == '\r' || at(to) == '\n' || at(to) == '/') ++to;
       }
     }
-    if (to == fail) {  // whitespace: \s*[\r\n]+ to the run's last CR or LF, else \s+(?!\S), else \s+
-      size_t n = 0, last_crlf = fail;
-      for (; unit_space(at(pos + n)); ++n)
-        if (at(pos + n) == '\r' || at(pos + n) == '\n') last_crlf = pos + n;
-      to = last_crlf != fail ? last_crlf + 1 : n > 1 && pos + n < end ? pos + n - 1 : pos + n;
-    }
+    if (to == fail) to = whitespace(pos);
     // every code unit is a letter, a number, whitespace or other: some alternative matched
     out.push_back(to - pos);
     pos = to;
@@ -426,7 +462,7 @@ MatchEnv& match_env() {
 }  // namespace
 
 struct PreTokenizer::Step {
-  enum Kind { gpt2, llama3, qwen2, qwen35, kimi_k2, digit_groups, newlines, tekken, gpt4o, granite_emb, digit_triples, regex } kind = regex;
+  enum Kind { gpt2, llama3, qwen2, qwen35, kimi_k2, digit_groups, newlines, tekken, gpt4o, granite_emb, exaone_moe, digit_triples, regex } kind = regex;
   bool collapsed = false;
   pcre2_code* code = nullptr;
   ~Step() { pcre2_code_free(code); }
@@ -482,6 +518,8 @@ PreTokenizer::PreTokenizer(const std::vector<std::string>& exprs, bool byte_enco
   static const std::string granite_emb =
       "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))*((?=[\\p{L}\\p{M}])([^A-Z]))+" + contractions +
       "?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))+((?=[\\p{L}\\p{M}])([^A-Z]))*" + contractions + "?|\\p{N}{1,3}" + tail;
+  static const std::string exaone_moe = contractions +
+      "|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+";
   static const std::vector<std::pair<std::string, K>> custom = {
       {"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)", K::gpt2},
       {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", K::llama3},
@@ -496,6 +534,7 @@ PreTokenizer::PreTokenizer(const std::vector<std::string>& exprs, bool byte_enco
       {tekken, K::tekken},
       {gpt4o, K::gpt4o},
       {granite_emb, K::granite_emb},
+      {exaone_moe, K::exaone_moe},
       {"(?=(\\d{3})+(?!\\d))", K::digit_triples},
   };
   for (const std::string& e : exprs) {
@@ -571,6 +610,7 @@ PreTokenizer::Words PreTokenizer::split(std::string_view text) const {
         case Step::tekken: split_case_words(units_of(true), start, start + len, {false, false, 1}, next); break;
         case Step::gpt4o: split_case_words(units_of(true), start, start + len, {false, true, 3}, next); break;
         case Step::granite_emb: split_case_words(units_of(true), start, start + len, {true, true, 3}, next); break;
+        case Step::exaone_moe: split_case_words(units_of(true), start, start + len, {false, true, 1, true}, next); break;
         case Step::digit_triples: split_digit_triples(f); break;
         case Step::regex: step->match(units_of(step->collapsed), start, len, next); break;
       }
