@@ -41,7 +41,7 @@ TEST(Threads, DryRunEditsOfTheirOwnFilesOnEightThreadsEachReportTheirOwnNoteOnly
   // Each call retypes its own byte token to the type it has: nothing to change, one note
   // naming that token. With one handler for the process, swapped by every call, notes went
   // to other calls' reports (or finished ones: a crash).
-  constexpr int kThreads = 8, kRounds = 200;
+  constexpr int kThreads = 8, kRounds = 25;
   std::vector<std::string> files;
   for (int t = 0; t < kThreads; ++t) files.push_back(fresh_copy("notes-" + std::to_string(t)));
   std::vector<int> own(kThreads, 0), other(kThreads, 0), counts_off(kThreads, 0);
