@@ -1,8 +1,11 @@
 #include "convert.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <unordered_map>
+#include <vector>
 
 #include "ggufkit/error.h"
 #include "ggufkit/format.h"
@@ -83,8 +86,62 @@ std::string repr_text(const py::handle& o) {
   return std::string(PyBytes_AS_STRING(b.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(b.ptr())));
 }
 
+// A value's text. A list or dict met again (a list holding one list twice, that one
+// another twice, 40 deep, is 2^40 items) is its text written before, copied, not walked
+// again; the text so repeated is bounded. The walk asks Python for its signals as it goes
+// (Ctrl-C), its GIL held.
+constexpr size_t kMaxRepeated = 64 << 20;
+
+struct Walk {
+  Walk(const std::string& w, std::string& o) : what(w), out(o) {}
+  const std::string& what;
+  std::string& out;
+  struct Done {
+    size_t at, n;  // its text in `out`
+    int height;    // how much deeper than it its deepest item lies
+  };
+  std::unordered_map<PyObject*, Done> done;  // the lists, tuples and dicts written
+  std::vector<py::object> keep;              // ... held, so that none is freed and its address reused
+  size_t repeated = 0;
+  size_t steps = 0;
+
+  int emit(const py::handle& o, int depth);  // returns the height
+  int emit_value(const py::handle& o, int depth);
+  [[noreturn]] void too_deep() { throw_usage(what + ": nested deeper than 64 levels"); }
+};
+
 void emit(const py::handle& o, const std::string& what, int depth, std::string& out) {
-  if (depth > 64) throw_usage(what + ": nested deeper than 64 levels");
+  Walk w(what, out);
+  w.emit(o, depth);
+}
+
+int Walk::emit(const py::handle& o, int depth) {
+  if (++steps % 65536 == 0 && PyErr_CheckSignals() != 0) throw py::error_already_set();
+  if (depth > 64) too_deep();
+  const bool container = PyList_Check(o.ptr()) || PyTuple_Check(o.ptr()) || PyDict_Check(o.ptr());
+  if (!container) return emit_value(o, depth);
+  if (auto it = done.find(o.ptr()); it != done.end()) {
+    const Done d = it->second;
+    if (depth + d.height > 64) too_deep();
+    if (d.n > kMaxRepeated - repeated)
+      throw_usage(what + ": a list or dict that is in it many times over (a list holding one list twice, that one "
+                         "another twice, ...) makes more than " + std::to_string(kMaxRepeated >> 20) +
+                  " MiB of repeated text; give a value that repeats less");
+    repeated += d.n;
+    out.reserve(out.size() + d.n);  // no reallocation while it copies from itself
+    out.append(out.data() + d.at, d.n);
+    return d.height;
+  }
+  keep.push_back(py::reinterpret_borrow<py::object>(o));
+  const size_t at = out.size();
+  const int height = emit_value(o, depth);  // one that holds itself is walked again, to the depth bound
+  done.emplace(o.ptr(), Done{at, out.size() - at, height});
+  return height;
+}
+
+int Walk::emit_value(const py::handle& o, int depth) {
+  int height = 0;  // a list's or dict's: 1 + its deepest item's
+  auto item = [&](const py::handle& x) { height = std::max(height, 1 + emit(x, depth + 1)); };
   if (o.is_none()) {
     out += "null";
   } else if (PyBool_Check(o.ptr())) {
@@ -121,10 +178,10 @@ void emit(const py::handle& o, const std::string& what, int depth, std::string& 
   } else if (PyList_Check(o.ptr()) || PyTuple_Check(o.ptr())) {
     out += '[';
     bool first = true;
-    for (const py::handle item : o) {
+    for (const py::handle x : o) {
       if (!first) out += ", ";
       first = false;
-      emit(item, what, depth + 1, out);
+      item(x);
     }
     out += ']';
   } else if (PyDict_Check(o.ptr())) {
@@ -134,15 +191,16 @@ void emit(const py::handle& o, const std::string& what, int depth, std::string& 
       if (!PyUnicode_Check(k.ptr())) throw_usage(what + ": a dict key that is not a str: " + repr_text(k));
       if (!first) out += ", ";
       first = false;
-      emit(k, what, depth + 1, out);
+      item(k);
       out += ": ";
-      emit(v, what, depth + 1, out);
+      item(v);
     }
     out += '}';
   } else {
     throw_usage(what + ": cannot be given a " + py::str(py::type::of(o).attr("__name__")).cast<std::string>() +
                 " (None, bool, int, float, str, bytes, list, tuple or dict)");
   }
+  return height;
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <utility>
 
 #include "ggufkit/background.h"
@@ -34,23 +36,25 @@ EditRefused::EditRefused(Reason r, std::string file, std::string field, std::str
 
 namespace {
 
-// The request's notes go to its sink, or into the report, while it runs.
+// The request's notes go to its sink, or into the report, while it runs: the calling
+// thread's handler (and its background threads'), one note at a time.
 class Notes {
  public:
   Notes(const WriteOptions& w, EditReport* report) {
-    NoteHandler h = w.notes;
-    if (!h && report) h = [report](const std::string& f, const std::string& m) { report->notes.emplace_back(f, m); };
-    if (h) before_ = set_note_handler(std::move(h)), set_ = true;
-  }
-  ~Notes() {
-    if (set_) set_note_handler(std::move(before_));
+    if (!w.notes && !report) return;  // the caller's own handler, if any
+    NoteHandler h = [this, sink = w.notes, report](const std::string& f, const std::string& m) {
+      std::lock_guard<std::mutex> g(m_);
+      if (sink) sink(f, m);
+      else report->notes.emplace_back(f, m);
+    };
+    scope_.emplace(std::move(h));
   }
   Notes(const Notes&) = delete;
   Notes& operator=(const Notes&) = delete;
 
  private:
-  NoteHandler before_;
-  bool set_ = false;
+  std::mutex m_;
+  std::optional<NoteScope> scope_;
 };
 
 RewriteOptions rewrite_options(const WriteOptions& w, bool replace) {

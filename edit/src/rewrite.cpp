@@ -55,7 +55,12 @@ class VerifyingSink final : public FdSink {
   VerifyingSink(int fd, std::string name, const std::atomic<bool>* stop)
       : FdSink(fd, std::move(name)), stop_(stop) {
     try {
-      worker_ = std::thread([this] { work(); });
+      // Part of its caller's call: its notes and locks are the call's (background.h).
+      worker_ = std::thread([this, notes = note_handler(), owner = lock_owner()] {
+        NoteScope scope(notes);
+        LockOwnerScope mine(owner);
+        work();
+      });
     } catch (const std::system_error&) {  // no thread to be had (ulimit -v): each piece is checked as it is written
       inline_ = true;
     }

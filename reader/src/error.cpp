@@ -32,13 +32,15 @@ void throw_io(const std::string& file, const std::string& message) {
 }
 
 namespace {
+// The thread's, not the process's: several calls at once never share (or swap) one.
 NoteHandler& handler() {
-  static NoteHandler h;
+  thread_local NoteHandler h;
   return h;
 }
 }  // namespace
 
 NoteHandler set_note_handler(NoteHandler h) { return std::exchange(handler(), std::move(h)); }
+const NoteHandler& note_handler() { return handler(); }
 void note(const std::string& file, const std::string& message) {
   if (handler()) handler()(file, message);
 }

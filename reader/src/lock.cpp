@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "ggufkit/error.h"
@@ -25,14 +27,26 @@ namespace ggufkit {
 
 namespace {
 
-// The files this process holds a lock on, by device and inode.
+// The files this process holds a lock on, by device, inode and the call (lock_owner) that
+// holds it. (The lock itself is the kernel's; this says which call's it is.)
+using Held = std::tuple<dev_t, ino_t, uint64_t>;
 std::mutex g_mutex;
-std::multiset<std::pair<dev_t, ino_t>> g_held;
+std::multiset<Held> g_held;
 
-bool held_here(dev_t dev, ino_t ino) {
+bool held_by(dev_t dev, ino_t ino, uint64_t owner) {
   std::lock_guard<std::mutex> g(g_mutex);
-  return g_held.count({dev, ino}) > 0;
+  return g_held.count({dev, ino, owner}) > 0;
 }
+
+bool held_by_another(dev_t dev, ino_t ino, uint64_t owner) {
+  std::lock_guard<std::mutex> g(g_mutex);
+  for (auto it = g_held.lower_bound({dev, ino, 0}); it != g_held.end() && std::get<0>(*it) == dev && std::get<1>(*it) == ino; ++it)
+    if (std::get<2>(*it) != owner) return true;
+  return false;
+}
+
+thread_local uint64_t t_owner = 0;
+std::atomic<uint64_t> g_next_owner{1};
 
 // "process 1234 (ggufkit)" for the holder of a flock on the file, from /proc/locks, or "".
 std::string holder(dev_t dev, ino_t ino) {
@@ -59,6 +73,14 @@ std::string holder(dev_t dev, ino_t ino) {
 
 }  // namespace
 
+uint64_t lock_owner() {
+  if (t_owner == 0) t_owner = g_next_owner++;
+  return t_owner;
+}
+
+LockOwnerScope::LockOwnerScope(uint64_t owner) : before_(std::exchange(t_owner, owner)) {}
+LockOwnerScope::~LockOwnerScope() { t_owner = before_; }
+
 int64_t lock_timeout_ms() {
   const char* env = std::getenv("GGUFKIT_LOCK_TIMEOUT");
   if (env && *env) {
@@ -72,7 +94,8 @@ int64_t lock_timeout_ms() {
 FileLock::FileLock(int fd, const std::string& name, Mode mode) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw_io(name, "cannot stat to lock it");
-  if (held_here(st.st_dev, st.st_ino)) return;
+  const uint64_t owner = lock_owner();
+  if (held_by(st.st_dev, st.st_ino, owner)) return;
   const int op = (mode == Mode::exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(lock_timeout_ms());
   // A bounded wait: flock has no timeout of its own, so it is tried again, less often the
@@ -82,15 +105,15 @@ FileLock::FileLock(int fd, const std::string& name, Mode mode) {
     if (errno == EINTR) continue;
     if (errno == ENOLCK || errno == EOPNOTSUPP || errno == ENOSYS || errno == EBADF) {
       // A file system without flock (NFS without a lock daemon, some FUSE): on without it.
-      static bool said = false;
-      if (!std::exchange(said, true))
+      static std::atomic<bool> said{false};
+      if (!said.exchange(true))
         note(name, std::string("its file system has no locks (") + std::strerror(errno) +
                        "): ggufkit goes on without them; keep other programs from writing it meanwhile");
       return;
     }
     if (errno != EWOULDBLOCK) throw_io(name, "cannot lock");
     if (std::chrono::steady_clock::now() >= deadline) {
-      std::string who = holder(st.st_dev, st.st_ino);
+      std::string who = held_by_another(st.st_dev, st.st_ino, owner) ? "another thread of this process" : holder(st.st_dev, st.st_ino);
       errno = 0;
       throw_io(name, std::string("is locked by ") + (who.empty() ? "another process" : who) + " " +
                          (mode == Mode::exclusive ? "reading or writing it" : "writing it") + "; waited " +
@@ -101,15 +124,16 @@ FileLock::FileLock(int fd, const std::string& name, Mode mode) {
   fd_ = fd;
   dev_ = st.st_dev;
   ino_ = st.st_ino;
+  owner_ = owner;
   std::lock_guard<std::mutex> g(g_mutex);
-  g_held.insert({dev_, ino_});
+  g_held.insert({dev_, ino_, owner_});
 }
 
 void FileLock::release() {
   if (fd_ < 0) return;
   {
     std::lock_guard<std::mutex> g(g_mutex);
-    if (auto it = g_held.find({dev_, ino_}); it != g_held.end()) g_held.erase(it);
+    if (auto it = g_held.find({dev_, ino_, owner_}); it != g_held.end()) g_held.erase(it);
   }
   ::flock(fd_, LOCK_UN);
   fd_ = -1;
@@ -117,7 +141,7 @@ void FileLock::release() {
 
 FileLock::~FileLock() { release(); }
 
-FileLock::FileLock(FileLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)), dev_(o.dev_), ino_(o.ino_) {}
+FileLock::FileLock(FileLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)), dev_(o.dev_), ino_(o.ino_), owner_(o.owner_) {}
 
 FileLock& FileLock::operator=(FileLock&& o) noexcept {
   if (this != &o) {
@@ -125,6 +149,7 @@ FileLock& FileLock::operator=(FileLock&& o) noexcept {
     fd_ = std::exchange(o.fd_, -1);
     dev_ = o.dev_;
     ino_ = o.ino_;
+    owner_ = o.owner_;
   }
   return *this;
 }

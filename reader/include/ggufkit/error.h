@@ -5,6 +5,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace ggufkit {
 
@@ -33,9 +34,25 @@ class Error : public std::runtime_error {
 // Something a person should know that is not an error: an owner or an attribute of a
 // replaced file that could not be kept, a file system without locks. The library never
 // prints: notes go to the handler the program sets (the command line prints them to
-// standard error), and are dropped without one. set_note_handler returns the one before.
+// standard error), and are dropped without one. The handler is the calling thread's: calls
+// made at once on several threads (a Python program's) each keep their own notes, and a
+// thread the library starts for a call (in_background) takes its caller's.
+// set_note_handler returns the one before; note_handler is the calling thread's.
 using NoteHandler = std::function<void(const std::string& file, const std::string& message)>;
 NoteHandler set_note_handler(NoteHandler handler);
+const NoteHandler& note_handler();
 void note(const std::string& file, const std::string& message);
+
+// The calling thread's handler for a scope, then the one before again.
+class NoteScope {
+ public:
+  explicit NoteScope(NoteHandler h) : before_(set_note_handler(std::move(h))) {}
+  ~NoteScope() { set_note_handler(std::move(before_)); }
+  NoteScope(const NoteScope&) = delete;
+  NoteScope& operator=(const NoteScope&) = delete;
+
+ private:
+  NoteHandler before_;
+};
 
 }  // namespace ggufkit

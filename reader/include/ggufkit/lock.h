@@ -4,9 +4,11 @@
 // writes into a file or replaces it (an in-place edit, recover, the rename of a rewrite)
 // holds an exclusive lock on it, and a reader holds a shared one while it reads the
 // header. They are flock() locks, so a file opened read-only can be locked too, and the
-// kernel drops them when a process dies. A lock this process already holds on a file (the
-// edit that then reads the model it is about to write) is not taken again: two open files
-// of one process would otherwise wait on each other.
+// kernel drops them when a process dies. Threads exclude each other as processes do (flock
+// locks belong to open files, not processes). A lock the calling thread's call already
+// holds on a file (the edit that then reads the model it is about to write, a set that
+// names one file twice) is not taken again: its two open files would wait on each other.
+// A call is a thread and the threads the library starts for it (in_background).
 
 #include <sys/types.h>
 
@@ -22,9 +24,9 @@ class FileLock {
   enum class Mode { shared, exclusive };
   FileLock() = default;
   // Locks the file open as `fd` (named `name` in messages), waiting up to lock_timeout_ms()
-  // for another process to let go; then an io Error naming the lock and, where /proc/locks
-  // tells, the process that holds it. Takes nothing when this process holds a lock on the
-  // file already. The descriptor stays the caller's.
+  // for another process or thread to let go; then an io Error naming the lock and, where
+  // /proc/locks tells, the process that holds it. Takes nothing when the calling thread's
+  // call holds a lock on the file already. The descriptor stays the caller's.
   FileLock(int fd, const std::string& name, Mode mode);
   ~FileLock();
   FileLock(FileLock&& o) noexcept;
@@ -32,13 +34,28 @@ class FileLock {
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
 
-  bool held() const { return fd_ >= 0; }  // false when the process held it already
+  bool held() const { return fd_ >= 0; }  // false when the call held it already
 
  private:
   void release();
   int fd_ = -1;
   dev_t dev_ = 0;
   ino_t ino_ = 0;
+  uint64_t owner_ = 0;
+};
+
+// Whose locks the calling thread's are: a number of its own, or, within a LockOwnerScope,
+// the call's that started it.
+uint64_t lock_owner();
+class LockOwnerScope {
+ public:
+  explicit LockOwnerScope(uint64_t owner);
+  ~LockOwnerScope();
+  LockOwnerScope(const LockOwnerScope&) = delete;
+  LockOwnerScope& operator=(const LockOwnerScope&) = delete;
+
+ private:
+  uint64_t before_;
 };
 
 // The file `path` names (its links followed), opened read-only and locked, with the check

@@ -1,0 +1,138 @@
+// Calls made at once on several threads of one process (a Python program's): each call's
+// notes are its own, and threads exclude each other on a file as processes do.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ggufkit/background.h"
+#include "ggufkit/edit.h"
+#include "ggufkit/error.h"
+#include "ggufkit/lock.h"
+#include "ggufkit/scan.h"
+#include "helpers.h"
+
+using namespace testing_helpers;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fresh_copy(const std::string& name) {
+  const std::string dir = temp_path(name);
+  fs::create_directories(dir);
+  const std::string model = dir + "/model.gguf";
+  fs::copy_file(tiny_llama(), model, fs::copy_options::overwrite_existing);
+  fs::permissions(model, fs::perms(0644));
+  return model;
+}
+
+// "<0x41>" for 0x41: a byte token of the tiny llama, already of type byte.
+std::string byte_token(int b) {
+  char t[8];
+  std::snprintf(t, sizeof t, "<0x%02X>", b);
+  return t;
+}
+
+}  // namespace
+
+TEST(Threads, DryRunEditsOfTheirOwnFilesOnEightThreadsEachReportTheirOwnNoteOnly) {
+  // Each call retypes its own byte token to the type it has: nothing to change, one note
+  // naming that token. With one handler for the process, swapped by every call, notes went
+  // to other calls' reports (or finished ones: a crash).
+  constexpr int kThreads = 8, kRounds = 25;
+  std::vector<std::string> files;
+  for (int t = 0; t < kThreads; ++t) files.push_back(fresh_copy("notes-" + std::to_string(t)));
+  std::vector<int> own(kThreads, 0), other(kThreads, 0), counts_off(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      const std::string mine = byte_token(0x41 + t);
+      for (int r = 0; r < kRounds; ++r) {
+        ggufkit::EditRequest req;
+        req.input = files[t];
+        req.dry_run = true;
+        req.patch.add_token_type(mine, "byte");
+        const ggufkit::EditReport rep = ggufkit::edit(req);
+        counts_off[t] += rep.notes.size() != 1;
+        for (const auto& [file, msg] : rep.notes) {
+          if (msg.find("\"" + mine + "\"") != std::string::npos && msg.find("is already byte") != std::string::npos) ++own[t];
+          else ++other[t];
+        }
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(own[t], kRounds) << "thread " << t;
+    EXPECT_EQ(other[t], 0) << "thread " << t;
+    EXPECT_EQ(counts_off[t], 0) << "thread " << t;
+  }
+}
+
+TEST(Threads, AThreadStartedForACallTellsItsNotesToThatCallAndReadsWhatTheCallLocked) {
+  const std::string model = fresh_copy("background-call");
+  std::vector<std::string> heard;
+  ggufkit::NoteScope scope([&](const std::string& f, const std::string& m) { heard.push_back(f + ": " + m); });
+  ggufkit::PathLock held(model, ggufkit::FileLock::Mode::exclusive);  // as an edit in place holds it
+  auto back = ggufkit::in_background([&] {
+    ggufkit::note("x.gguf", "from the call's thread");
+    // Its own open file: locked again it would wait for the call's lock (and time out).
+    return ggufkit::scan_file(model).model.tensors.size();
+  });
+  EXPECT_EQ(back.get(), 21u);
+  EXPECT_EQ(heard, std::vector<std::string>{"x.gguf: from the call's thread"});
+  // A thread of another call is kept out, as another process is, and told who holds it.
+  ::setenv("GGUFKIT_LOCK_TIMEOUT", "0", 1);
+  std::string err;
+  std::thread other([&] {
+    try {
+      ggufkit::PathLock mine(model, ggufkit::FileLock::Mode::shared);
+    } catch (const ggufkit::Error& e) {
+      err = e.what();
+    }
+  });
+  other.join();
+  ::unsetenv("GGUFKIT_LOCK_TIMEOUT");
+  EXPECT_EQ(err, model + ": is locked by another thread of this process writing it; waited 0 ms (GGUFKIT_LOCK_TIMEOUT), nothing was done");
+}
+
+TEST(Threads, NineThreadsEditingOneFileInPlaceEachSetADistinctKeyAndNoneIsLost) {
+  // Each sets a key of its own. An edit that finds the file changed since it read it (a
+  // whole-file rewrite lets go of the lock while it copies) says so and is made again; at
+  // the end every edit is in the file. Threads that did not exclude each other lost one
+  // that returned without an error.
+  constexpr int kThreads = 9, kRounds = 3;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string model = fresh_copy("one-file-" + std::to_string(round));
+    std::vector<int> tries(kThreads, 0);
+    std::vector<std::string> errors(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        for (; tries[t] <= kThreads; ++tries[t]) {
+          ggufkit::EditRequest req;
+          req.input = model;
+          req.in_place = true;
+          // typed: an untyped key close to another's new one would be refused as its misspelling
+          req.patch.add_set_typed("general.thread" + std::to_string(t), "u32", std::to_string(100 + t));
+          try {
+            ggufkit::edit(req);
+            return;
+          } catch (const ggufkit::Error& e) {
+            errors[t] = e.what();
+            if (errors[t].find("changed since it was read") == std::string::npos) return;
+          }
+        }
+      });
+    for (std::thread& th : threads) th.join();
+    const ggufkit::Scanned s = ggufkit::scan_file(model);
+    for (int t = 0; t < kThreads; ++t) {
+      const ggufkit::Value* v = s.model.find("general.thread" + std::to_string(t));
+      ASSERT_NE(v, nullptr) << "round " << round << ": thread " << t << "'s key is lost; its last error: " << errors[t];
+      EXPECT_EQ(v->as_u64(), 100u + t);
+      EXPECT_LE(tries[t], kThreads - 1) << errors[t];  // each try that failed let another edit through
+    }
+    EXPECT_EQ(s.model.metadata.size(), ggufkit::scan_file(tiny_llama()).model.metadata.size() + kThreads);
+  }
+}
