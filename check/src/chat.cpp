@@ -21,7 +21,9 @@ std::string_view chat_text(const tokenizer::Vocab& v, std::string_view prompt) {
   const tokenizer::Loaded& l = v.loaded();
   // common/chat.cpp compares with the pieces of llama_vocab_bos/eos ("" where there is none,
   // which every prompt starts and ends with)
-  const std::string bos = l.bos >= 0 ? v.piece(l.bos, true) : "", eos = l.eos >= 0 ? v.piece(l.eos, true) : "";
+  // (no more of each than the prompt holds: a piece can be far longer than its token's text)
+  const size_t most = prompt.size() + 1;
+  const std::string bos = l.bos >= 0 ? v.piece(l.bos, true, most) : "", eos = l.eos >= 0 ? v.piece(l.eos, true, most) : "";
   if (l.add_bos && prompt.starts_with(bos)) prompt.remove_prefix(bos.size());
   if (l.add_eos && prompt.ends_with(eos)) prompt.remove_suffix(eos.size());
   return prompt;
@@ -197,7 +199,7 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
   for (const Rendered& r : prompts) {
     if (l.bos < 0) break;
     const std::vector<int32_t> ids = chat_ids(v, r.prompt);
-    const std::string bos = v.piece(l.bos, true);
+    const std::string bos = v.piece(l.bos, true, r.prompt.size() + 1);
     if (ids.size() >= 2 && ids[0] == l.bos && ids[1] == l.bos) {
       add(Code::double_bos, "",
           "the ids llama.cpp's chat path feeds the model for \"" + std::string(r.conversation) + "\" start with two BOS (" +

@@ -71,6 +71,53 @@ struct Merges {
   mutable std::once_flag once_;
 };
 
+// The special tokens by their texts, for the partition (vocab.cpp): a polynomial hash mod
+// 2^61 - 1 that rolls over a text's windows; a slot holds a token's rank in
+// cache_special_tokens and its hash's high bits. `lengths`: each text length (longest first)
+// and the first rank of that length, then {0, the number of ranks}.
+struct SpecialIndex {
+  struct Slot {
+    uint32_t tag;
+    int32_t rank;  // -1: empty
+  };
+  std::vector<Slot> slots;
+  std::vector<std::pair<size_t, size_t>> lengths;
+
+  static constexpr uint64_t prime = (1ull << 61) - 1, base = 0x1f3d5b79a3c1e7ull % prime;
+  static uint64_t mul(uint64_t a, uint64_t b) {
+    __extension__ using u128 = unsigned __int128;
+    const u128 p = static_cast<u128>(a) * b;
+    const uint64_t r = static_cast<uint64_t>(p & prime) + static_cast<uint64_t>(p >> 61);
+    return r >= prime ? r - prime : r;
+  }
+  static uint64_t roll(uint64_t h, std::string_view more) {  // the hash of (text of h) + more
+    for (char c : more) {
+      h = mul(h, base) + static_cast<uint8_t>(c) + 1;
+      if (h >= prime) h -= prime;
+    }
+    return h;
+  }
+  static uint64_t power(size_t n) {  // base^n
+    uint64_t r = 1, b = base;
+    for (; n; n >>= 1, b = mul(b, b))
+      if (n & 1) r = mul(r, b);
+    return r;
+  }
+  // the hash without the first byte `c` of a text of n bytes (top = base^(n - 1))
+  static uint64_t unroll(uint64_t h, uint8_t c, uint64_t top) {
+    const uint64_t drop = mul(static_cast<uint64_t>(c) + 1, top);
+    return h >= drop ? h - drop : h + prime - drop;
+  }
+};
+
+// One fragment of the text being tokenized (llama.cpp's fragment_buffer_variant): raw text
+// [off, off + len) or a special token.
+struct Segment {
+  int32_t token;  // -1: raw text
+  size_t off, len;
+  bool operator==(const Segment&) const = default;
+};
+
 struct Vocab::Impl {
   std::string tokenizer_model, tokenizer_pre;
   Kind type = Kind::spm;
@@ -97,6 +144,9 @@ struct Vocab::Impl {
   std::shared_ptr<const Merges> merges = std::make_shared<Merges>();
   std::vector<TokenData> id_to_token;
   std::vector<int32_t> cache_special_tokens;  // longest text first, as llama.cpp sorts them
+  const SpecialIndex& special_index() const;   // made on first use, after the load
+  mutable std::once_flag special_index_once;
+  mutable SpecialIndex special_index_;
   std::set<int32_t> special_eog_ids;
   std::vector<char> precompiled_charsmap;
   Loaded loaded;
@@ -132,6 +182,9 @@ struct Vocab::Impl {
   // a count (a hostile size allocates nothing).
   size_t n_dummy_tokens = 0;
 };
+
+// vocab.cpp: llama.cpp's tokenizer_st_partition of a text by the special tokens.
+std::vector<Segment> partition(const Vocab::Impl& v, std::string_view text, bool parse_special);
 
 // bpe.cpp: llama.cpp's table of pre-tokenizer names (tokenizer.ggml.pre, in v.tokenizer_pre)
 // for a BPE vocabulary: sets v.pre_type, v.pre_type_name and the flags the table sets with

@@ -87,14 +87,11 @@ size_t utf8_sequence(std::string_view s, size_t at) {
 
 class Ugm final : public Algorithm {
  public:
-  explicit Ugm(const Vocab::Impl& v) : v_(v), charsmap_(v.precompiled_charsmap) {
+  explicit Ugm(const Vocab::Impl& v) : v_(v), charsmap_(v.precompiled_charsmap), tokens_(keys(v, attr_normal | attr_user_defined | attr_unused)),
+                                        user_defined_(keys(v, attr_user_defined)) {
     float min_score = FLT_MAX;
-    for (size_t id = 0; id < v.id_to_token.size(); ++id) {
-      const TokenData& t = v.id_to_token[id];
+    for (const TokenData& t : v.id_to_token)
       if (t.attr & attr_normal) min_score = std::min(min_score, t.score);
-      if (t.attr & (attr_normal | attr_user_defined | attr_unused)) tokens_.insert(t.text, static_cast<int32_t>(id));
-      if (t.attr & attr_user_defined) user_defined_.insert(t.text);
-    }
     unknown_score_ = min_score - 10.0f;  // in float, as llama.cpp computes it
   }
 
@@ -111,23 +108,26 @@ class Ugm final : public Algorithm {
     };
     std::vector<Best> best(n + 1, {unk, 0, -DBL_MAX});
     best[0] = {unk, 0, 0.0};
+    // every token that s[at..] starts with, as llama.cpp's trie walk finds them: those of up
+    // to KeyTrie::kWalk bytes by a walk, the longer ones from one pass over the text
+    const std::vector<KeyTrie::Long> longs = tokens_.long_keys(s);
+    size_t next_long = 0;
     for (size_t at = 0; at < n;) {
       const size_t cpt_len = std::min(utf8_len(s[at]), n - at);
       const double here = best[at].score;
       bool whole_cpt = false;  // a token covers exactly this code point
-      int32_t node = ByteTrie::root;
-      for (size_t end = at; end < n;) {
-        node = tokens_.child(node, s[end++]);
-        if (node == ByteTrie::none) break;
-        if (!tokens_.has_value(node)) continue;
-        if (end - at == cpt_len) whole_cpt = true;
-        const int32_t id = tokens_.value(node);
+      auto token = [&](size_t length, int32_t id) {
+        const size_t end = at + length;
+        if (length == cpt_len) whole_cpt = true;
         // User-defined tokens score 0, above every log probability; sums in double as HF's.
         const double score = here + (v_.id_to_token[static_cast<size_t>(id)].attr & attr_user_defined
                                          ? 0.0
                                          : static_cast<double>(v_.id_to_token[static_cast<size_t>(id)].score));
         if (score > best[end].score) best[end] = {id, at, score};
-      }
+      };
+      tokens_.walk(std::string_view(s).substr(at), token);
+      while (next_long < longs.size() && longs[next_long].at < at) ++next_long;
+      for (size_t k = next_long; k < longs.size() && longs[k].at == at; ++k) token(longs[k].length, longs[k].value);
       if (!whole_cpt) {
         const double score = here + static_cast<double>(unknown_score_);
         if (score > best[at + cpt_len].score) best[at + cpt_len] = {unk, at, score};
@@ -184,11 +184,8 @@ class Ugm final : public Algorithm {
   size_t normalize_prefix(std::string_view input, size_t at, std::string_view& piece) const {
     // A user-defined token's text is kept as it is. llama.cpp takes as far as its trie of
     // them walks, whether or not a whole token ends there.
-    size_t user = 0;
-    for (int32_t node = ByteTrie::root; at + user < input.size(); ++user) {
-      node = user_defined_.child(node, input[at + user]);
-      if (node == ByteTrie::none) break;
-    }
+    // (As far as it walks: the text moves on past what is walked, so the walks add up to it.)
+    const size_t user = user_defined_.walk(input.substr(at), [](size_t, int32_t) {}, SIZE_MAX);
     if (user > 0) return piece = input.substr(at, user), user;
     if (size_t n = charsmap_.longest(input, at, piece)) return n;
     if (size_t n = utf8_sequence(input, at)) return piece = input.substr(at, n), n;
@@ -196,9 +193,16 @@ class Ugm final : public Algorithm {
     return 1;
   }
 
+  static std::vector<std::pair<std::string_view, int32_t>> keys(const Vocab::Impl& v, uint32_t attrs) {
+    std::vector<std::pair<std::string_view, int32_t>> r;
+    for (size_t id = 0; id < v.id_to_token.size(); ++id)
+      if (v.id_to_token[id].attr & attrs) r.push_back({v.id_to_token[id].text, static_cast<int32_t>(id)});
+    return r;
+  }
+
   const Vocab::Impl& v_;
   Charsmap charsmap_;
-  ByteTrie tokens_, user_defined_;
+  KeyTrie tokens_, user_defined_;
   float unknown_score_;
 };
 
@@ -235,20 +239,18 @@ std::string unescape_rwkv(std::string_view escaped) {
 
 class Rwkv final : public Algorithm {
  public:
-  explicit Rwkv(const Vocab::Impl& v) : v_(v) {
-    for (size_t id = 0; id < v.id_to_token.size(); ++id) tokens_.insert(unescape_rwkv(v.id_to_token[id].text), static_cast<int32_t>(id));
-  }
+  explicit Rwkv(const Vocab::Impl& v) : v_(v), tokens_(keys(v)) {}
 
   void tokenize(const std::string& text, std::vector<int32_t>& out) const override {
+    const std::vector<KeyTrie::Long> longs = tokens_.long_keys(text);
+    size_t next_long = 0;
     for (size_t at = 0; at < text.size();) {
-      // The longest token text[at..] starts with.
-      int32_t node = ByteTrie::root, id = 0;
+      // The longest token text[at..] starts with (a long one is longer than any walked).
+      int32_t id = 0;
       size_t end = 0;
-      for (size_t i = at; i < text.size(); ++i) {
-        node = tokens_.child(node, text[i]);
-        if (node == ByteTrie::none) break;
-        if (tokens_.has_value(node)) id = tokens_.value(node), end = i + 1;
-      }
+      tokens_.walk(std::string_view(text).substr(at), [&](size_t length, int32_t value) { id = value, end = at + length; });
+      while (next_long < longs.size() && longs[next_long].at < at) ++next_long;
+      if (next_long < longs.size() && longs[next_long].at == at) id = longs[next_long].value, end = at + longs[next_long].length;
       if (end == 0) {
         // No token: the unknown id for one byte. (Where the byte starts tokens but is none
         // itself, llama.cpp pushes id 0 without moving, forever; real RWKV vocabularies
@@ -263,8 +265,17 @@ class Rwkv final : public Algorithm {
   }
 
  private:
+  // The unescaped texts, one after another, and where each ends: token i's is the i-th.
+  static KeyTrie keys(const Vocab::Impl& v) {
+    std::string texts;
+    std::vector<size_t> ends;
+    ends.reserve(v.id_to_token.size());
+    for (const TokenData& t : v.id_to_token) texts += unescape_rwkv(t.text), ends.push_back(texts.size());
+    return KeyTrie(std::move(texts), ends);
+  }
+
   const Vocab::Impl& v_;
-  ByteTrie tokens_;
+  KeyTrie tokens_;
 };
 
 }  // namespace

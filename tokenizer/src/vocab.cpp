@@ -243,20 +243,25 @@ void escape_whitespace(std::string& s) { replace_all(s, " ", "\xe2\x96\x81"); }
 void unescape_whitespace(std::string& s) { replace_all(s, "\xe2\x96\x81", " "); }
 
 // llama_decode_text: GPT-2's byte-level text back to bytes; a code point that is none of the
-// 256 is written as llama.cpp writes it ("[UNK_BYTE_0x" its hex, the whole text, "]").
-std::string decode_bpe_text(const std::string& text) {
+// 256 is written as llama.cpp writes it ("[UNK_BYTE_0x" its hex, the whole text, "]"). Only
+// the first `limit` bytes are made: n such code points make n copies of the text.
+std::string decode_bpe_text(const std::string& text, size_t limit) {
   std::string out;
+  auto add = [&](std::string_view s) { out.append(s.substr(0, limit - out.size())); };
   for (uint32_t cpt : cpts_from_utf8(text)) {
+    if (out.size() >= limit) break;
     std::string utf8 = cpt_to_utf8(cpt);
     int byte = utf8_to_byte(utf8);
     if (byte >= 0) {
       out += static_cast<char>(byte);
     } else {
-      out += "[UNK_BYTE_0x";
-      for (char c : utf8) out += format("%02x", static_cast<uint8_t>(c));
-      out += text + "]";
+      add("[UNK_BYTE_0x");
+      for (char c : utf8) add(format("%02x", static_cast<uint8_t>(c)));
+      add(text);
+      add("]");
     }
   }
+  if (out.size() > limit) out.resize(limit);
   return out;
 }
 
@@ -300,8 +305,9 @@ char token_to_byte(const Vocab::Impl& v, int32_t id) {
   return static_cast<char>(std::strtol(hex.c_str(), nullptr, 16));
 }
 
-// token_to_piece without the cache (lstrip 0): what the cache is built from.
-std::string piece_of(const Vocab::Impl& v, int32_t id, bool special) {
+// token_to_piece without the cache (lstrip 0): what the cache is built from (its first
+// `limit` bytes).
+std::string piece_of(const Vocab::Impl& v, int32_t id, bool special, size_t limit = SIZE_MAX) {
   const TokenData* t = token_at(v, id);
   if (!t) return {};
   const uint32_t attr = t->attr;
@@ -327,7 +333,7 @@ std::string piece_of(const Vocab::Impl& v, int32_t id, bool special) {
           unescape_whitespace(r);
           return r;
         }
-        return decode_bpe_text(text);
+        return decode_bpe_text(text, limit);
       }
       if (attr & attr_byte) return std::string(1, token_to_byte(v, id));
       return {};
@@ -342,55 +348,128 @@ std::string piece_of(const Vocab::Impl& v, int32_t id, bool special) {
   return {};
 }
 
-// One fragment of the text being tokenized: raw text [off, off + len) or a special token.
-struct Fragment {
-  int32_t token;  // null_id: raw text
-  size_t off, len;
-};
+}  // namespace
+
+// The special tokens' texts by a rolling hash: each one's rank in cache_special_tokens, and
+// the ranks of each length (they are contiguous: longest first).
+const SpecialIndex& Vocab::Impl::special_index() const {
+  std::call_once(special_index_once, [&] {
+    SpecialIndex& x = special_index_;
+    size_t n = 16;
+    while (n < 2 * cache_special_tokens.size()) n *= 2;
+    x.slots.assign(n, {0, -1});
+    for (size_t rank = 0; rank < cache_special_tokens.size(); ++rank) {
+      const std::string& t = id_to_token[static_cast<size_t>(cache_special_tokens[rank])].text;
+      if (x.lengths.empty() || x.lengths.back().first != t.size()) x.lengths.push_back({t.size(), rank});
+      const uint64_t h = SpecialIndex::roll(0, t);
+      size_t i = h & (n - 1);
+      while (x.slots[i].rank >= 0) i = (i + 1) & (n - 1);
+      x.slots[i] = {static_cast<uint32_t>(h >> 32), static_cast<int32_t>(rank)};
+    }
+    x.lengths.push_back({0, cache_special_tokens.size()});  // the end of the last length's ranks
+  });
+  return special_index_;
+}
 
 // tokenizer_st_partition: each special token in turn (longest text first) is cut out of every
-// raw fragment left, control and unknown ones only when parsing specials. lstrip/rstrip
-// attributes eat the C-locale whitespace next to the token.
-std::vector<Fragment> partition(const Vocab::Impl& v, std::string_view text, bool parse_special) {
-  std::vector<Fragment> frags{{null_id, 0, text.size()}}, next;
-  for (int32_t id : v.cache_special_tokens) {
-    const TokenData& data = v.id_to_token[static_cast<size_t>(id)];
-    if (!parse_special && (data.attr & attr_special)) continue;
-    const std::string& tok = data.text;
-    if (tok.empty()) continue;  // cannot be: empty texts were renamed at load
-    next.clear();
-    for (const Fragment& f : frags) {
-      if (f.token != null_id) {
-        next.push_back(f);
+// raw fragment left, leftmost first, control and unknown ones only when parsing specials;
+// lstrip/rstrip attributes eat the C-locale whitespace next to the token. llama.cpp searches
+// the text once for each special token (300,000 control tokens: 300,000 searches); here the
+// tokens of one length are found together, by a rolling hash of each window of the text still
+// raw, then taken in llama.cpp's order (by rank, then leftmost): a token is cut out where its
+// window is still all raw, which is where llama.cpp's search of that fragment would find it.
+// (Fragments are the maximal runs of raw bytes: they are only ever split where a token or
+// the whitespace it strips is cut out.) A text costs its length times the distinct lengths
+// of the special tokens no longer than it.
+std::vector<Segment> partition(const Vocab::Impl& v, std::string_view text, bool parse_special) {
+  const size_t n = text.size();
+  if (v.cache_special_tokens.empty() || n == 0) return {{-1, 0, n}};
+  const SpecialIndex& x = v.special_index();
+  std::vector<uint8_t> raw(n, 1);
+  std::vector<int32_t> token_at(n, -1);  // where a token was cut out: its id
+  // How many bytes were cut out before each position (a Fenwick tree over `raw`).
+  std::vector<uint32_t> cut(n + 1, 0);
+  auto cut_out = [&](size_t i) {
+    raw[i] = 0;
+    for (size_t k = i + 1; k <= n; k += k & (~k + 1)) ++cut[k];
+  };
+  auto cut_before = [&](size_t i) {
+    uint32_t c = 0;
+    for (size_t k = i; k > 0; k -= k & (~k + 1)) c += cut[k];
+    return c;
+  };
+  struct Found {
+    size_t rank, at;
+  };
+  std::vector<Found> found;
+  for (size_t l = 0; l + 1 < x.lengths.size(); ++l) {
+    const size_t len = x.lengths[l].first, from = x.lengths[l].second, to = x.lengths[l + 1].second;
+    if (len > n) continue;
+    const uint64_t top = SpecialIndex::power(len);
+    found.clear();
+    // every window of `len` bytes inside a run of raw bytes: a token of this length there
+    for (size_t run = 0; run < n;) {
+      if (!raw[run]) {
+        ++run;
         continue;
       }
-      size_t off = f.off, len = f.len;
-      while (len > 0) {
-        size_t match = text.substr(0, off + len).find(tok, off);
-        if (match == std::string_view::npos) {
-          next.push_back({null_id, off, len});
-          break;
+      size_t end = run;
+      while (end < n && raw[end]) ++end;
+      uint64_t h = 0;
+      for (size_t i = run; i < end; ++i) {
+        h = SpecialIndex::roll(h, text.substr(i, 1));
+        if (i >= run + len) h = SpecialIndex::unroll(h, static_cast<uint8_t>(text[i - len]), top);
+        if (i + 1 < run + len) continue;
+        const size_t at = i + 1 - len;
+        const size_t mask = x.slots.size() - 1;
+        for (size_t k = h & mask; x.slots[k].rank >= 0; k = (k + 1) & mask) {
+          const SpecialIndex::Slot& slot = x.slots[k];
+          const auto rank = static_cast<size_t>(slot.rank);
+          if (slot.tag != static_cast<uint32_t>(h >> 32) || rank < from || rank >= to) continue;
+          const TokenData& data = v.id_to_token[static_cast<size_t>(v.cache_special_tokens[rank])];
+          if (text.compare(at, len, data.text) != 0) continue;
+          if (parse_special || !(data.attr & attr_special)) found.push_back({rank, at});
+          break;  // one token has this text
         }
-        size_t left = match - off;
-        if (data.attr & attr_lstrip)
-          while (left > 0 && is_c_space(text[off + left - 1])) --left;
-        if (left > 0) next.push_back({null_id, off, left});
-        next.push_back({id, 0, 0});
-        size_t right_off = match + tok.size(), right_len = off + len - right_off;
-        if (data.attr & attr_rstrip)
-          while (right_len > 0 && is_c_space(text[right_off])) ++right_off, --right_len;
-        off = right_off, len = right_len;
       }
+      run = end;
     }
-    frags.swap(next);
+    std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.rank != b.rank ? a.rank < b.rank : a.at < b.at; });
+    for (const Found& f : found) {
+      if (cut_before(f.at + len) != cut_before(f.at)) continue;  // part of it is gone
+      const int32_t id = v.cache_special_tokens[f.rank];
+      const uint32_t attr = v.id_to_token[static_cast<size_t>(id)].attr;
+      token_at[f.at] = id;
+      for (size_t i = f.at; i < f.at + len; ++i) cut_out(i);
+      if (attr & attr_lstrip)
+        for (size_t i = f.at; i > 0 && raw[i - 1] && is_c_space(text[i - 1]); --i) cut_out(i - 1);
+      if (attr & attr_rstrip)
+        for (size_t i = f.at + len; i < n && raw[i] && is_c_space(text[i]); ++i) cut_out(i);
+    }
+  }
+  std::vector<Segment> frags;
+  for (size_t i = 0; i < n;) {
+    if (token_at[i] >= 0) {
+      frags.push_back({token_at[i], 0, 0});
+      i += v.id_to_token[static_cast<size_t>(token_at[i])].text.size();
+    } else if (raw[i]) {
+      size_t end = i;
+      while (end < n && raw[end]) ++end;
+      frags.push_back({-1, i, end - i});
+      i = end;
+    } else {
+      ++i;
+    }
   }
   return frags;
 }
 
+namespace {
+
 // The dispatch of llama_vocab::impl::tokenize over the fragments, for each vocabulary type.
 std::vector<int32_t> tokenize_impl(const Vocab::Impl& v, std::string_view raw, bool add_special, bool parse_special) {
   std::vector<int32_t> out;
-  std::vector<Fragment> frags;
+  std::vector<Segment> frags;
   if (!raw.empty()) frags = partition(v, raw, parse_special);
   auto need = [](int32_t id, const char* what) {
     if (id == null_id)
@@ -398,13 +477,13 @@ std::vector<int32_t> tokenize_impl(const Vocab::Impl& v, std::string_view raw, b
                   std::string("the vocabulary adds a ") + what + " token but has none (llama.cpp aborts)");
     return id;
   };
-  auto fragment_text = [&](const Fragment& f) { return std::string(raw.substr(f.off, f.len)); };
+  auto fragment_text = [&](const Segment& f) { return std::string(raw.substr(f.off, f.len)); };
   switch (v.type) {
     case Kind::spm: {
       // Each raw fragment right after a special token (or at the start) gets the space prefix.
       bool prev_special = true;
       if (add_special && v.add_bos) out.push_back(need(v.special_bos_id, "bos"));
-      for (const Fragment& f : frags) {
+      for (const Segment& f : frags) {
         if (f.token != null_id) {
           out.push_back(f.token);
           prev_special = true;
@@ -421,7 +500,7 @@ std::vector<int32_t> tokenize_impl(const Vocab::Impl& v, std::string_view raw, b
     }
     case Kind::bpe: {
       if (add_special && v.add_bos) out.push_back(need(v.special_bos_id, "bos"));
-      for (const Fragment& f : frags) {
+      for (const Segment& f : frags) {
         if (f.token != null_id) {
           out.push_back(f.token);
           continue;
@@ -436,7 +515,7 @@ std::vector<int32_t> tokenize_impl(const Vocab::Impl& v, std::string_view raw, b
     case Kind::wpm: {
       // BERT: [CLS] ... [SEP] whenever specials are added, whatever add_bos says.
       if (add_special) out.push_back(need(v.special_bos_id, "bos"));
-      for (const Fragment& f : frags) {
+      for (const Segment& f : frags) {
         if (f.token != null_id) out.push_back(f.token);
         else v.algorithm().tokenize(fragment_text(f), out);
       }
@@ -445,7 +524,7 @@ std::vector<int32_t> tokenize_impl(const Vocab::Impl& v, std::string_view raw, b
     }
     case Kind::ugm: {
       if (add_special && v.add_bos) out.push_back(need(v.special_bos_id, "bos"));
-      for (const Fragment& f : frags) {
+      for (const Segment& f : frags) {
         if (f.token != null_id) out.push_back(f.token);
         else v.algorithm().tokenize(fragment_text(f), out);
       }
@@ -454,7 +533,7 @@ std::vector<int32_t> tokenize_impl(const Vocab::Impl& v, std::string_view raw, b
     }
     case Kind::rwkv:
     case Kind::plamo2: {
-      for (const Fragment& f : frags) {
+      for (const Segment& f : frags) {
         if (f.token != null_id) out.push_back(f.token);
         else v.algorithm().tokenize(fragment_text(f), out);
       }
@@ -896,12 +975,14 @@ std::vector<int32_t> Vocab::tokenize(std::string_view text, bool add_special, bo
   return tokenize_impl(*impl_, text, add_special, parse_special);
 }
 
-std::string Vocab::piece(int32_t id, bool special) const {
+std::string Vocab::piece(int32_t id, bool special, size_t limit) const {
   const Impl& v = *impl_;
   const TokenData* t = token_at(v, id);
   if (!t) return {};  // llama.cpp throws (std::out_of_range) for an id out of range
   if (!special && (t->attr & attr_special)) return {};
-  return piece_of(v, id, special);
+  std::string p = piece_of(v, id, special, limit);
+  if (p.size() > limit) p.resize(limit);  // the other kinds' pieces are the size of their text
+  return p;
 }
 
 std::string Vocab::detokenize(std::span<const int32_t> ids, bool remove_special, bool unparse_special) const {

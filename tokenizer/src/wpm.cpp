@@ -68,17 +68,18 @@ bool is_chinese_char(uint32_t c) {
 
 class Wpm final : public Algorithm {
  public:
-  explicit Wpm(const Vocab::Impl& v) : v_(v) {
-    // Every text text_to_token knows, with the id it gives.
-    for (const int32_t id : v.token_to_id->order()) trie_.insert(v.token_to_id->key(id), id);
-  }
+  explicit Wpm(const Vocab::Impl& v) : v_(v), trie_(keys(v)) {}
 
   void tokenize(const std::string& text, std::vector<int32_t>& out) const override {
     for (const std::string& word : preprocess(text)) {
       const std::string w = "\xe2\x96\x81" + word;
       const size_t before = out.size();
+      const std::vector<KeyTrie::Long> longs = trie_.long_keys(w);
+      size_t next_long = 0;
       for (size_t i = 0; i < w.size();) {
-        const size_t len = longest_token(w, i, out);
+        while (next_long < longs.size() && longs[next_long].at < i) ++next_long;
+        const size_t len = next_long < longs.size() && longs[next_long].at == i ? (out.push_back(longs[next_long].value), longs[next_long].length)
+                                                                                : longest_token(w, i, out);
         if (len == 0) {  // a part no token covers: the whole word is unknown
           out.resize(before);
           break;
@@ -91,16 +92,21 @@ class Wpm final : public Algorithm {
 
  private:
   // The longest token w[i..] starts with: its id appended, its length returned (0: none).
+  // (Of at most KeyTrie::kWalk bytes: a longer one is in long_keys.)
   size_t longest_token(const std::string& w, size_t i, std::vector<int32_t>& out) const {
-    int32_t node = ByteTrie::root, id = -1;
+    int32_t id = -1;
     size_t len = 0;
-    for (size_t j = i; j < w.size(); ++j) {
-      node = trie_.child(node, w[j]);
-      if (node == ByteTrie::none) break;
-      if (trie_.has_value(node)) id = trie_.value(node), len = j + 1 - i;
-    }
+    trie_.walk(std::string_view(w).substr(i), [&](size_t length, int32_t value) { id = value, len = length; });
     if (len) out.push_back(id);
     return len;
+  }
+
+  // Every text text_to_token knows, with the id it gives.
+  static std::vector<std::pair<std::string_view, int32_t>> keys(const Vocab::Impl& v) {
+    std::vector<std::pair<std::string_view, int32_t>> r;
+    r.reserve(v.token_to_id->order().size());
+    for (const int32_t id : v.token_to_id->order()) r.push_back({v.token_to_id->key(id), id});
+    return r;
   }
 
   // The words of the text after BERT's normalization, none empty.
@@ -132,7 +138,7 @@ class Wpm final : public Algorithm {
   }
 
   const Vocab::Impl& v_;
-  ByteTrie trie_;
+  KeyTrie trie_;
 };
 
 }  // namespace

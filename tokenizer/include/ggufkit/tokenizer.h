@@ -112,7 +112,10 @@ class Vocab {
   std::vector<int32_t> tokenize(std::string_view text, bool add_special = true, bool parse_special = true) const;
   // llama_token_to_piece (lstrip 0): a token's text as generation prints it; `special`
   // prints control tokens' text too. An id out of range gives "" (llama.cpp throws).
-  std::string piece(int32_t id, bool special = true) const;
+  // `limit`: its first `limit` bytes only, made in time bounded by the token's text and the
+  // limit (a GPT-2 token of n code points outside the byte map has a piece of n times its
+  // text, as llama.cpp writes it: a caller comparing it with a text asks for no more).
+  std::string piece(int32_t id, bool special = true, size_t limit = SIZE_MAX) const;
   // llama_detokenize.
   std::string detokenize(std::span<const int32_t> ids, bool remove_special = false, bool unparse_special = true) const;
 
