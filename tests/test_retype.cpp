@@ -231,16 +231,16 @@ TEST(Retype, OfTokensSharingATextTheLastIsRetyped) {
                             "  - {key: tokenizer.ggml.token_type, type: array, items: i32, value: [1, 1, 1, 1, 1]}\n",
                             sketch, dir),
                file);
-  Patch p = yaml_patch("token_types: {dup: control}\n");
+  Patch p = yaml_patch("token_types: {dup: user_defined}\n");  // (normal to control is refused: issue 41)
   const std::string out = dir + "/out.gguf";
   EditReport r = edit_with(file, out, p);
   ASSERT_EQ(r.changes.size(), 1u);
   EXPECT_EQ(r.changes[0].id, 3u);
-  EXPECT_EQ(types_of(out), (std::vector<int64_t>{1, 1, 1, 3, 1}));
+  EXPECT_EQ(types_of(out), (std::vector<int64_t>{1, 1, 1, 4, 1}));
   // In place, too: the header alone.
   EditReport in = edit_with(file, "", p, true);
   EXPECT_EQ(in.written, Written::header);
-  EXPECT_EQ(types_of(file), (std::vector<int64_t>{1, 1, 1, 3, 1}));
+  EXPECT_EQ(types_of(file), (std::vector<int64_t>{1, 1, 1, 4, 1}));
   EXPECT_EQ(read_file_bytes(file), read_file_bytes(out));
 }
 
