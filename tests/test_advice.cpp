@@ -112,7 +112,7 @@ TEST(SafeAdvice, RetypesToControlAndTurnOpenersAsEndsAreRefused) {
        "[eog_at_start] tokenizer.ggml.eot_token_id: BOS \"<s>\" (id 1) is a token llama.cpp stops generating at, and it adds BOS "
        "at the start of every prompt"},
       {phi3, "--special-token 'eot=<|user|>'",
-       "[eog_at_start] \"<|user|>\" (id 32010) is the first token of the prompt of \"user only\", and llama.cpp stops generating at it"},
+       "[eog_at_start] \"<|user|>\" (id 32010) is the first token of the prompt of \"system and user\", and llama.cpp stops generating at it"},
   };
   for (const Case& c : cases) {
     CliRun r = run_cli("edit " + c.source + " " + c.args + " -o " + dir + "/out.gguf");
@@ -213,8 +213,10 @@ TEST(SafeAdvice, EveryFixOfferedRemovesItsFindingAndBringsInNoneAsBad) {
     }
     files_with_fixes += any;
   }
-  // What this walk covered: the fixes of the files above, as they stand.
-  EXPECT_GE(applied, 6u);
-  EXPECT_GE(files_with_fixes, 5u);
+  // What this walk covered: the corpus offers no command (its findings are the zephyr
+  // template's, told in words); the test models offer 5 (eot for phi-3's placeholder turn
+  // end, user_defined for <|end|> and twice for <|user|> typed normal, general.name).
+  EXPECT_EQ(applied, 5u);
+  EXPECT_EQ(files_with_fixes, 4u);
   std::cout << "applied " << applied << " fixes of " << files_with_fixes << " files\n";
 }
