@@ -209,15 +209,17 @@ class Validator {
   // opens a prompt is one it stops at (a turn's opening is the template rules' to find).
   void bos_ends(const tokenizer::Vocab& v) {
     const tokenizer::Loaded& l = v.loaded();
-    if (!l.add_bos || l.bos < 0 || !std::binary_search(l.eog.begin(), l.eog.end(), l.bos)) return;
-    std::string key = "tokenizer.ggml.bos_token_id";
-    for (const char* name : {"eos", "eot", "eom"}) {
+    // (eos = BOS is GPT-2's convention, <|endoftext|> both: an end of turn naming BOS is not)
+    if (!l.add_bos || l.bos < 0) return;
+    std::string key;
+    for (const char* name : {"eot", "eom"}) {
       const Value* x = m_.find(special_token_key(name));
       if (x && x->is_integer() && x->as_u64() == static_cast<uint64_t>(l.bos)) {
         key = special_token_key(name);
         break;
       }
     }
+    if (key.empty()) return;
     add(Code::eog_at_start, Place::key(key, "bos"), key_at(key),
         key + ": BOS " + json_string(v.text(l.bos)) + " (id " + std::to_string(l.bos) +
             ") is a token llama.cpp stops generating at, and it adds BOS at the start of every prompt: "
