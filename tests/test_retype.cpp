@@ -42,11 +42,12 @@ std::vector<int64_t> types_of(const std::string& path) {
   return out;
 }
 
-EditReport edit_with(const std::string& in, const std::string& out, Patch patch, bool in_place = false) {
+EditReport edit_with(const std::string& in, const std::string& out, Patch patch, bool in_place = false, bool allow_broken = false) {
   EditRequest req;
   req.input = in;
   req.output = out;
   req.in_place = in_place;
+  req.allow_broken = allow_broken;
   req.patch = std::move(patch);
   return edit(req);
 }
@@ -120,7 +121,9 @@ TEST(Retype, PhiUserToNormalAndBackInPlaceChangesOneElementAndTheHeaderAlone) {
   const std::string file = writable_copy(by_doc, "phi3-user-in-place.gguf");
   Patch back;
   back.add_token_type("<|user|>", "control");
-  EditReport in = edit_with(file, "", back, true);
+  // (normal to control is refused without allow_broken, even back to what it was: issue 41)
+  EXPECT_THROW(edit_with(file, "", back, true), ggufkit::EditRefused);
+  EditReport in = edit_with(file, "", back, true, true);
   EXPECT_EQ(in.written, Written::header);
   EXPECT_EQ(in.header_bytes, 1u);  // 1 -> 3 is the element's low byte
   EXPECT_EQ(in.header_at, elem_at);
@@ -231,16 +234,16 @@ TEST(Retype, OfTokensSharingATextTheLastIsRetyped) {
                             "  - {key: tokenizer.ggml.token_type, type: array, items: i32, value: [1, 1, 1, 1, 1]}\n",
                             sketch, dir),
                file);
-  Patch p = yaml_patch("token_types: {dup: control}\n");
+  Patch p = yaml_patch("token_types: {dup: user_defined}\n");  // (normal to control is refused: issue 41)
   const std::string out = dir + "/out.gguf";
   EditReport r = edit_with(file, out, p);
   ASSERT_EQ(r.changes.size(), 1u);
   EXPECT_EQ(r.changes[0].id, 3u);
-  EXPECT_EQ(types_of(out), (std::vector<int64_t>{1, 1, 1, 3, 1}));
+  EXPECT_EQ(types_of(out), (std::vector<int64_t>{1, 1, 1, 4, 1}));
   // In place, too: the header alone.
   EditReport in = edit_with(file, "", p, true);
   EXPECT_EQ(in.written, Written::header);
-  EXPECT_EQ(types_of(file), (std::vector<int64_t>{1, 1, 1, 3, 1}));
+  EXPECT_EQ(types_of(file), (std::vector<int64_t>{1, 1, 1, 4, 1}));
   EXPECT_EQ(read_file_bytes(file), read_file_bytes(out));
 }
 

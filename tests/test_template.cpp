@@ -531,7 +531,7 @@ TEST(TemplateTokens, DoubleBosIsWhatTheChatPathFeedsAfterItsStripping) {
 
 // Issue 29: a special-looking literal the rendered prompts contain that tokenizes into
 // several tokens (here no token of phi-3's vocabulary), with its ids and where it shows;
-// [INST] likewise; a literal that is one token is not.
+// a literal that is one token is not, nor [INST] where no token has that form.
 TEST(TemplateTokens, ASplitLiteralIsFoundWithItsIdsAndWhereItShows) {
   const std::string phi3 = corpus("vocab/ggml-vocab-phi-3.gguf");
   EXPECT_FALSE(has(template_codes(phi3), "template_literal_split"));
@@ -542,7 +542,9 @@ TEST(TemplateTokens, ASplitLiteralIsFoundWithItsIdsAndWhereItShows) {
   EXPECT_NE(line.find("\"ids\": [529, 29989, 326, 29918, 2962, 29989, 29958]"), std::string::npos) << line;
   CliRun v = run_cli("validate " + chatml);
   EXPECT_EQ(v.out.find("\"<|end|>\" tokenizes"), std::string::npos) << v.out;  // one token, control
-  EXPECT_TRUE(has(template_codes(with_template(phi3, "inst", "[INST] {{ messages[0].content }} [/INST]")), "template_literal_split"));
+  // [INST] is text by design where the vocabulary has no control token of that form (Llama 2's,
+  // phi-3's): no finding (issue 41; bert's [CLS] vocabulary is test_advice's case).
+  EXPECT_FALSE(has(template_codes(with_template(phi3, "inst", "[INST] {{ messages[0].content }} [/INST]")), "template_literal_split"));
   EXPECT_FALSE(has(template_codes(with_template(phi3, "plain", "<|user|>{{ messages[0].content }}<|end|>[note]")), "template_literal_split"));
 }
 

@@ -73,13 +73,15 @@ const std::vector<StandardConversation>& standard_conversations() {
 namespace {
 
 // A literal that looks like a chat token. Strong: <|NAME|> (and DeepSeek's <｜NAME｜>, with
-// fullwidth bars), [NAME] and [/NAME] in capitals (Mistral's [INST]), <start_of_turn> and
-// <end_of_turn>: special whether or not the
-// vocabulary has them. Weak: any other <...> without spaces (<think>, <｜User｜>, </s>),
+// fullwidth bars), <start_of_turn> and <end_of_turn>: special whether or not the vocabulary
+// has them. [NAME] and [/NAME] in capitals (Mistral's [INST]) likewise, but only in a
+// vocabulary with control tokens of that form (Mistral v3's): Llama 2's [INST] was never a
+// token, it is text by design. Weak: any other <...> without spaces (<think>, <｜User｜>, </s>),
 // special only where it is a token (a template's prose writes <tools> as text).
 struct Candidate {
   std::string text;
   bool strong;
+  bool bracket = false;  // [NAME]: special only in a vocabulary with control tokens of that form
 };
 
 // At most kMaxCandidates, each once (`seen`): real templates write a few dozen; a hostile one
@@ -87,7 +89,7 @@ struct Candidate {
 constexpr size_t kMaxCandidates = 256;
 void special_looking(std::string_view text, std::vector<Candidate>& out, std::unordered_set<std::string>& seen) {
   auto add = [&](std::string_view s, bool strong) {
-    if (out.size() < kMaxCandidates && seen.emplace(s).second) out.push_back({std::string(s), strong});
+    if (out.size() < kMaxCandidates && seen.emplace(s).second) out.push_back({std::string(s), strong, s.starts_with('[')});
   };
   auto name_byte = [](char c) { return c != '<' && c != '>' && c != '|' && !std::isspace(static_cast<unsigned char>(c)); };
   for (size_t i = 0; i < text.size(); ++i) {
@@ -161,13 +163,24 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
   const size_t n_shown = shown.size();
   for (std::string_view lit : jinja::literals(t)) special_looking(lit, shown, seen);
   const uint32_t parsed = tokenizer::attr_control | tokenizer::attr_user_defined | tokenizer::attr_unknown;
+  const tokenizer::Loaded& l = v.loaded();
+  // [NAME] is special only where the vocabulary has control tokens of that form.
+  const bool bracket_vocab = std::any_of(l.control.begin(), l.control.end(), [&](int32_t id) {
+    const std::string_view t = v.text(id);
+    return t.size() > 2 && t.front() == '[' && t.back() == ']';
+  });
   for (size_t k = 0; k < shown.size(); ++k) {
     const Candidate& c = shown[k];
     const int32_t id = v.find(c.text);
-    if (id < 0 && !c.strong) continue;
+    if (id < 0 && (!c.strong || (c.bracket && !bracket_vocab))) continue;
     const std::vector<int32_t> pieces = v.tokenize(c.text, false, true);
     const bool split = pieces.size() != 1 || pieces[0] != id;
-    const std::string fix_type = typed ? "ggufkit edit FILE --token-type " + shell_quoted(c.text + "=control") + " --in-place" : "";
+    // The retype that makes llama.cpp (and every runtime) parse the token out of the text and
+    // still print it as its text: user_defined, for a token typed normal. A byte or unused
+    // token is never retyped (its bytes would print as its name): no fix is offered for it.
+    const std::string fix_type = typed && id >= 0 && stored_type(id) == 1
+                                     ? "ggufkit edit FILE --token-type " + shell_quoted(c.text + "=user_defined") + " --in-place"
+                                     : "";
     if (id >= 0) {
       const int64_t stored = stored_type(id);
       const uint32_t attr = v.attr(id);
@@ -195,7 +208,6 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
           id >= 0 ? fix_type
                   : "use the template the model was trained with: this one is written for another vocabulary");
   }
-  const tokenizer::Loaded& l = v.loaded();
   for (const Rendered& r : prompts) {
     if (l.bos < 0) break;
     const std::vector<int32_t> ids = chat_ids(v, r.prompt);
@@ -217,6 +229,38 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
       break;
     }
   }
+  // The tokens that open a turn: the first of a prompt's ids after the BOS llama.cpp adds
+  // (BOS itself is the validator's to judge), and the first special token the generation
+  // prompt adds for the assistant's turn. None may be one llama.cpp stops generating at.
+  auto is_eog = [&](int32_t id) { return std::binary_search(l.eog.begin(), l.eog.end(), id); };
+  std::vector<std::pair<int32_t, std::string>> openers;  // (id, where)
+  auto opener = [&](int32_t id, std::string at) {
+    if (id == l.bos || !(v.attr(id) & parsed)) return;
+    if (std::none_of(openers.begin(), openers.end(), [&](const auto& o) { return o.first == id; })) openers.push_back({id, std::move(at)});
+  };
+  const Rendered* user_only = nullptr;
+  for (const Rendered& r : prompts) {
+    const std::vector<int32_t> ids = chat_ids(v, r.prompt);
+    const size_t first = !ids.empty() && ids[0] == l.bos ? 1 : 0;
+    if (first < ids.size()) opener(ids[first], "the first token of the prompt of \"" + std::string(r.conversation) + "\"");
+    if (r.conversation == "user only") user_only = &r;
+    if (r.conversation == "with the generation prompt" && user_only && r.prompt.size() > user_only->prompt.size() &&
+        r.prompt.starts_with(user_only->prompt))
+      for (int32_t id : v.tokenize(std::string_view(r.prompt).substr(user_only->prompt.size(), 4096), false, true))
+        if (v.attr(id) & parsed) {
+          opener(id, "the first token of the assistant's turn the generation prompt opens");
+          break;
+        }
+  }
+  for (const auto& [id, at] : openers)
+    if (is_eog(id))
+      add(Code::eog_at_start, std::string(v.text(id)),
+          quoted(v.text(id)) + " (id " + std::to_string(id) + ") is " + at +
+              ", and llama.cpp stops generating at it: a model that opens a turn with it ends its answer there",
+          {id}, "");
+  auto opens = [&](int32_t id) {
+    return id == l.bos || std::any_of(openers.begin(), openers.end(), [&](const auto& o) { return o.first == id; });
+  };
   // What ends the assistant's turn: the first token llama.cpp parses as special after its
   // words, before the next user's.
   for (const Rendered& r : prompts) {
@@ -236,14 +280,18 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
       }
     if (best < 0) break;
     const size_t found = segment.find(v.text(best)), best_at = found == std::string_view::npos ? 0 : found;
-    if (std::find(l.eog.begin(), l.eog.end(), best) != l.eog.end()) break;
+    if (is_eog(best)) break;
+    // eot may name it only where it opens no turn and is not BOS or unknown.
+    const bool safe = !opens(best) && !(v.attr(best) & tokenizer::attr_unknown);
     std::string stops;
     for (int32_t id : l.eog) stops += (stops.empty() ? "" : ", ") + quoted(v.text(id)) + " (" + std::to_string(id) + ")";
     add(Code::turn_end_not_eog, std::string(v.text(best)),
         "an assistant turn ends in " + quoted(v.text(best)) + " (id " + std::to_string(best) + ") in the prompt of \"several turns\" at byte " +
             std::to_string(start + best_at) + ", but llama.cpp stops generating only at " + (stops.empty() ? "no token" : stops) +
-            ": the model's answer will run on past its turn (llama.cpp stops at eot: make it the eot token)",
-        {best}, "ggufkit edit FILE --special-token " + shell_quoted("eot=" + std::string(v.text(best))) + " --in-place");
+            ": the model's answer will run on past its turn" +
+            (safe ? " (llama.cpp stops at eot: make it the eot token)"
+                  : "; it is BOS, unknown or a turn's opening too, so no fix makes it an end of generation"),
+        {best}, safe ? "ggufkit edit FILE --special-token " + shell_quoted("eot=" + std::string(v.text(best))) + " --in-place" : "");
     break;
   }
 }

@@ -6,6 +6,7 @@
 #include "ggufkit/check.h"
 #include "ggufkit/error.h"
 #include "ggufkit/format.h"
+#include "ggufkit/text.h"
 
 namespace ggufkit {
 
@@ -54,6 +55,12 @@ constexpr std::array kRules = {
          "the template prints BOS, which llama.cpp strips; a runtime that does not strip it gets two"},
     Rule{Code::turn_end_not_eog, "turn_end_not_eog", warning,
          "an assistant turn ends in a token llama.cpp does not stop generating at"},
+    Rule{Code::eog_byte_token, "eog_byte_token", error,
+         "an end-of-generation token (eos, eot, eom) that is a byte or unused token: generation stops at that byte"},
+    Rule{Code::eog_at_start, "eog_at_start", error,
+         "a token llama.cpp stops generating at opens every prompt or turn (BOS, a turn's first token)"},
+    Rule{Code::retype_to_control, "retype_to_control", error,
+         "a byte, unused or normal token retyped to control: llama.cpp no longer prints it as its text"},
     Rule{Code::role_key_type, "role_key_type", error, "a key llama.cpp reads for the file's role is of another type: it aborts"},
     Rule{Code::not_an_adapter, "not_an_adapter", error, "an adapter whose general.type is not 'adapter': llama.cpp refuses it"},
     Rule{Code::adapter_architecture, "adapter_architecture", error, "an adapter's general.architecture is not its base model's"},
@@ -165,6 +172,20 @@ std::vector<Finding> new_findings(const std::vector<Finding>& was, const std::ve
     if (!had || held) out.push_back(f);
   }
   return out;
+}
+
+std::optional<Finding> retype_finding(std::string_view text, uint64_t id, int64_t before, int64_t after) {
+  if (after != 3 || (before != 1 && before != 5 && before != 6)) return std::nullopt;
+  const std::string what = before == 6 ? "a byte token" : before == 5 ? "an unused token" : "a normal token (text)";
+  const std::string harm =
+      before == 6 ? "as control it is no longer the byte: detokenizing prints its name (" + json_string(text) +
+                        ") where the model wrote the byte, and generation prints nothing"
+      : before == 5 ? "as control llama.cpp parses its name out of any text and prints nothing for it"
+                    : "as control llama.cpp prints nothing for it where the model writes it; user_defined has it "
+                      "parsed as one token and still printed";
+  return finding(Code::retype_to_control, std::nullopt,
+                 "token " + std::to_string(id) + " " + json_string(text) + " is " + what + "; " + harm,
+                 Place::key("tokenizer.ggml.token_type", std::string(text)));
 }
 
 namespace rule {

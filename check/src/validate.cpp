@@ -59,7 +59,9 @@ class Validator {
         if (!f.offset && f.place.of == Place::Of::key) f.offset = key_at(f.place.name);
         out_.push_back(std::move(f));
       }
+      end_tokens();
       std::shared_ptr<const tokenizer::Vocab> vocab = vocabulary();
+      if (vocab) bos_ends(*vocab);
       if (!errors_only_)
         for (Finding& f : template_rules(m_, vocab.get())) {
           f.offset = key_at(f.place.name);
@@ -174,6 +176,54 @@ class Validator {
       add(Code::vocab_refused, Place::key(key.empty() ? "tokenizer.ggml.model" : key), e.offset ? e.offset : key_at(key), e.message);
       return nullptr;
     }
+  }
+
+  // An end of generation (eos, eot, eom) that is a byte or an unused token: llama.cpp stops
+  // wherever the model writes it, a newline byte's at every line. No fix is offered: which
+  // token the model ends its answers with is the model's, not the vocabulary's, to say.
+  void end_tokens() {
+    const Value* tokens = m_.find("tokenizer.ggml.tokens");
+    const Value* types = m_.find("tokenizer.ggml.token_type");
+    if (!tokens || tokens->type != ValueType::array || tokens->elem != ValueType::string) return;
+    if (!types || types->type != ValueType::array || types->elem == ValueType::string || types->elem == ValueType::array) return;
+    for (const char* name : {"eos", "eot", "eom"}) {
+      const std::string key = special_token_key(name);
+      const Value* v = m_.find(key);
+      if (!v || !v->is_integer() || v->as_u64() >= tokens->size() || v->as_u64() >= types->size()) continue;
+      const size_t id = static_cast<size_t>(v->as_u64());
+      const int64_t type = static_cast<int32_t>(static_cast<uint32_t>(types->nums[id]));
+      if (type != 5 && type != 6) continue;
+      const std::string text(tokens->strs[id]);
+      std::string what = type == 5 ? "an unused token" : "a byte token";
+      if (type == 6 && text.size() == 6 && text.starts_with("<0x") && text.ends_with(">"))
+        what += " (the byte " + text.substr(1, 4) + (text == "<0x0A>" ? ", a newline" : "") + ")";
+      add(Code::eog_byte_token, Place::key(key), key_at(key),
+          key + " = " + std::to_string(id) + " is " + json_string(text) + ", " + what + ": llama.cpp stops generating at " +
+              name + ", so generation would stop wherever the model writes it" +
+              (text == "<0x0A>" ? ", at every newline" : "") +
+              "; it must be the token the model ends its answers with (a control token, as \"</s>\" or \"<|im_end|>\")");
+    }
+  }
+
+  // BOS as an end of generation where llama.cpp adds it to every prompt: the token that
+  // opens a prompt is one it stops at (a turn's opening is the template rules' to find).
+  void bos_ends(const tokenizer::Vocab& v) {
+    const tokenizer::Loaded& l = v.loaded();
+    // (eos = BOS is GPT-2's convention, <|endoftext|> both: an end of turn naming BOS is not)
+    if (!l.add_bos || l.bos < 0) return;
+    std::string key;
+    for (const char* name : {"eot", "eom"}) {
+      const Value* x = m_.find(special_token_key(name));
+      if (x && x->is_integer() && x->as_u64() == static_cast<uint64_t>(l.bos)) {
+        key = special_token_key(name);
+        break;
+      }
+    }
+    if (key.empty()) return;
+    add(Code::eog_at_start, Place::key(key, "bos"), key_at(key),
+        key + ": BOS " + json_string(v.text(l.bos)) + " (id " + std::to_string(l.bos) +
+            ") is a token llama.cpp stops generating at, and it adds BOS at the start of every prompt: "
+            "a model that writes it to open a new text or turn ends its answer there");
   }
 
   void metadata() {

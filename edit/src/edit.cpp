@@ -123,7 +123,11 @@ void gate(const EditRequest& req, const std::vector<Finding>& was, const Model& 
   for (const Change& c : changes)
     if (const KeySpec* spec = Registry::builtin().find(c.to.empty() ? c.key : c.to, architecture(model)))
       touched.push_back({c.to.empty() ? c.key : c.to, spec->check});
-  for (Finding& f : new_findings(was, gate_findings(model), touched)) {  // no spans: the rules, not their offsets
+  std::vector<Finding> found = new_findings(was, gate_findings(model), touched);  // no spans: the rules, not their offsets
+  for (const Change& c : changes)  // a retype the rule book refuses is told by the change
+    if (c.kind == Change::retype && c.before && c.after)
+      if (std::optional<Finding> f = retype_finding(c.token, c.id, c.before->as_i64(), c.after->as_i64())) found.push_back(std::move(*f));
+  for (Finding& f : found) {
     if (f.severity != Severity::error) {  // a template warning the edit brings in: told, not refused
       if (f.code != Code::template_syntax) tell(std::move(f));
       continue;

@@ -29,6 +29,8 @@ enum class Code : uint8_t {
   vocab_length, block_count, missing_vocab, empty_vocab, vocab_refused, unknown_pre_tokenizer, vocab_rows,
   tensor_name, duplicate_tensor_name, template_syntax, template_no_default, special_not_control,
   template_literal_split, double_bos, double_bos_unstripped, turn_end_not_eog,
+  // what makes generation stop where it must not, or a token print as something else
+  eog_byte_token, eog_at_start, retype_to_control,
   // a file's role's (role.h): an adapter's, an imatrix's, a projector's
   role_key_type, not_an_adapter, adapter_architecture, adapter_not_lora, adapter_alpha, lora_suffix, lora_pair,
   lora_base_tensor, lora_shape, imatrix_entries, imatrix_metadata, imatrix_pair, imatrix_type, imatrix_shape,
@@ -152,6 +154,13 @@ bool enforces(KeyCheck k, Code c);
 // token id set to another one outside the vocabulary is not the source's fault).
 std::vector<Finding> new_findings(const std::vector<Finding>& was, const std::vector<Finding>& now,
                                   const std::vector<std::pair<std::string, KeyCheck>>& touched = {});
+
+// retype_to_control, of a token retyped from `before` to `after` (tokenizer.ggml.token_type's
+// numbers): a byte, unused or normal token made control, which llama.cpp then prints as
+// nothing, or as its name where it printed its byte; nullopt for any other retype. An edit
+// is refused for it as for an error of the model's (it is the change, not the file, that
+// tells it: a control token does not say what it was).
+std::optional<Finding> retype_finding(std::string_view text, uint64_t id, int64_t before, int64_t after);
 
 // The rules the patch applier checks too, as it reads a value (one implementation each).
 namespace rule {
