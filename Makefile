@@ -4,7 +4,7 @@
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
-FUZZ_TARGETS ?= reader roundtrip sketch patch template render
+FUZZ_TARGETS ?= reader roundtrip sketch patch template render tokenize vocab
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 BENCH_RUNS ?= 5
@@ -62,43 +62,34 @@ demo: program
 	@echo "== ggufkit show =="
 	$(BUILD)/ggufkit show $(BUILD)/demo.gguf
 
-# Every test, in the release build and again under AddressSanitizer and UBSan.
+# Every test, in the release build (g++) and again under AddressSanitizer and UBSan (clang,
+# so both compilers build everything; there the fuzz targets are built and run briefly too).
 test: test-release test-asan
 
 test-release: build interop-deps
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-asan: deps
-	cmake -S . -B $(ASAN_BUILD) -DGGUFKIT_SANITIZE=ON -DGGUFKIT_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=Debug >/dev/null
+# clang's sanitizers, the code instrumented for libFuzzer as well: the fuzz targets link in
+# this tree, and make test runs each for a few seconds from its seeds (label fuzz).
+asan:
+	@$(MAKE) --no-print-directory deps EXTRA_DEBS="$(FUZZ_DEBS)"
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DGGUFKIT_SANITIZE=ON \
+	  -DGGUFKIT_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 test-asan: asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -LE "interop|install"
 
-# libFuzzer targets, each run for FUZZ_SECONDS from seeds the examples make; the corpus
-# files are read from $(CORPUS) in place.
-fuzz: build
+# libFuzzer targets (clang), each run for FUZZ_SECONDS from seeds made from the examples,
+# the corpus (read from $(CORPUS) in place) and tests/fuzz/seeds (tests/fuzz/run.sh); what
+# they find stays in $(FUZZ_BUILD)/fuzz-corpus for the next run.
+fuzz:
 	@$(MAKE) --no-print-directory deps EXTRA_DEBS="$(FUZZ_DEBS)"
-	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DGGUFKIT_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DGGUFKIT_FUZZ=ON \
+	  -DGGUFKIT_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
-	mkdir -p $(FUZZ_BUILD)/seeds/binary $(FUZZ_BUILD)/seeds/sketch $(FUZZ_BUILD)/seeds/patch
-	for f in examples/sketch-408.yaml examples/broken/*.yaml; do \
-	  $(BUILD)/ggufkit write $$f -o $(FUZZ_BUILD)/seeds/binary/$$(basename $$f .yaml).gguf --force; done
-	cp examples/*.yaml examples/broken/*.yaml tests/fuzz/regressions/sketch-*.yaml $(FUZZ_BUILD)/seeds/sketch/
-	cp examples/patches/*.yaml $(FUZZ_BUILD)/seeds/patch/
-	mkdir -p $(FUZZ_BUILD)/seeds/render  # each corpus template with each test conversation, NUL between
-	for t in $(CORPUS)/templates/*.jinja; do for c in tests/template/conversations/*.json; do \
-	  { cat $$t; printf '\0'; cat $$c; } > $(FUZZ_BUILD)/seeds/render/$$(basename $$t .jinja)-$$(basename $$c .json); done; done
-	for t in $(FUZZ_TARGETS); do \
-	  case $$t in reader|roundtrip) seeds="$(FUZZ_BUILD)/seeds/binary $(CORPUS)/vocab";; \
-	    template) seeds=$(CORPUS)/templates;; render) seeds="$(FUZZ_BUILD)/seeds/render $(CORPUS)/templates";; \
-	    *) seeds=$(FUZZ_BUILD)/seeds/$$t;; esac; \
-	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
-	  $(FUZZ_BUILD)/fuzz_$$t $(FUZZ_BUILD)/corpus/$$t $$seeds -max_total_time=$(FUZZ_SECONDS) \
-	    -rss_limit_mb=2048 -timeout=10 -max_len=65536 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/crash-$$t- \
-	    || exit 1; \
-	done
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(CORPUS) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # Benchmarks against the targets of the interop issue; figures go to bench/RESULTS.md.
 bench: build interop-deps

@@ -619,8 +619,8 @@ int cmd_account(const std::vector<std::string>& args) {
       j.key("files").num(files.size());
       if (set)
         j.key("shards").array([&] {
-          for (const auto& [path, f] : files)
-            j.object([&] {
+          for (const auto& pf : files)  // init-captures: clang 14 cannot capture a structured binding
+            j.object([&, &path = pf.first, &f = pf.second] {
               j.key("file").str(path).key("header").num(header_of(f)).key("tensor_bytes").num(f.tensor_bytes);
               j.key("file_size").num(f.file_size);
             });
@@ -1034,8 +1034,8 @@ int cmd_validate(const std::vector<std::string>& args) {
       j.key("file").str(file).key("files").num(std::max<size_t>(files.size(), 1));
       j.key("errors").num(errors).key("warnings").num(warnings).key("findings").array(
           [&] {
-            for (const auto& [where, f] : fs)
-              j.object([&] {
+            for (const auto& wf : fs)  // init-captures: clang 14 cannot capture a structured binding
+              j.object([&, &where = wf.first, &f = wf.second] {
                 j.key("file").str(where).key("code").str(code_name(f.code)).key("severity").str(severity_name(f.severity));
                 j.key("offset");
                 if (f.offset) j.num(*f.offset);

@@ -275,7 +275,7 @@ class KeyRules {
     if (!ft.pure) return std::nullopt;
     // outnumbered by tensors and by weights alike (a small model's embeddings may outweigh
     // its layers; an RWKV's many small f32 tensors outnumber its large ones)
-    const auto [n, e] = own->second;
+    const uint64_t n = own->second.first, e = own->second.second;  // no structured binding: clang 14 cannot capture one
     const bool outnumbered = std::any_of(by.begin(), by.end(), [&](const auto& r) { return r.second.first > n; });
     const bool outweighed = std::any_of(by.begin(), by.end(), [&](const auto& r) { return r.second.second > e; });
     if (outnumbered && outweighed) return of + "most" + them + " are " + type_name(rows[0].first) + ": they are " + mix;
