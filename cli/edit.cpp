@@ -516,7 +516,6 @@ int cmd_recover(const std::vector<std::string>& args) {
     static const char* const kNames[] = {"none", "rolled_back", "kept_new", "set_finished", "discarded"};
     JsonOut j(std::cout);
     j.object([&] { j.key("file").str(file).key("recovery").str(kNames[static_cast<int>(r)]); });
-    std::cout << "\n";
     return 0;
   }
   switch (r) {
