@@ -492,7 +492,8 @@ int cmd_convert(const std::vector<std::string>& args) {
 int cmd_recover(const std::vector<std::string>& args) {
   po::options_description desc("options");
   desc.add_options()("file", po::value<std::string>()->required(), "the model an in-place edit was interrupted on")(
-      "discard", po::bool_switch(), "remove the journal without applying it, when FILE (every file of its set) reads clean");
+      "discard", po::bool_switch(), "remove the journal without applying it, when FILE (every file of its set) reads clean")(
+      "json", po::bool_switch(), "print {\"file\": FILE, \"recovery\": \"none\" | \"rolled_back\" | \"kept_new\" | \"set_finished\" | \"discarded\"}");
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos,
@@ -510,7 +511,14 @@ int cmd_recover(const std::vector<std::string>& args) {
                   "FILE reads clean without it.");
   if (!vm) return 0;
   const std::string file = (*vm)["file"].as<std::string>();
-  switch (recover(file, (*vm)["discard"].as<bool>())) {
+  const Recovery r = recover(file, (*vm)["discard"].as<bool>());
+  if ((*vm)["json"].as<bool>()) {
+    static const char* const kNames[] = {"none", "rolled_back", "kept_new", "set_finished", "discarded"};
+    JsonOut j(std::cout);
+    j.object([&] { j.key("file").str(file).key("recovery").str(kNames[static_cast<int>(r)]); });
+    return 0;
+  }
+  switch (r) {
     case Recovery::none: std::printf("%s: no journal; nothing to recover\n", file.c_str()); break;
     case Recovery::rolled_back: std::printf("%s: the edit was cut short; the old header is back\n", file.c_str()); break;
     case Recovery::kept_new: std::printf("%s: the new header was all written; it is kept\n", file.c_str()); break;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "ggufkit/error.h"
+#include "ggufkit/source.h"
 #include "ggufkit/text.h"
 #include "ggufkit/vocab.h"
 #include "commands.h"
@@ -37,16 +38,11 @@ auto refused_as_format(const std::string& file, F f) {
   }
 }
 
-// All of a file's bytes, or standard input's for "-".
-std::string read_all(const std::string& path) {
-  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_usage("cannot open " + path + " (the --text-file to tokenize)");
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (in.bad()) throw_io(path, "cannot read");
-  return s.str();
-}
+// All of a file's bytes, or standard input's for "-", as every small input is read: a
+// named pipe once a writer writes, a folder refused, and no more than the cap (/dev/zero,
+// an endless pipe).
+constexpr uint64_t kTextCap = 64u << 20;
+std::string read_all(const std::string& path) { return read_small_file(path == "-" ? "/dev/stdin" : path, kTextCap); }
 
 }  // namespace
 
@@ -58,7 +54,7 @@ int cmd_tokenize(const std::vector<std::string>& args) {
       "no-add-special", po::bool_switch(), "do not add BOS/EOS/SEP, whatever the vocabulary says")(
       "no-parse-special", po::bool_switch(), "tokenize control tokens' text as plain text (<s> as '<', 's', '>')")(
       "ids", po::bool_switch(), "print the ids alone, on one line, separated by single spaces")(
-      "json", po::bool_switch(), "print {\"tokens\": [{\"id\": 1, \"text\": \"<s>\"}, ...]}")(
+      "json", po::bool_switch(), "print {\"tokens\": [{\"id\": 1, \"text\": \"<s>\"}, ...]}; with --ids, {\"ids\": [1, ...]}")(
       "shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
   po::positional_options_description pos;
   pos.add("file", 1).add("text", 1);
@@ -86,7 +82,14 @@ int cmd_tokenize(const std::vector<std::string>& args) {
   std::vector<int32_t> ids = refused_as_format(file, [&] {
     return vocab.tokenize(text, !(*vm)["no-add-special"].as<bool>(), !(*vm)["no-parse-special"].as<bool>());
   });
-  if ((*vm)["ids"].as<bool>()) {
+  if ((*vm)["ids"].as<bool>() && (*vm)["json"].as<bool>()) {
+    JsonOut j(std::cout);
+    j.object([&] {
+      j.key("ids").array([&] {
+        for (int32_t id : ids) j.num(id);
+      });
+    });
+  } else if ((*vm)["ids"].as<bool>()) {
     std::string line(ids.size() * 12 + 1, '\0');  // an id is at most 11 characters, then a space
     char* at = line.data();
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -125,30 +128,36 @@ int cmd_detokenize(const std::vector<std::string>& args) {
                   "  ggufkit tokenize model.gguf 'Hello' --ids | ggufkit detokenize model.gguf -");
   if (!vm) return 0;
   const std::string file = (*vm)["file"].as<std::string>();
-  std::vector<std::string> words;
-  if (vm->count("id"))
-    for (const std::string& w : (*vm)["id"].as<std::vector<std::string>>()) {
-      if (w != "-") {
-        words.push_back(w);
-        continue;
-      }
-      std::istringstream in(read_all("-"));
-      for (std::string x; in >> x;) words.push_back(x);
+  // The words as views of the arguments and of standard input's text, read once under the
+  // cap: a word costs its view, not a string of its own.
+  const std::vector<std::string> given = vm->count("id") ? (*vm)["id"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  std::string input;
+  std::vector<std::string_view> words;
+  for (const std::string& w : given) {
+    if (w != "-") {
+      words.push_back(w);
+      continue;
     }
+    if (input.empty()) input = read_all("-");
+    auto blank = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
+    for (size_t i = 0; i < input.size();) {
+      while (i < input.size() && blank(input[i])) ++i;
+      size_t from = i;
+      while (i < input.size() && !blank(input[i])) ++i;
+      if (i > from) words.push_back(std::string_view(input).substr(from, i - from));
+    }
+  }
   tokenizer::Vocab vocab = vocab_of(file, (*vm)["shard-only"].as<bool>());
   std::vector<int32_t> ids;
-  for (const std::string& w : words) {
-    size_t used = 0;
+  ids.reserve(words.size());
+  for (std::string_view w : words) {
     long long id = -1;
-    try {
-      id = std::stoll(w, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != w.size() || w.empty()) throw_usage("not a token id: '" + w + "'");
+    const char* from = w.data() + (w.size() > 1 && w[0] == '+' ? 1 : 0);  // as stoll took it
+    auto [end, ec] = std::from_chars(from, w.data() + w.size(), id);
+    if (w.empty() || end != w.data() + w.size() || ec != std::errc()) throw_usage("not a token id: '" + clipped(w) + "'");
     if (id < 0 || static_cast<unsigned long long>(id) >= vocab.size())
       throw Error(Error::Kind::format, file, std::nullopt, "tokenizer.ggml.tokens",
-                  "token id " + w + " is not in the vocabulary (its " + std::to_string(vocab.size()) + " tokens are ids 0 to " +
+                  "token id " + clipped(w) + " is not in the vocabulary (its " + std::to_string(vocab.size()) + " tokens are ids 0 to " +
                       std::to_string(vocab.size() - 1) + ")");
     ids.push_back(static_cast<int32_t>(id));
   }

@@ -102,8 +102,8 @@ const std::vector<Case>& malformed_cases() {
       {"OutOfOrderOffsets", "data", [] { Base x; x.off_a = 32; x.off_b = 0; return x.bytes(); }, 160, "tensor[1] b (offset)", "offset 0 comes before tensor[0]'s offset 32"},
       {"OffsetPastTheEnd", "data", [] { Base x; x.off_b = 1024; return x.bytes(); }, 160, "tensor[1] b (offset)", "the tensor's 20 bytes at data offset 1024 (file offset 1216) run past the end of the file at 256"},
       {"OffsetNearTwoTo64", "data", [] { Base x; x.off_b = ~31ull; return x.bytes(); }, 160, "tensor[1] b (offset)", "(file offset past 2^64) run past the end"},
-      {"CutInsideTheTensorData", "data", [] { return cut(Base().bytes(), 235); }, 160, "tensor[1] b (offset)", "run past the end of the file at 235"},
-      {"CutBeforeTheData", "data", [] { return cut(Base().bytes(), 180); }, 127, "tensor[0] a (offset)", "run past the end of the file at 180"},
+      {"CutInsideTheTensorData", "data", [] { return cut(Base().bytes(), 235); }, 224, "tensor[1] b (data)", "run past the end of the file at 235"},
+      {"CutBeforeTheData", "data", [] { return cut(Base().bytes(), 180); }, 192, "tensor[0] a (data)", "run past the end of the file at 180"},
   };
   return all;
 }

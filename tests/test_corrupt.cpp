@@ -114,6 +114,40 @@ TEST(Corrupt, EveryFileFailsInTheReaderWhereItsEntrySaysAndValidateGivesItsLlama
   }
 }
 
+// The manifest's error offset is where validate says the file fails to read (its read or
+// truncated finding), on every file: a cut in the padding or the data is told at the data's
+// first byte by both, not at the tensor record's offset field by one of them.
+TEST(Corrupt, TheManifestsErrorOffsetIsWhereValidateSaysTheFileFailsOnEveryFileOfTheCorpus) {
+  for (uint64_t seed : {1, 5}) {
+    CorruptRequest q;
+    q.source = tiny_llama();
+    q.dir = temp_path("corrupt-validate-" + std::to_string(seed));
+    q.seed = seed;
+    q.force = true;
+    const CorruptReport r = seed == 1 ? tiny_corpus() : corrupt(q);
+    const std::string dir = seed == 1 ? temp_path(kTinyDir) : q.dir;
+    size_t cuts = 0;
+    for (const CorruptEntry& e : r.files) {
+      SCOPED_TRACE(std::to_string(seed) + " " + e.file + " " + e.mutation + " " + e.field);
+      std::optional<uint64_t> said;
+      for (const auto& [file, f] : validate(dir + "/" + e.file, true).findings)
+        if (!said && (f.code == Code::read || f.code == Code::truncated)) said = f.offset;
+      EXPECT_EQ(e.error_offset, said);
+      cuts += e.mutation.rfind("cut_", 0) == 0 && (e.span_kind == "padding" || e.span_kind == "tensor_data" || e.span_kind == "data");
+    }
+    EXPECT_GT(cuts, 2u);
+  }
+  // Seed 5's file 0009, cut in the padding: its first tensor's data would start at 725376.
+  CorruptRequest q;
+  q.source = tiny_llama();
+  q.dir = temp_path("corrupt-validate-5");
+  q.seed = 5;
+  q.force = true;
+  const CorruptEntry e = corrupt(q).files.at(8);
+  EXPECT_EQ(e.mutation + " " + e.span_kind, "cut_boundary padding");
+  EXPECT_EQ(e.error_offset, std::optional<uint64_t>(725376));
+}
+
 TEST(Corrupt, TheSameSeedGivesTheSameBytesAndManifestAndAnotherSeedOtherFiles) {
   auto make = [](const std::string& name, int seed) {
     std::string dir = temp_path(name);

@@ -677,7 +677,7 @@ TEST(JsonInputs, ATokenThatIsNotAStringAndAKeyGivenTwiceAreRefusedWithTheirPlace
            Case{R"({"bos_token": {"content": true}})", "tokenizer_config.json:1:15: --from-hf: bos_token: expected a string or {\"content\": ...}"},
            Case{R"({"chat_template": 7})", "tokenizer_config.json:1:19: --from-hf: chat_template: expected a string or a list of {name, template}"},
            Case{R"({"add_bos_token": "false"})", "tokenizer_config.json:1:19: --from-hf: add_bos_token: expected true or false"},
-           Case{R"({"eos_token": "</s>", "eos_token": "<unk>"})", "tokenizer_config.json:1:23: yaml: 'eos_token' is given twice"},
+           Case{R"({"eos_token": "</s>", "eos_token": "<unk>"})", "tokenizer_config.json:1:23: json: 'eos_token' is given twice"},
        }) {
     SCOPED_TRACE(c.config);
     std::string dir = hf_folder("hf-refused", c.config);

@@ -48,6 +48,7 @@ class Validator {
   }
 
   bool header_only = false;  // the file read is a header exemplar (Scanned::header_only)
+  std::optional<uint64_t> cut_at;  // where the strict read told the first tensor past the end: the cut is told there
 
   std::vector<Finding> run() {
     if (src_) data();
@@ -103,7 +104,7 @@ class Validator {
       uint64_t end = t.source_offset + t.nbytes();
       if (end <= size) continue;
       if (cut++ == 0)
-        add(Code::truncated, Place::tensor(t.name), t.source_offset,
+        add(Code::truncated, Place::tensor(t.name), cut_at.value_or(t.source_offset),
             "tensor[" + std::to_string(i) + "] " + t.name + ": its data runs to byte " + std::to_string(end) +
                 ", past the end of the file at " + std::to_string(size) + "; the file is cut short (" +
                 std::to_string(L.file_size - size) + " bytes missing, a download that stopped?)");
@@ -384,8 +385,10 @@ std::vector<Finding> validate_source(const std::shared_ptr<const ByteSource>& sr
     ScanOptions lenient;
     lenient.data_in_file = false;
     try {
-      Scanned s = scan(src, lenient);  // only the data bounds failed: say how
-      return Validator(s.model, s.layout, s.source_size, src.get(), model_rules, false, base).run();
+      Scanned s = scan(src, lenient);  // only the data bounds failed: say how, where the reader said
+      Validator v(s.model, s.layout, s.source_size, src.get(), model_rules, false, base);
+      v.cut_at = e.offset;
+      return v.run();
     } catch (const Error&) {
       return {finding(Code::read, e.offset, e.field + ": " + e.message)};
     }

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "ggufkit/check.h"
 #include "ggufkit/error.h"
@@ -37,11 +38,13 @@ YamlNode scalar_node(const std::string& text) {
 }  // namespace
 
 namespace {
+[[noreturn]] void refuse_twice(const Patch::Set& s, const std::string& key) {
+  throw Error(Error::Kind::format, "command line", std::nullopt, "set " + key,
+              key + " is set twice: at " + s.from + " and on the command line; give it once");
+}
 void refuse_twice(const Patch& p, const std::string& key) {
   for (const Patch::Set& s : p.set)
-    if (s.key == key)
-      throw Error(Error::Kind::format, "command line", std::nullopt, "set " + key,
-                  key + " is set twice: at " + s.from + " and on the command line; give it once");
+    if (s.key == key) refuse_twice(s, key);
 }
 
 // The text of --set VALUE read as a patch reads it: "My Model" loses its quotes, [1, 2] is
@@ -169,6 +172,11 @@ void Patch::add_from_hf(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const bool folder = fs::is_directory(path, ec);
+  // A file is taken only as the folder's tokenizer_config.json: a model, a card or anything
+  // else named here is no folder, and is not read as JSON to say so.
+  if (struct stat st {}; !folder && ::lstat(path.c_str(), &st) == 0 && fs::path(path).filename() != "tokenizer_config.json")
+    throw Error(Error::Kind::usage, path, std::nullopt, "--from-hf",
+                "is not a folder: give the Hugging Face model folder (or its tokenizer_config.json)");
   const std::string config = folder ? (fs::path(path) / "tokenizer_config.json").string() : path;
   const std::string parent = fs::path(path).parent_path().string();
   const std::string dir = folder ? path : parent.empty() ? "." : parent;
@@ -242,8 +250,12 @@ void Patch::add_from_hf(const std::string& path) {
     taken.insert(taken.end(), card.sets.begin(), card.sets.end());
     replaced_groups = card.groups;
   }
+  // A card gives thousands of keys (base_model lists): the keys set so far, indexed once.
+  std::unordered_map<std::string, size_t> given;
+  for (size_t i = 0; i < set.size(); ++i) given.emplace(set[i].key, i);
   for (hf::Entry& e : taken) {
-    refuse_twice(*this, e.key);
+    if (auto it = given.find(e.key); it != given.end()) refuse_twice(set[it->second], e.key);
+    given.emplace(e.key, set.size());
     set.push_back({e.key, std::move(e.value), e.from, e.version_of});
   }
 }
@@ -370,17 +382,19 @@ class Applier : YamlReader {
       if (rn.key == kAlignmentKey || rn.to == kAlignmentKey) fail(rn.at, "rename " + rn.key, "general.alignment is changed with alignment:, not rename");
       check_key(rn.to, rn.at, "rename " + printable(rn.key));
       kv->key = rn.to;
+      erased();  // the old key may name a later pair now
       touched_.push_back(rn.to);
       fresh_.insert(rn.to);
       changes_.push_back({Change::rename, rn.key, rn.to, std::nullopt, std::nullopt});
     }
     for (const auto& rm : p_.remove) {
-      auto it = std::find_if(m_.metadata.begin(), m_.metadata.end(), [&](const KV& kv) { return kv.key == rm.key; });
-      if (it == m_.metadata.end()) fail(rm.at, "remove " + rm.key, "there is no key " + rm.key + " to remove");
+      const std::optional<size_t> i = index_of(rm.key);
+      if (!i) fail(rm.at, "remove " + rm.key, "there is no key " + rm.key + " to remove");
       if (rm.key == kAlignmentKey && p_.alignment)
         fail(rm.at, "remove " + rm.key, "the patch also sets the alignment; say alignment: default to remove the key");
-      changes_.push_back({rm.key == kAlignmentKey ? Change::alignment : Change::remove, rm.key, "", it->value, std::nullopt});
-      m_.metadata.erase(it);
+      changes_.push_back({rm.key == kAlignmentKey ? Change::alignment : Change::remove, rm.key, "", m_.metadata[*i].value, std::nullopt});
+      m_.metadata.erase(*i);
+      erased();
       touched_.push_back(rm.key);
     }
     // --from-hf's versions, from the model's parameter count as the converter counts it.
@@ -437,11 +451,22 @@ class Applier : YamlReader {
            entry + ": the key '" + shown() + "' is not ASCII lower-case words with dots (as general.name); readers look keys up exactly");
   }
 
+  // The first pair with the key, from an index of the keys made once and kept as pairs
+  // are added and renamed (a removal makes it again): a card's or a patch's n keys cost
+  // n lookups, not n walks over the file's keys.
   std::optional<size_t> index_of(const std::string& key) const {
-    for (size_t i = 0; i < m_.metadata.size(); ++i)
-      if (m_.metadata.key(i) == key) return i;
-    return std::nullopt;
+    if (!indexed_) {
+      index_.clear();
+      for (size_t i = 0; i < m_.metadata.size(); ++i) index_.emplace(std::string(m_.metadata.key(i)), i);  // the first stays
+      indexed_ = true;
+    }
+    auto it = index_.find(key);
+    return it == index_.end() ? std::nullopt : std::optional<size_t>(it->second);
   }
+  void appended() {
+    if (indexed_) index_.emplace(std::string(m_.metadata.key(m_.metadata.size() - 1)), m_.metadata.size() - 1);
+  }
+  void erased() { indexed_ = false; }
   // The pair, kept by the metadata as a KV to be changed in place; nullptr when absent.
   KV* find(const std::string& key) {
     auto i = index_of(key);
@@ -467,6 +492,7 @@ class Applier : YamlReader {
       dropped.push_back(i);
     }
     for (size_t k = dropped.size(); k-- > 0;) m_.metadata.erase(dropped[k]);
+    if (!dropped.empty()) erased();
   }
 
   // A value with no place of its own (--from-hf's, a shortcut's): its errors name where it was given.
@@ -539,6 +565,7 @@ class Applier : YamlReader {
       changes_.push_back({Change::add, s.key, "", std::nullopt, v});
       fresh_.insert(s.key);
       m_.metadata.push_back({s.key, std::move(v)});
+      appended();
     }
     check_value(*find(s.key), *value, n, entry);
     touched_.push_back(s.key);
@@ -755,12 +782,12 @@ class Applier : YamlReader {
     if (a == 0) {  // the default: no key at all
       if (kv) {
         changes_.push_back({Change::alignment, kAlignmentKey, "", kv->value, std::nullopt});
-        m_.metadata.erase(*index_of(kAlignmentKey));
+        m_.metadata.erase(*index_of(kAlignmentKey)), erased();
       }
       return;
     }
     if (kv) kv->value = Value::of_u32(static_cast<uint32_t>(a));
-    else m_.metadata.push_back({kAlignmentKey, Value::of_u32(static_cast<uint32_t>(a))});  // declared from now on
+    else m_.metadata.push_back({kAlignmentKey, Value::of_u32(static_cast<uint32_t>(a))}), appended();  // declared from now on
     changes_.push_back({Change::alignment, kAlignmentKey, "", Value::of_u32(before), Value::of_u32(static_cast<uint32_t>(a))});
   }
 
@@ -807,6 +834,8 @@ class Applier : YamlReader {
   std::vector<Change> changes_;
   std::vector<std::string> touched_;
   std::map<std::string, const YamlNode*> where_;
+  mutable std::unordered_map<std::string, size_t> index_;  // index_of's: key -> its first pair
+  mutable bool indexed_ = false;
   std::set<std::string> fresh_;  // keys the patch added or renamed to
   std::deque<Patch::Set> specials_;  // the sets special tokens became (where_ points into them)
   std::deque<Patch::Set> derived_;   // --from-hf's versions, found

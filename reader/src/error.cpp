@@ -31,6 +31,16 @@ void throw_io(const std::string& file, const std::string& message) {
   throw Error(Error::Kind::io, file, std::nullopt, "", message + reason);
 }
 
+std::string clipped(std::string_view text, size_t max) {
+  if (text.size() <= max) return std::string(text);
+  auto inside = [&](size_t i) { return i < text.size() && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80; };
+  size_t head = max * 2 / 3, tail = text.size() - max / 3;
+  while (head > 0 && inside(head)) --head;  // never half a character
+  while (inside(tail)) ++tail;
+  return std::string(text.substr(0, head)) + "..." + std::string(text.substr(tail)) + " (" + std::to_string(text.size()) +
+         " bytes)";
+}
+
 namespace {
 // The thread's, not the process's: several calls at once never share (or swap) one.
 NoteHandler& handler() {

@@ -366,6 +366,8 @@ using Wants = std::map<HashAlgo, Want>;
 
 // Each manifest line given its file and tensor (lines of other files counted in c),
 // duplicates refused unless they agree.
+constexpr size_t kNameQuoted = 4096;  // a name in a message: any path whole, a 200 MB one by its ends
+
 std::vector<Wants> sort_lines(const std::vector<ManifestLine>& manifest, const HashReport& rep, ManifestCheck& c) {
   std::vector<Wants> want(rep.files.size());
   std::vector<std::string> bases;
@@ -382,14 +384,14 @@ std::vector<Wants> sort_lines(const std::vector<ManifestLine>& manifest, const H
     if (!n) {
       if (c.other_lines++ == 0) {
         size_t slash = l.name.rfind('/');
-        c.other_file = l.name.substr(0, l.name.find(':', slash == std::string::npos ? 0 : slash));
+        c.other_file = clipped(std::string_view(l.name).substr(0, l.name.find(':', slash == std::string::npos ? 0 : slash)), kNameQuoted);
       }
       continue;
     }
     Want& w = want[n->file][l.algo];
     const ManifestLine** slot = &w.data;
     if (n->tensor) {
-      if (l.algo == HashAlgo::uuid) fail(l, "a uuid names a whole file, not a tensor (" + l.name + ")");
+      if (l.algo == HashAlgo::uuid) fail(l, "a uuid names a whole file, not a tensor (" + clipped(l.name, kNameQuoted) + ")");
       if (!index[n->file].count(*n->tensor)) {
         w.unknown.emplace_back(&l, *n->tensor);
         continue;
@@ -397,7 +399,7 @@ std::vector<Wants> sort_lines(const std::vector<ManifestLine>& manifest, const H
       slot = &w.tensors[*n->tensor];
     }
     if (*slot && (*slot)->hex != l.hex)
-      fail(l, "a second " + std::string(hash_algo_name(l.algo)) + " line for " + l.name + ", with another hash than line " +
+      fail(l, "a second " + std::string(hash_algo_name(l.algo)) + " line for " + clipped(l.name, kNameQuoted) + ", with another hash than line " +
                   std::to_string((*slot)->line));
     if (!*slot) *slot = &l;
   }
@@ -581,7 +583,7 @@ std::vector<ManifestLine> parse_manifest(std::string_view text, const std::strin
     if (type.empty()) continue;  // a blank line
     std::optional<HashAlgo> algo = hash_algo_named(type);
     if (!algo)
-      fail("'" + std::string(type) + "' is not a hash type; a manifest line is TYPE HASH NAME, TYPE one of " + algo_list());
+      fail("'" + clipped(type, 128) + "' is not a hash type; a manifest line is TYPE HASH NAME, TYPE one of " + algo_list());
     std::string_view hex = word();
     while (a < line.size() && blank(line[a])) ++a;
     std::string_view rest = line.substr(a);
@@ -590,7 +592,7 @@ std::vector<ManifestLine> parse_manifest(std::string_view text, const std::strin
       fail("a manifest line is TYPE HASH NAME; this one has " + std::string(hex.empty() ? "no hash" : "no name"));
     std::optional<std::string> norm = normal_hex(*algo, hex);
     if (!norm)
-      fail("'" + std::string(hex) + "' is not " +
+      fail("'" + clipped(hex, 128) + "' is not " +
            (*algo == HashAlgo::uuid ? std::string("a uuid (8-4-4-4-12 hex digits)")
                                     : "an " + std::string(hash_algo_name(*algo)) + " hash (" +
                                           std::to_string(hex_digits(*algo)) + " hex digits)"));

@@ -398,13 +398,18 @@ class Scanner {
                                              ", which ends at offset " + std::to_string(prev_end));
       auto end = checked_add(off, nbytes);
       auto abs_end = end ? checked_add(L.data_offset, *end) : std::nullopt;
+      const uint64_t packed =
+          i == 0 ? 0 : packed_next(L.tensor_offsets[i - 1], m.tensors[i - 1].nbytes(), L.alignment).value_or(0);
+      // Data past the end: where a file cut short (in the padding or the data) misses its
+      // bytes, the tensor's data, when its offset is the one packing gives (the file is
+      // short); at the offset field when the offset jumps ahead (the field is wrong).
+      // validate's truncated finding is told where this says.
+      const bool cut = abs_end && off == packed;
       if (!abs_end || (size && opt_.data_in_file && !out.header_only && *abs_end > *size))
-        c_.fail(offset_at(), {"offset"},
+        c_.fail(cut ? L.data_offset + off : offset_at(), {cut ? "data" : "offset"},
                 "the tensor's " + std::to_string(nbytes) + " bytes at data offset " + std::to_string(off) +
                     " (file offset " + (abs_end ? std::to_string(L.data_offset + off) : "past 2^64") +
                     ") run past the end of the file at " + (size ? std::to_string(*size) : "?"));
-      const uint64_t packed =
-          i == 0 ? 0 : packed_next(L.tensor_offsets[i - 1], m.tensors[i - 1].nbytes(), L.alignment).value_or(0);
       if (off != packed) m.tensors.keep_offset(i, off);  // a gap before it: kept by a rewrite
       prev_end = *end;
     }

@@ -152,7 +152,7 @@ class Builder : public YAML::EventHandler {
     fail_at(m.line, m.column, msg);
   }
   [[noreturn]] void fail_at(int line, int column, const std::string& msg) const {
-    throw Error(Error::Kind::format, yaml_where(name_, line, column), std::nullopt, "yaml", msg);
+    throw Error(Error::Kind::format, yaml_where(name_, line, column), std::nullopt, syntax_of(name_), msg);
   }
 
   // A key given twice in one mapping is refused where it is given again, in every
@@ -215,6 +215,10 @@ const YamlNode& YamlNode::operator[](const std::string& key) const {
   return kAbsent;
 }
 
+std::string syntax_of(const std::string& name) {
+  return name.size() >= 5 && name.compare(name.size() - 5, 5, ".json") == 0 ? "json" : "yaml";
+}
+
 std::string yaml_where(const std::string& name, int line, int column) {
   if (line < 0) return name;
   return name + ":" + std::to_string(line + 1) + ":" + std::to_string(column + 1);
@@ -223,7 +227,7 @@ std::string yaml_where(const std::string& name, int line, int column) {
 namespace {
 void check_size(uint64_t size, const std::string& name, const YamlLimits& limits) {
   if (size > limits.max_bytes)
-    throw Error(Error::Kind::format, name, std::nullopt, "yaml",
+    throw Error(Error::Kind::format, name, std::nullopt, syntax_of(name),
                 "the document is " + std::to_string(size) + " bytes, over the cap of " + std::to_string(limits.max_bytes));
 }
 }  // namespace
@@ -244,7 +248,7 @@ YamlNode load_yaml(const std::string& text, const std::string& name, const YamlL
     YAML::Parser parser(in);
     parser.HandleNextDocument(b);
     if (parser.HandleNextDocument(b))
-      throw Error(Error::Kind::format, name, std::nullopt, "yaml", "expected one document, found more");
+      throw Error(Error::Kind::format, name, std::nullopt, syntax_of(name), "expected one document, found more");
   } catch (const YAML::Exception& e) {
     const YAML::Mark m = original(e.mark, shifts);
     std::string msg = e.msg;
@@ -256,7 +260,7 @@ YamlNode load_yaml(const std::string& text, const std::string& name, const YamlL
       msg = std::string(esc) + " is half of a UTF-16 surrogate pair, without its other half; a character past U+FFFF "
                                "is written as a pair, as \\ud83d\\ude00 for U+1F600";
     }
-    throw Error(Error::Kind::format, yaml_where(name, m.line, m.column), std::nullopt, "yaml", msg);
+    throw Error(Error::Kind::format, yaml_where(name, m.line, m.column), std::nullopt, syntax_of(name), msg);
   }
   return std::move(b.root);
 }

@@ -98,10 +98,10 @@ std::string YamlReader::scalar(const YamlNode& n, const std::string& entry) {
 uint64_t YamlReader::unsigned_of(const YamlNode& n, const std::string& entry, uint32_t width) {
   std::string t = scalar(n, entry);
   auto v = parse_integer(t);
-  if (!v) fail(n, entry, "expected an integer, found '" + t + "'");
+  if (!v) fail(n, entry, "expected an integer, found '" + clipped(t) + "'");
   uint64_t max = width >= 8 ? UINT64_MAX : (1ull << (8 * width)) - 1;
   if ((v->first && v->second != 0) || v->second > max)
-    fail(n, entry, "value " + t + " is out of range for u" + std::to_string(8 * width) + " (0 to " +
+    fail(n, entry, "value " + clipped(t) + " is out of range for u" + std::to_string(8 * width) + " (0 to " +
                        std::to_string(max) + ")");
   return v->second;
 }
@@ -109,10 +109,10 @@ uint64_t YamlReader::unsigned_of(const YamlNode& n, const std::string& entry, ui
 int64_t YamlReader::signed_of(const YamlNode& n, const std::string& entry, uint32_t width) {
   std::string t = scalar(n, entry);
   auto v = parse_integer(t);
-  if (!v) fail(n, entry, "expected an integer, found '" + t + "'");
+  if (!v) fail(n, entry, "expected an integer, found '" + clipped(t) + "'");
   uint64_t lim = 1ull << (8 * width - 1);  // |min|; max is lim - 1
   if (v->first ? v->second > lim : v->second >= lim)
-    fail(n, entry, "value " + t + " is out of range for i" + std::to_string(8 * width) + " (-" + std::to_string(lim) +
+    fail(n, entry, "value " + clipped(t) + " is out of range for i" + std::to_string(8 * width) + " (-" + std::to_string(lim) +
                        " to " + std::to_string(lim - 1) + ")");
   return v->first ? static_cast<int64_t>(0 - v->second) : static_cast<int64_t>(v->second);
 }
@@ -129,7 +129,7 @@ static std::optional<bool> bool_word(const std::string& t) {
 bool YamlReader::boolean(const YamlNode& n, const std::string& entry) {
   std::string t = scalar(n, entry);
   if (auto b = bool_word(t)) return *b;
-  fail(n, entry, "expected true or false, found '" + t + "'");
+  fail(n, entry, "expected true or false, found '" + clipped(t) + "'");
 }
 
 // A number: decimal, nan, inf, -inf. `wide` parses as double, else as float.
@@ -150,8 +150,8 @@ double YamlReader::number(const YamlNode& n, const std::string& entry, bool wide
     r = std::from_chars(b, t.data() + t.size(), f);
     d = f;
   }
-  if (r.ec == std::errc::result_out_of_range) fail(n, entry, "value " + t + " is out of range for " + (wide ? "f64" : "f32"));
-  if (r.ec != std::errc() || r.ptr != t.data() + t.size()) fail(n, entry, "expected a number, found '" + t + "'");
+  if (r.ec == std::errc::result_out_of_range) fail(n, entry, "value " + clipped(t) + " is out of range for " + (wide ? "f64" : "f32"));
+  if (r.ec != std::errc() || r.ptr != t.data() + t.size()) fail(n, entry, "expected a number, found '" + clipped(t) + "'");
   return d;
 }
 

@@ -5,6 +5,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace ggufkit {
@@ -30,6 +31,11 @@ class Error : public std::runtime_error {
 // Shorthands for errors that have no byte offset.
 [[noreturn]] void throw_usage(const std::string& message);
 [[noreturn]] void throw_io(const std::string& file, const std::string& message);  // adds errno text
+
+// A piece of input as a message quotes it: whole when it is at most `max` bytes, else its
+// first and last bytes around "..." with its length, "12345678901234...67890 (100000 bytes)",
+// so that a value of a million digits or a name of 200 MB costs a line, not the input again.
+std::string clipped(std::string_view text, size_t max = 48);
 
 // Something a person should know that is not an error: an owner or an attribute of a
 // replaced file that could not be kept, a file system without locks. The library never

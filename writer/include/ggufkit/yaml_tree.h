@@ -48,6 +48,9 @@ YamlNode load_yaml(const std::string& text, const std::string& name, const YamlL
 // A document's text from a regular file, refused by its size before it is read.
 std::string read_document(const std::string& path, const YamlLimits& limits = {});
 
+// The field a document's errors name: "json" for a .json file (read by the same parser,
+// JSON being YAML), "yaml" for anything else.
+std::string syntax_of(const std::string& name);
 // "name:line:col" (1-based), or the name alone for a node without a position.
 std::string yaml_where(const std::string& name, int line, int column);
 
