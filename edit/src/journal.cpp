@@ -1,6 +1,7 @@
 #include "ggufkit/journal.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -18,9 +19,14 @@
 #include "ggufkit/lock.h"
 #include "ggufkit/output.h"
 #include "ggufkit/path.h"
+#include "ggufkit/shards.h"
 #include "ggufkit/writer.h"
 
 namespace ggufkit {
+
+// The shard of `path`'s set that has a journal when `path` has none (reader/src/scan.cpp,
+// which refuses every shard of the set by it).
+std::optional<std::string> set_shard_with_journal(const std::string& path);
 
 namespace {
 
@@ -253,8 +259,25 @@ bool reads_clean(const std::string& path, uint64_t n, std::string* why = nullptr
   }
 }
 
-// A set's journal: magic, count, then each entry (target path, the new file's hidden name
-// in the target's folder, the new file's device and inode), then XXH64 of all before.
+// A set's journal: magic, count, then each entry (the target's name and the new file's
+// hidden name, both in the journal's folder, the new file's inode and the inode of the file
+// it replaces as it was read, 0 for none), then XXH64 of all before. Names, not paths: a
+// folder moved or mounted elsewhere is recovered where it is.
+std::string set_journal_bytes(const std::vector<SetRename>& set) {
+  std::string j(kSetMagic, sizeof kSetMagic);
+  put_u64(j, set.size());
+  for (const SetRename& e : set) {
+    put_u64(j, e.target.size());
+    j += e.target;
+    put_u64(j, e.hidden.size());
+    j += e.hidden;
+    put_u64(j, e.inode);
+    put_u64(j, e.old_inode);
+  }
+  put_u64(j, XXH64(j.data(), j.size(), 0));
+  return j;
+}
+
 std::vector<SetRename> read_set_journal(int fd, const std::string& journal, uint64_t size) {
   auto refuse = [&](const std::string& why) {
     return Error(Error::Kind::format, journal, std::nullopt, "journal", why + "; nothing was changed");
@@ -281,67 +304,168 @@ std::vector<SetRename> read_set_journal(int fd, const std::string& journal, uint
     SetRename e;
     e.target = text();
     e.hidden = text();
-    e.device = number();
     e.inode = number();
-    if (e.hidden.find('/') != std::string::npos || e.hidden.rfind(".ggufkit-", 0) != 0) throw refuse("a new file's name is not ggufkit's");
+    e.old_inode = number();
     out.push_back(std::move(e));
   }
   if (at != end || out.empty()) throw refuse("its entries do not fill it");
   return out;
 }
 
-std::string beside(const std::string& target, const std::string& name) {
-  std::string dir = std::filesystem::path(target).parent_path().string();
-  return dir.empty() ? name : dir + "/" + name;
+constexpr char kJournalSuffix[] = ".ggufkit-journal";
+
+// `name` in the folder `dir` ("" for the current one), as messages show it.
+std::string in_folder(const std::string& dir, const std::string& name) { return dir.empty() ? name : dir + "/" + name; }
+std::string folder_of(const std::string& path) { return std::filesystem::path(path).parent_path().string(); }
+std::string name_of(const std::string& path) { return std::filesystem::path(path).filename().string(); }
+
+// Why a set's journal lying beside `beside` (a name in its folder) may not list `set`,
+// every reason: a set's journal names only the shards of the set `beside` is a shard of,
+// and their new files under ggufkit's hidden names, all in its own folder. Empty: it may.
+std::string foreign_names(const std::vector<SetRename>& set, const std::string& beside) {
+  auto plain = [](const std::string& n) {
+    return !n.empty() && n != "." && n != ".." && n.find('/') == std::string::npos && n.find('\0') == std::string::npos;
+  };
+  std::string why;
+  auto add = [&](const std::string& w) { why += (why.empty() ? "" : "; ") + w; };
+  const std::optional<ShardName> x = parse_shard_name(beside);
+  if (!x) add("it lies beside " + beside + ", which is not named as a shard (PREFIX-00001-of-0000N.gguf)");
+  std::vector<std::string> seen;
+  bool listed = false;
+  for (const SetRename& e : set) {
+    std::optional<ShardName> t;
+    if (!plain(e.target)) add("it names " + e.target + ", which is not a name in its folder");
+    else if (x && (!(t = parse_shard_name(e.target)) || t->prefix != x->prefix || t->count != x->count))
+      add("it names " + e.target + ", which is not a shard of the set of " + beside);
+    if (!plain(e.hidden) || e.hidden.rfind(".ggufkit-", 0) != 0 || e.hidden.size() <= 9)
+      add("it names " + e.hidden + " as a new file, which is not a name ggufkit gives one in its folder");
+    for (const std::string* n : {&e.target, &e.hidden}) {
+      if (std::find(seen.begin(), seen.end(), *n) != seen.end()) add("it names " + *n + " twice");
+      seen.push_back(*n);
+    }
+    listed |= e.target == beside;
+  }
+  if (!listed) add("it does not list " + beside + ", the file it lies beside");
+  return why;
 }
 
-// Puts every new file of a set in place that is not yet (a rename is whole or not done),
-// then removes the journals. A new file is the one the journal names only when its inode
-// is the recorded one (not a file someone else gave that name since), and a missing one
-// counts as renamed only when the target is that inode.
+// The folder of `path`, opened (a descriptor, -1 when it cannot be).
+int open_folder(const std::string& path) {
+  std::string dir = folder_of(path);
+  return open_path(dir.empty() ? "." : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+// Finishes a set's renames its journal (beside `beside` in the folder `dir`) records: every
+// new file not yet in place is renamed over its shard (a rename is whole or not done), an
+// old file an exchange left under a hidden name is removed, then the journals. Each name is
+// looked up in the journal's folder and never through a link; each file must be a regular
+// file owned as `beside` (or the journal) is, the new ones the inodes recorded and the ones
+// they replace the inodes read. Anything else is refused, naming it, and nothing is changed.
 Recovery finish_set(const std::vector<SetRename>& set, const std::string& journal, const struct stat& js, bool discard) {
   auto refuse = [&](const std::string& why) {
     return Error(Error::Kind::format, journal, std::nullopt, "journal", why + "; nothing was changed");
   };
+  const std::string dir = folder_of(journal), jname = name_of(journal);
+  const std::string beside = jname.substr(0, jname.size() - (sizeof kJournalSuffix - 1));
+  if (std::string why = foreign_names(set, beside); !why.empty()) throw refuse("is a set's journal that may not be applied: " + why);
+  Fd d{open_folder(journal)};
+  if (d.fd < 0) throw_io(dir.empty() ? "." : dir, "cannot open the set's folder");
+  auto look = [&](const std::string& name, struct stat& st) { return ::fstatat(d.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0; };
+  struct stat st {}, xs {};
+  if (!look(jname, st) || st.st_dev != js.st_dev || st.st_ino != js.st_ino) throw refuse("is not the journal in its folder any more");
+  if (!look(beside, xs)) throw refuse(in_folder(dir, beside) + " is not there");
   std::vector<std::string> existing;
-  bool names_it = false;  // the journal read is one of those it lists (by identity, not by spelling)
-  for (const SetRename& e : set) {
-    struct stat st {};
-    if (stat_path(journal_path(e.target), st, false) == 0 && st.st_dev == js.st_dev && st.st_ino == js.st_ino) names_it = true;
-    if (stat_path(e.target, st) == 0) existing.push_back(e.target);
-  }
-  if (!names_it) throw refuse("is a set's journal that does not list the file it lies beside");
+  for (const SetRename& e : set)
+    if (look(e.target, st)) existing.push_back(in_folder(dir, e.target));
   auto locks = lock_all(existing);  // in one order with every other ggufkit process
-  std::vector<bool> pending(set.size(), false);
+  // Every file it names, as it is now: a regular file in this folder, owned as its shard is.
+  std::string foreign;
+  auto owned = [&](const std::string& name, const struct stat& s) {
+    std::string why;
+    if (!S_ISREG(s.st_mode)) why = in_folder(dir, name) + " is not a regular file";
+    else if (s.st_dev != js.st_dev) why = in_folder(dir, name) + " is on another file system";
+    else if (s.st_uid != xs.st_uid && s.st_uid != js.st_uid)
+      why = in_folder(dir, name) + " is owned by user " + std::to_string(s.st_uid) + ", not as " + in_folder(dir, beside) +
+            " (user " + std::to_string(xs.st_uid) + ")" +
+            (js.st_uid != xs.st_uid ? " or its journal (user " + std::to_string(js.st_uid) + ")" : "") + " is";
+    foreign += (foreign.empty() || why.empty() ? "" : "; ") + why;
+  };
+  for (const SetRename& e : set)
+    for (const std::string* name : {&e.target, &e.hidden})
+      if (look(*name, st)) owned(*name, st);
+  if (!foreign.empty()) throw refuse("is a set's journal that may not be applied: " + foreign);
+  enum class State { waiting, old_left, done };
+  std::vector<State> state(set.size());
   for (size_t i = 0; i < set.size(); ++i) {
     const SetRename& e = set[i];
     struct stat hs {}, ts {};
-    auto is_new = [&](const struct stat& st) { return st.st_dev == e.device && st.st_ino == e.inode; };
-    if (stat_path(beside(e.target, e.hidden), hs, false) == 0) {
-      if (!S_ISREG(hs.st_mode) || !is_new(hs))
-        throw refuse(beside(e.target, e.hidden) + " is not the new file the set's journal recorded");
-      pending[i] = true;
-    } else if (stat_path(e.target, ts) != 0 || !is_new(ts)) {
-      throw refuse(e.target + " is neither the new file nor has it one waiting under " + e.hidden);
+    const bool h = look(e.hidden, hs), t = look(e.target, ts);
+    const bool is_new = t && ts.st_ino == e.inode;
+    if (h && hs.st_ino == e.inode) {
+      if (e.old_inode ? !(t && ts.st_ino == e.old_inode) : t)
+        throw refuse(in_folder(dir, e.target) + " is not the file the set's journal recorded its new file replaces");
+      state[i] = State::waiting;
+    } else if (h && e.old_inode && hs.st_ino == e.old_inode && is_new) {
+      state[i] = State::old_left;
+    } else if (h) {
+      throw refuse(in_folder(dir, e.hidden) + " is not the new file the set's journal recorded");
+    } else if (is_new) {
+      state[i] = State::done;
+    } else {
+      throw refuse(in_folder(dir, e.target) + " is neither the new file nor has it one waiting under " + e.hidden);
     }
   }
-  const bool renamed_any = std::find(pending.begin(), pending.end(), false) != pending.end();
+  const bool renamed_any = std::find_if(state.begin(), state.end(), [](State s) { return s != State::waiting; }) != state.end();
   if (discard && renamed_any)
     throw refuse("--discard: some of the set's files are already the new ones, and the old ones are gone; run recover without "
                  "--discard to finish the set");
+  if (discard)
+    for (const SetRename& e : set)
+      if (std::string why; look(e.target, st) && !reads_clean(in_folder(dir, e.target), 0, &why))
+        throw refuse("--discard: " + in_folder(dir, e.target) + " of its set does not read clean (" + why + ")");
   for (size_t i = 0; i < set.size(); ++i) {
-    if (!pending[i]) continue;
     const SetRename& e = set[i];
-    PathAt from(beside(e.target, e.hidden)), to(e.target);
-    if (discard ? ::unlinkat(from.dir(), from.name(), 0) != 0 : ::renameat(from.dir(), from.name(), to.dir(), to.name()) != 0)
-      throw_io(e.target, discard ? "cannot remove the new file" : "cannot put the new file in place");
-    flush_folder(e.target);
+    if (state[i] == State::done) continue;
+    const bool drop = discard || state[i] == State::old_left;
+    if (drop ? ::unlinkat(d.fd, e.hidden.c_str(), 0) != 0 : ::renameat(d.fd, e.hidden.c_str(), d.fd, e.target.c_str()) != 0)
+      throw_io(in_folder(dir, e.target), drop ? "cannot remove " + e.hidden : "cannot put the new file in place");
   }
-  for (const SetRename& e : set) {
-    if (unlink_path(journal_path(e.target)) != 0 && errno != ENOENT) throw_io(journal_path(e.target), "cannot remove the journal");
-    flush_folder(e.target);
-  }
+  ::fsync(d.fd);
+  for (const SetRename& e : set)
+    if (::unlinkat(d.fd, (e.target + kJournalSuffix).c_str(), 0) != 0 && errno != ENOENT)
+      throw_io(in_folder(dir, e.target + kJournalSuffix), "cannot remove the journal");
+  ::fsync(d.fd);
   return discard ? Recovery::discarded : Recovery::set_finished;
+}
+
+// A set's journal, `bytes`, made as `name` in the folder `dir` (shown as `shown`): written
+// whole and flushed under no name, then named, never over anything (a link put in its
+// place is not followed). Where the file system has no unnamed files, made under its name
+// with O_EXCL and O_NOFOLLOW.
+void write_journal_at(int dir, const std::string& shown, const std::string& name, const std::string& bytes) {
+  auto there = [&] {
+    return Error(Error::Kind::io, shown, std::nullopt, "",
+                 "is already there: another edit's journal, or something put in its place; nothing was changed");
+  };
+  int fd = ::openat(dir, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  const bool unnamed = fd >= 0;
+  if (!unnamed) fd = ::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (errno == EEXIST) throw there();
+    throw_io(shown, "cannot make the set's journal");
+  }
+  Fd f{fd};
+  try {
+    write_at(fd, shown, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0);
+    flush(fd, shown);
+    if (unnamed && ::linkat(AT_FDCWD, ("/proc/self/fd/" + std::to_string(fd)).c_str(), dir, name.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+      if (errno == EEXIST) throw there();
+      throw_io(shown, "cannot name the set's journal");
+    }
+  } catch (...) {
+    if (!unnamed) ::unlinkat(dir, name.c_str(), 0);
+    throw;
+  }
 }
 
 }  // namespace
@@ -461,7 +585,10 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
 Recovery recover(const std::string& path, bool discard) {
   const std::string journal = journal_path(path);
   struct stat js {};
-  if (stat_path(journal, js, false) != 0) return Recovery::none;
+  if (stat_path(journal, js, false) != 0) {
+    if (std::optional<std::string> other = set_shard_with_journal(path)) return recover(*other, discard);
+    return Recovery::none;
+  }
   // Held from here: an edit under way (its journal is not a crash's) is waited for.
   std::optional<PathLock> lock(std::in_place, path, FileLock::Mode::exclusive);
   if (stat_path(journal, js, false) != 0) return Recovery::none;
@@ -487,10 +614,6 @@ Recovery recover(const std::string& path, bool discard) {
   if (std::memcmp(magic, kSetMagic, 16) == 0) {
     auto set = read_set_journal(j.fd, journal, static_cast<uint64_t>(js.st_size));
     lock = std::nullopt;  // the set's files are locked together, in one order, by finish_set
-    if (discard)
-      for (const SetRename& e : set)
-        if (struct stat st {}; stat_path(e.target, st) == 0 && !reads_clean(e.target, 0))
-          throw refuse("--discard: " + e.target + " of its set does not read clean");
     return finish_set(set, journal, js, discard);
   }
   if (std::memcmp(magic, kMagic, 16) != 0) throw refuse("it is not a ggufkit journal");
@@ -571,36 +694,115 @@ Recovery recover(const std::string& path, bool discard) {
   return Recovery::rolled_back;
 }
 
-void write_set_journal(const std::vector<SetRename>& set) {
-  std::string j(kSetMagic, sizeof kSetMagic);
-  put_u64(j, set.size());
-  for (const SetRename& e : set) {
-    put_u64(j, e.target.size());
-    j += e.target;
-    put_u64(j, e.hidden.size());
-    j += e.hidden;
-    put_u64(j, e.device);
-    put_u64(j, e.inode);
+void put_set_in_place(const std::vector<SetRename>& whole, bool replace) {
+  const std::string dir = folder_of(whole.at(0).target);
+  Fd d{open_folder(whole[0].target)};
+  auto nothing = [&](const std::string& file, const std::string& why) {  // the new files go: nothing is in place
+    for (const SetRename& n : whole) ::unlinkat(d.fd, n.hidden.c_str(), 0);
+    return Error(Error::Kind::usage, file, std::nullopt, "", why + "; nothing was changed");
+  };
+  // The journal holds names in the set's folder, which must be one: what recover accepts.
+  struct stat ds {}, st {};
+  if (d.fd < 0 || ::fstat(d.fd, &ds) != 0) throw_io(dir.empty() ? "." : dir, "cannot open the set's folder");
+  std::vector<SetRename> set = whole;
+  for (SetRename& e : set) {
+    Fd f{open_folder(e.target)};
+    if (f.fd < 0 || ::fstat(f.fd, &st) != 0 || st.st_dev != ds.st_dev || st.st_ino != ds.st_ino)
+      throw nothing(e.target, "is not in the folder of " + whole[0].target + ": a set is rewritten in place in one folder");
+    e.target = name_of(e.target);
   }
-  put_u64(j, XXH64(j.data(), j.size(), 0));
-  std::vector<std::string> done;
+  if (std::string why = foreign_names(set, set[0].target); !why.empty())
+    throw nothing(whole[0].target, "the set's renames could not be recovered from a journal (" + why + ")");
+  auto named = [&](size_t i) { return in_folder(dir, set[i].target); };
+  auto remove_journals = [&](size_t n) {
+    for (size_t i = 0; i < n; ++i) ::unlinkat(d.fd, (set[i].target + kJournalSuffix).c_str(), 0);
+    ::fsync(d.fd);
+  };
+  // (a) The journals, one beside each shard, in the set's folder.
+  const std::string bytes = set_journal_bytes(set);
+  size_t made = 0;
   try {
-    for (const SetRename& e : set) {
-      write_journal(journal_path(e.target), {{reinterpret_cast<const uint8_t*>(j.data()), j.size()}});
-      done.push_back(journal_path(e.target));
+    for (; made < set.size(); ++made) {
+      write_journal_at(d.fd, named(made) + kJournalSuffix, set[made].target + kJournalSuffix, bytes);
+      fault_point("set-journal");
     }
-  } catch (...) {
-    for (const std::string& d : done) unlink_path(d);
-    throw;
+    if (::fsync(d.fd) != 0) throw_io(dir.empty() ? "." : dir, "cannot flush the set's folder");
+  } catch (const Error& e) {
+    remove_journals(made);
+    throw nothing(e.file, e.message.substr(0, e.message.rfind("; nothing was changed")));
   }
-}
-
-void remove_set_journal(const std::vector<SetRename>& set) {
-  for (const SetRename& e : set) {
-    if (unlink_path(journal_path(e.target)) != 0 && errno != ENOENT)
-      throw_io(journal_path(e.target), "cannot remove the set's journal (every file is in place)");
-    flush_folder(e.target);
+  // (b) Each new file exchanged with its shard: the file it displaced is then checked to be
+  // the one read, with nothing between the check and the rename. A file system without the
+  // exchange gets the check right before a plain rename, as a single file does.
+  enum class Done { no, exchanged, moved, renamed };  // moved: to a new name; renamed: the old file is gone
+  std::vector<Done> done(set.size(), Done::no);
+  auto put_back = [&]() {  // every exchange and move undone, the new files and journals removed
+    std::string kept;
+    bool stuck = false;  // an exchange that cannot be undone: the journal stays, for recover
+    for (size_t j = set.size(); j-- > 0;) {
+      const char *h = set[j].hidden.c_str(), *t = set[j].target.c_str();
+      if (done[j] == Done::exchanged && ::renameat2(d.fd, h, d.fd, t, RENAME_EXCHANGE) != 0) stuck = true;
+      else if (done[j] == Done::moved) ::renameat2(d.fd, t, d.fd, h, RENAME_NOREPLACE);
+      if (done[j] == Done::renamed) kept += (kept.empty() ? "" : ", ") + named(j);
+      else if (!stuck) ::unlinkat(d.fd, h, 0);
+    }
+    ::fsync(d.fd);
+    if (stuck) return "the set could not be put back as it was: run 'ggufkit recover " + named(0) + "' to finish it";
+    remove_journals(set.size());
+    return kept.empty() ? std::string("every file of the set is as it was")
+                        : kept + " are the new ones (this file system cannot exchange two files, so they cannot be put back), "
+                                 "every other file of the set is as it was";
+  };
+  auto changed = [&](size_t i) {
+    std::string left = put_back();
+    return Error(Error::Kind::io, named(i), std::nullopt, "",
+                 "changed since it was read (another file was put in its place, or a link); it is kept, and the edit is "
+                 "not made: " + left);
+  };
+  for (size_t i = 0; i < set.size(); ++i) {
+    const SetRename& e = set[i];
+    const char *h = e.hidden.c_str(), *t = e.target.c_str();
+    auto is_old = [&](const char* name) {
+      return ::fstatat(d.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_dev == ds.st_dev &&
+             static_cast<uint64_t>(st.st_ino) == e.old_inode;
+    };
+    int r = 0;
+    if (e.old_inode) {
+      if ((r = ::renameat2(d.fd, h, d.fd, t, RENAME_EXCHANGE)) == 0) {
+        done[i] = Done::exchanged;
+        if (!is_old(h)) throw changed(i);
+      } else if (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP) {
+        if (!is_old(t)) throw changed(i);
+        if ((r = ::renameat(d.fd, h, d.fd, t)) == 0) done[i] = Done::renamed;
+      }
+    } else if ((r = ::renameat2(d.fd, h, d.fd, t, RENAME_NOREPLACE)) == 0) {
+      done[i] = Done::moved;
+    } else if (errno == EEXIST && !replace) {
+      std::string left = put_back();
+      throw Error(Error::Kind::usage, named(i), std::nullopt, "", "appeared while it was being written; it is kept: " + left);
+    } else if (errno == EEXIST || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP) {
+      if (!replace && ::fstatat(d.fd, t, &st, AT_SYMLINK_NOFOLLOW) == 0) throw changed(i);
+      if ((r = ::renameat(d.fd, h, d.fd, t)) == 0) done[i] = Done::renamed;
+    }
+    if (r != 0) {
+      int saved = errno;
+      std::string left = put_back();
+      errno = saved;
+      throw_io(named(i), "cannot put the new file in place: " + left);
+    }
+    if (i + 1 < set.size()) fault_point("set-renamed");
   }
+  ::fsync(d.fd);
+  // (c) Every new file is in: the old ones the exchanges left go, then the journals.
+  for (size_t i = 0; i < set.size(); ++i)
+    if (done[i] == Done::exchanged && ::unlinkat(d.fd, set[i].hidden.c_str(), 0) != 0)
+      throw_io(in_folder(dir, set[i].hidden), "cannot remove the old file (every new file is in place): run 'ggufkit recover " +
+                                                  named(i) + "'");
+  ::fsync(d.fd);
+  for (size_t i = 0; i < set.size(); ++i)
+    if (::unlinkat(d.fd, (set[i].target + kJournalSuffix).c_str(), 0) != 0 && errno != ENOENT)
+      throw_io(named(i) + kJournalSuffix, "cannot remove the set's journal (every file is in place)");
+  ::fsync(d.fd);
 }
 
 }  // namespace ggufkit

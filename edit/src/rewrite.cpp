@@ -377,41 +377,39 @@ std::vector<RewriteResult> safe_write_all(const std::vector<Output>& outputs, co
   std::vector<SetRename> renames;
   try {
     locks = lock_replaced(replaced, opt.in_place);
-    // Every file is complete and verified. Several go in place one rename after another:
-    // the renames are recorded first, so that a crash among them is finished by recover.
+    // Every file is complete and verified. Several go in place together (put_set_in_place),
+    // each replacing the file as it was read: its inode, taken now that it is checked.
     if (pending.size() > 1) {
-      for (auto& p : pending) {
+      for (size_t i = 0; i < pending.size(); ++i) {
+        struct stat st {};
+        const FileSource* src = opt.in_place ? read_from(*outputs[i].model) : nullptr;
+        renames.push_back({pending[i]->target(), "", 0,
+                           src ? src->inode() : stat_path(pending[i]->target(), st, false) == 0 ? static_cast<uint64_t>(st.st_ino) : 0});
+      }
+      for (size_t i = 0; i < pending.size(); ++i) {
+        auto& p = pending[i];
         struct stat st {};
         if (::fstat(p->fd(), &st) != 0) throw_io(p->target(), "cannot stat the new file");
         // Locked like the files they replace, until the journals are gone: a reader of a
         // shard already renamed waits for the set, rather than take the journal for a crash's.
         new_locks.emplace_back(p->fd(), p->target(), FileLock::Mode::exclusive);
-        renames.push_back({std::filesystem::absolute(p->target()).lexically_normal().string(), p->hidden_name(),
-                           static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)});
+        renames[i].hidden = p->hidden_name();
+        renames[i].inode = static_cast<uint64_t>(st.st_ino);
       }
-      write_set_journal(renames);
     }
   } catch (const Error& e) {
     throw Error(e.kind, e.file, e.offset, e.field, e.message + note);
   }
-  for (auto& p : pending) p->keep_on_failure(!renames.empty());
-  for (size_t i = 0; i < pending.size(); ++i) {
-    try {
-      pending[i]->commit();
-      if (!renames.empty() && i + 1 < pending.size()) fault_point("set-renamed");
-    } catch (const Error& e) {
-      if (i == 0) {  // nothing is in place yet: no journal, no new file stays
-        for (auto& p : pending) p->keep_on_failure(false);
-        if (!renames.empty()) remove_set_journal(renames);
-        throw Error(e.kind, e.file, e.offset, e.field, e.message + note);
-      }
-      throw Error(e.kind, e.file, e.offset, e.field,
-                  e.message + "; " + std::to_string(i) + " of the " + std::to_string(pending.size()) +
-                      " files were already in place, the others are not yet: run 'ggufkit recover " + pending[0]->target() +
-                      "' to put them in place");
-    }
+  if (!renames.empty()) {
+    for (auto& p : pending) p->keep_on_failure(true);  // put_set_in_place removes what it leaves
+    put_set_in_place(renames, opt.replace);
+    return results;
   }
-  if (!renames.empty()) remove_set_journal(renames);
+  try {
+    pending[0]->commit();
+  } catch (const Error& e) {
+    throw Error(e.kind, e.file, e.offset, e.field, e.message + note);
+  }
   return results;
 }
 

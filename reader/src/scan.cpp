@@ -16,6 +16,7 @@
 
 #include "ggufkit/error.h"
 #include "ggufkit/path.h"
+#include "ggufkit/shards.h"
 
 namespace ggufkit {
 
@@ -673,10 +674,34 @@ std::string journal_path(const std::string& path) {
   return file + ".ggufkit-journal";
 }
 
-void refuse_journal(const std::string& path) {
+// The shard of `path`'s set (`path` named as a shard) that has a journal, when `path` has
+// none: a set's journals are made and removed one at a time, and every shard leads to them.
+// (Declared where it is used, edit/src/journal.cpp.)
+std::optional<std::string> set_shard_with_journal(const std::string& path) {
+  std::string file = path;
+  try {
+    file = follow_links(path);
+  } catch (const Error&) {
+  }
+  const std::optional<ShardName> name = parse_shard_name(file);
+  if (!name) return std::nullopt;
+  for (uint32_t k = 1; k <= name->count; ++k) {
+    struct stat st {};
+    const std::string other = shard_path(name->prefix, k, name->count);
+    if (k != name->no && stat_path(journal_path(other), st, false) == 0) return other;
+  }
+  return std::nullopt;
+}
+
+void refuse_journal(const std::string& given) {
   struct stat st {};
-  const std::string j = journal_path(path);
-  if (stat_path(j, st, false) != 0) return;
+  std::string path = given, j = journal_path(path);
+  if (stat_path(j, st, false) != 0) {
+    std::optional<std::string> other = set_shard_with_journal(given);
+    if (!other) return;
+    path = *other;
+    j = journal_path(path);
+  }
   // An edit under way has a journal too: it is a crash's only when it is still there once
   // the writer's lock can be had (SQLite's hot journal).
   bool hot = true;
@@ -691,9 +716,10 @@ void refuse_journal(const std::string& path) {
     ::close(fd);
   }
   if (hot)
-    throw Error(Error::Kind::format, path, std::nullopt, "",
-                "an in-place edit of this file was interrupted and left its journal, " + j +
-                    "; run 'ggufkit recover " + path + "' to finish it first");
+    throw Error(Error::Kind::format, given, std::nullopt, "",
+                (path == given ? "an in-place edit of this file" : "an in-place rewrite of its set") +
+                    std::string(" was interrupted and left its journal, ") + j + "; run 'ggufkit recover " + path +
+                    "' to finish it first");
 }
 
 Scanned scan_file(const std::string& path, const ScanOptions& options) {

@@ -51,7 +51,11 @@ enum class Recovery { none, rolled_back, kept_new, set_finished, discarded };
 // file's lock meanwhile. A header edit: the new header is kept when it is all there, else
 // the old bytes are put back; either way the file must then read clean with its header
 // ending where the journal says, or it is put back as it was. A set's renames: each new
-// file not yet in place is renamed over its shard (set_finished). The journal is removed.
+// file not yet in place is renamed over its shard (set_finished); `path` may be any shard
+// of the set, the journal beside another one found. A set's journal may name only shards
+// of the set it lies beside, in its own folder, each of them and each new file a regular
+// file owned as that shard (or the journal) is; anything else is refused, naming it, and
+// nothing is renamed. The journal is removed.
 // A journal is trusted only when it is a regular file (a link is not followed) owned by
 // root, by the file's owner or by the user running this; its size must be what its own
 // head says, read a piece at a time; its range must lie inside the header. Any other
@@ -61,15 +65,21 @@ enum class Recovery { none, rolled_back, kept_new, set_finished, discarded };
 // the file (every file of a set) reads clean with the strict reader.
 Recovery recover(const std::string& path, bool discard = false);
 
-// The renames that put the new files of a set in place (target, and the name in the
-// target's folder its new file has until then), recorded before the first of them beside
-// every target (journal_path): a crash among them is finished by recover(), and every
-// command refuses each file of the set until then.
+// The renames that put the new files of a set in place: each target (a shard's name, all in
+// one folder), the name in that folder its new file has until then, the new file's inode
+// and the inode of the file it replaces as it was read (0: a new name).
 struct SetRename {
   std::string target, hidden;
-  uint64_t device = 0, inode = 0;  // the new file's: recover renames that file and no other
+  uint64_t inode = 0, old_inode = 0;
 };
-void write_set_journal(const std::vector<SetRename>& set);
-void remove_set_journal(const std::vector<SetRename>& set);
+// Puts a set's new files in place, all or none. The renames are recorded first beside every
+// target (TARGET.ggufkit-journal, made in the set's folder and never through a link, its
+// names relative to the folder), so that a crash among them is finished by recover() of
+// any shard, wherever the folder is by then, and every command refuses each file of the
+// set until then. Each new file is exchanged with its target, and the file it displaced
+// must be the one read (old_inode): another file put there since, or a link, is put back
+// with every shard already exchanged, and the Error names it, the set as it was. `replace`:
+// a target that was not there may be one now. The old files go once every new one is in.
+void put_set_in_place(const std::vector<SetRename>& set, bool replace);
 
 }  // namespace ggufkit

@@ -14,6 +14,7 @@
 //   linked         the finished file has a temporary name in the destination's folder
 //   before-rename  just before the rename over the destination
 //   renamed        the destination is the new file; the folder is not yet flushed
+//   set-journal    one journal of a shard set's renames is named, the next not yet
 //   set-renamed    one file of several (a shard set) is in place, the next not yet
 // and, in an in-place header edit (edit/journal.h):
 //   in-place         the header was read and the edit planned; the file is not yet opened to write
