@@ -65,7 +65,9 @@ struct HubCache {
     EXPECT_EQ(fs::read_symlink(snap2).string(), "../../blobs/" + digest);
     EXPECT_EQ(files_in(repo + "/snapshots/2222bbbb"), std::vector<std::string>{"model.gguf"});
     EXPECT_EQ(files_in(repo + "/snapshots/1111aaaa"), std::vector<std::string>{"model.gguf"});
-    if (snap1_linked) EXPECT_EQ(fs::read_symlink(snap1).string(), "../../blobs/" + digest);
+    if (snap1_linked) {
+      EXPECT_EQ(fs::read_symlink(snap1).string(), "../../blobs/" + digest);
+    }
   }
 };
 
@@ -239,7 +241,9 @@ TEST(SharedCaches, AForcedOutputOverALinkReplacesTheLinkAndLeavesTheFileItNames)
   write_file_bytes(target, {1, 2, 3});
   ::chmod(target.c_str(), 0600);
   const bool root = ::geteuid() == 0;
-  if (root) ASSERT_EQ(::chown(target.c_str(), 65534, 65534), 0);
+  if (root) {
+    ASSERT_EQ(::chown(target.c_str(), 65534, 65534), 0);
+  }
   const bool xattrs = ::setxattr(target.c_str(), "user.ggufkit.test", "theirs", 6, 0) == 0;
   fs::create_symlink("elsewhere/theirs.gguf", out);
   CliRun refused = run_cli("edit " + model + " --set general.name=x -o " + out);
@@ -262,8 +266,12 @@ TEST(SharedCaches, AForcedOutputOverALinkReplacesTheLinkAndLeavesTheFileItNames)
   const struct stat was = lstat_of(target);
   EXPECT_EQ(read_file_bytes(target), (std::vector<uint8_t>{1, 2, 3}));
   EXPECT_EQ(was.st_mode & 07777, 0600u);
-  if (root) EXPECT_EQ(was.st_uid, 65534u);
-  if (xattrs) EXPECT_EQ(::getxattr(target.c_str(), "user.ggufkit.test", buf, sizeof buf), 6);
+  if (root) {
+    EXPECT_EQ(was.st_uid, 65534u);
+  }
+  if (xattrs) {
+    EXPECT_EQ(::getxattr(target.c_str(), "user.ggufkit.test", buf, sizeof buf), 6);
+  }
   EXPECT_EQ(files_in(dir), (std::vector<std::string>{"elsewhere", "model.gguf", "out.gguf"}));
   EXPECT_EQ(files_in(dir + "/elsewhere"), std::vector<std::string>{"theirs.gguf"});
 }
