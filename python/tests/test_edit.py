@@ -246,7 +246,7 @@ def test_a_hub_snapshot_is_refused_in_place_and_break_link_replaces_the_link_alo
     with pytest.raises(ggufkit.Error) as e:
         ggufkit.edit(snaps[0], set={"general.name": "x"}, in_place=True)
     assert e.value.code == "content_store" and e.value.exit_code == 2 and e.value.file == str(snaps[0])
-    assert "a blob of a Hugging Face cache" in str(e.value) and "--" not in str(e.value)
+    assert "a blob of a Hugging Face cache" in str(e.value) and " --" not in str(e.value)
     assert digest(blob) == name
     with pytest.raises(ggufkit.Error):
         ggufkit.edit(snaps[0], set={"general.name": "x"}, out=tmp_path / "o.gguf", break_link=True)
