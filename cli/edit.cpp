@@ -238,6 +238,10 @@ void print_file(const EditRequest& req, const EditReport& r, bool json) {
     case EditRefused::Reason::header_only:
       throw Error(e.kind, e.file, e.offset, "--header-only", e.message + " (without --header-only the whole file is rewritten)");
     case EditRefused::Reason::header_only_every_shard: throw Error(e.kind, e.file, e.offset, "--header-only", e.message);
+    case EditRefused::Reason::content_store:
+      throw Error(e.kind, e.file, e.offset, e.field,
+                  e.message + "; write the edited model to a new file with -o OUT, or give --in-place --break-link to put the "
+                              "edited file in place of the link, leaving the blob as it is");
   }
   throw Error(e);
 }
@@ -269,6 +273,9 @@ int run_edit(EditRequest& req, bool json) {
 void add_output_options(po::options_description& desc) {
   desc.add_options()("output,o", po::value<std::string>(), "write the result here (never over FILE itself)")(
       "in-place", po::bool_switch(), "replace FILE, by renaming the finished file over it")(
+      "break-link", po::bool_switch(),
+      "with --in-place, when FILE is a symbolic link: put the edited file in place of the link, leaving the file it "
+      "names as it is (without it that file is edited, and one in a Hugging Face or Ollama cache's blobs/ is refused)")(
       "dry-run", po::bool_switch(), "print what would change and write nothing")(
       "no-verify", po::bool_switch(), "skip re-reading the written tensor data (the header is still checked)")(
       "force", po::bool_switch(), "replace OUT if it exists (without it, an existing OUT is refused)")(
@@ -283,6 +290,8 @@ EditRequest request_of(const po::variables_map& vm) {
   job.input = vm["file"].as<std::string>();
   if (vm.count("output")) job.output = vm["output"].as<std::string>();
   job.in_place = vm["in-place"].as<bool>();
+  job.break_link = vm["break-link"].as<bool>();
+  if (job.break_link && !job.in_place) throw_usage("--break-link is for edits in place: give --in-place");
   job.dry_run = vm["dry-run"].as<bool>();
   job.write = write_options(!vm["no-verify"].as<bool>(), vm["force"].as<bool>());
   job.allow_broken = vm["allow-broken"].as<bool>();

@@ -126,7 +126,7 @@ def edit(path: PathLike, *, set: Optional[Mapping[str, Any]] = None, remove: Uni
          special_tokens: Optional[Mapping[str, Union[str, int]]] = None, patch: Union[None, PathLike, Mapping[str, Any]] = None,
          out: Optional[PathLike] = None, in_place: bool = False, dry_run: bool = False, force: bool = False,
          allow_broken: bool = False, header_only: bool = False, whole_file: bool = False, verify: bool = True,
-         progress: Optional[Callable[[int, int], None]] = None) -> EditReport: ...
+         progress: Optional[Callable[[int, int], None]] = None, break_link: bool = False) -> EditReport: ...
 
 class WriteReport(WrittenFile):
     findings: list[Finding]

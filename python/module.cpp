@@ -94,6 +94,7 @@ void raise_error(const Error& e) {
     }
     if (r->reason == EditRefused::Reason::template_syntax && code == kind_name(e.kind)) code = "template_syntax";
     if (r->reason == EditRefused::Reason::header_only || r->reason == EditRefused::Reason::header_only_every_shard) code = "header_only";
+    if (r->reason == EditRefused::Reason::content_store) code = "content_store";
   }
   err.attr("code") = py::str(code);
   err.attr("findings") = findings;
@@ -452,7 +453,7 @@ void add_to_patch(Patch& p, const py::object& set_arg, const py::object& remove,
 
 py::dict edit_job(const py::handle& path, py::object set, py::object remove, py::object rename, py::object chat_template,
                   py::object special_tokens, py::object patch, py::object out, bool in_place, bool dry_run, bool force,
-                  bool allow_broken, bool header_only, bool whole_file, bool verify, py::object progress) {
+                  bool allow_broken, bool header_only, bool whole_file, bool verify, py::object progress, bool break_link) {
   EditRequest req;
   req.input = to_path(path, "path");
   patch = as_dict(patch);
@@ -471,6 +472,8 @@ py::dict edit_job(const py::handle& path, py::object set, py::object remove, py:
   req.patch.allow_broken = allow_broken;
   req.header_only = header_only;
   req.whole_file = whole_file;
+  if (break_link && !in_place) throw_usage("break_link is for edits in place: give in_place=True");
+  req.break_link = break_link;
   req.write.force = force;
   req.write.verify = verify;
   Interrupts irq(progress);
@@ -937,12 +940,14 @@ PYBIND11_MODULE(ggufkit, m) {
         py::arg("rename") = py::none(), py::arg("chat_template") = py::none(), py::arg("special_tokens") = py::none(),
         py::arg("patch") = py::none(), py::arg("out") = py::none(), py::arg("in_place") = false, py::arg("dry_run") = false,
         py::arg("force") = false, py::arg("allow_broken") = false, py::arg("header_only") = false, py::arg("whole_file") = false,
-        py::arg("verify") = true, py::arg("progress") = py::none(),
+        py::arg("verify") = true, py::arg("progress") = py::none(), py::arg("break_link") = false,
         "`ggufkit edit`: set (key -> value, typed as --set types it: an existing key keeps its type, a new one the "
         "registry's), remove (keys), rename (old -> new), chat_template (text), special_tokens (name -> text or id), "
         "patch (a patch file or its dict); then out=PATH or in_place=True (or dry_run=True). A result llama.cpp would "
         "refuse raises ggufkit.Error (code: the rule) and writes nothing. Returns the report: written ('nothing', "
-        "'header', 'whole_file'), changes, files, findings, notes.");
+        "'header', 'whole_file'), changes, files, findings, notes. In place through a symbolic link, the file it names is "
+        "edited, one in a Hugging Face or Ollama cache's blobs/ refused (code content_store); break_link=True puts the edited "
+        "file in place of the link instead.");
 
   m.def("write", &write_job, py::arg("sketch"), py::arg("out"), py::kw_only(), py::arg("force") = false, py::arg("check") = false,
         py::arg("defines") = py::none(),

@@ -16,6 +16,7 @@
 #include "ggufkit/jinja.h"
 #include "ggufkit/journal.h"
 #include "ggufkit/lock.h"
+#include "ggufkit/output.h"
 #include "ggufkit/path.h"
 #include "ggufkit/prompt.h"
 #include "ggufkit/registry.h"
@@ -29,7 +30,9 @@
 namespace ggufkit {
 
 EditRefused::EditRefused(Reason r, std::string file, std::string field, std::string message, std::vector<Finding> found)
-    : Error(r == Reason::header_only || r == Reason::header_only_every_shard ? Kind::usage : Kind::format, std::move(file),
+    : Error(r == Reason::header_only || r == Reason::header_only_every_shard || r == Reason::content_store ? Kind::usage
+                                                                                                          : Kind::format,
+            std::move(file),
             std::nullopt, std::move(field), std::move(message)),
       reason(r),
       findings(std::move(found)) {}
@@ -165,14 +168,51 @@ std::map<std::string, uint64_t> patch_offsets(const Model& m, const Patch& p) {
   return out;
 }
 
+// Where an edit in place writes the model `path` names: a symbolic link is followed (a note
+// names the file edited), or with break_link replaced itself by the edited file (PendingFile
+// says so). A link into a content-addressed store is refused without break_link: the blob is
+// every other link's file too, and its name must stay its content's digest.
+struct InPlace {
+  std::string file;  // the file edited, or the link replaced
+  bool link_replaced = false;
+};
+InPlace in_place_target(const EditRequest& req, const std::string& path) {
+  struct stat st {};
+  if (!req.in_place || stat_path(path, st, false) != 0 || !S_ISLNK(st.st_mode)) return {path, false};
+  if (req.break_link) return {path, true};
+  const std::string target = follow_links(path);
+  if (std::optional<std::string> store = content_store(target))
+    throw EditRefused(EditRefused::Reason::content_store, path, "",
+                      "is a symbolic link to " + target + ", " + *store +
+                          ": an edit in place would change it under every other link to it, and its name would no longer be "
+                          "its content's digest; nothing was written",
+                      {});
+  note(path, "is a symbolic link: the edit in place is made to the file it names, " + target);
+  return {target, false};
+}
+
+// A file with other names (hard links) is told which bytes they see after an edit in place.
+void note_hard_links(const std::string& path, bool header) {
+  struct stat st {};
+  if (stat_path(path, st) != 0 || st.st_nlink < 2) return;
+  const bool one = st.st_nlink == 2;
+  note(path, "has " + std::to_string(st.st_nlink) + " names (hard links); " +
+                 (header ? std::string("the header is written into the file itself, so the other ") +
+                               (one ? "name sees" : "names see") + " the new bytes too"
+                         : std::string("the whole file is replaced under this name by a new one, so the other ") +
+                               (one ? "name keeps" : "names keep") + " the old bytes"));
+}
+
 // In place, an edit whose header fits before the data start writes the header alone;
 // otherwise the whole file is rewritten, and report.why_whole says why. header_only
-// refuses instead. `model` (planned as `after`) was read from `path`.
+// refuses instead. `model` (planned as `after`) was read from `path`. A link replaced by the
+// edited file (InPlace) is never written into.
 std::optional<HeaderEdit> header_path(const EditRequest& req, const std::string& path, const Model& model, const Layout& after,
-                                      const Layout& source, uint64_t source_size, EditReport& report) {
+                                      const Layout& source, uint64_t source_size, EditReport& report, bool link_replaced = false) {
   std::optional<HeaderEdit> header;
   std::string& why = report.why_whole;
-  if (req.in_place && !req.always_write && !req.whole_file) header = header_in_place(model, after, source, source_size, why);
+  if (link_replaced) why = "the link is replaced by the edited file; the file it names is left as it is";
+  else if (req.in_place && !req.always_write && !req.whole_file) header = header_in_place(model, after, source, source_size, why);
   if (struct stat st {}; header && stat_path(path, st) == 0 && (st.st_mode & 0222) == 0) {
     header.reset();  // never written into: replaced by rename, as before, keeping its mode
     why = "the file is read-only: it is replaced, not written into";
@@ -253,18 +293,23 @@ void edit_set(const EditRequest& req, ShardSet& set, std::vector<std::unique_ptr
     shards.push_back(std::move(m));
   }
   const size_t written = every ? n : 1;
+  std::vector<InPlace> places;  // in place: where each shard written goes
+  for (size_t k = 0; req.in_place && k < written; ++k) places.push_back(in_place_target(req, set.shards[k].path));
   // Shard 1 takes the header path when its header fits, as a single file does.
-  const std::string first = follow_links(set.shards[0].path);
+  const std::string first = req.in_place ? places[0].file : follow_links(set.shards[0].path);
   report.why_whole = "every shard is rewritten (the alignment changes)";
   std::optional<HeaderEdit> header;
   Layout first_after;
   if (!every) {
     first_after = plan(shards[0]);
-    header = header_path(req, first, shards[0], first_after, set.shards[0].file.layout, set.shards[0].file.model_size, report);
+    header = header_path(req, first, shards[0], first_after, set.shards[0].file.layout, set.shards[0].file.model_size, report,
+                         req.in_place && places[0].link_replaced);
   } else if (req.header_only) {
     throw EditRefused(EditRefused::Reason::header_only_every_shard, req.input, "",
                       report.why_whole + "; nothing was written", {});
   }
+  for (size_t k = 0; k < places.size(); ++k)
+    if (!places[k].link_replaced) note_hard_links(places[k].file, k == 0 && header);
   if (req.dry_run) return;
   if (header) {
     starting(req.write);
@@ -282,7 +327,7 @@ void edit_set(const EditRequest& req, ShardSet& set, std::vector<std::unique_ptr
   for (size_t k = 0; k < n; ++k) {
     if (!req.in_place) sources.push_back(set.shards[k].path);  // a new set: never over a source
     if (k < written || !req.in_place)
-      outputs.push_back({&shards[k], req.in_place ? follow_links(set.shards[k].path)
+      outputs.push_back({&shards[k], req.in_place ? places[k].file
                                                   : shard_path(req.output, static_cast<uint32_t>(k + 1), static_cast<uint32_t>(n))});
   }
   starting(req.write);
@@ -328,6 +373,7 @@ void edit_file(const EditRequest& req, std::optional<ShardSet>& set, std::vector
     report.file_size_after = report.file_size_before;
     return;
   }
+  const InPlace place = in_place_target(req, req.input);
   gate(req, report.findings_before, model, report.changes, report, offsets);
   // What the source had beyond its fields goes only where the data is re-laid.
   Layout after = plan(model);
@@ -338,8 +384,9 @@ void edit_file(const EditRequest& req, std::optional<ShardSet>& set, std::vector
       if (sp.kind == SpanKind::gap || sp.kind == SpanKind::trailing) report.dropped_bytes += sp.span.size;
     });
   std::optional<HeaderEdit> header;
-  if (!report.order_after) header = header_path(req, req.input, model, after, before, s.model_size, report);
-  else report.why_whole = "the byte order changes";
+  if (!report.order_after) header = header_path(req, req.input, model, after, before, s.model_size, report, place.link_replaced);
+  else report.why_whole = place.link_replaced ? "the byte order changes, and the link is replaced by the edited file" : "the byte order changes";
+  if (req.in_place && !place.link_replaced) note_hard_links(place.file, header.has_value());
   if (req.dry_run) return;
   if (header) {
     starting(req.write);
@@ -350,6 +397,7 @@ void edit_file(const EditRequest& req, std::optional<ShardSet>& set, std::vector
   }
   RewriteOptions opt = rewrite_options(req.write, req.write.force);
   opt.in_place = req.in_place;
+  opt.break_link = place.link_replaced;
   // Both layouts are in the report and safe_rewrite plans again: for a million tensors
   // each holds 8 MB of offsets, which the re-read of the output needs room for.
   after = Layout{};
@@ -367,6 +415,7 @@ EditReport edit(const EditRequest& req) {
   if (!req.dry_run && req.in_place == !req.output.empty()) throw_usage("an edit writes to an output or in place: give exactly one");
   if ((req.header_only || req.whole_file) && !req.in_place) throw_usage("header_only and whole_file are for edits in place");
   if (req.header_only && req.whole_file) throw_usage("header_only and whole_file exclude each other");
+  if (req.break_link && !req.in_place) throw_usage("break_link is for edits in place");
   EditReport report;
   Notes notes(req.write, &report);
   // An edit in place holds the lock of every file it may write from before it reads them

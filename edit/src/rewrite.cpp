@@ -342,7 +342,7 @@ RewriteResult safe_rewrite(const Model& model, const std::string& source, const 
   std::string target = dest;
   if (opt.in_place) {
     if (!have_source) throw_io(source, "cannot find the file to rewrite in place");
-    target = follow_links(source);  // a symlink's target is replaced, not the link
+    target = opt.break_link ? source : follow_links(source);  // a symlink's target is replaced, not the link
   } else if (have_source) {
     refuse_same_file(source, dest, "; use --in-place to replace it safely");
   }

@@ -230,3 +230,28 @@ def test_an_edit_that_changes_nothing_writes_nothing_and_reports_the_sizes_as_th
     assert r["unchanged"] and r["written"] == "nothing" and r["files"] == []
     assert r["file_size"] == (size, size) and r["data_offset"] == (f.data_offset, f.data_offset)
     assert digest(spm_copy) == before
+
+
+def test_a_hub_snapshot_is_refused_in_place_and_break_link_replaces_the_link_alone(tmp_path):
+    data = SPM.read_bytes()
+    name = digest(SPM)
+    (tmp_path / "blobs").mkdir()
+    blob = tmp_path / "blobs" / name
+    blob.write_bytes(data)
+    snaps = []
+    for rev in ("r1", "r2"):
+        (tmp_path / "snapshots" / rev).mkdir(parents=True)
+        snaps.append(tmp_path / "snapshots" / rev / "model.gguf")
+        snaps[-1].symlink_to(f"../../blobs/{name}")
+    with pytest.raises(ggufkit.Error) as e:
+        ggufkit.edit(snaps[0], set={"general.name": "x"}, in_place=True)
+    assert e.value.code == "content_store" and e.value.exit_code == 2 and e.value.file == str(snaps[0])
+    assert "a blob of a Hugging Face cache" in str(e.value) and " --" not in str(e.value)
+    assert digest(blob) == name
+    with pytest.raises(ggufkit.Error):
+        ggufkit.edit(snaps[0], set={"general.name": "x"}, out=tmp_path / "o.gguf", break_link=True)
+    r = ggufkit.edit(snaps[0], set={"general.name": "x"}, in_place=True, break_link=True)
+    assert r["written"] == "whole_file"
+    assert not snaps[0].is_symlink() and ggufkit.open(snaps[0]).metadata["general.name"] == "x"
+    assert snaps[1].is_symlink() and digest(snaps[1]) == name and digest(blob) == name
+    assert entries(tmp_path / "blobs") == [name]

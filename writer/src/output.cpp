@@ -7,6 +7,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -46,6 +48,20 @@ pid_t temp_owner(const char* name) {
 }
 
 }  // namespace
+
+std::optional<std::string> content_store(const std::string& file) {
+  const fs::path p(file);
+  if (p.parent_path().filename() != "blobs") return std::nullopt;
+  const std::string name = p.filename().string();
+  auto hex = [](std::string_view s, size_t n) {
+    return s.size() == n && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+  };
+  if (hex(name, 64)) return std::string("a blob of a Hugging Face cache (its name is its content's SHA-256)");
+  if (hex(name, 40)) return std::string("a blob of a Hugging Face cache (its name is its content's git SHA-1)");
+  if ((name.rfind("sha256-", 0) == 0 || name.rfind("sha256:", 0) == 0) && hex(std::string_view(name).substr(7), 64))
+    return std::string("an Ollama blob (its name is its content's SHA-256)");
+  return std::nullopt;
+}
 
 void refuse_same_file(const std::string& input, const std::string& output, const std::string& advice) {
   struct stat a {}, b {};
@@ -127,13 +143,22 @@ PendingFile::PendingFile(std::string target, mode_t mode, bool replace)
   // Everything from here is done relative to the folder's descriptor: a path of any length works.
   folder_ = open_path(dir_, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (folder_ < 0) refuse("there is no folder " + dir_);
-  if (::fstatat(folder_, base_.c_str(), &st, 0) == 0) {
+  const bool exists = ::fstatat(folder_, base_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (exists) {
     if (S_ISDIR(st.st_mode)) refuse("is a folder; give a file name");
-    if (!S_ISREG(st.st_mode))
+    if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
       refuse("exists and is not a regular file (a device, pipe or socket); ggufkit replaces only regular files");
     if (!replace_) refuse("exists; give --force to replace it");
+  }
+  if (exists && S_ISREG(st.st_mode)) {
     replaced_ = st;
-  } else {
+  } else {  // a new file, or a new file in place of a link (see the header)
+    if (exists) {
+      std::string to(PATH_MAX, '\0');
+      ssize_t n = ::readlinkat(folder_, base_.c_str(), to.data(), to.size());
+      to.resize(n > 0 ? static_cast<size_t>(n) : 0);
+      note(target_, "is a symbolic link (to " + to + "): it is replaced by the new file, and the file it names is left as it was");
+    }
     mode_t mask = ::umask(0);  // reading the umask means setting it: put it straight back
     ::umask(mask);
     mode_ = mode_ & 0777 & ~mask;
@@ -231,7 +256,7 @@ bool PendingFile::commit() {
   }
   if (!named_.empty()) {
     struct stat st {};  // the fallback's file was named from the start: the same checks here
-    if (!replace_ && ::fstatat(folder_, base_.c_str(), &st, 0) == 0)
+    if (!replace_ && ::fstatat(folder_, base_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
       throw Error(Error::Kind::usage, target_, std::nullopt, "", "exists; give --force to replace it");
     // The file replaced is locked while it is (no in-place edit of it is lost under the
     // rename); nothing when this process holds its lock already, as a rewrite does.

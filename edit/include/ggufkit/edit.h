@@ -58,6 +58,11 @@ struct EditRequest {
   bool template_check = true;           // every chat template set must parse as Jinja
   bool header_only = false;             // in place: the header alone, or refuse
   bool whole_file = false;              // in place: the whole file even when the header would do
+  // In place, an input that is a symbolic link: replace the link itself with the edited file,
+  // leaving the file it names as it is. Without it the file the link names is edited (a note
+  // names it), and one in a content-addressed store (content_store(): a Hugging Face or
+  // Ollama cache's blob, shared by every link to it) is refused.
+  bool break_link = false;
   bool always_write = false;            // write even without a change (ggufkit rewrite)
   std::optional<ByteOrder> byte_order;  // the model in this byte order (ggufkit convert)
   Patch patch;                          // the metadata changes (realign: only its alignment)
@@ -110,8 +115,9 @@ struct EditReport {
 // each with its code (token_id, template_syntax, ...); the message names them.
 struct EditRefused : Error {
   // rules: the rule book's errors; template_syntax: a chat template that does not parse;
-  // header_only: the edit does not fit in the header (or a set's every shard is rewritten).
-  enum class Reason { rules, template_syntax, header_only, header_only_every_shard };
+  // header_only: the edit does not fit in the header (or a set's every shard is rewritten);
+  // content_store: in place, through a link to a content-addressed store's blob.
+  enum class Reason { rules, template_syntax, header_only, header_only_every_shard, content_store };
   EditRefused(Reason reason, std::string file, std::string field, std::string message, std::vector<Finding> findings);
   Reason reason;
   std::vector<Finding> findings;

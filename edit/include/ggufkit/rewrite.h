@@ -13,6 +13,9 @@ namespace ggufkit {
 
 struct RewriteOptions {
   bool in_place = false;  // replace `source` itself (by rename, never by writing into it)
+  // With in_place, a `source` that is a symbolic link: the link itself is replaced by the new
+  // file, and the file it names is left as it is (else that file is replaced, the link kept).
+  bool break_link = false;
   bool verify = true;     // re-read the written tensor data and compare checksums
   bool replace = true;    // an existing `dest` may be replaced (the program: only with --force)
   const std::atomic<bool>* cancel = nullptr;  // set by a signal handler: stop, change nothing

@@ -21,11 +21,16 @@ namespace ggufkit {
 class PendingFile {
  public:
   // Checks the destination before anything is written: its folder must exist, its name fit
-  // the file system, and an existing target must be a regular file (never a device, a pipe
-  // or a folder), replaced only with `replace` (a usage Error otherwise).
+  // the file system, and an existing target must be a regular file or a symbolic link (never
+  // a device, a pipe or a folder), replaced only with `replace` (a usage Error otherwise).
   // A new target gets `mode` less the umask, as open() and cp give it. A target that is
   // replaced keeps its owner, group, mode and extended attributes; what cannot be kept
   // (another user's file, attributes the folder's file system lacks) is said in a note().
+  // A symbolic link is replaced itself, as mv and sed -i replace it, by a file made as a new
+  // one (the caller's, `mode` less the umask), and the file it names is left as it was (a
+  // note says so): written through, the new bytes would reach every other name of that
+  // file (a cache's blob), and a link planted in a shared folder would pass the file it
+  // names to whoever planted it, with its owner's rights.
   PendingFile(std::string target, mode_t mode, bool replace = true);
   ~PendingFile();
   PendingFile(const PendingFile&) = delete;
@@ -55,6 +60,12 @@ class PendingFile {
   int fd_ = -1;
   bool flushed_ = false, replace_ = true, keep_ = false;
 };
+
+// When `file` lies in a content-addressed store, what the store is and how its names are
+// made: a folder named blobs whose file names are the content's digest (a Hugging Face
+// cache's blobs/<sha256> or, for a file kept in git, <sha1>; Ollama's blobs/sha256-<hex>).
+// Such a file is shared by every link to it, and its name must stay its content's digest.
+std::optional<std::string> content_store(const std::string& file);
 
 // Refuses (a usage Error) an output that is the input under any name: the same inode.
 void refuse_same_file(const std::string& input, const std::string& output, const std::string& advice);
