@@ -18,15 +18,12 @@
 #include "ggufkit/fault.h"
 #include "ggufkit/lock.h"
 #include "ggufkit/output.h"
+#include "ggufkit/scan.h"
 #include "ggufkit/path.h"
 #include "ggufkit/shards.h"
 #include "ggufkit/writer.h"
 
 namespace ggufkit {
-
-// The shard of `path`'s set that has a journal when `path` has none (reader/src/scan.cpp,
-// which refuses every shard of the set by it).
-std::optional<std::string> set_shard_with_journal(const std::string& path);
 
 namespace {
 

@@ -674,9 +674,6 @@ std::string journal_path(const std::string& path) {
   return file + ".ggufkit-journal";
 }
 
-// The shard of `path`'s set (`path` named as a shard) that has a journal, when `path` has
-// none: a set's journals are made and removed one at a time, and every shard leads to them.
-// (Declared where it is used, edit/src/journal.cpp.)
 std::optional<std::string> set_shard_with_journal(const std::string& path) {
   std::string file = path;
   try {

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <istream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "ggufkit/layout.h"
@@ -45,6 +46,9 @@ Scanned scan_file(const std::string& path, const ScanOptions& options = {});
 std::string journal_path(const std::string& path);
 // Throws the format Error that tells to run recover while a journal lies beside `path`.
 void refuse_journal(const std::string& path);
+// The shard of `path`'s set (`path` named as a shard) that has a journal when `path` has
+// none: a set's journals come and go one at a time, and every shard leads to them.
+std::optional<std::string> set_shard_with_journal(const std::string& path);
 // From a stream (a pipe, a decompressor): the header only. The size is unknown, so the
 // checks that need it (data inside the file) are skipped and tensors have no source.
 Scanned scan_stream(std::istream& in, const std::string& name, const ScanOptions& options = {});
