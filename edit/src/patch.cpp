@@ -451,10 +451,16 @@ class Applier : YamlReader {
            entry + ": the key '" + shown() + "' is not ASCII lower-case words with dots (as general.name); readers look keys up exactly");
   }
 
-  // The first pair with the key, from an index of the keys made once and kept as pairs
-  // are added and renamed (a removal makes it again): a card's or a patch's n keys cost
-  // n lookups, not n walks over the file's keys.
+  // The first pair with the key. A few lookups walk the keys (an index of a million-key
+  // header would cost more memory than the header); past that, an index of the keys made
+  // once and kept as pairs are added and renamed (a removal makes it again): a card's or
+  // a patch's n keys cost n lookups, not n walks over the file's keys.
   std::optional<size_t> index_of(const std::string& key) const {
+    if (!indexed_ && ++walks_ <= kWalks) {
+      for (size_t i = 0; i < m_.metadata.size(); ++i)
+        if (m_.metadata.key(i) == key) return i;
+      return std::nullopt;
+    }
     if (!indexed_) {
       index_.clear();
       for (size_t i = 0; i < m_.metadata.size(); ++i) index_.emplace(std::string(m_.metadata.key(i)), i);  // the first stays
@@ -836,6 +842,8 @@ class Applier : YamlReader {
   std::map<std::string, const YamlNode*> where_;
   mutable std::unordered_map<std::string, size_t> index_;  // index_of's: key -> its first pair
   mutable bool indexed_ = false;
+  static constexpr size_t kWalks = 64;
+  mutable size_t walks_ = 0;  // lookups made by walking, before the index pays
   std::set<std::string> fresh_;  // keys the patch added or renamed to
   std::deque<Patch::Set> specials_;  // the sets special tokens became (where_ points into them)
   std::deque<Patch::Set> derived_;   // --from-hf's versions, found
