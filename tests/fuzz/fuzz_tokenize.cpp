@@ -19,6 +19,7 @@
 #include "ggufkit/scan.h"
 #include "ggufkit/tokenizer.h"
 #include "ggufkit/vocab.h"
+#include "check_ids.h"
 
 namespace {
 
@@ -84,14 +85,6 @@ const std::vector<Loaded>& vocabularies() {
     return v;
   }();
   return all;
-}
-
-void check_ids(const std::vector<int32_t>& ids, const tk::Vocab& v) {
-  for (int32_t id : ids)
-    if (id < -1 || (id >= 0 && static_cast<size_t>(id) >= v.size())) {
-      std::fprintf(stderr, "id %d outside [-1, %zu)\n", id, v.size());
-      __builtin_trap();
-    }
 }
 
 }  // namespace

@@ -30,6 +30,7 @@
 #include "ggufkit/scan.h"
 #include "ggufkit/tokenizer.h"
 #include "ggufkit/vocab.h"
+#include "check_ids.h"
 #include "ggufkit/writer.h"
 
 namespace {
@@ -169,14 +170,6 @@ std::optional<Input> parse(std::string_view in) {
     if (!r.model.find(k)) md.push_back({k, std::move(v)});
   }
   return r;
-}
-
-void check_ids(const std::vector<int32_t>& ids, const tk::Vocab& v) {
-  for (int32_t id : ids)
-    if (id < -1 || (id >= 0 && static_cast<size_t>(id) >= v.size())) {
-      std::fprintf(stderr, "id %d outside [-1, %zu)\n", id, v.size());
-      __builtin_trap();
-    }
 }
 
 }  // namespace
