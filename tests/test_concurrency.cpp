@@ -197,7 +197,7 @@ TEST(Locks, AnEditWaitsForALockAnotherProcessHoldsThenRefusesNamingIt) {
   int fd = ::open(model.c_str(), O_RDONLY);
   ASSERT_EQ(::flock(fd, LOCK_EX), 0);  // as another edit holds it
   const std::string who = "is locked by process " + std::to_string(::getpid()) + " (ggufkit_tests)";
-  CliRun edit = run_cli("edit " + model + " --eos-token-id 7 --in-place", "GGUFKIT_LOCK_TIMEOUT=0.2 ");
+  CliRun edit = run_cli("edit " + model + " --eos-token-id 0 --in-place", "GGUFKIT_LOCK_TIMEOUT=0.2 ");
   EXPECT_EQ(edit.code, 3);
   EXPECT_NE(edit.err.find(who + " reading or writing it; waited 200 ms (GGUFKIT_LOCK_TIMEOUT), nothing was done"),
             std::string::npos) << edit.err;
@@ -211,10 +211,10 @@ TEST(Locks, AnEditWaitsForALockAnotherProcessHoldsThenRefusesNamingIt) {
   // A shared lock (a reader) lets readers through and keeps writers out.
   ASSERT_EQ(::flock(fd, LOCK_SH), 0);
   EXPECT_EQ(run_cli("show " + model, "GGUFKIT_LOCK_TIMEOUT=0.2 ").code, 0);
-  EXPECT_EQ(run_cli("edit " + model + " --eos-token-id 7 --in-place", "GGUFKIT_LOCK_TIMEOUT=0.2 ").code, 3);
+  EXPECT_EQ(run_cli("edit " + model + " --eos-token-id 0 --in-place", "GGUFKIT_LOCK_TIMEOUT=0.2 ").code, 3);
   ::close(fd);
-  EXPECT_EQ(run_cli("edit " + model + " --eos-token-id 7 --in-place").code, 0);
-  EXPECT_EQ(get(model, "tokenizer.ggml.eos_token_id"), "7\n");
+  EXPECT_EQ(run_cli("edit " + model + " --eos-token-id 0 --in-place").code, 0);
+  EXPECT_EQ(get(model, "tokenizer.ggml.eos_token_id"), "0\n");
 }
 
 TEST(Locks, ThirtyPairsOfInPlaceEditsStartedAtOnceEachEndWithBothEdits) {
@@ -228,7 +228,7 @@ TEST(Locks, ThirtyPairsOfInPlaceEditsStartedAtOnceEachEndWithBothEdits) {
   for (int i = 0; i < 30; ++i) {
     const std::string model = fresh_model("lock-race/" + std::to_string(i));
     const std::string a = std::string(GGUFKIT_BIN) + " edit " + model + " --set 'general.name=" + longer + "' --in-place";
-    const std::string b = std::string(GGUFKIT_BIN) + " edit " + model + " --eos-token-id 7 --in-place";
+    const std::string b = std::string(GGUFKIT_BIN) + " edit " + model + " --eos-token-id 0 --in-place";
     const std::string cmd = "(" + a + " >" + model + ".a 2>&1; echo $? >" + model + ".ra) & (" + b + " >" + model +
                             ".b 2>&1; echo $? >" + model + ".rb) & wait";
     ASSERT_EQ(std::system(cmd.c_str()), 0);
@@ -238,11 +238,11 @@ TEST(Locks, ThirtyPairsOfInPlaceEditsStartedAtOnceEachEndWithBothEdits) {
     rb >> cb;
     const std::string got_name = get(model, "general.name"), got_eos = get(model, "tokenizer.ggml.eos_token_id");
     EXPECT_TRUE(ca != 0 || got_name == longer + "\n") << i << ": the name edit exited 0 but the file has " << got_name;
-    EXPECT_TRUE(cb != 0 || got_eos == "7\n") << i << ": the eos edit exited 0 but the file has " << got_eos;
+    EXPECT_TRUE(cb != 0 || got_eos == "0\n") << i << ": the eos edit exited 0 but the file has " << got_eos;
     EXPECT_EQ(ca, 0) << i;
     EXPECT_EQ(cb, 0) << i;
     EXPECT_TRUE(data_start(model) == data_start(tiny_llama()));
-    both += got_name == longer + "\n" && got_eos == "7\n";
+    both += got_name == longer + "\n" && got_eos == "0\n";
     EXPECT_FALSE(fs::exists(model + ".ggufkit-journal"));
   }
   EXPECT_EQ(both, 30);
@@ -252,7 +252,7 @@ TEST(Replaced, AFileRenamedOverTheModelMidEditIsNotWrittenInto) {
   const std::string model = fresh_model("replaced-mv"), other = fs::path(model).parent_path().string() + "/other.gguf";
   ASSERT_EQ(run_cli("edit " + model + " --set general.name=other -o " + other).code, 0);
   const auto theirs = read_file_bytes(other);
-  CliRun r = run_cli("edit " + model + " --eos-token-id 7 --in-place",
+  CliRun r = run_cli("edit " + model + " --eos-token-id 0 --in-place",
                      "GGUFKIT_FAULT='in-place:run:mv " + other + " " + model + "' ", GGUFKIT_FAULTY_BIN);
   EXPECT_EQ(r.code, 3);
   EXPECT_NE(r.err.find("changed since it was read (another file was put in its place, or another program wrote into it); "
@@ -266,7 +266,7 @@ TEST(Replaced, BytesAnotherProgramWroteSinceTheReadAreNotWrittenOver) {
   const std::string model = fresh_model("replaced-dd");
   const uint64_t at = offset_of(model, "general.name");
   // Another program (gguf_set_metadata, dd) writes one byte of the header meanwhile.
-  CliRun r = run_cli("edit " + model + " --eos-token-id 7 --in-place",
+  CliRun r = run_cli("edit " + model + " --eos-token-id 0 --in-place",
                      "GGUFKIT_FAULT='in-place:run:printf Z | dd of=" + model + " bs=1 seek=" + std::to_string(at) +
                          " conv=notrunc status=none' ",
                      GGUFKIT_FAULTY_BIN);
@@ -369,7 +369,7 @@ TEST(SetRenames, ASetKilledBetweenTwoRenamesIsRefusedUntilRecoverFinishesIt) {
 
 TEST(Journal, ValidateRefusesAFileWithAJournalAndAKillLeavesNoTemporaryName) {
   const std::string model = fresh_model("journal-validate");
-  CliRun k = run_cli("edit " + model + " --eos-token-id 7 --in-place", "GGUFKIT_FAULT=journal-written:kill ", GGUFKIT_FAULTY_BIN);
+  CliRun k = run_cli("edit " + model + " --eos-token-id 0 --in-place", "GGUFKIT_FAULT=journal-written:kill ", GGUFKIT_FAULTY_BIN);
   EXPECT_EQ(k.code, 128 + 9);
   EXPECT_EQ(files_in(fs::path(model).parent_path().string()),
             (std::vector<std::string>{"model.gguf", "model.gguf.ggufkit-journal"}));
@@ -384,7 +384,7 @@ TEST(Journal, ValidateRefusesAFileWithAJournalAndAKillLeavesNoTemporaryName) {
 
 TEST(Journal, AnInPlaceEditWithNoRoomForItsJournalSaysSoAndChangesNothing) {
   const std::string model = fresh_model("journal-room");
-  CliRun r = run_cli("edit " + model + " --eos-token-id 7 --in-place", "GGUFKIT_FAULT=statvfs:fail:28 ", GGUFKIT_FAULTY_BIN);
+  CliRun r = run_cli("edit " + model + " --eos-token-id 0 --in-place", "GGUFKIT_FAULT=statvfs:fail:28 ", GGUFKIT_FAULTY_BIN);
   EXPECT_EQ(r.code, 3);
   EXPECT_NE(r.err.find("the journal needs 90 bytes beside the model and 0 are free; nothing was changed"), std::string::npos)
       << r.err;

@@ -127,9 +127,9 @@ TEST(EditOps, AChatTemplateGrownAndShrunkMovesTheDataAndKeepsEveryTensorByte) {
 
 TEST(EditOps, AnEosChangeIsOneValueAndNothingElse) {
   std::string out = temp_path("eos-edit.gguf");
-  CliRun r = run_cli("edit " + tiny_llama() + " --eos-token-id 7 -o " + out);
+  CliRun r = run_cli("edit " + tiny_llama() + " --eos-token-id 0 -o " + out);
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("set     tokenizer.ggml.eos_token_id: 2 -> 7"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("set     tokenizer.ggml.eos_token_id: 2 -> 0"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("21 tensors verified"), std::string::npos) << r.out;
   auto a = read_file_bytes(tiny_llama()), b = read_file_bytes(out);
   ASSERT_EQ(a.size(), b.size());
@@ -144,7 +144,7 @@ TEST(EditOps, AnEosChangeIsOneValueAndNothingElse) {
       ++differ;
       EXPECT_TRUE(i >= eos->span.offset && i < eos->span.end()) << i;
     }
-  EXPECT_EQ(differ, 1u);  // 2 -> 7: one byte of a little-endian u32
+  EXPECT_EQ(differ, 1u);  // 2 -> 0: one byte of a little-endian u32
 }
 
 TEST(EditOps, RealignsKeepEveryTensorByteAndADeclaredAlignmentComesBackByteForByte) {
@@ -226,7 +226,7 @@ TEST(EditRefusals, EachIsRefusedWithItsReasonAndTheLine) {
 
   // Output = input, through the program: refused, exit 2, the file untouched.
   auto before = read_file_bytes(tiny_llama());
-  CliRun r = run_cli("edit " + tiny_llama() + " --eos-token-id 3 -o " + tiny_llama());
+  CliRun r = run_cli("edit " + tiny_llama() + " --eos-token-id 0 -o " + tiny_llama());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("is the same file; use --in-place"), std::string::npos) << r.err;
   CliRun bad = run_cli("edit " + tiny_llama() + " --eos-token-id 99999 -o " + temp_path("never.gguf"));
@@ -317,7 +317,7 @@ TEST(EditFaults, AFullFileSystemLeavesNothingBehind) {
   for (const char* flags : {"", " --no-verify", " --in-place --whole-file"}) {
     SCOPED_TRACE(flags);
     std::string target = std::string(flags) == " --in-place --whole-file" ? "" : " -o " + dir + "/out.gguf";
-    CliRun r = run_cli("edit " + src + " --eos-token-id 5" + flags + target, "ulimit -f 2048; ");
+    CliRun r = run_cli("edit " + src + " --eos-token-id 0" + flags + target, "ulimit -f 2048; ");
     EXPECT_EQ(r.code, 3) << r.err;
     EXPECT_NE(r.err.find("File too large; nothing was changed (" + src + " is as it was)"), std::string::npos) << r.err;
     EXPECT_EQ(read_file_bytes(src), before);
@@ -328,7 +328,7 @@ TEST(EditFaults, AFullFileSystemLeavesNothingBehind) {
 TEST(Examples, PatchTemplateFixesATemplateAndAnEosIdThroughTheLibrary) {
   std::string tmpl = temp_path("example.jinja"), out = temp_path("patched.gguf");
   write_file_bytes(tmpl, {'{', '{', ' ', 'x', ' ', '}', '}'});
-  std::string cmd = std::string(GGUFKIT_EXAMPLES_BIN) + "/patch_template " + tiny_llama() + " " + tmpl + " 9 " + out +
+  std::string cmd = std::string(GGUFKIT_EXAMPLES_BIN) + "/patch_template " + tiny_llama() + " " + tmpl + " 0 " + out +
                     " > " + out + ".txt";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   auto printed = read_file_bytes(out + ".txt");
@@ -337,7 +337,7 @@ TEST(Examples, PatchTemplateFixesATemplateAndAnEosIdThroughTheLibrary) {
   EXPECT_NE(p.find("21 tensors verified"), std::string::npos) << p;
   Scanned s = scan_file(out);
   EXPECT_EQ(s.model.find("tokenizer.chat_template")->str, "{{ x }}");
-  EXPECT_EQ(s.model.find("tokenizer.ggml.eos_token_id")->bits, 9u);
+  EXPECT_EQ(s.model.find("tokenizer.ggml.eos_token_id")->bits, 0u);
 }
 
 TEST(EditRefusals, HostilePatchesAreRefusedWithTheirPosition) {

@@ -305,16 +305,16 @@ TEST(Replica, AnExemplarsHeaderIsEditedInPlaceWhenTheEditFitsAndStaysAnExemplar)
   const std::string ex = temp_path("inplace-ex.gguf");
   make(tiny_llama(), ex, ReplicaData::none);
   const auto before = read_file_bytes(ex);
-  CliRun r = run_cli("edit " + ex + " --eos-token-id 7 --in-place");
+  CliRun r = run_cli("edit " + ex + " --eos-token-id 0 --in-place");
   ASSERT_EQ(r.code, 0) << r.err;
   auto after = read_file_bytes(ex);
   ASSERT_EQ(after.size(), before.size());  // still the header alone
   size_t differ = 0;
   for (size_t i = 0; i < after.size(); ++i) differ += after[i] != before[i];
-  EXPECT_EQ(differ, 1u);  // eos 2 -> 7: one byte of a u32
+  EXPECT_EQ(differ, 1u);  // eos 2 -> 0: one byte of a u32
   Scanned s = scan_file(ex);
   EXPECT_TRUE(s.header_only);
-  EXPECT_EQ(s.model.find("tokenizer.ggml.eos_token_id")->as_u64(), 7u);
+  EXPECT_EQ(s.model.find("tokenizer.ggml.eos_token_id")->as_u64(), 0u);
   EXPECT_EQ(s.model_size, read_file_bytes(tiny_llama()).size());
   // One that does not fit needs the tensor bytes: refused, the file as it was.
   r = run_cli("edit " + ex + " --set general.name=a-much-longer-name-than-the-header-has-room-for --in-place");
