@@ -348,7 +348,8 @@ int cmd_edit(const std::vector<std::string>& args) {
       "token-type", po::value<std::vector<std::string>>()->composing(),
       "TEXT=TYPE: set the type of the token whose text is exactly TEXT in tokenizer.ggml.token_type (TYPE: normal, "
       "unknown, control, user_defined, unused, byte; TEXT is split at the last '='; of tokens sharing a text, the "
-      "last, as llama.cpp finds it), e.g. '<|user|>=control'")(
+      "last, as llama.cpp finds it), e.g. '<|user|>=user_defined'; a byte, unused or normal token is not retyped "
+      "control (where the model writes it, llama.cpp would print nothing)")(
       "from-hf", po::value<std::string>(),
       "DIR or DIR/tokenizer_config.json: take the chat template(s), bos/eos/pad/unk tokens and add_bos/add_eos "
       "flags a Hugging Face model folder gives (chat_template.jinja beside the config wins), and the general.* keys "
@@ -385,8 +386,8 @@ int cmd_edit(const std::vector<std::string>& args) {
                               "  remove: [general.license.link]\n"
                               "  rename: {old.key: new.key}\n"
                               "  alignment: 64\n"
-                              "  token_types: {\"<|user|>\": control}\n\n"
-                              "Example: ggufkit edit phi3.gguf --token-type '<|user|>=control' --in-place\n\n") + kSafety);
+                              "  token_types: {\"<|user|>\": user_defined}\n\n"
+                              "Example: ggufkit edit phi3.gguf --token-type '<|user|>=user_defined' --in-place\n\n") + kSafety);
   if (!vm) return 0;
   EditRequest job = request_of(*vm);
   job.template_check = !(*vm)["no-template-check"].as<bool>();

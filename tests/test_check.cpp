@@ -20,7 +20,7 @@ using namespace testing_helpers;
 TEST(RuleTable, OneRowPerCodeWithUniqueNamesThatRoundTrip) {
   const size_t codes = static_cast<size_t>(Code::tensor_in_two_shards) + 1;
   ASSERT_EQ(rules().size(), codes);
-  EXPECT_EQ(codes, 67u);  // 16 of them the roles' (adapter, imatrix, mmproj), 8 the key rules'
+  EXPECT_EQ(codes, 70u);  // 16 of them the roles' (adapter, imatrix, mmproj), 8 the key rules', 3 the advice's
   std::set<std::string_view> names;
   for (size_t i = 0; i < codes; ++i) {
     const Rule& r = rules()[i];
@@ -171,7 +171,7 @@ TEST(KeyChecks, AnEditThatSetsABrokenTokenIdAgainIsRefused) {
   ASSERT_EQ(run_cli("edit " + tiny_llama() + " --set tokenizer.ggml.eos_token_id=99999 --allow-broken -o " + broken).code, 0);
   CliRun again = run_cli("edit " + broken + " --set tokenizer.ggml.eos_token_id=88888 -o " + out);
   EXPECT_EQ(again.code, 1);
-  EXPECT_NE(again.err.find("refusing to write a model that llama.cpp would refuse:\n  [token_id] "
+  EXPECT_NE(again.err.find("refusing to write a model that llama.cpp would refuse or misuse:\n  [token_id] "
                            "tokenizer.ggml.eos_token_id = 88888 is not below the vocabulary size 32000\n"),
             std::string::npos) << again.err;
   CliRun other = run_cli("edit " + broken + " --set general.name=other -o " + out);

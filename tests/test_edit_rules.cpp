@@ -30,7 +30,7 @@ TEST(EditRules, WhatLlamaCppWouldRefuseIsRefusedBeforeWritingUnlessAllowBroken) 
     for (const char* how : {" -o ", " --dry-run -o "}) {
       CliRun r = run_cli(fill(c.args, model, patch) + how + out);
       EXPECT_EQ(r.code, 1) << r.err;
-      EXPECT_NE(r.err.find("refusing to write a model that llama.cpp would refuse:\n  [" + std::string(c.code) + "] "),
+      EXPECT_NE(r.err.find("refusing to write a model that llama.cpp would refuse or misuse:\n  [" + std::string(c.code) + "] "),
                 std::string::npos) << r.err;
       EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
       EXPECT_NE(r.err.find("give --allow-broken to write it anyway"), std::string::npos) << r.err;

@@ -144,7 +144,7 @@ void gate(const EditRequest& req, const std::vector<Finding>& was, const Model& 
     // (Set after the message is made, which lists every finding already.)
     const Place first = refused.front().place;
     EditRefused e(EditRefused::Reason::rules, req.input, "",
-                  "refusing to write a model that llama.cpp would refuse:" + bad + "\nnothing was written", std::move(refused));
+                  "refusing to write a model that llama.cpp would refuse or misuse:" + bad + "\nnothing was written", std::move(refused));
     e.field = first.name;
     if (auto it = at.find(first.name); first.of == Place::Of::key && it != at.end()) e.offset = it->second;
     throw e;

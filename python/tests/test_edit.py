@@ -24,7 +24,7 @@ def test_an_eos_id_outside_the_vocabulary_is_refused_and_the_file_stays_byte_for
     assert err.code == "token_id" and err.kind == "format" and err.exit_code == 1
     assert err.field == "tokenizer.ggml.eos_token_id" and err.offset == value_at
     assert err.file == str(spm_copy)
-    assert str(err).startswith(f"{spm_copy}: at byte {value_at}, tokenizer.ggml.eos_token_id: refusing to write a model that llama.cpp would refuse:\n")
+    assert str(err).startswith(f"{spm_copy}: at byte {value_at}, tokenizer.ggml.eos_token_id: refusing to write a model that llama.cpp would refuse or misuse:\n")
     assert "99999 is not below the vocabulary size 32000" in str(err) and "nothing was written" in str(err)
     assert [(f.code, f.severity, f.field) for f in err.findings] == [("token_id", "error", "tokenizer.ggml.eos_token_id")]
     assert digest(spm_copy) == before

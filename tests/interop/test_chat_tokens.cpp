@@ -282,7 +282,7 @@ TEST_F(ChatTokens, AUserTokenTypedNormalIsFoundAndRetypedInPlace) {
   const std::string snc = line_of(v.out, "special_not_control"), lit = line_of(v.out, "template_literal_split");
   EXPECT_NE(snc.find("\"message\": \"\\\"<|user|>\\\" (id 32010) is typed normal, so llama.cpp takes the text as text"), std::string::npos) << v.out;
   EXPECT_NE(snc.find("\"ids\": [32010]"), std::string::npos) << snc;
-  const std::string fix = "ggufkit edit " + f + " --token-type '<|user|>=control' --in-place";
+  const std::string fix = "ggufkit edit " + f + " --token-type '<|user|>=user_defined' --in-place";  // never control: see SafeAdvice
   EXPECT_NE(snc.find("\"fix\": \"" + fix + "\""), std::string::npos) << snc;
   EXPECT_NE(lit.find("\\\"<|user|>\\\" tokenizes into 5 tokens (529 29989 1792 29989 29958) in the prompt of \\\"system and user\\\" at byte 3: "
                      "it is token 32010, typed normal"), std::string::npos) << lit;
@@ -291,7 +291,7 @@ TEST_F(ChatTokens, AUserTokenTypedNormalIsFoundAndRetypedInPlace) {
   // The fix, as named (less "ggufkit", the binary under test).
   CliRun fixed = run_cli(fix.substr(std::string("ggufkit ").size()));
   ASSERT_EQ(fixed.code, 0) << fixed.err;
-  EXPECT_NE(fixed.out.find("retype  \"<|user|>\" (id 32010): normal -> control"), std::string::npos) << fixed.out;
+  EXPECT_NE(fixed.out.find("retype  \"<|user|>\" (id 32010): normal -> user_defined"), std::string::npos) << fixed.out;
   EXPECT_NE(fixed.out.find(": wrote the header alone, in place (it fits before the data start; no tensor byte moves): 1 of its 726019 bytes differ, at 725185"),
             std::string::npos) << fixed.out;
   EXPECT_EQ(fs::file_size(f), size);
@@ -302,7 +302,13 @@ TEST_F(ChatTokens, AUserTokenTypedNormalIsFoundAndRetypedInPlace) {
   CliRun after = run_cli("validate --json " + f);
   EXPECT_EQ(line_of(after.out, "special_not_control"), "") << after.out;
   EXPECT_EQ(line_of(after.out, "template_literal_split"), "") << after.out;
-  EXPECT_TRUE(read_file_bytes(f) == read_file_bytes(phi3)) << "back to the published bytes";
+  // The published file has it control; user_defined is parsed the same and still printed:
+  // the one byte of its type is all that differs.
+  const auto got = read_file_bytes(f), published = read_file_bytes(phi3);
+  ASSERT_EQ(got.size(), published.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < got.size(); ++i) differ += got[i] != published[i];
+  EXPECT_EQ(differ, 1u);
 }
 
 }  // namespace
