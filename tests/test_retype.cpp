@@ -277,5 +277,5 @@ TEST(Retype, CommandLineTokenTypePrintsTheRetype) {
   EXPECT_EQ(no_eq.code, 2);
   EXPECT_NE(no_eq.err.find("--token-type expects TEXT=TYPE, found 'control'"), std::string::npos) << no_eq.err;
   CliRun help = run_cli("edit --help");
-  EXPECT_NE(help.out.find("ggufkit edit phi3.gguf --token-type '<|user|>=control' --in-place"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("ggufkit edit phi3.gguf --token-type '<|user|>=user_defined' --in-place"), std::string::npos) << help.out;
 }
