@@ -125,6 +125,31 @@ TEST(Exact, AGapBetweenTensorsComesBackIsReportedAndClosesOnlyWhenTheDataIsReLai
   EXPECT_NE(r.out.find("not carried over"), std::string::npos) << r.out;
 }
 
+// The fuzzed round trip's find: the reader kept a gap before the first tensor (data offset
+// 64, not 0), but the writer and the layout only knew gaps between tensors, so the plan
+// threw "writer drift at tensor[0]". The gap is a span of its own and comes back.
+TEST(Exact, AGapBeforeTheFirstTensorComesBackAsASpanOfItsOwn) {
+  std::string p = temp_path("gap-first.gguf");
+  write_sketch(parse_sketch("metadata: [{key: general.architecture, type: string, value: x}]\n"
+                            "tensors:\n"
+                            "  - {name: a, type: f32, dims: [8], offset: 64, fill: {ramp: {start: 1, step: 1}}}\n"
+                            "  - {name: b, type: f32, dims: [4], fill: {ramp: {start: 9, step: 1}}}\n",
+                            "gap-first", temp_dir()),
+               p);
+  Scanned s = scan_file(p);
+  ASSERT_EQ(s.layout.tensor_offsets, (std::vector<uint64_t>{64, 96}));
+  check_layout(s.layout);
+  std::vector<Span> gaps;
+  for (const auto& sp : s.layout.spans)
+    if (sp.kind == SpanKind::gap) gaps.push_back(sp.span);
+  EXPECT_EQ(gaps, (std::vector<Span>{{s.layout.data_offset, 64}}));
+  EXPECT_EQ(s.layout.file_size, s.layout.data_offset + 96 + 32);
+  expect_exact_both_ways("gap-first", p);
+  CliRun v = run_cli("validate " + p + " --json");
+  EXPECT_NE(v.out.find("\"offset_gap\""), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("starts at data offset 64; llama.cpp expects 0"), std::string::npos) << v.out;
+}
+
 TEST(Exact, NonZeroPaddingComesBackAndIsStillReported) {
   std::string p = temp_path("nonzero.gguf");
   write_sketch(read_sketch(std::string(GGUFKIT_SOURCE) + "/examples/broken/nonzero-padding.yaml"), p);

@@ -46,12 +46,12 @@ void add_filler(Layout& L, uint64_t from, uint64_t to, SpanKind pad, SpanKind re
 void data_spans(const Layout& L, const TensorList& tensors, const std::function<uint64_t(size_t)>& nbytes, const SpanFn& f) {
   Layout pieces;
   pieces.alignment = L.alignment;
-  uint64_t end = 0;
+  uint64_t end = L.data_offset;  // a gap may come before the first tensor too
   std::string path;
   for (size_t i = 0; i < L.tensor_offsets.size(); ++i) {
     const uint64_t start = L.data_offset + L.tensor_offsets[i];
     pieces.spans.clear();
-    if (i > 0) add_filler(pieces, end, start, SpanKind::tensor_padding, SpanKind::gap, path);
+    add_filler(pieces, end, start, SpanKind::tensor_padding, SpanKind::gap, path);
     path = "tensor[" + std::to_string(i) + "] " + std::string(tensors.name(i));
     pieces.spans.push_back({SpanKind::tensor_data, {start, nbytes(i)}, path});
     for (const LabeledSpan& s : pieces.spans) f(s);

@@ -25,6 +25,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   ggufkit::Layout planned = ggufkit::plan(s.model);  // an accepted model always has a layout
   ggufkit::check_layout(planned);
+  // A header exemplar holds no data to copy, and a file too large to hold in memory is
+  // checked as far as its plan: the bytes of both are the writer tests' business.
+  if (s.header_only || planned.file_size > (64u << 20)) return 0;
   std::vector<uint8_t> bytes = ggufkit::to_bytes(s.model);
   check(bytes.size() == planned.file_size, "size");
   ggufkit::Scanned back = ggufkit::scan(ggufkit::from_bytes("again.gguf", bytes));
@@ -34,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < s.model.tensors.size(); ++i) {
     const auto &a = s.model.tensors[i], &b = back.model.tensors[i];
     check(a.name == b.name && a.dims == b.dims && a.type == b.type, "tensor record");
-    std::vector<uint8_t> x(a.nbytes()), y(b.nbytes());
+    std::vector<uint8_t> x(a.nbytes()), y(b.nbytes());  // at most the file's size
     a.source->read_at(a.source_offset, x.data(), x.size());
     b.source->read_at(b.source_offset, y.data(), y.size());
     check(x == y, "tensor bytes");

@@ -108,7 +108,7 @@ class Walker {
     for (size_t i = 0; i < m_.tensors.size(); ++i) {
       const Tensor t = m_.tensors[i];
       uint64_t start = data_offset + L_.tensor_offsets[i];
-      if (i > 0) fill(upto, start, SpanKind::tensor_padding, SpanKind::gap, path, tail ? from_tail(upto) : kZeros);
+      fill(upto, start, SpanKind::tensor_padding, SpanKind::gap, path, tail ? from_tail(upto) : kZeros);  // before tensor[0] too
       path = path_of(i);
       if (sink_.pos() != start) drift(path, start);  // as ggml's writer asserts
       uint64_t n = t.nbytes();
