@@ -40,6 +40,26 @@ TEST(Inputs, ANamedPipeIsReadOnceItsWriterWritesAsEverySmallInputIs) {
   EXPECT_EQ(t.out, "1 15043\n");
 }
 
+// The fourth audit: `hash --check FIFO` waited for ever. A manifest from a pipe is read as
+// every small input is, once its writer writes, to its end; an endless one stops at the cap.
+TEST(Inputs, AManifestFromANamedPipeIsCheckedOnceItsWriterWrites) {
+  const std::string dir = temp_path("check-fifo");
+  fs::create_directories(dir);
+  const std::string manifest = dir + "/tiny.manifest", fifo = dir + "/manifest.fifo";
+  CliRun w = run_cli("hash " + tiny_llama() + " --manifest --algo xxh64");
+  ASSERT_EQ(w.code, 0) << w.err;
+  write_file_bytes(manifest, {w.out.begin(), w.out.end()});
+  fs::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  CliRun c = run_cli("hash " + tiny_llama() + " --check " + fifo, "(cat " + manifest + " > " + fifo + " &); timeout 60 ");
+  EXPECT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(c.out.rfind("manifest  " + fifo + "  xxh64\n", 0), 0u) << c.out;
+  EXPECT_NE(c.out.find("Verification results for " + fifo + " - Success\n"), std::string::npos) << c.out;
+  CliRun zero = run_cli("hash " + tiny_llama() + " --check /dev/zero", "timeout 120 ");
+  EXPECT_EQ(zero.code, 1);
+  EXPECT_EQ(zero.err, "ggufkit: error: /dev/zero: is over the cap of 67108864 bytes\n");
+}
+
 TEST(Inputs, AnEndlessTextOrIdStreamIsRefusedAtTheCap) {
   CliRun zero = run_cli("tokenize " + vocab() + " -f /dev/zero --ids", "timeout 120 ");
   EXPECT_EQ(zero.code, 1);

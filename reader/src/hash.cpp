@@ -605,7 +605,7 @@ HashReport hash_files(const HashRequest& r) {
   HashReport rep;
   std::vector<ManifestLine> manifest;
   if (r.check) {
-    manifest = parse_manifest(read_small_file(*r.check, 1ull << 30), *r.check);
+    manifest = parse_manifest(read_small_file(*r.check, 64u << 20), *r.check);  // a line per tensor and type: a MiB for the largest models
     if (manifest.empty())
       throw Error(Error::Kind::format, *r.check, std::nullopt, "", "has no hash lines (TYPE HASH NAME, TYPE one of " + algo_list() + ")");
   }
