@@ -16,11 +16,11 @@ namespace {
 constexpr uint64_t kChunk = 1 << 20;
 }  // namespace
 
-void Sink::zeros(uint64_t n) {
+void Sink::put_zeros(uint64_t n) {
   static const uint8_t zero[4096] = {};
   while (n > 0) {
     size_t k = static_cast<size_t>(std::min<uint64_t>(n, sizeof zero));
-    write(zero, k);
+    put(zero, k);
     n -= k;
   }
 }
