@@ -354,3 +354,21 @@ TEST(SharedCaches, ABreakLinkSetCutShortIsFinishedByRecoverAndTheBlobsAreKept) {
   set.expect_new_files(set.snap);
   set.expect_blobs_kept();
 }
+
+// Killed once every journal is written and before any shard went in: the journals lie beside
+// the links, not beside the blobs they name; recover of any shard's link finds them there.
+TEST(SharedCaches, ABreakLinkSetKilledBeforeAnyShardWentInIsRecoveredFromALinksName) {
+  LinkedSet set("linked-set-early");
+  CliRun k = run_cli("edit " + shard_in(set.snap, 1) + " --alignment 64 --in-place --break-link",
+                     "GGUFKIT_FAULT=set-exchange:kill ", GGUFKIT_FAULTY_BIN);
+  ASSERT_EQ(k.code, 128 + 9) << k.err;
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_TRUE(fs::is_symlink(shard_in(set.snap, i))) << i;
+    EXPECT_TRUE(fs::exists(shard_in(set.snap, i) + ".ggufkit-journal")) << i;
+  }
+  CliRun r = run_cli("recover " + shard_in(set.snap, 2));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, shard_in(set.snap, 2) + ": the set's renames were cut short; every new shard is now in place\n");
+  set.expect_new_files(set.snap);
+  set.expect_blobs_kept();
+}

@@ -353,6 +353,19 @@ std::string foreign_names(const std::vector<SetRename>& set, const std::string& 
   return why;
 }
 
+// A set whose shards are links an edit replaces keeps its journals beside the links, not
+// beside the files they name: the journal beside the link `path` or beside the name of
+// another shard of its set, no link followed.
+std::optional<std::string> set_journal_beside_link(const std::string& path) {
+  struct stat st {};
+  if (stat_path(path, st, false) != 0 || !S_ISLNK(st.st_mode)) return std::nullopt;
+  if (stat_path(path + kJournalSuffix, st, false) == 0) return path + kJournalSuffix;
+  if (const std::optional<ShardName> name = parse_shard_name(path))
+    for (uint32_t k = 1; k <= name->count; ++k)
+      if (const std::string j = shard_path(name->prefix, k, name->count) + kJournalSuffix; stat_path(j, st, false) == 0) return j;
+  return std::nullopt;
+}
+
 // The folder of `path`, opened (a descriptor, -1 when it cannot be).
 int open_folder(const std::string& path) {
   std::string dir = folder_of(path);
@@ -597,11 +610,13 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
 }
 
 Recovery recover(const std::string& path, bool discard) {
-  const std::string journal = journal_path(path);
+  std::string journal = journal_path(path);
   struct stat js {};
   if (stat_path(journal, js, false) != 0) {
     if (std::optional<std::string> other = set_shard_with_journal(path)) return recover(*other, discard);
-    return Recovery::none;
+    std::optional<std::string> by_name = set_journal_beside_link(path);
+    if (!by_name) return Recovery::none;
+    journal = *by_name;
   }
   // Held from here: an edit under way (its journal is not a crash's) is waited for.
   std::optional<PathLock> lock(std::in_place, path, FileLock::Mode::exclusive);
@@ -615,17 +630,23 @@ Recovery recover(const std::string& path, bool discard) {
   char magic[16];
   if (js.st_size < 16) throw refuse("it is not a ggufkit journal, or it is cut short");
   pread_all(j.fd, journal, magic, 16, 0);
+  const bool of_set = std::memcmp(magic, kSetMagic, 16) == 0;
+  if (!of_set && journal != journal_path(path))
+    throw refuse("it lies beside a link: a file's own journal lies beside the file, so it is not one");
+  // A set's journal is judged by the file beside it, as finish_set looks it up: never
+  // through a link.
+  const std::string beside = of_set ? journal.substr(0, journal.size() - (sizeof kJournalSuffix - 1)) : path;
   struct stat ms {};
-  if (stat_path(path, ms) != 0) throw_io(path, "cannot stat");
-  if (discard && std::memcmp(magic, kSetMagic, 16) != 0) {  // not applied, so whoever made it: the file must read clean
+  if (stat_path(beside, ms, !of_set) != 0) throw_io(beside, "cannot stat");
+  if (discard && !of_set) {  // not applied, so whoever made it: the file must read clean
     std::string why;
     if (!reads_clean(path, 0, &why)) throw refuse("--discard: " + path + " does not read clean (" + why + ")");
     if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal");
     flush_folder(journal);
     return Recovery::discarded;
   }
-  trust_owner(js, ms, journal, path);
-  if (std::memcmp(magic, kSetMagic, 16) == 0) {
+  trust_owner(js, ms, journal, beside);
+  if (of_set) {
     auto set = read_set_journal(j.fd, journal, static_cast<uint64_t>(js.st_size));
     lock = std::nullopt;  // the set's files are locked together, in one order, by finish_set
     fault_point("set-trusted");
