@@ -275,3 +275,100 @@ TEST(SharedCaches, AForcedOutputOverALinkReplacesTheLinkAndLeavesTheFileItNames)
   EXPECT_EQ(files_in(dir), (std::vector<std::string>{"elsewhere", "model.gguf", "out.gguf"}));
   EXPECT_EQ(files_in(dir + "/elsewhere"), std::vector<std::string>{"theirs.gguf"});
 }
+
+namespace {
+
+std::string shard_in(const std::string& dir, int k) { return dir + "/m-0000" + std::to_string(k) + "-of-00003.gguf"; }
+
+// A shard set kept as links: the tiny llama split into 3 shards, stored in `store` as blobs
+// (b1..b3), and `snap` holding m-0000K-of-00003.gguf -> ../store/bK; `want` what
+// --alignment 64 makes of the set.
+struct LinkedSet {
+  std::string root, store, snap, want;
+  std::vector<std::vector<uint8_t>> blobs;
+  explicit LinkedSet(const std::string& name) {
+    root = temp_path(name);
+    fs::remove_all(root);
+    store = root + "/store", snap = root + "/snap", want = root + "/want";
+    for (const std::string& d : {store, snap, want}) fs::create_directories(d);
+    EXPECT_EQ(run_cli("split " + tiny_llama() + " -o " + store + "/m --max-tensors 8").code, 0);
+    EXPECT_EQ(run_cli("edit " + shard_in(store, 1) + " --alignment 64 -o " + want + "/m").code, 0);
+    for (int k = 1; k <= 3; ++k) {
+      const std::string blob = store + "/b" + std::to_string(k);
+      fs::rename(shard_in(store, k), blob);
+      blobs.push_back(read_file_bytes(blob));
+      fs::create_symlink("../store/b" + std::to_string(k), shard_in(snap, k));
+    }
+  }
+  // The blobs as they were, and nothing else in the store.
+  void expect_blobs_kept() const {
+    EXPECT_EQ(files_in(store), (std::vector<std::string>{"b1", "b2", "b3"}));
+    for (int k = 1; k <= 3; ++k) EXPECT_EQ(read_file_bytes(store + "/b" + std::to_string(k)), blobs[k - 1]) << k;
+  }
+  // Every shard in `dir` a regular file of one name, the new one byte for byte; nothing else there.
+  void expect_new_files(const std::string& dir) const {
+    EXPECT_EQ(files_in(dir), (std::vector<std::string>{"m-00001-of-00003.gguf", "m-00002-of-00003.gguf", "m-00003-of-00003.gguf"}));
+    for (int k = 1; k <= 3; ++k) {
+      const struct stat st = lstat_of(shard_in(dir, k));
+      EXPECT_TRUE(S_ISREG(st.st_mode)) << k;
+      EXPECT_EQ(st.st_nlink, 1u) << k;
+      EXPECT_EQ(read_file_bytes(shard_in(dir, k)), read_file_bytes(shard_in(want, k))) << k;
+    }
+  }
+};
+
+}  // namespace
+
+TEST(SharedCaches, BreakLinkReplacesEveryLinkOfAShardSetAndLeavesTheBlobsTheyNamed) {
+  LinkedSet set("linked-set-break");
+  CliRun r = run_cli("edit " + shard_in(set.snap, 1) + " --alignment 64 --in-place --break-link");
+  ASSERT_EQ(r.code, 0) << r.err;
+  set.expect_new_files(set.snap);
+  set.expect_blobs_kept();
+}
+
+// -o over a set whose names are links, with --force: the links are replaced, the files
+// they name are left as they were.
+TEST(SharedCaches, AForcedOutputOverASetOfLinksReplacesTheLinksAndLeavesTheFilesTheyName) {
+  LinkedSet set("linked-set-force");
+  const std::string src = set.root + "/src";
+  fs::create_directories(src);
+  for (int k = 1; k <= 3; ++k) fs::copy_file(set.store + "/b" + std::to_string(k), shard_in(src, k));
+  CliRun r = run_cli("edit " + shard_in(src, 1) + " --alignment 64 -o " + set.snap + "/m --force");
+  ASSERT_EQ(r.code, 0) << r.err;
+  set.expect_new_files(set.snap);
+  set.expect_blobs_kept();
+}
+
+// A --break-link edit of a set killed once shard 1 is in: recover replaces the other
+// links and removes shard 1's old link, never writing through one.
+TEST(SharedCaches, ABreakLinkSetCutShortIsFinishedByRecoverAndTheBlobsAreKept) {
+  LinkedSet set("linked-set-recover");
+  CliRun k = run_cli("edit " + shard_in(set.snap, 1) + " --alignment 64 --in-place --break-link",
+                     "GGUFKIT_FAULT=set-renamed:kill ", GGUFKIT_FAULTY_BIN);
+  ASSERT_EQ(k.code, 128 + 9) << k.err;
+  EXPECT_TRUE(fs::is_symlink(shard_in(set.snap, 2)));
+  CliRun r = run_cli("recover " + shard_in(set.snap, 1));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, shard_in(set.snap, 1) + ": the set's renames were cut short; every new shard is now in place\n");
+  set.expect_new_files(set.snap);
+  set.expect_blobs_kept();
+}
+
+// Killed once every journal is written and before any shard went in: the journals lie beside
+// the links, not beside the blobs they name; recover of any shard's link finds them there.
+TEST(SharedCaches, ABreakLinkSetKilledBeforeAnyShardWentInIsRecoveredFromALinksName) {
+  LinkedSet set("linked-set-early");
+  CliRun k = run_cli("edit " + shard_in(set.snap, 1) + " --alignment 64 --in-place --break-link",
+                     "GGUFKIT_FAULT=set-exchange:kill ", GGUFKIT_FAULTY_BIN);
+  ASSERT_EQ(k.code, 128 + 9) << k.err;
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_TRUE(fs::is_symlink(shard_in(set.snap, i))) << i;
+    EXPECT_TRUE(fs::exists(shard_in(set.snap, i) + ".ggufkit-journal")) << i;
+  }
+  CliRun r = run_cli("recover " + shard_in(set.snap, 2));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, shard_in(set.snap, 2) + ": the set's renames were cut short; every new shard is now in place\n");
+  set.expect_new_files(set.snap);
+  set.expect_blobs_kept();
+}

@@ -191,3 +191,185 @@ TEST(SetJournal, AMovedFolderIsRecoveredAndAnyShardOfTheSetFindsItsJournal) {
   EXPECT_EQ(files_in(two), (std::vector<std::string>{"m-00001-of-00003.gguf", "m-00002-of-00003.gguf", "m-00003-of-00003.gguf"}));
   EXPECT_EQ(run_cli("validate " + shard(two, 2)).code, 0);
 }
+
+namespace {
+
+struct Entry {
+  std::string target, hidden;
+  uint64_t inode, old_inode;
+};
+
+// A set's journal as put_set_in_place writes it: each target and hidden name, the new
+// file's inode and the inode of the file it replaces.
+std::vector<uint8_t> set_journal_of(const std::vector<Entry>& entries) {
+  std::vector<uint8_t> j;
+  const std::string magic = "GGUFKIT-SETJRNL1";
+  j.insert(j.end(), magic.begin(), magic.end());
+  put_u64(j, entries.size());
+  for (const Entry& e : entries) {
+    put_u64(j, e.target.size());
+    j.insert(j.end(), e.target.begin(), e.target.end());
+    put_u64(j, e.hidden.size());
+    j.insert(j.end(), e.hidden.begin(), e.hidden.end());
+    put_u64(j, e.inode);
+    put_u64(j, e.old_inode);
+  }
+  put_u64(j, XXH64(j.data(), j.size(), 0));
+  return j;
+}
+
+uint64_t inode_of(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
+  return static_cast<uint64_t>(st.st_ino);
+}
+
+// The names in `dir` ggufkit gives its new files and journals.
+std::vector<std::string> hidden_in(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const std::string& n : files_in(dir))
+    if (n.rfind(".ggufkit-", 0) == 0) out.push_back(n);
+  return out;
+}
+
+const std::vector<std::string> kJournals = {"m-00001-of-00003.gguf.ggufkit-journal", "m-00002-of-00003.gguf.ggufkit-journal",
+                                            "m-00003-of-00003.gguf.ggufkit-journal"};
+
+std::vector<std::string> journals_in(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const std::string& n : files_in(dir))
+    if (n.size() > 16 && n.compare(n.size() - 16, 16, ".ggufkit-journal") == 0) out.push_back(n);
+  return out;
+}
+
+}  // namespace
+
+// Mallory's journal passes the owner check against her own shard; then, before recover
+// looks at the set, her shard's name becomes a hard link to alice's other file, so that
+// alice's files would pass as "owned as the shard is". Recover judges ownership only
+// against the file it approved: the swap is refused by name and nothing is renamed.
+TEST(SetJournal, AShardSwappedAfterItsJournalWasTrustedIsRefusedAndNothingIsRenamed) {
+  const bool root = ::geteuid() == 0;
+  const std::string dir = temp_path("set-swapped");
+  fs::create_directories(dir);
+  ::chmod(dir.c_str(), 03777);
+  const std::string mine = shard(dir, 1, 2), victim = shard(dir, 2, 2), other = dir + "/alice-other.gguf";
+  const std::string h1 = ".ggufkit-1-00000001.tmp", h2 = ".ggufkit-1-00000002.tmp";
+  const std::vector<uint8_t> theirs = {'m', 'a', 'l', 'l', 'o', 'r', 'y'};
+  fs::copy_file(tiny_llama(), mine);
+  fs::copy_file(tiny_llama(), victim);
+  fs::copy_file(tiny_llama(), other);
+  write_file_bytes(dir + "/" + h1, theirs);
+  write_file_bytes(dir + "/" + h2, theirs);
+  if (root) {
+    for (const std::string& f : {mine, dir + "/" + h1, dir + "/" + h2}) own(f, 65534, 0644);
+    own(victim, 65533, 0640);
+    own(other, 65533, 0640);
+  }
+  const std::string j = mine + ".ggufkit-journal";
+  write_file_bytes(j, set_journal_of({{"m-00001-of-00002.gguf", h1, inode_of(dir + "/" + h1), inode_of(other)},
+                                      {"m-00002-of-00002.gguf", h2, inode_of(dir + "/" + h2), inode_of(victim)}}));
+  if (root) own(j, 65534, 0600);
+  const auto victim_bytes = read_file_bytes(victim);
+  const uint64_t victim_inode = inode_of(victim), other_inode = inode_of(other);
+  CliRun r = run_cli("recover " + mine, "GGUFKIT_FAULT='set-trusted:run:ln -f " + other + " " + mine + "' ", GGUFKIT_FAULTY_BIN);
+  EXPECT_NE(r.err.find("fault point set-trusted reached"), std::string::npos) << r.err;
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find(mine + " is not the file whose owner the journal was checked against (another file was put in its "
+                              "place since); nothing was changed"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(inode_of(victim), victim_inode);
+  EXPECT_TRUE(read_file_bytes(victim) == victim_bytes);
+  EXPECT_EQ(inode_of(mine), other_inode);  // as the swap left it
+  EXPECT_TRUE(read_file_bytes(dir + "/" + h1) == theirs);
+  EXPECT_TRUE(read_file_bytes(dir + "/" + h2) == theirs);
+  EXPECT_EQ(files_in(dir), (std::vector<std::string>{h1, h2, "alice-other.gguf", "m-00001-of-00002.gguf",
+                                                     "m-00001-of-00002.gguf.ggufkit-journal", "m-00002-of-00002.gguf"}));
+}
+
+// Shard 3's exchange fails, and so does the undo of shard 1's: shards 2 and 3 were already
+// put back but their new files are kept, with every journal, so recover finishes the set
+// forward and every shard is the new one.
+TEST(SetJournal, AnExchangeThatCannotBeUndoneKeepsEveryNewFileAndJournalAndRecoverFinishesTheSet) {
+  const std::string dir = split_set("set-stuck");
+  const std::string want = temp_path("set-stuck-want");
+  const auto s2 = read_file_bytes(shard(dir, 2)), s3 = read_file_bytes(shard(dir, 3));
+  CliRun r = run_cli("edit " + shard(dir, 1) + " --alignment 64 --in-place",
+                     "GGUFKIT_FAULT='set-exchange:fail:5@3,set-undo:fail:5@2' ", GGUFKIT_FAULTY_BIN);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find(shard(dir, 3) + ": cannot put the new file in place: " + shard(dir, 1) +
+                       " cannot be put back as it was; every new file and journal of the set is kept: run 'ggufkit recover " +
+                       shard(dir, 1) + "' to finish it"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(read_file_bytes(shard(dir, 1)) == read_file_bytes(shard(want, 1)));
+  EXPECT_TRUE(read_file_bytes(shard(dir, 2)) == s2);
+  EXPECT_TRUE(read_file_bytes(shard(dir, 3)) == s3);
+  EXPECT_EQ(journals_in(dir), kJournals);
+  EXPECT_EQ(hidden_in(dir).size(), 3u);  // shard 1's old file, shards 2 and 3's new ones
+  CliRun f = run_cli("recover " + shard(dir, 1));
+  EXPECT_EQ(f.code, 0) << f.err;
+  EXPECT_EQ(f.out, shard(dir, 1) + ": the set's renames were cut short; every new shard is now in place\n");
+  for (int i = 1; i <= 3; ++i) EXPECT_TRUE(read_file_bytes(shard(dir, i)) == read_file_bytes(shard(want, i))) << i;
+  EXPECT_EQ(files_in(dir), (std::vector<std::string>{"m-00001-of-00003.gguf", "m-00002-of-00003.gguf", "m-00003-of-00003.gguf"}));
+}
+
+// Without RENAME_EXCHANGE (every exchange fails with EINVAL) shard 1 goes in by a plain
+// rename, its old file gone; then shard 2's rename fails. Nothing is undone: every journal
+// and new file is kept, the message says which shard is new, and recover finishes the set.
+TEST(SetJournal, WithoutExchangeAFailureAfterAShardWentInKeepsEveryJournalAndRecoverFinishesTheSet) {
+  const std::string dir = split_set("set-noexchange");
+  const std::string want = temp_path("set-noexchange-want");
+  const auto s2 = read_file_bytes(shard(dir, 2)), s3 = read_file_bytes(shard(dir, 3));
+  CliRun r = run_cli("edit " + shard(dir, 1) + " --alignment 64 --in-place",
+                     "GGUFKIT_FAULT='set-exchange:fail:22@*,set-rename:fail:5@2' ", GGUFKIT_FAULTY_BIN);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find(shard(dir, 2) + ": cannot put the new file in place: " + shard(dir, 1) +
+                       " is already the new one (this file system cannot exchange two files: the old one is gone); every "
+                       "other new file and every journal of the set is kept: run 'ggufkit recover " +
+                       shard(dir, 1) + "' to finish it"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(read_file_bytes(shard(dir, 1)) == read_file_bytes(shard(want, 1)));
+  EXPECT_TRUE(read_file_bytes(shard(dir, 2)) == s2);
+  EXPECT_TRUE(read_file_bytes(shard(dir, 3)) == s3);
+  EXPECT_EQ(journals_in(dir), kJournals);
+  EXPECT_EQ(hidden_in(dir).size(), 2u);  // shards 2 and 3's new files
+  CliRun f = run_cli("recover " + shard(dir, 2));
+  EXPECT_EQ(f.code, 0) << f.err;
+  for (int i = 1; i <= 3; ++i) EXPECT_TRUE(read_file_bytes(shard(dir, i)) == read_file_bytes(shard(want, i))) << i;
+  EXPECT_EQ(files_in(dir), (std::vector<std::string>{"m-00001-of-00003.gguf", "m-00002-of-00003.gguf", "m-00003-of-00003.gguf"}));
+}
+
+// Without RENAME_EXCHANGE, another program puts its file R2 over shard 2 once shard 1 is in:
+// R2 is kept, shard 2's new file waits with every journal, and recover refuses naming
+// shard 2 rather than replace R2; nothing of the set is lost.
+TEST(SetJournal, WithoutExchangeAShardReplacedAfterAnotherWentInIsKeptAndRecoverRefusesNamingIt) {
+  const std::string dir = split_set("set-noexchange-replaced");
+  const std::string want = temp_path("set-noexchange-replaced-want");
+  const std::string r2 = temp_path("set-noexchange-r2");
+  write_file_bytes(r2, {'R', '2'});
+  const auto s3 = read_file_bytes(shard(dir, 3));
+  const std::string mv = "cp " + r2 + " " + dir + "/r2.tmp && mv " + dir + "/r2.tmp " + shard(dir, 2);
+  CliRun r = run_cli("edit " + shard(dir, 1) + " --alignment 64 --in-place",
+                     "GGUFKIT_FAULT='set-exchange:fail:22@*,set-renamed:run:" + mv + "' ", GGUFKIT_FAULTY_BIN);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find(shard(dir, 2) + ": changed since it was read (another file was put in its place, or a link); it is "
+                                       "kept: " + shard(dir, 1) + " is already the new one"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(read_file_bytes(shard(dir, 1)) == read_file_bytes(shard(want, 1)));
+  EXPECT_TRUE(read_file_bytes(shard(dir, 2)) == read_file_bytes(r2));
+  EXPECT_TRUE(read_file_bytes(shard(dir, 3)) == s3);
+  EXPECT_EQ(journals_in(dir), kJournals);
+  EXPECT_EQ(hidden_in(dir).size(), 2u);
+  CliRun f = run_cli("recover " + shard(dir, 1));
+  EXPECT_EQ(f.code, 1) << f.err;
+  EXPECT_NE(f.err.find(shard(dir, 2) + " is not the file the set's journal recorded its new file replaces; nothing was changed"),
+            std::string::npos)
+      << f.err;
+  EXPECT_TRUE(read_file_bytes(shard(dir, 2)) == read_file_bytes(r2));
+  EXPECT_EQ(journals_in(dir), kJournals);
+  EXPECT_EQ(hidden_in(dir).size(), 2u);
+}

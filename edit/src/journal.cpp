@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <future>
+#include <optional>
 
 #include "ggufkit/background.h"
 #include "ggufkit/error.h"
@@ -112,6 +113,12 @@ bool flush_folder(const std::string& path) {
   if (dir.empty()) dir = ".";
   Fd d{open_path(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
   return d.fd >= 0 && ::fsync(d.fd) == 0;
+}
+
+// An errno a fault point injects, set as the failing call would: true when there is one.
+bool failed(int injected) {
+  if (injected) errno = injected;
+  return injected != 0;
 }
 
 // unlink() and rename() within one folder, for paths of any length.
@@ -346,6 +353,19 @@ std::string foreign_names(const std::vector<SetRename>& set, const std::string& 
   return why;
 }
 
+// A set whose shards are links an edit replaces keeps its journals beside the links, not
+// beside the files they name: the journal beside the link `path` or beside the name of
+// another shard of its set, no link followed.
+std::optional<std::string> set_journal_beside_link(const std::string& path) {
+  struct stat st {};
+  if (stat_path(path, st, false) != 0 || !S_ISLNK(st.st_mode)) return std::nullopt;
+  if (stat_path(path + kJournalSuffix, st, false) == 0) return path + kJournalSuffix;
+  if (const std::optional<ShardName> name = parse_shard_name(path))
+    for (uint32_t k = 1; k <= name->count; ++k)
+      if (const std::string j = shard_path(name->prefix, k, name->count) + kJournalSuffix; stat_path(j, st, false) == 0) return j;
+  return std::nullopt;
+}
+
 // The folder of `path`, opened (a descriptor, -1 when it cannot be).
 int open_folder(const std::string& path) {
   std::string dir = folder_of(path);
@@ -358,7 +378,11 @@ int open_folder(const std::string& path) {
 // looked up in the journal's folder and never through a link; each file must be a regular
 // file owned as `beside` (or the journal) is, the new ones the inodes recorded and the ones
 // they replace the inodes read. Anything else is refused, naming it, and nothing is changed.
-Recovery finish_set(const std::vector<SetRename>& set, const std::string& journal, const struct stat& js, bool discard) {
+// `approved`: the file beside the journal as the journal's owner was checked against it
+// (trust_owner); the file there now must be that one, or ownership would be judged against
+// a file put there since (a hard link to another user's file).
+Recovery finish_set(const std::vector<SetRename>& set, const std::string& journal, const struct stat& js,
+                    const struct stat& approved, bool discard) {
   auto refuse = [&](const std::string& why) {
     return Error(Error::Kind::format, journal, std::nullopt, "journal", why + "; nothing was changed");
   };
@@ -371,15 +395,21 @@ Recovery finish_set(const std::vector<SetRename>& set, const std::string& journa
   struct stat st {}, xs {};
   if (!look(jname, st) || st.st_dev != js.st_dev || st.st_ino != js.st_ino) throw refuse("is not the journal in its folder any more");
   if (!look(beside, xs)) throw refuse(in_folder(dir, beside) + " is not there");
+  if (xs.st_dev != approved.st_dev || xs.st_ino != approved.st_ino)
+    throw refuse(in_folder(dir, beside) +
+                 " is not the file whose owner the journal was checked against (another file was put in its place since)");
   std::vector<std::string> existing;
   for (const SetRename& e : set)
     if (look(e.target, st)) existing.push_back(in_folder(dir, e.target));
   auto locks = lock_all(existing);  // in one order with every other ggufkit process
   // Every file it names, as it is now: a regular file in this folder, owned as its shard is.
   std::string foreign;
-  auto owned = [&](const std::string& name, const struct stat& s) {
+  // A link is accepted only as an old file the set replaces (a link an edit replaced by the
+  // edited file): it is renamed over or removed, never followed.
+  auto owned = [&](const std::string& name, const struct stat& s, uint64_t old_inode) {
     std::string why;
-    if (!S_ISREG(s.st_mode)) why = in_folder(dir, name) + " is not a regular file";
+    if (!S_ISREG(s.st_mode) && !(S_ISLNK(s.st_mode) && old_inode && static_cast<uint64_t>(s.st_ino) == old_inode))
+      why = in_folder(dir, name) + " is not a regular file";
     else if (s.st_dev != js.st_dev) why = in_folder(dir, name) + " is on another file system";
     else if (s.st_uid != xs.st_uid && s.st_uid != js.st_uid)
       why = in_folder(dir, name) + " is owned by user " + std::to_string(s.st_uid) + ", not as " + in_folder(dir, beside) +
@@ -389,7 +419,7 @@ Recovery finish_set(const std::vector<SetRename>& set, const std::string& journa
   };
   for (const SetRename& e : set)
     for (const std::string* name : {&e.target, &e.hidden})
-      if (look(*name, st)) owned(*name, st);
+      if (look(*name, st)) owned(*name, st, e.old_inode);
   if (!foreign.empty()) throw refuse("is a set's journal that may not be applied: " + foreign);
   enum class State { waiting, old_left, done };
   std::vector<State> state(set.size());
@@ -418,7 +448,7 @@ Recovery finish_set(const std::vector<SetRename>& set, const std::string& journa
                  "--discard to finish the set");
   if (discard)
     for (const SetRename& e : set)
-      if (std::string why; look(e.target, st) && !reads_clean(in_folder(dir, e.target), 0, &why))
+      if (std::string why; look(e.target, st) && !S_ISLNK(st.st_mode) && !reads_clean(in_folder(dir, e.target), 0, &why))
         throw refuse("--discard: " + in_folder(dir, e.target) + " of its set does not read clean (" + why + ")");
   for (size_t i = 0; i < set.size(); ++i) {
     const SetRename& e = set[i];
@@ -580,11 +610,13 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
 }
 
 Recovery recover(const std::string& path, bool discard) {
-  const std::string journal = journal_path(path);
+  std::string journal = journal_path(path);
   struct stat js {};
   if (stat_path(journal, js, false) != 0) {
     if (std::optional<std::string> other = set_shard_with_journal(path)) return recover(*other, discard);
-    return Recovery::none;
+    std::optional<std::string> by_name = set_journal_beside_link(path);
+    if (!by_name) return Recovery::none;
+    journal = *by_name;
   }
   // Held from here: an edit under way (its journal is not a crash's) is waited for.
   std::optional<PathLock> lock(std::in_place, path, FileLock::Mode::exclusive);
@@ -598,20 +630,27 @@ Recovery recover(const std::string& path, bool discard) {
   char magic[16];
   if (js.st_size < 16) throw refuse("it is not a ggufkit journal, or it is cut short");
   pread_all(j.fd, journal, magic, 16, 0);
+  const bool of_set = std::memcmp(magic, kSetMagic, 16) == 0;
+  if (!of_set && journal != journal_path(path))
+    throw refuse("it lies beside a link: a file's own journal lies beside the file, so it is not one");
+  // A set's journal is judged by the file beside it, as finish_set looks it up: never
+  // through a link.
+  const std::string beside = of_set ? journal.substr(0, journal.size() - (sizeof kJournalSuffix - 1)) : path;
   struct stat ms {};
-  if (stat_path(path, ms) != 0) throw_io(path, "cannot stat");
-  if (discard && std::memcmp(magic, kSetMagic, 16) != 0) {  // not applied, so whoever made it: the file must read clean
+  if (stat_path(beside, ms, !of_set) != 0) throw_io(beside, "cannot stat");
+  if (discard && !of_set) {  // not applied, so whoever made it: the file must read clean
     std::string why;
     if (!reads_clean(path, 0, &why)) throw refuse("--discard: " + path + " does not read clean (" + why + ")");
     if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal");
     flush_folder(journal);
     return Recovery::discarded;
   }
-  trust_owner(js, ms, journal, path);
-  if (std::memcmp(magic, kSetMagic, 16) == 0) {
+  trust_owner(js, ms, journal, beside);
+  if (of_set) {
     auto set = read_set_journal(j.fd, journal, static_cast<uint64_t>(js.st_size));
     lock = std::nullopt;  // the set's files are locked together, in one order, by finish_set
-    return finish_set(set, journal, js, discard);
+    fault_point("set-trusted");
+    return finish_set(set, journal, js, ms, discard);
   }
   if (std::memcmp(magic, kMagic, 16) != 0) throw refuse("it is not a ggufkit journal");
 
@@ -733,44 +772,69 @@ void put_set_in_place(const std::vector<SetRename>& whole, bool replace) {
   // exchange gets the check right before a plain rename, as a single file does.
   enum class Done { no, exchanged, moved, renamed };  // moved: to a new name; renamed: the old file is gone
   std::vector<Done> done(set.size(), Done::no);
-  auto put_back = [&]() {  // every exchange and move undone, the new files and journals removed
-    std::string kept;
-    bool stuck = false;  // an exchange that cannot be undone: the journal stays, for recover
-    for (size_t j = set.size(); j-- > 0;) {
+  // What is left when the set cannot all go in. While no old file is gone, every exchange
+  // and move is undone, and only once all are, the new files and the journals are removed.
+  // Once a shard was renamed over (its old file gone: the file system cannot exchange), or
+  // when an undo fails, nothing more is undone and nothing removed: every new file and
+  // journal stays, and recover finishes the set forward. (Removing as it went would leave
+  // journals naming new files already gone: a set neither finished nor put back.)
+  // `displaced`: a shard whose exchange displaced a file not the one read; that file goes
+  // back to its name first, whatever else is done. `rolled`: the set is as it was.
+  bool rolled = false;
+  auto put_back = [&](std::optional<size_t> displaced = std::nullopt) {
+    std::string stuck;
+    auto undo = [&](size_t j) {
       const char *h = set[j].hidden.c_str(), *t = set[j].target.c_str();
-      if (done[j] == Done::exchanged && ::renameat2(d.fd, h, d.fd, t, RENAME_EXCHANGE) != 0) stuck = true;
-      else if (done[j] == Done::moved) ::renameat2(d.fd, t, d.fd, h, RENAME_NOREPLACE);
-      if (done[j] == Done::renamed) kept += (kept.empty() ? "" : ", ") + named(j);
-      else if (!stuck) ::unlinkat(d.fd, h, 0);
-    }
+      const bool ok = done[j] == Done::exchanged ? !failed(fault_point("set-undo")) && ::renameat2(d.fd, h, d.fd, t, RENAME_EXCHANGE) == 0
+                      : done[j] == Done::moved   ? ::renameat2(d.fd, t, d.fd, h, RENAME_NOREPLACE) == 0
+                                                 : true;
+      if (ok) done[j] = Done::no;
+      else if (stuck.empty()) stuck = named(j);
+    };
+    if (displaced) undo(*displaced);
+    std::string renamed;
+    size_t count = 0;
+    for (size_t j = 0; j < set.size(); ++j)
+      if (done[j] == Done::renamed) renamed += (count++ ? ", " : "") + named(j);
+    for (size_t j = set.size(); count == 0 && stuck.empty() && j-- > 0;) undo(j);
     ::fsync(d.fd);
-    if (stuck) return "the set could not be put back as it was: run 'ggufkit recover " + named(0) + "' to finish it";
-    remove_journals(set.size());
-    return kept.empty() ? std::string("every file of the set is as it was")
-                        : kept + " are the new ones (this file system cannot exchange two files, so they cannot be put back), "
-                                 "every other file of the set is as it was";
+    if (count == 0 && stuck.empty()) {
+      for (const SetRename& e : set) ::unlinkat(d.fd, e.hidden.c_str(), 0);
+      remove_journals(set.size());
+      rolled = true;
+      return std::string("every file of the set is as it was");
+    }
+    std::string left = stuck.empty() ? "" : stuck + " cannot be put back as it was";
+    if (count)
+      left += (left.empty() ? "" : "; ") + renamed +
+              (count == 1 ? " is already the new one (this file system cannot exchange two files: the old one is gone)"
+                          : " are already the new ones (this file system cannot exchange two files: the old ones are gone)");
+    return left + "; every " + (count ? "other new file and every journal" : "new file and journal") +
+           " of the set is kept: run 'ggufkit recover " + named(0) + "' to finish it";
   };
   auto changed = [&](size_t i) {
-    std::string left = put_back();
+    std::string left = put_back(done[i] == Done::exchanged ? std::optional<size_t>(i) : std::nullopt);
     return Error(Error::Kind::io, named(i), std::nullopt, "",
-                 "changed since it was read (another file was put in its place, or a link); it is kept, and the edit is "
-                 "not made: " + left);
+                 "changed since it was read (another file was put in its place, or a link); it is kept" +
+                     std::string(rolled ? ", and the edit is not made: " : ": ") + left);
   };
   for (size_t i = 0; i < set.size(); ++i) {
     const SetRename& e = set[i];
     const char *h = e.hidden.c_str(), *t = e.target.c_str();
+    // The file read, or the link that named it when the link itself is replaced (never followed).
     auto is_old = [&](const char* name) {
-      return ::fstatat(d.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_dev == ds.st_dev &&
+      return ::fstatat(d.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) &&
+             st.st_dev == ds.st_dev &&
              static_cast<uint64_t>(st.st_ino) == e.old_inode;
     };
     int r = 0;
     if (e.old_inode) {
-      if ((r = ::renameat2(d.fd, h, d.fd, t, RENAME_EXCHANGE)) == 0) {
+      if ((r = failed(fault_point("set-exchange")) ? -1 : ::renameat2(d.fd, h, d.fd, t, RENAME_EXCHANGE)) == 0) {
         done[i] = Done::exchanged;
         if (!is_old(h)) throw changed(i);
       } else if (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP) {
         if (!is_old(t)) throw changed(i);
-        if ((r = ::renameat(d.fd, h, d.fd, t)) == 0) done[i] = Done::renamed;
+        if ((r = failed(fault_point("set-rename")) ? -1 : ::renameat(d.fd, h, d.fd, t)) == 0) done[i] = Done::renamed;
       }
     } else if ((r = ::renameat2(d.fd, h, d.fd, t, RENAME_NOREPLACE)) == 0) {
       done[i] = Done::moved;

@@ -382,9 +382,21 @@ std::vector<RewriteResult> safe_write_all(const std::vector<Output>& outputs, co
     if (pending.size() > 1) {
       for (size_t i = 0; i < pending.size(); ++i) {
         struct stat st {};
+        const std::string& target = pending[i]->target();
         const FileSource* src = opt.in_place ? read_from(*outputs[i].model) : nullptr;
-        renames.push_back({pending[i]->target(), "", 0,
-                           src ? src->inode() : stat_path(pending[i]->target(), st, false) == 0 ? static_cast<uint64_t>(st.st_ino) : 0});
+        const bool there = stat_path(target, st, false) == 0, link = there && S_ISLNK(st.st_mode);
+        // In place, the file read; but a link given as the file to replace (the caller did not
+        // follow it: the edited file goes in place of the link) is replaced itself, once it is
+        // checked to still name the file read.
+        if (src && link) {
+          struct stat named {};
+          if (stat_path(target, named) != 0 || static_cast<uint64_t>(named.st_ino) != src->inode() ||
+              static_cast<uint64_t>(named.st_dev) != src->device())
+            throw Error(Error::Kind::io, target, std::nullopt, "",
+                        "changed since it was read (the link names another file now)");
+        }
+        renames.push_back({target, "", 0,
+                           src && !link ? src->inode() : there ? static_cast<uint64_t>(st.st_ino) : 0});
       }
       for (size_t i = 0; i < pending.size(); ++i) {
         auto& p = pending[i];

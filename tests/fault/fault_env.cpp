@@ -7,6 +7,8 @@
 //   flip:N    flip every bit of byte N of the output file, once: at a point with a
 //             descriptor, and at `copied` when the piece just written holds byte N
 //   fail:E    make the step at this point fail with errno E; once
+//   fail:E@N  the same, the Nth time the point is reached (counted from 1) and only then
+//   fail:E@*  the same, every time (a file system that never can, e.g. set-exchange:fail:22@*)
 //   run:CMD   run the shell command CMD (another program acting at that instant); once
 #include <signal.h>
 #include <unistd.h>
@@ -23,6 +25,7 @@ namespace {
 struct Spec {
   std::string point, action;
   bool spent = false;
+  unsigned long reached = 0;
 };
 
 std::vector<Spec> read_specs() {
@@ -43,6 +46,7 @@ int act(Spec& spec, const ggufkit::FaultSite& site) {
   std::string line = "ggufkit: fault point " + spec.point + " reached\n";
   if (::write(2, line.data(), line.size()) < 0) std::abort();
   const std::string& a = spec.action;
+  ++spec.reached;
   if (a == "kill") ::raise(SIGKILL);
   if (a == "int") ::raise(SIGINT);
   if (spec.spent) return 0;
@@ -58,7 +62,10 @@ int act(Spec& spec, const ggufkit::FaultSite& site) {
     spec.spent = true;
     if (std::system(a.c_str() + 4) != 0) std::abort();
   } else if (a.rfind("fail:", 0) == 0) {
-    spec.spent = true;
+    const size_t at = a.find('@');
+    if (at == std::string::npos) spec.spent = true;
+    else if (a.compare(at + 1, std::string::npos, "*") != 0 && std::strtoul(a.c_str() + at + 1, nullptr, 10) != spec.reached)
+      return 0;
     return std::atoi(a.c_str() + 5);
   }
   return 0;

@@ -54,7 +54,9 @@ enum class Recovery { none, rolled_back, kept_new, set_finished, discarded };
 // file not yet in place is renamed over its shard (set_finished); `path` may be any shard
 // of the set, the journal beside another one found. A set's journal may name only shards
 // of the set it lies beside, in its own folder, each of them and each new file a regular
-// file owned as that shard (or the journal) is; anything else is refused, naming it, and
+// file owned as that shard (or the journal) is (an old file it replaces may be a link,
+// renamed over or removed, never followed); the shard beside the journal must be the file
+// whose owner the journal was trusted for; anything else is refused, naming it, and
 // nothing is renamed. The journal is removed.
 // A journal is trusted only when it is a regular file (a link is not followed) owned by
 // root, by the file's owner or by the user running this; its size must be what its own
@@ -77,9 +79,13 @@ struct SetRename {
 // names relative to the folder), so that a crash among them is finished by recover() of
 // any shard, wherever the folder is by then, and every command refuses each file of the
 // set until then. Each new file is exchanged with its target, and the file it displaced
-// must be the one read (old_inode): another file put there since, or a link, is put back
-// with every shard already exchanged, and the Error names it, the set as it was. `replace`:
-// a target that was not there may be one now. The old files go once every new one is in.
+// must be the one read (old_inode; a link, when the link itself is what is replaced, and
+// never followed): another file put there since, or a link, is put back with every shard
+// already exchanged, and the Error names it, the set as it was. Where a shard was already
+// renamed over (the file system cannot exchange: its old file is gone) or an exchange
+// cannot be undone, nothing more is undone: every journal and new file stays, the Error
+// says so, and recover() finishes the set forward. `replace`: a target that was not there
+// may be one now. The old files go once every new one is in.
 void put_set_in_place(const std::vector<SetRename>& set, bool replace);
 
 }  // namespace ggufkit

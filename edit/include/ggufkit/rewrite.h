@@ -48,7 +48,8 @@ RewriteResult safe_rewrite(const Model& model, const std::string& source, const 
 // before that leaves none of them, and the sources as they were; the renames at the end
 // follow one another (a crash among them leaves the first ones new, the rest as they were).
 // New files get the first source's mode less the umask; an output that is one of the
-// sources is refused.
+// sources is refused. An output path that is a symbolic link is replaced itself, never
+// written through (in place: once checked to still name the file its model was read from).
 struct Output {
   const Model* model;
   std::string path;

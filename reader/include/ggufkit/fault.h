@@ -16,6 +16,10 @@
 //   renamed        the destination is the new file; the folder is not yet flushed
 //   set-journal    one journal of a shard set's renames is named, the next not yet
 //   set-renamed    one file of several (a shard set) is in place, the next not yet
+//   set-exchange   before a set's file is exchanged with its shard (fail: the exchange fails)
+//   set-rename     before a set's file is renamed over its shard, where it cannot be exchanged (fail: so does the rename)
+//   set-undo       before an exchange of a set that cannot all go in is undone (fail: the undo fails)
+//   set-trusted    recover trusted a set's journal's owner; the set's files are not yet looked at
 // and, in an in-place header edit (edit/journal.h):
 //   in-place         the header was read and the edit planned; the file is not yet opened to write
 //   statvfs          the room for the journal is asked for (fail: no room at all)
