@@ -24,10 +24,7 @@ class Sink {
     transfer(src, offset, n);
     pos_ += n;
   }
-  void zeros(uint64_t n) {
-    put_zeros(n);
-    pos_ += n;
-  }
+  void zeros(uint64_t n);
   uint64_t pos() const { return pos_; }
   // Hands on whatever the sink still holds; emit() calls it after the last byte.
   virtual void finish() {}
@@ -35,7 +32,7 @@ class Sink {
  protected:
   virtual void put(const void* data, size_t n) = 0;
   virtual void transfer(const ByteSource& src, uint64_t offset, uint64_t n);  // chunked read + put
-  virtual void put_zeros(uint64_t n);  // put in pieces
+  virtual bool counts_only() const { return false; }  // zeros are counted, not walked
 
  private:
   uint64_t pos_ = 0;
@@ -46,7 +43,7 @@ class CountingSink final : public Sink {
  protected:
   void put(const void*, size_t) override {}
   void transfer(const ByteSource&, uint64_t, uint64_t) override {}
-  void put_zeros(uint64_t) override {}  // a gap of 2^60 bytes is counted, not walked
+  bool counts_only() const override { return true; }  // a gap of 2^60 bytes is counted, not walked
 };
 
 class VectorSink final : public Sink {
