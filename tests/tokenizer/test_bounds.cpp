@@ -26,7 +26,7 @@ std::vector<tk::Segment> partition_by_search(const tk::Vocab::Impl& v, std::stri
   for (int32_t id : v.cache_special_tokens) {
     const tk::TokenData& data = v.id_to_token[static_cast<size_t>(id)];
     if (!parse_special && (data.attr & (tk::attr_control | tk::attr_unknown))) continue;
-    const std::string& tok = data.text;
+    const std::string_view tok = data.text;
     next.clear();
     for (const tk::Segment& f : frags) {
       if (f.token != -1) {
@@ -57,13 +57,18 @@ std::vector<tk::Segment> partition_by_search(const tk::Vocab::Impl& v, std::stri
 }
 
 // A vocabulary of these tokens (id = index), its special ones sorted as the load sorts them.
-std::unique_ptr<tk::Vocab::Impl> vocab_of(const std::vector<tk::TokenData>& tokens) {
+// (Its texts kept by its index, as a loaded vocabulary's are: a token's text is a view of it.)
+std::unique_ptr<tk::Vocab::Impl> vocab_of(const std::vector<std::pair<std::string, uint32_t>>& tokens) {
   auto v = std::make_unique<tk::Vocab::Impl>();
-  v->id_to_token = tokens;
+  auto index = std::make_shared<tk::TokenIndex>();
+  for (const auto& [text, attr] : tokens) index->add(text), v->id_to_token.push_back({{}, 0, attr});
+  index->build();
+  for (size_t id = 0; id < tokens.size(); ++id) v->id_to_token[id].text = index->key(static_cast<int32_t>(id));
+  v->token_to_id = index;
   for (size_t id = 0; id < tokens.size(); ++id)
-    if (tokens[id].attr & (tk::attr_control | tk::attr_user_defined | tk::attr_unknown)) v->cache_special_tokens.push_back(static_cast<int32_t>(id));
+    if (tokens[id].second & (tk::attr_control | tk::attr_user_defined | tk::attr_unknown)) v->cache_special_tokens.push_back(static_cast<int32_t>(id));
   std::sort(v->cache_special_tokens.begin(), v->cache_special_tokens.end(),
-            [&](int32_t a, int32_t b) { return tokens[static_cast<size_t>(a)].text.size() > tokens[static_cast<size_t>(b)].text.size(); });
+            [&](int32_t a, int32_t b) { return tokens[static_cast<size_t>(a)].first.size() > tokens[static_cast<size_t>(b)].first.size(); });
   return v;
 }
 
@@ -78,7 +83,7 @@ TEST(SpecialPartition, OnePassALengthCutsWhatEachTokensOwnSearchCuts) {
   const uint32_t kinds[] = {tk::attr_control, tk::attr_user_defined, tk::attr_unknown, tk::attr_normal};
   for (int round = 0; round < 400; ++round) {
     std::set<std::string> seen;
-    std::vector<tk::TokenData> tokens;
+    std::vector<std::pair<std::string, uint32_t>> tokens;
     const int n = std::uniform_int_distribution<int>(1, 12)(rng);
     while (static_cast<int>(tokens.size()) < n) {
       std::string t = random_text(rng, "ab <", 5);
@@ -86,7 +91,7 @@ TEST(SpecialPartition, OnePassALengthCutsWhatEachTokensOwnSearchCuts) {
       uint32_t attr = kinds[rng() % 4];
       if (rng() % 3 == 0) attr |= tk::attr_lstrip;
       if (rng() % 3 == 0) attr |= tk::attr_rstrip;
-      tokens.push_back({t, 0, attr});
+      tokens.push_back({t, attr});
     }
     auto v = vocab_of(tokens);
     for (int k = 0; k < 20; ++k) {
@@ -104,11 +109,11 @@ struct Lookalikes {
   size_t real_at;
 };
 Lookalikes lookalikes() {
-  std::vector<tk::TokenData> tokens;
+  std::vector<std::pair<std::string, uint32_t>> tokens;
   char buf[32];
   for (int i = 0; i < 300000; ++i) {
     std::snprintf(buf, sizeof buf, "<|c%06d|>", i);
-    tokens.push_back({buf, 0, tk::attr_control});
+    tokens.push_back({buf, tk::attr_control});
   }
   Lookalikes l{vocab_of(tokens), "", 0};
   for (int i = 0; l.text.size() < 60000; ++i) {

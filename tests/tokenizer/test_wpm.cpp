@@ -389,7 +389,7 @@ std::unique_ptr<tk::Vocab::Impl> rwkv() {
   auto add = [&](const std::string& t) {
     if (!added.insert(t).second) return;
     index->add(t);
-    v->id_to_token.push_back({t, 0, tk::attr_normal});
+    v->id_to_token.push_back({{}, 0, tk::attr_normal});
   };
   for (const char* t : first) add(t);
   for (int b = 0; b < 256; ++b) {
@@ -398,6 +398,8 @@ std::unique_ptr<tk::Vocab::Impl> rwkv() {
     add(esc);
   }
   index->build();
+  // a token's text is a view of the index's copy, as in a loaded vocabulary
+  for (size_t id = 0; id < v->id_to_token.size(); ++id) v->id_to_token[id].text = index->key(static_cast<int32_t>(id));
   v->token_to_id = index;
   return v;
 }

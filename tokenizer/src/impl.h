@@ -25,7 +25,7 @@ enum class PreType {
 };
 
 struct TokenData {
-  std::string text;
+  std::string_view text;  // in token_to_id's keys (one copy of the texts for both)
   float score = 0.0f;
   uint32_t attr = attr_normal;
 };
@@ -209,5 +209,7 @@ size_t utf8_len(char first_byte);  // 1 to 4, by the first byte, as llama.cpp's 
 // GPT-2's byte-to-unicode map: a byte as the code point's UTF-8, and back.
 std::string byte_to_utf8(uint8_t byte);
 int utf8_to_byte(std::string_view utf8);  // -1 when it is not one of the 256
+// llama_unescape_rwkv_token: RWKV's texts escape bytes as \t \n \r \xHH and \c.
+std::string unescape_rwkv(std::string_view escaped);
 
 }  // namespace ggufkit::tokenizer

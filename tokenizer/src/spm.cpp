@@ -47,7 +47,7 @@ class Spm final : public Algorithm {
   // the same). Repeated pieces (words) are then tokenized once.
   explicit Spm(const Vocab::Impl& v) : v_(v) {
     for (const TokenData& t : v.id_to_token) {
-      const std::string& s = t.text;
+      const std::string_view s = t.text;
       uint64_t prev = 0;
       for (size_t at = 0; at < s.size();) {
         size_t n = std::min(utf8_len(s[at]), s.size() - at);

@@ -32,18 +32,6 @@ class KeyTrie {
     for (const auto& [key, value] : keys) keys_.push_back(key), values_.push_back(value);
     index();
   }
-  // Texts held here: key i (value i) is arena[ends[i - 1], ends[i]).
-  KeyTrie(std::string arena, const std::vector<size_t>& ends) : arena_(std::move(arena)) {
-    keys_.reserve(ends.size());
-    values_.reserve(ends.size());
-    for (size_t i = 0; i < ends.size(); ++i) {
-      const size_t from = i ? ends[i - 1] : 0;
-      keys_.push_back(std::string_view(arena_).substr(from, ends[i] - from));
-      values_.push_back(static_cast<int32_t>(i));
-    }
-    index();
-  }
-  KeyTrie(KeyTrie&&) = delete;  // the keys are views of arena_, which a move of a short string would not keep
 
  private:
   void index() {
@@ -183,7 +171,6 @@ class KeyTrie {
         long_lengths_.push_back({keys_[long_keys_[i].key].size(), i});
   }
 
-  std::string arena_;
   std::vector<std::string_view> keys_;
   std::vector<int32_t> values_;
   std::vector<Node> nodes_;

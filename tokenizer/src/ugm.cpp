@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cstring>
+#include <deque>
 
 #include "impl.h"
 #include "trie.h"
@@ -206,6 +207,54 @@ class Ugm final : public Algorithm {
   float unknown_score_;
 };
 
+
+class Rwkv final : public Algorithm {
+ public:
+  explicit Rwkv(const Vocab::Impl& v) : v_(v), tokens_(keys(v, unescaped_)) {}
+
+  void tokenize(const std::string& text, std::vector<int32_t>& out) const override {
+    const std::vector<KeyTrie::Long> longs = tokens_.long_keys(text);
+    size_t next_long = 0;
+    for (size_t at = 0; at < text.size();) {
+      // The longest token text[at..] starts with (a long one is longer than any walked).
+      int32_t id = 0;
+      size_t end = 0;
+      tokens_.walk(std::string_view(text).substr(at), [&](size_t length, int32_t value) { id = value, end = at + length; });
+      while (next_long < longs.size() && longs[next_long].at < at) ++next_long;
+      if (next_long < longs.size() && longs[next_long].at == at) id = longs[next_long].value, end = at + longs[next_long].length;
+      if (end == 0) {
+        // No token: the unknown id for one byte. (Where the byte starts tokens but is none
+        // itself, llama.cpp pushes id 0 without moving, forever; real RWKV vocabularies
+        // have every byte.)
+        out.push_back(v_.special_unk_id);
+        ++at;
+        continue;
+      }
+      out.push_back(id);
+      at = end;
+    }
+  }
+
+ private:
+  // The unescaped texts, token i's the i-th: a text with no escape is its token's own (a view of
+  // the vocabulary's); the others are unescaped into `unescaped`.
+  static std::vector<std::pair<std::string_view, int32_t>> keys(const Vocab::Impl& v, std::deque<std::string>& unescaped) {
+    std::vector<std::pair<std::string_view, int32_t>> r;
+    r.reserve(v.id_to_token.size());
+    for (size_t id = 0; id < v.id_to_token.size(); ++id) {
+      const std::string_view text = v.id_to_token[id].text;
+      r.push_back({text.find('\\') == std::string_view::npos ? text : unescaped.emplace_back(unescape_rwkv(text)), static_cast<int32_t>(id)});
+    }
+    return r;
+  }
+
+  const Vocab::Impl& v_;
+  std::deque<std::string> unescaped_;  // before tokens_, whose keys view it
+  KeyTrie tokens_;
+};
+
+}  // namespace
+
 // llama_unescape_rwkv_token: "\t", "\n", "\r", "\xHH" and "\c" for c; any other byte as is.
 // A hex digit is read as llama.cpp reads it (c >= 'a' ? c - 'a' + 10 : c - '0', in a byte),
 // so a malformed escape gives the same byte it does.
@@ -236,49 +285,6 @@ std::string unescape_rwkv(std::string_view escaped) {
   }
   return r;
 }
-
-class Rwkv final : public Algorithm {
- public:
-  explicit Rwkv(const Vocab::Impl& v) : v_(v), tokens_(keys(v)) {}
-
-  void tokenize(const std::string& text, std::vector<int32_t>& out) const override {
-    const std::vector<KeyTrie::Long> longs = tokens_.long_keys(text);
-    size_t next_long = 0;
-    for (size_t at = 0; at < text.size();) {
-      // The longest token text[at..] starts with (a long one is longer than any walked).
-      int32_t id = 0;
-      size_t end = 0;
-      tokens_.walk(std::string_view(text).substr(at), [&](size_t length, int32_t value) { id = value, end = at + length; });
-      while (next_long < longs.size() && longs[next_long].at < at) ++next_long;
-      if (next_long < longs.size() && longs[next_long].at == at) id = longs[next_long].value, end = at + longs[next_long].length;
-      if (end == 0) {
-        // No token: the unknown id for one byte. (Where the byte starts tokens but is none
-        // itself, llama.cpp pushes id 0 without moving, forever; real RWKV vocabularies
-        // have every byte.)
-        out.push_back(v_.special_unk_id);
-        ++at;
-        continue;
-      }
-      out.push_back(id);
-      at = end;
-    }
-  }
-
- private:
-  // The unescaped texts, one after another, and where each ends: token i's is the i-th.
-  static KeyTrie keys(const Vocab::Impl& v) {
-    std::string texts;
-    std::vector<size_t> ends;
-    ends.reserve(v.id_to_token.size());
-    for (const TokenData& t : v.id_to_token) texts += unescape_rwkv(t.text), ends.push_back(texts.size());
-    return KeyTrie(std::move(texts), ends);
-  }
-
-  const Vocab::Impl& v_;
-  KeyTrie tokens_;
-};
-
-}  // namespace
 
 std::unique_ptr<Algorithm> make_ugm(const Vocab::Impl& v) { return std::make_unique<Ugm>(v); }
 std::unique_ptr<Algorithm> make_rwkv(const Vocab::Impl& v) { return std::make_unique<Rwkv>(v); }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 
 #include "impl.h"
 
@@ -138,7 +139,8 @@ const char* type_name(ValueType t) {  // gguf_type_name
 }
 
 // llama.cpp reads every GGUF string through a C string: the text ends at its first NUL.
-std::string c_string(std::string_view s) { return std::string(s.substr(0, s.find('\0'))); }
+std::string_view c_str(std::string_view s) { return s.substr(0, s.find('\0')); }
+std::string c_string(std::string_view s) { return std::string(c_str(s)); }
 
 float f32_of(uint64_t bits) {
   uint32_t b = static_cast<uint32_t>(bits);
@@ -181,7 +183,6 @@ const KeyValue* array_of(const VocabSpec& s, const std::string& key, std::initia
 // The merges' texts, each cut at a NUL (Merges::ranks makes them ranks when first asked);
 // those of `like` when they are the same.
 void read_merges(Vocab::Impl& v, const KeyValue& merges, const Vocab::Impl* like) {
-  auto c_str = [](std::string_view word) { return word.substr(0, word.find('\0')); };  // as llama.cpp reads it
   if (like && like->merges->end.size() == merges.strings.size()) {
     const Merges& m = *like->merges;
     bool same = true;
@@ -207,23 +208,24 @@ void read_merges(Vocab::Impl& v, const KeyValue& merges, const Vocab::Impl* like
 }
 
 // llama.cpp's token_to_id for the tokens' texts: that of `like` when its texts are the same.
+// The tokens' texts are then views of its keys: one copy of them, kept once for an edit's
+// before and after.
 void index_tokens(Vocab::Impl& v, const Vocab::Impl* like) {
   const size_t n = v.id_to_token.size();
-  if (like && like->token_to_id->size() == n) {
-    bool same = true;
-    for (size_t i = 0; i < n && same; ++i) same = like->token_to_id->key(static_cast<int32_t>(i)) == v.id_to_token[i].text;
-    if (same) {
-      v.token_to_id = like->token_to_id;
-      return;
-    }
+  bool same = like && like->token_to_id->size() == n;
+  for (size_t i = 0; i < n && same; ++i) same = like->token_to_id->key(static_cast<int32_t>(i)) == v.id_to_token[i].text;
+  if (same) {
+    v.token_to_id = like->token_to_id;
+  } else {
+    auto index = std::make_shared<TokenIndex>();
+    size_t bytes = 0;
+    for (const TokenData& t : v.id_to_token) bytes += t.text.size();
+    index->reserve(n, bytes);
+    for (const TokenData& t : v.id_to_token) index->add(t.text);  // in id order, as llama.cpp fills it: so it iterates in the same order
+    index->build();
+    v.token_to_id = std::move(index);
   }
-  auto index = std::make_shared<TokenIndex>();
-  size_t bytes = 0;
-  for (const TokenData& t : v.id_to_token) bytes += t.text.size();
-  index->reserve(n, bytes);
-  for (const TokenData& t : v.id_to_token) index->add(t.text);  // in id order, as llama.cpp fills it: so it iterates in the same order
-  index->build();
-  v.token_to_id = std::move(index);
+  for (size_t i = 0; i < n; ++i) v.id_to_token[i].text = v.token_to_id->key(static_cast<int32_t>(i));
 }
 
 bool is_c_space(char c) {  // isspace in the C locale
@@ -245,7 +247,7 @@ void unescape_whitespace(std::string& s) { replace_all(s, "\xe2\x96\x81", " "); 
 // llama_decode_text: GPT-2's byte-level text back to bytes; a code point that is none of the
 // 256 is written as llama.cpp writes it ("[UNK_BYTE_0x" its hex, the whole text, "]"). Only
 // the first `limit` bytes are made: n such code points make n copies of the text.
-std::string decode_bpe_text(const std::string& text, size_t limit) {
+std::string decode_bpe_text(std::string_view text, size_t limit) {
   std::string out;
   auto add = [&](std::string_view s) { out.append(s.substr(0, limit - out.size())); };
   for (uint32_t cpt : cpts_from_utf8(text)) {
@@ -265,43 +267,17 @@ std::string decode_bpe_text(const std::string& text, size_t limit) {
   return out;
 }
 
-// llama_unescape_rwkv_token: RWKV's token texts escape bytes as \t \n \r \xHH and \c.
-std::string unescape_rwkv(const std::string& escaped) {
-  std::string out;
-  bool escaping = false;
-  int hex_remaining = 0;
-  uint8_t acc = 0;
-  for (char c : escaped) {
-    if (hex_remaining) {
-      uint8_t value = c >= 'a' ? static_cast<uint8_t>(c - 'a' + 10) : static_cast<uint8_t>(c - '0');
-      acc = static_cast<uint8_t>((acc << 4) + value);
-      if (--hex_remaining == 0) out += static_cast<char>(acc), acc = 0;
-    } else if (escaping) {
-      if (c == 't') out += '\t';
-      else if (c == 'n') out += '\n';
-      else if (c == 'r') out += '\r';
-      else if (c == 'x') hex_remaining = 2;
-      else out += c;
-      escaping = false;
-    } else if (c == '\\') {
-      escaping = true;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 // token_to_byte: a byte token's "<0xHH>" read as strtol reads the two characters after "<0x".
 char token_to_byte(const Vocab::Impl& v, int32_t id) {
-  const std::string& text = v.id_to_token[static_cast<size_t>(id)].text;
+  const std::string_view text = v.id_to_token[static_cast<size_t>(id)].text;
   if (v.type == Kind::wpm || v.type == Kind::rwkv || v.type == Kind::none)
     throw Error("tokenizer.ggml.token_type", format("a byte token (%d) in a vocabulary of type %s: llama.cpp aborts", id,
                                                     std::string(kind_name(v.type)).c_str()));
   if (text.size() < 3)
     throw Error("tokenizer.ggml.token_type",
-                format("byte token %d '%s' is too short: llama.cpp's substr throws", id, text.c_str()));
-  std::string hex = text.substr(3, 2);
+                format("byte token %d '%s' is too short: llama.cpp's substr throws", id, std::string(text).c_str()));
+  std::string hex(text.substr(3, 2));
   return static_cast<char>(std::strtol(hex.c_str(), nullptr, 16));
 }
 
@@ -312,24 +288,24 @@ std::string piece_of(const Vocab::Impl& v, int32_t id, bool special, size_t limi
   if (!t) return {};
   const uint32_t attr = t->attr;
   if (!special && (attr & attr_special)) return {};
-  const std::string& text = t->text;
+  const std::string_view text = t->text;
   switch (v.type) {
     case Kind::wpm:
     case Kind::spm:
     case Kind::ugm:
-      if (attr & (attr_special | attr_user_defined)) return text;
+      if (attr & (attr_special | attr_user_defined)) return std::string(text);
       if (attr & attr_normal) {
-        std::string r = text;
+        std::string r(text);
         unescape_whitespace(r);
         return r;
       }
       if (attr & attr_byte) return std::string(1, token_to_byte(v, id));
       return {};
     case Kind::bpe:
-      if (attr & (attr_special | attr_user_defined)) return text;
+      if (attr & (attr_special | attr_user_defined)) return std::string(text);
       if (attr & attr_normal) {
         if (v.escape_whitespaces) {  // SPM-style BPE (gemma4): "▁" for spaces
-          std::string r = text;
+          std::string r(text);
           unescape_whitespace(r);
           return r;
         }
@@ -341,8 +317,8 @@ std::string piece_of(const Vocab::Impl& v, int32_t id, bool special, size_t limi
     case Kind::plamo2:
       if ((attr & attr_byte) && text.size() == 6 && text.compare(0, 3, "<0x") == 0 && text.back() == '>' &&
           std::isxdigit(static_cast<unsigned char>(text[3])) && std::isxdigit(static_cast<unsigned char>(text[4])))
-        return std::string(1, static_cast<char>(std::strtol(text.substr(3, 2).c_str(), nullptr, 16)));
-      return text;
+        return std::string(1, static_cast<char>(std::strtol(std::string(text.substr(3, 2)).c_str(), nullptr, 16)));
+      return std::string(text);
     case Kind::none: return {};
   }
   return {};
@@ -359,7 +335,7 @@ const SpecialIndex& Vocab::Impl::special_index() const {
     while (n < 2 * cache_special_tokens.size()) n *= 2;
     x.slots.assign(n, {0, -1});
     for (size_t rank = 0; rank < cache_special_tokens.size(); ++rank) {
-      const std::string& t = id_to_token[static_cast<size_t>(cache_special_tokens[rank])].text;
+      const std::string_view t = id_to_token[static_cast<size_t>(cache_special_tokens[rank])].text;
       if (x.lengths.empty() || x.lengths.back().first != t.size()) x.lengths.push_back({t.size(), rank});
       const uint64_t h = SpecialIndex::roll(0, t);
       size_t i = h & (n - 1);
@@ -665,15 +641,16 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
                 format("Index out of array bounds for toktypes (%zu < %zu)", types->numbers.size(), n_tokens));
 
   v.id_to_token.resize(n_tokens);
+  std::deque<std::string> named;  // the empty tokens' names ([EMPTY_i]), until indexed
   for (size_t i = 0; i < n_tokens; ++i) {
-    std::string word = c_string(tokens->strings[i]);
+    std::string_view word = c_str(tokens->strings[i]);
     if (word.empty()) {
       warn(format("empty token at index %zu", i));
-      word = "[EMPTY_" + std::to_string(i) + "]";
+      word = named.emplace_back("[EMPTY_" + std::to_string(i) + "]");
     }
     v.max_token_len = std::max(v.max_token_len, static_cast<int>(std::min<size_t>(word.size(), INT32_MAX)));
     TokenData& t = v.id_to_token[i];
-    t.text = std::move(word);
+    t.text = word;  // a view of the file's text (or of `named`) until indexed
     if (scores)
       t.score = scores->elem == ValueType::f32 ? f32_of(scores->numbers[i])
                                                : static_cast<float>(static_cast<int32_t>(scores->numbers[i]));
@@ -702,9 +679,8 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
     static const std::string marker = "\xee\x80\x80";
     if (const int32_t oov = v.token_to_id->find("<oov>"); oov >= 0)
       for (size_t i = static_cast<size_t>(oov) + 1; i < v.id_to_token.size(); ++i) {
-        std::string& text = v.id_to_token[i].text;
-        if (text.size() > marker.size() && text.compare(text.size() - marker.size(), marker.size(), marker) == 0)
-          text.erase(text.size() - marker.size());
+        std::string_view& text = v.id_to_token[i].text;
+        if (text.size() > marker.size() && text.ends_with(marker)) text.remove_suffix(marker.size());
       }
   }
 
