@@ -205,12 +205,16 @@ void piece_json(JsonOut& j, const std::string& piece) {
 }
 
 
+std::string shown_quoted(const std::string& piece, bool cut) {
+  return piece_quoted(piece) + (cut ? "... (cut at " + std::to_string(piece.size()) + " bytes)" : "");
+}
+
 std::string token_lines(const std::vector<ChatToken>& tokens) {
   std::string out;
   char id[16];
   for (const ChatToken& t : tokens) {
     std::snprintf(id, sizeof id, "%8d", t.id);
-    out += std::string(id) + " -> " + piece_quoted(t.piece) + (t.special.empty() ? "" : "  (" + std::string(t.special) + ")") + "\n";
+    out += std::string(id) + " -> " + shown_quoted(t.piece, t.cut) + (t.special.empty() ? "" : "  (" + std::string(t.special) + ")") + "\n";
   }
   return out;
 }

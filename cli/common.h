@@ -49,6 +49,8 @@ class JsonOut;
 // A token's piece quoted for a terminal: JSON's escapes, and \xNN for bytes that are not
 // UTF-8 (a byte token's piece is often half a character).
 std::string piece_quoted(const std::string& piece);
+// The same for a piece a list shows cut (Vocab::shown_piece): "... (cut at N bytes)" after it.
+std::string shown_quoted(const std::string& piece, bool cut);
 // In JSON: a string, or {"hex": "..."} when it is not UTF-8.
 void piece_json(JsonOut& j, const std::string& piece);
 // Tokens one a line, as tokenize prints them, llama.cpp's special ones marked:

@@ -40,6 +40,7 @@ int print_tokens(const std::string& file, const Model& m, const std::string& pro
             j.key("id").num(t.id).key("piece");
             piece_json(j, t.piece);
             j.key("special").str(std::string(t.special));
+            if (t.cut) j.key("cut").boolean(true);
           });
       }, JsonOut::lines);
     });

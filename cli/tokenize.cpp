@@ -44,6 +44,10 @@ auto refused_as_format(const std::string& file, F f) {
 constexpr uint64_t kTextCap = 64u << 20;
 std::string read_all(const std::string& path) { return read_small_file(path == "-" ? "/dev/stdin" : path, kTextCap); }
 
+// The most detokenize makes: ids whose text is longer (a GPT-2 token outside the byte map
+// repeats its whole text once per character) are refused rather than made.
+constexpr size_t kDetokenizedCap = 256u << 20;
+
 }  // namespace
 
 int cmd_tokenize(const std::vector<std::string>& args) {
@@ -102,11 +106,21 @@ int cmd_tokenize(const std::vector<std::string>& args) {
     JsonOut j(std::cout);
     j.object([&] {
       j.key("tokens").array([&] {
-        for (int32_t id : ids) j.object([&] { j.key("id").num(id).key("text"); piece_json(j, vocab.piece(id)); });
+        for (int32_t id : ids)
+          j.object([&] {
+            bool cut = false;
+            j.key("id").num(id).key("text");
+            piece_json(j, vocab.shown_piece(id, cut));
+            if (cut) j.key("cut").boolean(true);
+          });
       }, JsonOut::lines);
     });
   } else {
-    for (int32_t id : ids) std::printf("%8d -> %s\n", id, piece_quoted(vocab.piece(id)).c_str());
+    for (int32_t id : ids) {
+      bool cut = false;
+      const std::string piece = vocab.shown_piece(id, cut);
+      std::printf("%8d -> %s\n", id, shown_quoted(piece, cut).c_str());
+    }
   }
   return 0;
 }
@@ -161,7 +175,9 @@ int cmd_detokenize(const std::vector<std::string>& args) {
                       std::to_string(vocab.size() - 1) + ")");
     ids.push_back(static_cast<int32_t>(id));
   }
-  std::string text = vocab.detokenize(ids, (*vm)["remove-special"].as<bool>(), !(*vm)["no-unparse-special"].as<bool>());
+  const std::string text = refused_as_format(file, [&] {
+    return vocab.detokenize(ids, (*vm)["remove-special"].as<bool>(), !(*vm)["no-unparse-special"].as<bool>(), kDetokenizedCap);
+  });
   if ((*vm)["json"].as<bool>()) {
     JsonOut j(std::cout);
     j.object([&] { j.key("text"); piece_json(j, text); });

@@ -35,11 +35,14 @@ std::vector<ChatToken> chat_tokens(const tokenizer::Vocab& v, std::string_view p
   std::vector<ChatToken> out;
   for (int32_t id : chat_ids(v, prompt)) {
     const uint32_t a = v.attr(id);
-    out.push_back({id, v.piece(id, true),
+    bool cut = false;
+    std::string piece = v.shown_piece(id, cut);
+    out.push_back({id, std::move(piece),
                    a & tokenizer::attr_control        ? "control"
                    : a & tokenizer::attr_user_defined ? "user_defined"
                    : a & tokenizer::attr_unknown      ? "unknown"
-                                                      : ""});
+                                                      : "",
+                   cut});
   }
   return out;
 }

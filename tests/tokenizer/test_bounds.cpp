@@ -302,6 +302,43 @@ TEST(Piece, APieceCutAtALimitIsThatMuchOfTheWholePiece) {
   EXPECT_EQ(v.piece(1, true, 1), "a");
 }
 
+TEST(Piece, AListOfTokensShowsA64KiBPieceAndSaysTheRestWasCut) {
+  // A BOS of 30,000 Han characters: its whole piece is 2.7 GB; tokenize's list and a prompt's
+  // tokens made it whole (the audit's finding 6). They show 65,536 bytes of it, marked cut.
+  const tk::Vocab v = gpt2_of(han(30000));
+  bool cut = false;
+  const std::string p = v.shown_piece(0, cut);
+  EXPECT_TRUE(cut);
+  EXPECT_EQ(p, v.piece(0, true, 65536));
+  EXPECT_EQ(p.substr(0, 18), "[UNK_BYTE_0xe4b8ad");
+  EXPECT_EQ(v.shown_piece(1, cut), "a");
+  EXPECT_FALSE(cut);
+  const std::vector<ggufkit::ChatToken> tokens = ggufkit::chat_tokens(v, "ab");
+  ASSERT_EQ(tokens.size(), 3u);  // the BOS the vocabulary adds, then "a" and "b"
+  EXPECT_EQ(tokens[0].id, 0);
+  EXPECT_EQ(tokens[0].piece, p);
+  EXPECT_TRUE(tokens[0].cut);
+  EXPECT_EQ(tokens[1].piece, "a");
+  EXPECT_FALSE(tokens[1].cut);
+}
+
+TEST(Piece, DetokenizeMakesNoMoreThanItsLimitAndNamesTheIdThatPassesIt) {
+  const tk::Vocab v = gpt2_of(han(30000));
+  EXPECT_EQ(v.detokenize(std::vector<int32_t>{1, 2, 1}, false, true, 3), "aba");
+  auto refusal = [&](std::vector<int32_t> ids, size_t limit) {
+    try {
+      v.detokenize(ids, false, true, limit);
+    } catch (const tk::Error& e) {
+      EXPECT_EQ(e.key, "tokenizer.ggml.tokens");
+      return std::string(e.what());
+    }
+    return std::string("no refusal");
+  };
+  EXPECT_EQ(refusal({1, 2, 1}, 2), "the text would be more than 2 bytes: id 1 (number 3 of the ids) takes it past that");
+  // The BOS's piece is 2.7 GB: at most the limit of it is made.
+  EXPECT_EQ(refusal({1, 0}, 1u << 20), "the text would be more than 1048576 bytes: id 0 (number 2 of the ids) takes it past that");
+}
+
 TEST(Piece, TheChatPathComparesABosOfThirtyThousandHanCharactersOnlyAsFarAsThePrompt) {
   // Its piece is 2.7 GB (225 s and 5.6 GB to validate such a file); the prompt is not that long.
   const tk::Vocab v = gpt2_of(han(30000));

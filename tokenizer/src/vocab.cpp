@@ -961,7 +961,14 @@ std::string Vocab::piece(int32_t id, bool special, size_t limit) const {
   return p;
 }
 
-std::string Vocab::detokenize(std::span<const int32_t> ids, bool remove_special, bool unparse_special) const {
+std::string Vocab::shown_piece(int32_t id, bool& cut) const {
+  std::string p = piece(id, true, kShownPiece + 1);
+  cut = p.size() > kShownPiece;
+  if (cut) p.resize(kShownPiece);
+  return p;
+}
+
+std::string Vocab::detokenize(std::span<const int32_t> ids, bool remove_special, bool unparse_special, size_t limit) const {
   const Impl& v = *impl_;
   if (v.type == Kind::none) return {};
   // The first piece loses one leading space when the vocabulary adds a space prefix, unless a
@@ -973,9 +980,13 @@ std::string Vocab::detokenize(std::span<const int32_t> ids, bool remove_special,
   }
   if (remove_special && v.add_eos && !ids.empty() && ids.back() == v.special_eos_id) ids = ids.subspan(0, ids.size() - 1);
   std::string text;
-  for (int32_t id : ids) {
-    std::string p = piece(id, unparse_special);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    // (one byte more than the room, and the space it may skip: enough to tell it went past)
+    const std::string p = piece(ids[i], unparse_special, std::min(limit - text.size(), SIZE_MAX - 2) + 2);
     size_t skip = remove_space && !p.empty() && p[0] == ' ' ? 1 : 0;
+    if (p.size() - skip > limit - text.size())
+      throw Error("tokenizer.ggml.tokens", format("the text would be more than %zu bytes: id %d (number %zu of the ids) takes it past that",
+                                                  limit, ids[i], i + 1));
     text.append(p, skip, std::string::npos);
     remove_space = false;
   }

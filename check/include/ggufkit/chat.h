@@ -21,8 +21,9 @@ std::vector<int32_t> chat_ids(const tokenizer::Vocab& v, std::string_view prompt
 // its kind where llama.cpp parses it as special: "control", "user_defined", "unknown", or "".
 struct ChatToken {
   int32_t id;
-  std::string piece;
+  std::string piece;  // at most Vocab::kShownPiece bytes
   std::string_view special;
+  bool cut = false;   // the piece is longer than that
 };
 std::vector<ChatToken> chat_tokens(const tokenizer::Vocab& v, std::string_view prompt);
 

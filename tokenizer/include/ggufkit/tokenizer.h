@@ -116,8 +116,15 @@ class Vocab {
   // limit (a GPT-2 token of n code points outside the byte map has a piece of n times its
   // text, as llama.cpp writes it: a caller comparing it with a text asks for no more).
   std::string piece(int32_t id, bool special = true, size_t limit = SIZE_MAX) const;
-  // llama_detokenize.
-  std::string detokenize(std::span<const int32_t> ids, bool remove_special = false, bool unparse_special = true) const;
+  // A piece as a list of tokens shows it (tokenize, a prompt's tokens): at most kShownPiece
+  // bytes, `cut` set where there were more. (A GPT-2 token outside the byte map has a piece of
+  // its whole text once per character: 2.7 GB for one of 30,000 characters.)
+  static constexpr size_t kShownPiece = 65536;
+  std::string shown_piece(int32_t id, bool& cut) const;
+  // llama_detokenize. A text of more than `limit` bytes throws Error (tokenizer.ggml.tokens)
+  // naming the id it passed the limit at: no more than that is made.
+  std::string detokenize(std::span<const int32_t> ids, bool remove_special = false, bool unparse_special = true,
+                         size_t limit = SIZE_MAX) const;
 
   struct Impl;
   const Impl& impl() const { return *impl_; }
