@@ -229,7 +229,7 @@ void write_journal(const std::string& journal, const std::vector<std::pair<const
 // Whom a journal may come from: root, the owner of the file it would change, or the user
 // running recover. Anyone else who can write the folder could have planted it.
 void trust_owner(const struct stat& js, const struct stat& model, const std::string& journal, const std::string& path) {
-  if (js.st_uid == 0 || js.st_uid == model.st_uid || js.st_uid == ::geteuid()) return;
+  if (journal_trusted(js.st_uid, model.st_uid)) return;
   throw Error(Error::Kind::format, journal, std::nullopt, "journal",
               "is owned by user " + std::to_string(js.st_uid) + ", neither root nor the owner of " + path + " (user " +
                   std::to_string(model.st_uid) + ") nor you: it is not trusted and not applied; neither it nor " + path +

@@ -690,6 +690,10 @@ std::optional<std::string> set_shard_with_journal(const std::string& path) {
   return std::nullopt;
 }
 
+bool journal_trusted(uid_t journal_uid, uid_t file_uid) {
+  return journal_uid == 0 || journal_uid == file_uid || journal_uid == ::geteuid();
+}
+
 void refuse_journal(const std::string& given) {
   struct stat st {};
   std::string path = given, j = journal_path(path);
@@ -698,7 +702,10 @@ void refuse_journal(const std::string& given) {
     if (!other) return;
     path = *other;
     j = journal_path(path);
+    if (stat_path(j, st, false) != 0) return;
   }
+  // A journal another user planted beside someone's model blocks no one's reads.
+  if (struct stat fs {}; stat_path(path, fs) == 0 && !journal_trusted(st.st_uid, fs.st_uid)) return;
   // An edit under way has a journal too: it is a crash's only when it is still there once
   // the writer's lock can be had (SQLite's hot journal).
   bool hot = true;

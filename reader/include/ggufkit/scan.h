@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include <sys/types.h>
+
 #include "ggufkit/layout.h"
 #include "ggufkit/model.h"
 #include "ggufkit/source.h"
@@ -44,7 +46,11 @@ Scanned scan_file(const std::string& path, const ScanOptions& options = {});
 // Where the journal of an in-place header edit of the model at `path` lies: beside the
 // file (a symbolic link's target), named FILE.ggufkit-journal.
 std::string journal_path(const std::string& path);
-// Throws the format Error that tells to run recover while a journal lies beside `path`.
+// Whom a journal may come from (its owner, `journal_uid`): root, the owner of the file it
+// would change, or the user running. Anyone else who can write the folder could have
+// planted it: recover refuses it, and reads go on as if it were not there.
+bool journal_trusted(uid_t journal_uid, uid_t file_uid);
+// Throws the format Error that tells to run recover while a trusted journal lies beside `path`.
 void refuse_journal(const std::string& path);
 // The shard of `path`'s set (`path` named as a shard) that has a journal when `path` has
 // none: a set's journals come and go one at a time, and every shard leads to them.
