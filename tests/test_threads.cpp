@@ -2,6 +2,8 @@
 // notes are its own, and threads exclude each other on a file as processes do.
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -10,6 +12,7 @@
 #include "ggufkit/background.h"
 #include "ggufkit/edit.h"
 #include "ggufkit/error.h"
+#include "ggufkit/fault.h"
 #include "ggufkit/lock.h"
 #include "ggufkit/scan.h"
 #include "helpers.h"
@@ -35,15 +38,13 @@ std::string byte_token(int b) {
   return t;
 }
 
-}  // namespace
-
-TEST(Threads, DryRunEditsOfTheirOwnFilesOnEightThreadsEachReportTheirOwnNoteOnly) {
-  // Each call retypes its own byte token to the type it has: nothing to change, one note
-  // naming that token. With one handler for the process, swapped by every call, notes went
-  // to other calls' reports (or finished ones: a crash).
-  constexpr int kThreads = 8, kRounds = 25;
+// kThreads threads each make kRounds dry-run edits of their own file. Each call retypes its
+// own byte token to the type it has: nothing to change, one note naming that token. With one
+// handler for the process, swapped by every call, notes went to other calls' reports (or
+// finished ones: a crash).
+void expect_own_notes(int kThreads, int kRounds) {
   std::vector<std::string> files;
-  for (int t = 0; t < kThreads; ++t) files.push_back(fresh_copy("notes-" + std::to_string(t)));
+  for (int t = 0; t < kThreads; ++t) files.push_back(fresh_copy("notes-" + std::to_string(kThreads) + "-" + std::to_string(t)));
   std::vector<int> own(kThreads, 0), other(kThreads, 0), counts_off(kThreads, 0);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
@@ -68,6 +69,37 @@ TEST(Threads, DryRunEditsOfTheirOwnFilesOnEightThreadsEachReportTheirOwnNoteOnly
     EXPECT_EQ(other[t], 0) << "thread " << t;
     EXPECT_EQ(counts_off[t], 0) << "thread " << t;
   }
+}
+
+}  // namespace
+
+TEST(Threads, DryRunEditsOfTheirOwnFilesOnEightThreadsEachReportTheirOwnNoteOnly) { expect_own_notes(8, 25); }
+
+TEST(Threads, TwoThreadsEditingTwoFilesTwoHundredRoundsEachReportTheirOwnNoteOnly) { expect_own_notes(2, 200); }
+
+TEST(Threads, EveryCallOnAFileSystemWithoutLocksIsToldSoNotOnlyTheProcesssFirst) {
+  // flock fails with ENOLCK (NFS without a lock daemon): each call goes on without locks and
+  // its report says so. A flag for the process told the first call only; a Python session's
+  // second edit heard nothing.
+  ggufkit::set_fault_hook([](const char* point, const ggufkit::FaultSite&) { return std::strcmp(point, "flock") == 0 ? ENOLCK : 0; });
+  const std::string model = fresh_copy("no-locks");
+  std::vector<size_t> told;
+  for (int call = 0; call < 3; ++call) {
+    ggufkit::EditRequest req;
+    req.input = model;
+    req.dry_run = true;
+    req.patch.add_token_type(byte_token(0x41), "byte");
+    const ggufkit::EditReport rep = ggufkit::edit(req);
+    size_t n = 0;
+    for (const auto& [file, msg] : rep.notes)
+      n += file == model && msg == "its file system has no locks (No locks available): ggufkit goes on without them; keep other "
+                                   "programs from writing it meanwhile";
+    told.push_back(n);
+  }
+  ggufkit::set_fault_hook(nullptr);
+  EXPECT_GE(told[0], 1u);
+  EXPECT_EQ(told[1], told[0]);
+  EXPECT_EQ(told[2], told[0]);
 }
 
 TEST(Threads, AThreadStartedForACallTellsItsNotesToThatCallAndReadsWhatTheCallLocked) {

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "ggufkit/error.h"
+#include "ggufkit/fault.h"
 #include "ggufkit/path.h"
 
 namespace ggufkit {
@@ -101,14 +102,17 @@ FileLock::FileLock(int fd, const std::string& name, Mode mode) {
   // A bounded wait: flock has no timeout of its own, so it is tried again, less often the
   // longer it waits (1 ms up to 50 ms between tries).
   for (auto pause = std::chrono::milliseconds(1);; pause = std::min(pause * 2, std::chrono::milliseconds(50))) {
-    if (::flock(fd, op) == 0) break;
+    if (const int injected = fault_point("flock")) {
+      errno = injected;
+    } else if (::flock(fd, op) == 0) {
+      break;
+    }
     if (errno == EINTR) continue;
     if (errno == ENOLCK || errno == EOPNOTSUPP || errno == ENOSYS || errno == EBADF) {
-      // A file system without flock (NFS without a lock daemon, some FUSE): on without it.
-      static std::atomic<bool> said{false};
-      if (!said.exchange(true))
-        note(name, std::string("its file system has no locks (") + std::strerror(errno) +
-                       "): ggufkit goes on without them; keep other programs from writing it meanwhile");
+      // A file system without flock (NFS without a lock daemon, some FUSE): on without it,
+      // told to every call that does (one note a file), not only to a process's first.
+      note(name, std::string("its file system has no locks (") + std::strerror(errno) +
+                     "): ggufkit goes on without them; keep other programs from writing it meanwhile");
       return;
     }
     if (errno != EWOULDBLOCK) throw_io(name, "cannot lock");

@@ -20,6 +20,7 @@
 //   set-rename     before a set's file is renamed over its shard, where it cannot be exchanged (fail: so does the rename)
 //   set-undo       before an exchange of a set that cannot all go in is undone (fail: the undo fails)
 //   set-trusted    recover trusted a set's journal's owner; the set's files are not yet looked at
+//   flock          before each try to lock a file (fail: flock fails with the errno; ENOLCK: no locks)
 // and, in an in-place header edit (edit/journal.h):
 //   in-place         the header was read and the edit planned; the file is not yet opened to write
 //   statvfs          the room for the journal is asked for (fail: no room at all)
