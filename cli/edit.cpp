@@ -239,6 +239,8 @@ void print_file(const EditRequest& req, const EditReport& r, bool json) {
       throw Error(e.kind, e.file, e.offset, "--header-only", e.message + " (without --header-only the whole file is rewritten)");
     case EditRefused::Reason::header_only_every_shard: throw Error(e.kind, e.file, e.offset, "--header-only", e.message);
     case EditRefused::Reason::content_store:
+      if (struct stat st {}; stat_path(e.file, st, false) == 0 && !S_ISLNK(st.st_mode))  // the blob named itself
+        throw Error(e.kind, e.file, e.offset, e.field, e.message + "; write the edited model to a new file with -o OUT");
       throw Error(e.kind, e.file, e.offset, e.field,
                   e.message + "; write the edited model to a new file with -o OUT, or give --in-place --break-link to put the "
                               "edited file in place of the link, leaving the blob as it is");

@@ -111,6 +111,27 @@ TEST(SharedCaches, AnInPlaceEditOfAHubSnapshotIsRefusedAndTheBlobKeepsItsDigest)
   hub.expect_whole();
 }
 
+TEST(SharedCaches, ABlobNamedItselfIsNotEditedInPlaceEvenWithBreakLink) {
+  // Not through a snapshot's link but by its own name: the same file every link names, and
+  // its name its digest. (It was edited in place: only links were looked at.)
+  HubCache hub("hub-blob-itself");
+  for (const char* how : {"--in-place", "--in-place --break-link"}) {
+    SCOPED_TRACE(how);
+    CliRun r = run_cli("edit " + hub.blob + " --set general.name=x " + how);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "ggufkit: error: " + hub.blob +
+                         ": is a blob of a Hugging Face cache (its name is its content's SHA-256): an edit in place would change "
+                         "it under every link to it, and its name would no longer be its content's digest; nothing was written; "
+                         "write the edited model to a new file with -o OUT\n");
+    hub.expect_whole();
+  }
+  // Written elsewhere, it is read as any file.
+  CliRun o = run_cli("edit " + hub.blob + " --set general.name=x -o " + hub.repo + "/edited.gguf");
+  EXPECT_EQ(o.code, 0) << o.err;
+  hub.expect_whole();
+}
+
 TEST(SharedCaches, BreakLinkGivesTheSnapshotAnEditedFileAndLeavesTheBlobAndTheOtherSnapshot) {
   HubCache hub("hub-break");
   CliRun r = run_cli("edit " + hub.snap1 + " --set general.name=x --in-place --break-link", "umask 022; ");
@@ -306,6 +327,20 @@ struct LinkedSet {
     for (int k = 1; k <= 3; ++k) EXPECT_EQ(read_file_bytes(store + "/b" + std::to_string(k)), blobs[k - 1]) << k;
   }
   // Every shard in `dir` a regular file of one name, the new one byte for byte; nothing else there.
+  // An --in-place --break-link edit of shard 1 killed at the fault point `at`.
+  void kill_break_link_edit(const std::string& at) const {
+    CliRun k = run_cli("edit " + shard_in(snap, 1) + " --alignment 64 --in-place --break-link",
+                       "GGUFKIT_FAULT=" + at + ":kill ", GGUFKIT_FAULTY_BIN);
+    ASSERT_EQ(k.code, 128 + 9) << k.err;
+  }
+  // recover, given shard k's link, finishes the set forward and leaves the blobs.
+  void expect_recovered_from(int k) const {
+    CliRun r = run_cli("recover " + shard_in(snap, k));
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, shard_in(snap, k) + ": the set's renames were cut short; every new shard is now in place\n");
+    expect_new_files(snap);
+    expect_blobs_kept();
+  }
   void expect_new_files(const std::string& dir) const {
     EXPECT_EQ(files_in(dir), (std::vector<std::string>{"m-00001-of-00003.gguf", "m-00002-of-00003.gguf", "m-00003-of-00003.gguf"}));
     for (int k = 1; k <= 3; ++k) {
@@ -344,31 +379,19 @@ TEST(SharedCaches, AForcedOutputOverASetOfLinksReplacesTheLinksAndLeavesTheFiles
 // links and removes shard 1's old link, never writing through one.
 TEST(SharedCaches, ABreakLinkSetCutShortIsFinishedByRecoverAndTheBlobsAreKept) {
   LinkedSet set("linked-set-recover");
-  CliRun k = run_cli("edit " + shard_in(set.snap, 1) + " --alignment 64 --in-place --break-link",
-                     "GGUFKIT_FAULT=set-renamed:kill ", GGUFKIT_FAULTY_BIN);
-  ASSERT_EQ(k.code, 128 + 9) << k.err;
+  ASSERT_NO_FATAL_FAILURE(set.kill_break_link_edit("set-renamed"));
   EXPECT_TRUE(fs::is_symlink(shard_in(set.snap, 2)));
-  CliRun r = run_cli("recover " + shard_in(set.snap, 1));
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.out, shard_in(set.snap, 1) + ": the set's renames were cut short; every new shard is now in place\n");
-  set.expect_new_files(set.snap);
-  set.expect_blobs_kept();
+  set.expect_recovered_from(1);
 }
 
 // Killed once every journal is written and before any shard went in: the journals lie beside
 // the links, not beside the blobs they name; recover of any shard's link finds them there.
 TEST(SharedCaches, ABreakLinkSetKilledBeforeAnyShardWentInIsRecoveredFromALinksName) {
   LinkedSet set("linked-set-early");
-  CliRun k = run_cli("edit " + shard_in(set.snap, 1) + " --alignment 64 --in-place --break-link",
-                     "GGUFKIT_FAULT=set-exchange:kill ", GGUFKIT_FAULTY_BIN);
-  ASSERT_EQ(k.code, 128 + 9) << k.err;
+  ASSERT_NO_FATAL_FAILURE(set.kill_break_link_edit("set-exchange"));
   for (int i = 1; i <= 3; ++i) {
     EXPECT_TRUE(fs::is_symlink(shard_in(set.snap, i))) << i;
     EXPECT_TRUE(fs::exists(shard_in(set.snap, i) + ".ggufkit-journal")) << i;
   }
-  CliRun r = run_cli("recover " + shard_in(set.snap, 2));
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.out, shard_in(set.snap, 2) + ": the set's renames were cut short; every new shard is now in place\n");
-  set.expect_new_files(set.snap);
-  set.expect_blobs_kept();
+  set.expect_recovered_from(2);
 }

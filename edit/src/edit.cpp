@@ -178,7 +178,16 @@ struct InPlace {
 };
 InPlace in_place_target(const EditRequest& req, const std::string& path) {
   struct stat st {};
-  if (!req.in_place || stat_path(path, st, false) != 0 || !S_ISLNK(st.st_mode)) return {path, false};
+  if (!req.in_place || stat_path(path, st, false) != 0) return {path, false};
+  if (!S_ISLNK(st.st_mode)) {
+    // The blob named itself: the same file every link names.
+    if (std::optional<std::string> store = content_store(path))
+      throw EditRefused(EditRefused::Reason::content_store, path, "",
+                        "is " + *store + ": an edit in place would change it under every link to it, and its name would no "
+                                         "longer be its content's digest; nothing was written",
+                        {});
+    return {path, false};
+  }
   if (req.break_link) return {path, true};
   const std::string target = follow_links(path);
   if (std::optional<std::string> store = content_store(target))
