@@ -735,3 +735,43 @@ TEST(EditOps, ANewKeyWithoutATypeIsTypedAsItsValueReads) {
   EXPECT_NE(typo.err.find("general.nam is not in the file nor in the key registry (did you mean general.name?)"),
             std::string::npos) << typo.err;
 }
+
+TEST(EditOps, ManyRemovalsAreMadeInOnePassAndAKeyNamedAgainRemovesItsNextPair) {
+  // 3,000 keys, every third removed by one patch (it made a pass and a new index for each),
+  // and a key the file repeats named twice: both its pairs go, a third time is refused.
+  Model m;
+  m.metadata.push_back({"general.architecture", Value::of_string("llama")});
+  for (int i = 0; i < 3000; ++i) m.metadata.push_back({"k." + std::to_string(i), Value::scalar(ValueType::u32, static_cast<uint64_t>(i))});
+  m.metadata.push_back({"dup", Value::scalar(ValueType::u8, 1)});
+  m.metadata.push_back({"k.after", Value::scalar(ValueType::u8, 2)});
+  m.metadata.push_back({"dup", Value::scalar(ValueType::u8, 3)});
+  Patch p;
+  for (int i = 2999; i >= 0; i -= 3) p.add_remove("k." + std::to_string(i));  // in no order of the file's
+  p.add_remove("dup");
+  p.add_remove("dup");
+  Model edited = m;
+  const std::vector<Change> changes = apply_patch(edited, p);
+  ASSERT_EQ(changes.size(), 1002u);
+  EXPECT_EQ(changes[0].key, "k.2999");
+  EXPECT_EQ(changes[1000].key, "dup");
+  EXPECT_EQ(changes[1000].before->as_i64(), 1);  // the first pair, then the next
+  EXPECT_EQ(changes[1001].before->as_i64(), 3);
+  ASSERT_EQ(edited.metadata.size(), 1 + 2000 + 1u);
+  size_t at = 1;
+  for (int i = 0; i < 3000; ++i) {
+    if (i % 3 == 2) continue;
+    EXPECT_EQ(edited.metadata.key(at), "k." + std::to_string(i));
+    EXPECT_EQ(edited.metadata[at].value.as_i64(), i);
+    ++at;
+  }
+  EXPECT_EQ(edited.metadata.key(at), "k.after");
+  p.add_remove("dup");
+  try {
+    Model again = m;
+    apply_patch(again, p);
+    ADD_FAILURE() << "a third dup removed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field, "remove dup");
+    EXPECT_EQ(e.message, "there is no key dup to remove");
+  }
+}

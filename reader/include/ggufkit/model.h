@@ -340,10 +340,22 @@ class Metadata {
   void erase(size_t i);
   void erase(const iterator& it) { erase(it.index()); }
   void clear();
+  // The pairs `pred` holds for, in one pass (it sees every pair once, in order).
   template <typename P>
   void erase_if(P pred) {
-    for (size_t i = size(); i-- > 0;)
-      if (pred((*this)[i])) erase(i);
+    size_t kept = 0;
+    for (size_t i = 0; i < at_.size(); ++i)
+      if (!pred((*this)[i])) at_[kept++] = at_[i];
+    if (kept != at_.size()) as_read_ = false, at_.resize(kept);
+  }
+  // The pairs at these indices (ascending, no repeats), in one pass.
+  void erase_sorted(const std::vector<size_t>& indices) {
+    size_t kept = 0, next = 0;
+    for (size_t i = 0; i < at_.size(); ++i) {
+      if (next < indices.size() && indices[next] == i) ++next;
+      else at_[kept++] = at_[i];
+    }
+    if (kept != at_.size()) as_read_ = false, at_.resize(kept);
   }
   bool operator==(const Metadata& o) const;  // pair by pair, bitwise
   // The pairs' indices in key order (equal keys by index): 8 bytes a pair, where a hash
