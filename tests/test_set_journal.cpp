@@ -31,6 +31,15 @@ std::string split_set(const std::string& name) {
   return dir;
 }
 
+// recover, given shard k, finishes the set forward: every shard is `want`'s, nothing else is left.
+void expect_recovered_from(const std::string& dir, int k, const std::string& want) {
+  CliRun f = run_cli("recover " + shard(dir, k));
+  EXPECT_EQ(f.code, 0) << f.err;
+  EXPECT_EQ(f.out, shard(dir, k) + ": the set's renames were cut short; every new shard is now in place\n");
+  for (int i = 1; i <= 3; ++i) EXPECT_TRUE(read_file_bytes(shard(dir, i)) == read_file_bytes(shard(want, i))) << i;
+  EXPECT_EQ(files_in(dir), (std::vector<std::string>{"m-00001-of-00003.gguf", "m-00002-of-00003.gguf", "m-00003-of-00003.gguf"}));
+}
+
 void put_u64(std::vector<uint8_t>& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
 }
@@ -308,11 +317,7 @@ TEST(SetJournal, AnExchangeThatCannotBeUndoneKeepsEveryNewFileAndJournalAndRecov
   EXPECT_TRUE(read_file_bytes(shard(dir, 3)) == s3);
   EXPECT_EQ(journals_in(dir), kJournals);
   EXPECT_EQ(hidden_in(dir).size(), 3u);  // shard 1's old file, shards 2 and 3's new ones
-  CliRun f = run_cli("recover " + shard(dir, 1));
-  EXPECT_EQ(f.code, 0) << f.err;
-  EXPECT_EQ(f.out, shard(dir, 1) + ": the set's renames were cut short; every new shard is now in place\n");
-  for (int i = 1; i <= 3; ++i) EXPECT_TRUE(read_file_bytes(shard(dir, i)) == read_file_bytes(shard(want, i))) << i;
-  EXPECT_EQ(files_in(dir), (std::vector<std::string>{"m-00001-of-00003.gguf", "m-00002-of-00003.gguf", "m-00003-of-00003.gguf"}));
+  expect_recovered_from(dir, 1, want);
 }
 
 // Without RENAME_EXCHANGE (every exchange fails with EINVAL) shard 1 goes in by a plain
@@ -336,10 +341,7 @@ TEST(SetJournal, WithoutExchangeAFailureAfterAShardWentInKeepsEveryJournalAndRec
   EXPECT_TRUE(read_file_bytes(shard(dir, 3)) == s3);
   EXPECT_EQ(journals_in(dir), kJournals);
   EXPECT_EQ(hidden_in(dir).size(), 2u);  // shards 2 and 3's new files
-  CliRun f = run_cli("recover " + shard(dir, 2));
-  EXPECT_EQ(f.code, 0) << f.err;
-  for (int i = 1; i <= 3; ++i) EXPECT_TRUE(read_file_bytes(shard(dir, i)) == read_file_bytes(shard(want, i))) << i;
-  EXPECT_EQ(files_in(dir), (std::vector<std::string>{"m-00001-of-00003.gguf", "m-00002-of-00003.gguf", "m-00003-of-00003.gguf"}));
+  expect_recovered_from(dir, 2, want);
 }
 
 // Without RENAME_EXCHANGE, another program puts its file R2 over shard 2 once shard 1 is in:
