@@ -333,6 +333,15 @@ struct LinkedSet {
                        "GGUFKIT_FAULT=" + at + ":kill ", GGUFKIT_FAULTY_BIN);
     ASSERT_EQ(k.code, 128 + 9) << k.err;
   }
+  // Until recovered, no shard's name reads: the set is part old, part new. (Its journals lie
+  // beside the links; the reader looked beside the blobs only and read the mix.)
+  void expect_reads_refused() const {
+    for (int k = 1; k <= 3; ++k) {
+      CliRun r = run_cli("show " + shard_in(snap, k));
+      EXPECT_EQ(r.code, 1) << k << ": " << r.out;
+      EXPECT_NE(r.err.find("was interrupted and left its journal"), std::string::npos) << k << ": " << r.err;
+    }
+  }
   // recover, given shard k's link, finishes the set forward and leaves the blobs.
   void expect_recovered_from(int k) const {
     CliRun r = run_cli("recover " + shard_in(snap, k));
@@ -381,6 +390,7 @@ TEST(SharedCaches, ABreakLinkSetCutShortIsFinishedByRecoverAndTheBlobsAreKept) {
   LinkedSet set("linked-set-recover");
   ASSERT_NO_FATAL_FAILURE(set.kill_break_link_edit("set-renamed"));
   EXPECT_TRUE(fs::is_symlink(shard_in(set.snap, 2)));
+  set.expect_reads_refused();
   set.expect_recovered_from(1);
 }
 
@@ -393,5 +403,6 @@ TEST(SharedCaches, ABreakLinkSetKilledBeforeAnyShardWentInIsRecoveredFromALinksN
     EXPECT_TRUE(fs::is_symlink(shard_in(set.snap, i))) << i;
     EXPECT_TRUE(fs::exists(shard_in(set.snap, i) + ".ggufkit-journal")) << i;
   }
+  set.expect_reads_refused();
   set.expect_recovered_from(2);
 }

@@ -613,10 +613,10 @@ Recovery recover(const std::string& path, bool discard) {
   std::string journal = journal_path(path);
   struct stat js {};
   if (stat_path(journal, js, false) != 0) {
-    if (std::optional<std::string> other = set_shard_with_journal(path)) return recover(*other, discard);
-    std::optional<std::string> by_name = set_journal_beside_link(path);
-    if (!by_name) return Recovery::none;
-    journal = *by_name;
+    // (beside the link first: another shard's name would lead back here, for its set is this one)
+    if (std::optional<std::string> by_name = set_journal_beside_link(path)) journal = *by_name;
+    else if (std::optional<std::string> other = set_shard_with_journal(path)) return recover(*other, discard);
+    else return Recovery::none;
   }
   // Held from here: an edit under way (its journal is not a crash's) is waited for.
   std::optional<PathLock> lock(std::in_place, path, FileLock::Mode::exclusive);

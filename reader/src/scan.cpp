@@ -674,18 +674,32 @@ std::string journal_path(const std::string& path) {
   return file + ".ggufkit-journal";
 }
 
+namespace {
+// The journal of `path`: beside the file it names (an edit in place writes through a link),
+// or, for a link, beside the link itself (a set's edit that replaces its links keeps them there).
+std::optional<std::string> journal_of(const std::string& path) {
+  struct stat st {};
+  if (std::string j = journal_path(path); stat_path(j, st, false) == 0) return j;
+  if (stat_path(path, st, false) == 0 && S_ISLNK(st.st_mode))
+    if (std::string j = path + ".ggufkit-journal"; stat_path(j, st, false) == 0) return j;
+  return std::nullopt;
+}
+}  // namespace
+
 std::optional<std::string> set_shard_with_journal(const std::string& path) {
-  std::string file = path;
+  // The shard names as given (a set of links into a store) and as the files they name.
+  std::vector<std::string> names{path};
   try {
-    file = follow_links(path);
+    if (std::string file = follow_links(path); file != path) names.push_back(file);
   } catch (const Error&) {
   }
-  const std::optional<ShardName> name = parse_shard_name(file);
-  if (!name) return std::nullopt;
-  for (uint32_t k = 1; k <= name->count; ++k) {
-    struct stat st {};
-    const std::string other = shard_path(name->prefix, k, name->count);
-    if (k != name->no && stat_path(journal_path(other), st, false) == 0) return other;
+  for (const std::string& file : names) {
+    const std::optional<ShardName> name = parse_shard_name(file);
+    if (!name) continue;
+    for (uint32_t k = 1; k <= name->count; ++k) {
+      const std::string other = shard_path(name->prefix, k, name->count);
+      if (k != name->no && journal_of(other)) return other;
+    }
   }
   return std::nullopt;
 }
@@ -696,14 +710,16 @@ bool journal_trusted(uid_t journal_uid, uid_t file_uid) {
 
 void refuse_journal(const std::string& given) {
   struct stat st {};
-  std::string path = given, j = journal_path(path);
-  if (stat_path(j, st, false) != 0) {
+  std::string path = given;
+  std::optional<std::string> found = journal_of(path);
+  if (!found) {
     std::optional<std::string> other = set_shard_with_journal(given);
     if (!other) return;
     path = *other;
-    j = journal_path(path);
-    if (stat_path(j, st, false) != 0) return;
+    found = journal_of(path);
   }
+  const std::string j = found.value_or("");
+  if (j.empty() || stat_path(j, st, false) != 0) return;
   // A journal another user planted beside someone's model blocks no one's reads.
   if (struct stat fs {}; stat_path(path, fs) == 0 && !journal_trusted(st.st_uid, fs.st_uid)) return;
   // An edit under way has a journal too: it is a crash's only when it is still there once
