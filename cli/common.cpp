@@ -11,7 +11,10 @@
 #include <atomic>
 #include <memory>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
 
 #include "ggufkit/error.h"
@@ -56,14 +59,14 @@ std::optional<po::variables_map> parse(const std::vector<std::string>& args, po:
 }
 
 Scanned load(const std::string& path) {
-  if (path != "-") return scan_file(path);
+  if (path != "-") return scan_file(path, {}, cli_context());
   namespace io = boost::iostreams;
   io::stream<io::file_descriptor_source> in(io::file_descriptor_source(0, io::never_close_handle));
   return scan_stream(in, "<stdin>");
 }
 
 ModelView load_model(const std::string& path, bool shard_only) {
-  if (path != "-") return open_model(path, shard_only);
+  if (path != "-") return open_model(path, shard_only, nullptr, cli_context());
   namespace io = boost::iostreams;
   io::stream<io::file_descriptor_source> in(io::file_descriptor_source(0, io::never_close_handle));
   return open_model(path, shard_only, &in);
@@ -103,10 +106,10 @@ void print_note(const std::string& file, const std::string& message) {
   std::fprintf(stderr, "ggufkit: note: %s: %s\n", file.c_str(), message.c_str());
 }
 
-void terminal_progress(WriteOptions& w) {
+void terminal_progress(Context& ctx) {
   if (!::isatty(2)) return;
   auto shown = std::make_shared<int>(-1);
-  w.progress = [shown](uint64_t written, uint64_t total) {
+  ctx.progress = [shown](uint64_t written, uint64_t total) {
     if (total <= (64u << 20)) return;
     const int pct = static_cast<int>(100 * written / total);
     if (pct == *shown) return;
@@ -117,12 +120,30 @@ void terminal_progress(WriteOptions& w) {
   };
 }
 
+// The environment is read here, once a command, never inside the library.
+Context cli_context() {
+  Context ctx;
+  ctx.cancel = &g_cancel;
+  ctx.notes = print_note;
+  // GGUFKIT_LOCK_TIMEOUT: seconds, a decimal (0.2); anything else leaves the 10 s.
+  if (const char* env = std::getenv("GGUFKIT_LOCK_TIMEOUT"); env && *env) {
+    char* end = nullptr;
+    const double s = std::strtod(env, &end);
+    if (end && *end == '\0' && s >= 0 && s < 1e6) ctx.lock_timeout = std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+  }
+  // GGUFKIT_RENDER_TIME_LIMIT: milliseconds, for a slow or loaded machine whose tests are
+  // about the sandbox's other limits.
+  if (const char* ms = std::getenv("GGUFKIT_RENDER_TIME_LIMIT");
+      ms && *ms && std::strlen(ms) <= 9 && std::strspn(ms, "0123456789") == std::strlen(ms))
+    ctx.render_time_limit = std::chrono::milliseconds(std::strtoull(ms, nullptr, 10));
+  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH")) ctx.source_date_epoch = epoch;
+  return ctx;
+}
+
 WriteOptions write_options(bool verify, bool force) {
   WriteOptions w;
   w.verify = verify;
   w.force = force;
-  w.cancel = &g_cancel;
-  w.notes = print_note;
   w.on_write_start = [] {
     struct sigaction sa {};
     sa.sa_handler = on_signal;

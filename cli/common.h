@@ -62,9 +62,13 @@ void finding_extras_json(JsonOut& j, const Finding& f, const std::string& file);
 // The options of every command that writes a model. Once the library starts writing,
 // signals that would kill a write half-way instead stop it cleanly.
 WriteOptions write_options(bool verify, bool force);
+// A command's context: Ctrl-C cancels, notes go to standard error, and the lock timeout,
+// the render time limit and the template clock come from GGUFKIT_LOCK_TIMEOUT,
+// GGUFKIT_RENDER_TIME_LIMIT and SOURCE_DATE_EPOCH.
+Context cli_context();
 
 // On a terminal, a progress line on standard error for each file of more than 64 MiB written.
-void terminal_progress(WriteOptions& w);
+void terminal_progress(Context& ctx);
 
 // The span map: text with a closing total, or the documented JSON.
 void print_map(const Layout& L, uint64_t file_size, bool json, bool header_only = false);

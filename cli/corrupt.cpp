@@ -109,9 +109,10 @@ int cmd_corrupt(const std::vector<std::string>& args) {
   q.seed = (*vm)["seed"].as<uint64_t>();
   if (vm->count("count")) q.count = (*vm)["count"].as<size_t>();
   q.force = (*vm)["force"].as<bool>();
+  q.context = cli_context();
   CorruptReport r = corrupt(q);
   const std::string manifest = manifest_json(r);
-  write_text_file((std::filesystem::path(q.dir) / "manifest.json").string(), manifest, true);
+  write_text_file((std::filesystem::path(q.dir) / "manifest.json").string(), manifest, true, q.context);
   if ((*vm)["json"].as<bool>()) std::cout << manifest;
   else print_summary(r, q.dir);
   return 0;

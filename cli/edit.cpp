@@ -260,7 +260,7 @@ int run_edit(EditRequest& req, bool json) {
                                 (f.fix.empty() ? "" : " (fix: " + fix_text(f, req.output.empty() ? req.input : req.output) + ")"));
     else print_note(req.input, "written anyway (--allow-broken): [" + code + "] " + f.message);
   };
-  terminal_progress(req.write);
+  terminal_progress(req.context);
   EditReport r;
   try {
     r = edit(req);
@@ -296,6 +296,7 @@ EditRequest request_of(const po::variables_map& vm) {
   if (job.break_link && !job.in_place) throw_usage("--break-link is for edits in place: give --in-place");
   job.dry_run = vm["dry-run"].as<bool>();
   job.write = write_options(!vm["no-verify"].as<bool>(), vm["force"].as<bool>());
+  job.context = cli_context();
   job.allow_broken = vm["allow-broken"].as<bool>();
   return job;
 }
@@ -523,7 +524,7 @@ int cmd_recover(const std::vector<std::string>& args) {
                   "FILE reads clean without it.");
   if (!vm) return 0;
   const std::string file = (*vm)["file"].as<std::string>();
-  const Recovery r = recover(file, (*vm)["discard"].as<bool>());
+  const Recovery r = recover(file, (*vm)["discard"].as<bool>(), cli_context());
   if ((*vm)["json"].as<bool>()) {
     static const char* const kNames[] = {"none", "rolled_back", "kept_new", "set_finished", "discarded"};
     JsonOut j(std::cout);

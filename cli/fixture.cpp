@@ -44,7 +44,8 @@ int cmd_replica(const std::vector<std::string>& args) {
   else throw_usage("--data " + data + ": expected sparse, zeros or none");
   req.shard_only = (*vm)["shard-only"].as<bool>();
   req.write = write_options(false, (*vm)["force"].as<bool>());
-  terminal_progress(req.write);
+  req.context = cli_context();
+  terminal_progress(req.context);
   ReplicaReport r = replica(req);
   if ((*vm)["json"].as<bool>()) {
     JsonOut j(std::cout);
@@ -91,6 +92,7 @@ int cmd_extract(const std::vector<std::string>& args) {
   req.input = (*vm)["file"].as<std::string>();
   req.output = (*vm)["output"].as<std::string>();
   req.write = write_options(true, (*vm)["force"].as<bool>());
+  req.context = cli_context();
   ExtractReport r = extract_vocab(req);
   if ((*vm)["json"].as<bool>()) {
     JsonOut j(std::cout);

@@ -582,7 +582,7 @@ int cmd_account(const std::vector<std::string>& args) {
                      "print JSON");
   if (!a) return 0;
   // Every file the model is in, each accounted for, and the figures added up.
-  std::optional<ShardSet> set = set_of(a->file, a->shard_only);
+  std::optional<ShardSet> set = set_of(a->file, a->shard_only, cli_context());
   std::vector<std::pair<std::string, Account>> files;
   Model model;
   if (set) {
@@ -881,6 +881,7 @@ int cmd_hash(const std::vector<std::string>& args) {
     std::fprintf(stderr, "\rggufkit: hashing %.2f GB of %.2f GB (%d%%)%s", static_cast<double>(done) / 1e9,
                  static_cast<double>(total) / 1e9, pct, pct == 100 ? "\n" : "");
   };
+  req.context = cli_context();
   HashReport rep = hash_files(req);
   const std::string algo = req.algos.empty() ? "" : std::string(hash_algo_name(req.algos[0]));
 
@@ -1024,7 +1025,8 @@ int cmd_validate(const std::vector<std::string>& args) {
   const std::string file = (*vm)["file"].as<std::string>();
   namespace io = boost::iostreams;
   io::stream<io::file_descriptor_source> in(io::file_descriptor_source(0, io::never_close_handle));
-  const Verdict v = validate(file, (*vm)["shard-only"].as<bool>(), &in, vm->count("base") ? (*vm)["base"].as<std::string>() : "");
+  const Verdict v =
+      validate(file, (*vm)["shard-only"].as<bool>(), &in, vm->count("base") ? (*vm)["base"].as<std::string>() : "", cli_context());
   const auto& fs = v.findings;
   const auto& files = v.files;
   const size_t errors = v.errors, warnings = v.warnings;
@@ -1071,7 +1073,7 @@ int cmd_map(const std::vector<std::string>& args) {
                      "named alone); --json then gives {\"files\": N, \"shards\": [{\"file\", \"map\"}]}.",
                      "print {\"file_size\", \"alignment\", \"data_offset\", \"spans\": [...]}");
   if (!a) return 0;
-  std::optional<ShardSet> set = set_of(a->file, a->shard_only);
+  std::optional<ShardSet> set = set_of(a->file, a->shard_only, cli_context());
   if (!set) {
     Scanned s = load(a->file);
     print_map(s.layout, s.source_size, a->json, s.header_only);

@@ -186,7 +186,6 @@ int main(int argc, char** argv) {
   std::string cmd = args[0];
   args.erase(args.begin());
   ::signal(SIGXFSZ, SIG_IGN);  // past a file size limit, write() fails with EFBIG and we clean up
-  set_note_handler(print_note);
   try {
     for (const Command& c : commands())
       if (cmd == c.name) return c.run(args);

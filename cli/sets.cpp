@@ -84,7 +84,8 @@ int cmd_split(const std::vector<std::string>& args) {
   req.input = (*vm)["file"].as<std::string>();
   req.prefix = (*vm)["output"].as<std::string>();
   req.write = write_options(!(*vm)["no-verify"].as<bool>(), (*vm)["force"].as<bool>());
-  terminal_progress(req.write);
+  req.context = cli_context();
+  terminal_progress(req.context);
   print_written(split(req), (*vm)["json"].as<bool>());
   return 0;
 }
@@ -106,8 +107,8 @@ int cmd_merge(const std::vector<std::string>& args) {
                   "numbered and counted as its name says.");
   if (!vm) return 0;
   MergeRequest req{(*vm)["file"].as<std::string>(), (*vm)["output"].as<std::string>(),
-                   write_options(!(*vm)["no-verify"].as<bool>(), (*vm)["force"].as<bool>())};
-  terminal_progress(req.write);
+                   write_options(!(*vm)["no-verify"].as<bool>(), (*vm)["force"].as<bool>()), cli_context()};
+  terminal_progress(req.context);
   print_written(merge(req), (*vm)["json"].as<bool>());
   return 0;
 }

@@ -59,6 +59,7 @@ int cmd_write(const std::vector<std::string>& args) {
   req.sketch = (*vm)["sketch"].as<std::string>();
   req.output = (*vm)["output"].as<std::string>();
   req.force = (*vm)["force"].as<bool>();
+  req.context = cli_context();
   req.check = (*vm)["check"].as<bool>();
   refuse_same_file(req.sketch, req.output, "");
   const bool json = (*vm)["json"].as<bool>(), map = (*vm)["map"].as<bool>();
@@ -116,7 +117,7 @@ int cmd_dump(const std::vector<std::string>& args) {
   if (!vm) return 0;
   std::string format = (*vm)["format"].as<std::string>();
   if (format != "yaml" && format != "json") throw_usage("--format must be yaml or json, found '" + format + "'");
-  Scanned s = scan_file((*vm)["file"].as<std::string>());
+  Scanned s = scan_file((*vm)["file"].as<std::string>(), {}, cli_context());
   DumpOptions opt{format == "json", (*vm)["inline-data"].as<bool>(), std::nullopt};
   if (!vm->count("output")) {  // printed as it is made: a sketch may be larger than memory allows
     dump_sketch(s.model, opt, [](std::string_view piece) { std::fwrite(piece.data(), 1, piece.size(), stdout); });
@@ -126,7 +127,7 @@ int cmd_dump(const std::vector<std::string>& args) {
   opt.sketch_dir = std::filesystem::path(out).parent_path().string();
   refuse_same_file((*vm)["file"].as<std::string>(), out, "");
   write_text_file(out, (*vm)["force"].as<bool>(),
-                  [&](const std::function<void(std::string_view)>& put) { dump_sketch(s.model, opt, put); });
+                  [&](const std::function<void(std::string_view)>& put) { dump_sketch(s.model, opt, put); }, cli_context());
   return 0;
 }
 

@@ -129,7 +129,7 @@ int cmd_template(const std::vector<std::string>& args) {
       }
       jinja::Value conv = read_conversation((*vm)["render"].as<std::string>());
       if ((*vm)["add-generation-prompt"].as<bool>()) conv.dict->set(jinja::Value::string("add_generation_prompt"), jinja::Value::boolean(true));
-      const std::string prompt = render_prompt(file, kv->key, kv->value.str, s.model, conv);
+      const std::string prompt = render_prompt(file, kv->key, kv->value.str, s.model, conv, cli_context());
       if (tokens) return print_tokens(file, s.model, prompt, ids, (*vm)["json"].as<bool>());
       if ((*vm)["json"].as<bool>()) {
         JsonOut j(std::cout);

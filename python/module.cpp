@@ -372,9 +372,9 @@ struct Interrupts {
   std::shared_ptr<py::error_already_set> raised;  // KeyboardInterrupt, or the callable's
   py::object user;                                // the caller's progress(written, total), or None
   locale_t caller;                                // the caller's code runs in the caller's locale
-  void attach(WriteOptions& w) {
-    w.cancel = &cancel;
-    w.progress = [this](uint64_t written, uint64_t total) {
+  void attach(Context& ctx) {
+    ctx.cancel = &cancel;
+    ctx.progress = [this](uint64_t written, uint64_t total) {
       py::gil_scoped_acquire gil;
       if (raised) return;
       UseLocale theirs(caller);
@@ -477,7 +477,7 @@ py::dict edit_job(const py::handle& path, py::object set, py::object remove, py:
   req.write.force = force;
   req.write.verify = verify;
   Interrupts irq(progress);
-  irq.attach(req.write);
+  irq.attach(req.context);
   const EditReport r = irq.run([&] { return ggufkit::edit(req); });
   static const char* written[] = {"nothing", "header", "whole_file"};
   py::dict d;
@@ -650,7 +650,7 @@ py::dict replica_job(const py::handle& path, const py::handle& out, const std::s
   req.shard_only = shard_only;
   req.write.force = force;
   Interrupts irq(std::move(progress));
-  irq.attach(req.write);
+  irq.attach(req.context);
   const ReplicaReport r = irq.run([&] { return replica(req); });
   py::list files;
   for (const ReplicaFile& f : r.files) {

@@ -126,7 +126,6 @@ Edited edit_with(Model& m, const std::string& patch_text) {
 }  // namespace
 
 TEST(KeyChecks, EachCheckValueIsEnforcedByItsRuleOnTheKey) {
-  set_note_handler([](const std::string&, const std::string&) {});  // --allow-broken's notes
   struct Case { const char* patch; KeyCheck check; Code code; const char* key; const char* message; };
   const std::vector<Case> cases = {
       {"set: {tokenizer.ggml.eos_token_id: 99999}\n", KeyCheck::token_id, Code::token_id, "tokenizer.ggml.eos_token_id",
@@ -161,7 +160,6 @@ TEST(KeyChecks, EachCheckValueIsEnforcedByItsRuleOnTheKey) {
     EXPECT_EQ(held[0].code, c.code);
     EXPECT_EQ(held[0].place, Place::key(c.key));
   }
-  set_note_handler(nullptr);
 }
 
 TEST(KeyChecks, AnEditThatSetsABrokenTokenIdAgainIsRefused) {

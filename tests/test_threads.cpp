@@ -105,27 +105,29 @@ TEST(Threads, EveryCallOnAFileSystemWithoutLocksIsToldSoNotOnlyTheProcesssFirst)
 TEST(Threads, AThreadStartedForACallTellsItsNotesToThatCallAndReadsWhatTheCallLocked) {
   const std::string model = fresh_copy("background-call");
   std::vector<std::string> heard;
-  ggufkit::NoteScope scope([&](const std::string& f, const std::string& m) { heard.push_back(f + ": " + m); });
-  ggufkit::PathLock held(model, ggufkit::FileLock::Mode::exclusive);  // as an edit in place holds it
+  ggufkit::Context call;  // the call: its notes and its locks, handed to what works for it
+  call.notes = [&](const std::string& f, const std::string& m) { heard.push_back(f + ": " + m); };
+  ggufkit::PathLock held(model, ggufkit::FileLock::Mode::exclusive, call);  // as an edit in place holds it
   auto back = ggufkit::in_background([&] {
-    ggufkit::note("x.gguf", "from the call's thread");
+    call.note("x.gguf", "from the call's thread");
     // Its own open file: locked again it would wait for the call's lock (and time out).
-    return ggufkit::scan_file(model).model.tensors.size();
+    return ggufkit::scan_file(model, {}, call).model.tensors.size();
   });
   EXPECT_EQ(back.get(), 21u);
   EXPECT_EQ(heard, std::vector<std::string>{"x.gguf: from the call's thread"});
-  // A thread of another call is kept out, as another process is, and told who holds it.
-  ::setenv("GGUFKIT_LOCK_TIMEOUT", "0", 1);
+  // A thread of another call (a Context of its own) is kept out, as another process is, and
+  // told who holds it.
   std::string err;
   std::thread other([&] {
+    ggufkit::Context another;
+    another.lock_timeout = std::chrono::milliseconds(0);
     try {
-      ggufkit::PathLock mine(model, ggufkit::FileLock::Mode::shared);
+      ggufkit::PathLock mine(model, ggufkit::FileLock::Mode::shared, another);
     } catch (const ggufkit::Error& e) {
       err = e.what();
     }
   });
   other.join();
-  ::unsetenv("GGUFKIT_LOCK_TIMEOUT");
   EXPECT_EQ(err, model + ": is locked by another thread of this process writing it; waited 0 ms (GGUFKIT_LOCK_TIMEOUT), nothing was done");
 }
 

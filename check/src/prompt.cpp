@@ -27,29 +27,24 @@ jinja::Value read_conversation(const std::string& path) {
   }
 }
 
-namespace {
-// The sandbox's limits, but for its time limit (500 ms), which GGUFKIT_RENDER_TIME_LIMIT
-// (milliseconds) sets: a slow or loaded machine whose tests are about the other limits.
-jinja::RenderOptions render_options() {
+jinja::RenderOptions render_options(const Context& ctx) {
   jinja::RenderOptions o;
-  const char* ms = std::getenv("GGUFKIT_RENDER_TIME_LIMIT");
-  if (ms && *ms && std::strlen(ms) <= 9 && std::strspn(ms, "0123456789") == std::strlen(ms))
-    o.limits.max_time = std::chrono::milliseconds(std::strtoull(ms, nullptr, 10));
+  o.limits.max_time = ctx.render_time_limit;
+  o.source_date_epoch = ctx.source_date_epoch;
   return o;
 }
-}  // namespace
 
-std::string render_parsed(const jinja::Template& t, const Model& m, const jinja::Value& conversation) {
+std::string render_parsed(const jinja::Template& t, const Model& m, const jinja::Value& conversation, const Context& ctx) {
   std::optional<std::string> bos, eos;
   for (const SpecialToken& st : special_tokens(m))
     if (st.text && (st.name == "bos" || st.name == "eos")) (st.name == "bos" ? bos : eos) = std::string(*st.text);
-  return jinja::render(t, jinja::chat_context(conversation, bos, eos), render_options());
+  return jinja::render(t, jinja::chat_context(conversation, bos, eos), render_options(ctx));
 }
 
 std::string render_prompt(const std::string& file, const std::string& key, const std::string& text, const Model& m,
-                          const jinja::Value& conversation) {
+                          const jinja::Value& conversation, const Context& ctx) {
   try {
-    return render_parsed(jinja::parse(text), m, conversation);
+    return render_parsed(jinja::parse(text), m, conversation, ctx);
   } catch (const jinja::SyntaxError& e) {
     throw Error(Error::Kind::format, file, std::nullopt, key, std::string("the template does not parse: ") + e.what());
   } catch (const jinja::RenderError& e) {
@@ -137,12 +132,13 @@ std::string unified_diff(const std::string& a, const std::string& b, const std::
   return out;
 }
 
-std::string preview_prompt(const std::string& file, const Model& m, const jinja::Value& conversation, bool* rendered) {
+std::string preview_prompt(const std::string& file, const Model& m, const jinja::Value& conversation, bool* rendered,
+                           const Context& ctx) {
   if (rendered) *rendered = false;
   const Value* t = m.find("tokenizer.chat_template");
   if (!t || t->type != ValueType::string) return "[no tokenizer.chat_template]\n";
   try {
-    std::string prompt = render_prompt(file, "tokenizer.chat_template", t->str, m, conversation);
+    std::string prompt = render_prompt(file, "tokenizer.chat_template", t->str, m, conversation, ctx);
     if (rendered) *rendered = true;
     return prompt;
   } catch (const Error& e) {

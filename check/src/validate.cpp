@@ -370,10 +370,10 @@ class Validator {
 
 }  // namespace
 
-std::vector<Finding> validate_file(const std::string& path, bool model_rules, const Model* base) {
-  auto src = open_file(path);
+std::vector<Finding> validate_file(const std::string& path, bool model_rules, const Model* base, const Context& ctx) {
+  auto src = open_file(path, ctx);
   const auto hold = src->read_lock();
-  refuse_journal(path);  // a file half-way through an edit is not judged: recover finishes it
+  refuse_journal(path, ctx);  // a file half-way through an edit is not judged: recover finishes it
   return validate_source(src, model_rules, base);
 }
 
@@ -398,12 +398,12 @@ std::vector<Finding> validate_source(const std::shared_ptr<const ByteSource>& sr
   return v.run();
 }
 
-Verdict validate(const std::string& path, bool shard_only, std::istream* in, const std::string& base_path) {
+Verdict validate(const std::string& path, bool shard_only, std::istream* in, const std::string& base_path, const Context& ctx) {
   Verdict v;
   v.files = {path};
   std::optional<Model> base;  // read before the adapter: a base that does not read is the caller's error
   if (!base_path.empty()) {
-    base = open_model(base_path, false).s.model;
+    base = open_model(base_path, false, nullptr, ctx).s.model;
     if (const Role r = role_of(*base); r != Role::model)
       throw Error(Error::Kind::usage, base_path, std::nullopt, "--base",
                   "the base is " + std::string(r == Role::adapter || r == Role::imatrix ? "an " : "a ") + std::string(role_name(r)) +
@@ -425,7 +425,7 @@ Verdict validate(const std::string& path, bool shard_only, std::istream* in, con
     std::vector<SetFault> faults;
     std::optional<ShardSet> set;
     if (!shard_only) try {
-        set = check_shard_set(path, faults);
+        set = check_shard_set(path, faults, ctx);
       } catch (const Error&) {  // the file itself does not read: validate_file says where
       }
     if (set && set->is_set()) {
@@ -435,7 +435,7 @@ Verdict validate(const std::string& path, bool shard_only, std::istream* in, con
       set.reset();  // a lone file is read again by validate_file: not held twice
     }
     for (const std::string& f : v.files)
-      for (Finding& x : validate_file(f, v.files.size() == 1, base ? &*base : nullptr)) v.findings.push_back({f, std::move(x)});
+      for (Finding& x : validate_file(f, v.files.size() == 1, base ? &*base : nullptr, ctx)) v.findings.push_back({f, std::move(x)});
     if (v.files.size() > 1) {  // the model's rules over the set as one model, told against shard 1
       Model whole = set->model();
       for (Finding& x : Validator(whole, plan(whole), 0, nullptr, true, false, base ? &*base : nullptr).run()) {

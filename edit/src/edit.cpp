@@ -39,33 +39,11 @@ EditRefused::EditRefused(Reason r, std::string file, std::string field, std::str
 
 namespace {
 
-// The request's notes go to its sink, or into the report, while it runs: the calling
-// thread's handler (and its background threads'), one note at a time.
-class Notes {
- public:
-  Notes(const WriteOptions& w, EditReport* report) {
-    if (!w.notes && !report) return;  // the caller's own handler, if any
-    NoteHandler h = [this, sink = w.notes, report](const std::string& f, const std::string& m) {
-      std::lock_guard<std::mutex> g(m_);
-      if (sink) sink(f, m);
-      else report->notes.emplace_back(f, m);
-    };
-    scope_.emplace(std::move(h));
-  }
-  Notes(const Notes&) = delete;
-  Notes& operator=(const Notes&) = delete;
-
- private:
-  std::mutex m_;
-  std::optional<NoteScope> scope_;
-};
-
-RewriteOptions rewrite_options(const WriteOptions& w, bool replace) {
+RewriteOptions rewrite_options(const WriteOptions& w, const Context& ctx, bool replace) {
   RewriteOptions opt;
   opt.verify = w.verify;
   opt.replace = replace;
-  opt.cancel = w.cancel;
-  opt.progress = w.progress;
+  opt.ctx = ctx;
   return opt;
 }
 
@@ -176,7 +154,7 @@ struct InPlace {
   std::string file;  // the file edited, or the link replaced
   bool link_replaced = false;
 };
-InPlace in_place_target(const EditRequest& req, const std::string& path) {
+InPlace in_place_target(const EditRequest& req, const Context& ctx, const std::string& path) {
   struct stat st {};
   if (!req.in_place || stat_path(path, st, false) != 0) return {path, false};
   if (!S_ISLNK(st.st_mode)) {
@@ -196,16 +174,16 @@ InPlace in_place_target(const EditRequest& req, const std::string& path) {
                           ": an edit in place would change it under every other link to it, and its name would no longer be "
                           "its content's digest; nothing was written",
                       {});
-  note(path, "is a symbolic link: the edit in place is made to the file it names, " + target);
+  ctx.note(path, "is a symbolic link: the edit in place is made to the file it names, " + target);
   return {target, false};
 }
 
 // A file with other names (hard links) is told which bytes they see after an edit in place.
-void note_hard_links(const std::string& path, bool header) {
+void note_hard_links(const Context& ctx, const std::string& path, bool header) {
   struct stat st {};
   if (stat_path(path, st) != 0 || st.st_nlink < 2) return;
   const bool one = st.st_nlink == 2;
-  note(path, "has " + std::to_string(st.st_nlink) + " names (hard links); " +
+  ctx.note(path, "has " + std::to_string(st.st_nlink) + " names (hard links); " +
                  (header ? std::string("the header is written into the file itself, so the other ") +
                                (one ? "name sees" : "names see") + " the new bytes too"
                          : std::string("the whole file is replaced under this name by a new one, so the other ") +
@@ -241,10 +219,11 @@ std::optional<HeaderEdit> header_path(const EditRequest& req, const std::string&
 
 // The request's conversation rendered under the model's template, and with prompt_tokens
 // its tokens on llama.cpp's chat path (the vocabulary the rule book loads, so no second load).
-void preview(const EditRequest& req, const Model& m, std::optional<std::string>& prompt, std::optional<std::vector<ChatToken>>& tokens) {
+void preview(const EditRequest& req, const Context& ctx, const Model& m, std::optional<std::string>& prompt,
+             std::optional<std::vector<ChatToken>>& tokens) {
   if (!req.conversation) return;
   bool rendered = false;
-  prompt = preview_prompt(req.input, m, *req.conversation, &rendered);
+  prompt = preview_prompt(req.input, m, *req.conversation, &rendered, ctx);
   if (!req.prompt_tokens || !rendered) return;
   try {
     if (std::shared_ptr<const tokenizer::Vocab> v = rules_vocab(m)) tokens = chat_tokens(*v, *prompt);
@@ -254,39 +233,23 @@ void preview(const EditRequest& req, const Model& m, std::optional<std::string>&
 }
 
 
-// An edit, realign or rewrite of a shard set: the patch applies to the model (its keys are
-// in shard 1), checked as one model. A metadata change rewrites shard 1 alone (the other
-// shards are read as far as their headers and neither rewritten nor touched); a new
-// alignment or a rewrite writes every shard. In place replaces the files, an output PREFIX
-// writes a whole new set; all or nothing either way.
-void edit_set(const EditRequest& req, ShardSet& set, std::vector<std::unique_ptr<PathLock>>& locks, EditReport& report) {
-  const size_t n = set.shards.size();
-  report.set_files = n;
-  for (const auto& st : req.patch.set)
-    if (is_split_key(st.key)) throw_usage("set " + st.key + ": the split.* keys describe the set; ggufkit split and merge write them");
-  for (const auto& r : req.patch.remove)
-    if (is_split_key(r.key)) throw_usage("remove " + r.key + ": the split.* keys describe the set; ggufkit merge drops them");
-  for (const auto& r : req.patch.rename)
-    if (is_split_key(r.key) || is_split_key(r.to)) throw_usage("rename " + r.key + ": the split.* keys describe the set");
-  if (req.byte_order) throw_usage("convert works on one file: merge the set, convert it, split it again");
-  Model whole = set.model();
-  report.findings_before = gate_findings(whole);
-  const uint32_t alignment_before = whole.alignment();
-  preview(req, whole, report.prompt_before, report.tokens_before);
-  report.changes = apply_patch(whole, req.patch);
-  preview(req, whole, report.prompt_after, report.tokens_after);
-  gate(req, report.findings_before, whole, report.changes, report);
-  const uint32_t alignment = whole.alignment();
-  const bool every = alignment != alignment_before || req.always_write;
-  report.every_shard = every;
-  if (report.changes.empty() && !every) {
-    report.unchanged = true;
-    return;
+// The names of the files an edit may write, locked before anything is read: a lone file,
+// or every shard a set's name says there is (one missing is the set's reader's to report).
+std::vector<std::string> names_to_lock(const std::string& input, const std::optional<ShardName>& name) {
+  if (!name) return {input};
+  std::vector<std::string> out;
+  for (uint32_t k = 1; k <= name->count; ++k) {
+    std::string p = shard_path(name->prefix, k, name->count);
+    if (struct stat st {}; k == name->no || stat_path(p, st) == 0) out.push_back(std::move(p));
   }
-  // Each shard as it will be: shard 1 with the model's keys (patched) then its split keys,
-  // the others as they were; with a new alignment, every shard declares it (but at 32).
-  std::vector<Model> shards;
-  for (size_t k = 0; k < n; ++k) {
+  return out;
+}
+
+// Each shard as it will be: shard 1 with the model's keys (patched) then its split keys,
+// the others as they were; with a new alignment, every shard declares it (but at 32).
+std::vector<Model> shards_of(ShardSet& set, Model&& whole, uint32_t alignment, bool realigned) {
+  std::vector<Model> out;
+  for (size_t k = 0; k < set.shards.size(); ++k) {
     Model m = std::move(set.shards[k].file.model);  // moved, not copied: a vocabulary is megabytes
     std::vector<KV> split_keys;
     for (const KV& kv : m.metadata)
@@ -295,187 +258,213 @@ void edit_set(const EditRequest& req, ShardSet& set, std::vector<std::unique_ptr
     for (const KV& kv : split_keys)
       if (kv.key != kAlignmentKey) m.metadata.push_back(kv);
     if (k > 0 && alignment != 32) m.metadata.push_back({kAlignmentKey, Value::of_u32(alignment)});
-    if (every && alignment != alignment_before) {
+    if (realigned) {
       m.tail.reset();
       m.tensors.pack();
     }
-    shards.push_back(std::move(m));
+    out.push_back(std::move(m));
   }
-  const size_t written = every ? n : 1;
-  std::vector<InPlace> places;  // in place: where each shard written goes
-  for (size_t k = 0; req.in_place && k < written; ++k) places.push_back(in_place_target(req, set.shards[k].path));
-  // Shard 1 takes the header path when its header fits, as a single file does.
-  const std::string first = req.in_place ? places[0].file : follow_links(set.shards[0].path);
-  report.why_whole = "every shard is rewritten (the alignment changes)";
-  std::optional<HeaderEdit> header;
-  Layout first_after;
-  if (!every) {
-    first_after = plan(shards[0]);
-    header = header_path(req, first, shards[0], first_after, set.shards[0].file.layout, set.shards[0].file.model_size, report,
-                         req.in_place && places[0].link_replaced);
-  } else if (req.header_only) {
-    throw EditRefused(EditRefused::Reason::header_only_every_shard, req.input, "",
-                      report.why_whole + "; nothing was written", {});
-  }
-  for (size_t k = 0; k < places.size(); ++k)
-    if (!places[k].link_replaced) note_hard_links(places[k].file, k == 0 && header);
-  if (req.dry_run) return;
-  if (header) {
-    starting(req.write);
-    write_header_in_place(first, first_after, *header);
-    report.written = Written::header;
-    report.files.push_back({set.shards[0].path, set.shards[0].file.source_size, first_after.data_offset,
-                            shards[0].tensors.size(), shards[0].metadata.size(), 0, 0});
-    return;
-  }
-  RewriteOptions opt = rewrite_options(req.write, req.write.force || req.in_place);
-  opt.in_place = req.in_place;
-  locks.clear();
-  std::vector<Output> outputs;
-  std::vector<std::string> sources;
-  for (size_t k = 0; k < n; ++k) {
-    if (!req.in_place) sources.push_back(set.shards[k].path);  // a new set: never over a source
-    if (k < written || !req.in_place)
-      outputs.push_back({&shards[k], req.in_place ? places[k].file
-                                                  : shard_path(req.output, static_cast<uint32_t>(k + 1), static_cast<uint32_t>(n))});
-  }
-  starting(req.write);
-  std::vector<RewriteResult> rs = safe_write_all(outputs, sources, opt);
-  report.written = Written::whole_file;
-  for (size_t k = 0; k < rs.size(); ++k) report.files.push_back(written_file(rs[k], *outputs[k].model));
-}
-
-// One file: scan, apply, check, plan, then the header in place or the safe rewrite.
-void edit_file(const EditRequest& req, std::optional<ShardSet>& set, std::vector<std::unique_ptr<PathLock>>& locks,
-               EditReport& report) {
-  Scanned s = set ? std::move(set->shards[0].file) : scan_file(req.input);  // a set of one is read once
-  Model& model = s.model;  // patched in place: a large vocabulary is not copied
-  // The source's own findings (what the edit is not blamed for) are found while the key
-  // registry the patch needs is read: both only read. (The future waits in its destructor
-  // should the registry throw.)
-  auto was_found = in_background([&] { return gate_findings(model, s.layout); });
-  const Registry& registry = Registry::builtin();
-  report.findings_before = was_found.get();
-  const std::map<std::string, uint64_t> offsets = set ? std::map<std::string, uint64_t>{} : patch_offsets(model, req.patch);
-  preview(req, model, report.prompt_before, report.tokens_before);
-  report.changes = apply_patch(model, req.patch, registry);
-  preview(req, model, report.prompt_after, report.tokens_after);
-  const Layout& before = s.layout;  // the patch changes the model only
-  report.data_offset_before = before.data_offset;
-  report.file_size_before = s.source_size;
-  if (req.byte_order && *req.byte_order != model.order) {
-    for (size_t i = 0; i < model.tensors.size(); ++i) {  // refused by name before anything is written
-      const GgmlType* gt = ggml_type(model.tensors[i].type);
-      if (!gt || !can_swap(*gt))
-        throw Error(Error::Kind::format, req.input, std::nullopt, "tensor[" + std::to_string(i) + "] " + model.tensors[i].name,
-                    std::string("cannot change the byte order of ") + (gt ? gt->name : "an unknown type") +
-                        " data; the types that can be converted are " + swappable_types());
-    }
-    report.order_before = model.order;
-    report.order_after = *req.byte_order;
-    model.data_order = model.order;
-    model.order = *req.byte_order;
-  }
-  if (report.changes.empty() && !report.order_after && !req.always_write) {
-    report.unchanged = true;
-    report.data_offset_after = report.data_offset_before;  // nothing is planned: the file stays as it is
-    report.file_size_after = report.file_size_before;
-    return;
-  }
-  const InPlace place = in_place_target(req, req.input);
-  gate(req, report.findings_before, model, report.changes, report, offsets);
-  // What the source had beyond its fields goes only where the data is re-laid.
-  Layout after = plan(model);
-  report.data_offset_after = after.data_offset;
-  report.file_size_after = after.file_size;
-  if (!keeps_tail(model, after))
-    each_span(before, model.tensors, [&](const LabeledSpan& sp) {  // a patch changes no tensor
-      if (sp.kind == SpanKind::gap || sp.kind == SpanKind::trailing) report.dropped_bytes += sp.span.size;
-    });
-  std::optional<HeaderEdit> header;
-  if (!report.order_after) header = header_path(req, req.input, model, after, before, s.model_size, report, place.link_replaced);
-  else report.why_whole = place.link_replaced ? "the byte order changes, and the link is replaced by the edited file" : "the byte order changes";
-  if (req.in_place && !place.link_replaced) note_hard_links(place.file, header.has_value());
-  if (req.dry_run) return;
-  if (header) {
-    starting(req.write);
-    write_header_in_place(req.input, after, *header);
-    report.written = Written::header;
-    report.files.push_back({req.input, s.source_size, after.data_offset, model.tensors.size(), model.metadata.size(), 0, 0});
-    return;
-  }
-  RewriteOptions opt = rewrite_options(req.write, req.write.force);
-  opt.in_place = req.in_place;
-  opt.break_link = place.link_replaced;
-  // Both layouts are in the report and safe_rewrite plans again: for a million tensors
-  // each holds 8 MB of offsets, which the re-read of the output needs room for.
-  after = Layout{};
-  s.layout = Layout{};
-  locks.clear();
-  starting(req.write);
-  RewriteResult r = safe_rewrite(model, req.input, req.output, opt);
-  report.written = Written::whole_file;
-  report.files.push_back(written_file(r, model));
+  return out;
 }
 
 }  // namespace
 
-EditReport edit(const EditRequest& req) {
+struct EditPlan::State {
+  Context ctx;  // the request's; without a sink its notes are kept here, for the report
+  std::mutex notes_mutex;
+  std::vector<std::pair<std::string, std::string>> notes;
+  std::vector<std::unique_ptr<PathLock>> locks;  // in place: held from before the read until the header is written
+  ShardSet set;                                  // as read
+  std::vector<Model> models;                     // each file as it will be
+  Layout first_after;                            // the first file's plan
+  std::optional<HeaderEdit> header;              // the first file's header, when it is written alone
+  bool link_replaced = false;                    // in place, a link given is replaced by the edited file
+};
+
+EditPlan::EditPlan() = default;
+EditPlan::~EditPlan() = default;
+EditPlan::EditPlan(EditPlan&&) noexcept = default;
+EditPlan& EditPlan::operator=(EditPlan&&) noexcept = default;
+
+// Read, patch, check and choose, for a lone file and a set alike. A metadata change
+// rewrites shard 1 alone (the other shards are read as far as their headers and neither
+// rewritten nor touched); a new alignment or a rewrite writes every shard. In place
+// replaces the files, an output (a set: its PREFIX) writes a whole new model.
+EditPlan plan_edit(const EditRequest& req) {
   if (!req.dry_run && req.in_place == !req.output.empty()) throw_usage("an edit writes to an output or in place: give exactly one");
   if ((req.header_only || req.whole_file) && !req.in_place) throw_usage("header_only and whole_file are for edits in place");
   if (req.header_only && req.whole_file) throw_usage("header_only and whole_file exclude each other");
   if (req.break_link && !req.in_place) throw_usage("break_link is for edits in place");
-  EditReport report;
-  Notes notes(req.write, &report);
-  // An edit in place holds the lock of every file it may write from before it reads them
+  EditPlan plan;
+  plan.request = req;
+  plan.state = std::make_unique<EditPlan::State>();
+  EditPlan::State& st = *plan.state;
+  EditReport& report = plan.report;
+  st.ctx = req.context;
+  if (!st.ctx.notes)
+    st.ctx.notes = [s = &st](const std::string& f, const std::string& m) {
+      std::lock_guard<std::mutex> g(s->notes_mutex);
+      s->notes.emplace_back(f, m);
+    };
+  const Context& ctx = st.ctx;
+  // An edit in place locks every file it may write before it reads them and holds the locks
   // until it has written the header: a second edit waits, then reads what this one wrote.
   // (A whole-file rewrite lets go while it copies; it locks the files again to rename.)
-  std::vector<std::unique_ptr<PathLock>> locks;
-  std::optional<ShardSet> set;
-  if (parse_shard_name(req.input)) {
-    set = open_shard_set(req.input);
-    if (req.in_place && !req.dry_run) {
-      locks = lock_all(paths_of(*set));
-      set = open_shard_set(req.input);  // read again, under the locks
-    }
-    if (set->shards.size() > 1) {
-      edit_set(req, *set, locks, report);
-      return report;
-    }
-  } else if (req.in_place && !req.dry_run) {
-    locks = lock_all({req.input});
+  const std::optional<ShardName> name = parse_shard_name(req.input);
+  if (req.in_place && !req.dry_run) st.locks = lock_all(names_to_lock(req.input, name), ctx);
+  if (name) st.set = open_shard_set(req.input, ctx);
+  else st.set.shards.push_back({req.input, scan_file(req.input, {}, ctx)});
+  ShardSet& set = st.set;
+  const size_t n = set.shards.size();
+  report.set_files = n;
+  if (n > 1) {
+    for (const auto& s : req.patch.set)
+      if (is_split_key(s.key)) throw_usage("set " + s.key + ": the split.* keys describe the set; ggufkit split and merge write them");
+    for (const auto& r : req.patch.remove)
+      if (is_split_key(r.key)) throw_usage("remove " + r.key + ": the split.* keys describe the set; ggufkit merge drops them");
+    for (const auto& r : req.patch.rename)
+      if (is_split_key(r.key) || is_split_key(r.to)) throw_usage("rename " + r.key + ": the split.* keys describe the set");
+    if (req.byte_order) throw_usage("convert works on one file: merge the set, convert it, split it again");
   }
-  edit_file(req, set, locks, report);
-  return report;
+  Scanned& first = set.shards[0].file;
+  report.data_offset_before = first.layout.data_offset;
+  report.file_size_before = first.source_size;
+  // A lone file's model is patched where it lies: a large vocabulary is not copied.
+  Model whole = n > 1 ? set.model() : std::move(first.model);
+  const uint32_t alignment_before = whole.alignment();
+  // The source's own findings (what the edit is not blamed for) are found while the key
+  // registry the patch needs is read: both only read. (The future waits in its destructor
+  // should the registry throw.) A set's are the whole model's, with no one file's spans.
+  auto was_found = in_background([&] { return gate_findings(whole, n > 1 ? Layout{} : first.layout); });
+  const Registry& registry = Registry::builtin();
+  report.findings_before = was_found.get();
+  const std::map<std::string, uint64_t> offsets = name ? std::map<std::string, uint64_t>{} : patch_offsets(whole, req.patch);
+  preview(req, ctx, whole, report.prompt_before, report.tokens_before);
+  report.changes = apply_patch(whole, req.patch, registry, ctx);
+  preview(req, ctx, whole, report.prompt_after, report.tokens_after);
+  if (req.byte_order && *req.byte_order != whole.order) {
+    for (size_t i = 0; i < whole.tensors.size(); ++i) {  // refused by name before anything is written
+      const GgmlType* gt = ggml_type(whole.tensors[i].type);
+      if (!gt || !can_swap(*gt))
+        throw Error(Error::Kind::format, req.input, std::nullopt, "tensor[" + std::to_string(i) + "] " + whole.tensors[i].name,
+                    std::string("cannot change the byte order of ") + (gt ? gt->name : "an unknown type") +
+                        " data; the types that can be converted are " + swappable_types());
+    }
+    report.order_before = whole.order;
+    report.order_after = *req.byte_order;
+    whole.data_order = whole.order;
+    whole.order = *req.byte_order;
+  }
+  const uint32_t alignment = whole.alignment();
+  report.every_shard = n > 1 && (alignment != alignment_before || req.always_write);
+  for (const Shard& s : set.shards) plan.files.push_back({s.path, s.path, EditPlan::Gets::nothing});
+  if (report.changes.empty() && !report.order_after && !req.always_write) {
+    report.unchanged = true;
+    report.data_offset_after = report.data_offset_before;  // nothing is planned: the file stays as it is
+    report.file_size_after = report.file_size_before;
+    return plan;
+  }
+  std::vector<InPlace> places;  // in place: where each file written goes
+  for (size_t k = 0; req.in_place && k < (report.every_shard ? n : 1); ++k) places.push_back(in_place_target(req, ctx, set.shards[k].path));
+  gate(req, report.findings_before, whole, report.changes, report, offsets);
+  if (n == 1) st.models.push_back(std::move(whole));
+  else st.models = shards_of(set, std::move(whole), alignment, alignment != alignment_before);
+  // What the source had beyond its fields goes only where the data is re-laid.
+  st.first_after = ggufkit::plan(st.models[0]);
+  report.data_offset_after = st.first_after.data_offset;
+  report.file_size_after = st.first_after.file_size;
+  if (!keeps_tail(st.models[0], st.first_after))
+    each_span(first.layout, st.models[0].tensors, [&](const LabeledSpan& sp) {  // a patch changes no tensor
+      if (sp.kind == SpanKind::gap || sp.kind == SpanKind::trailing) report.dropped_bytes += sp.span.size;
+    });
+  // The first file takes the header path when its header fits; every file is rewritten
+  // when the data moves (a new alignment or byte order) or a rewrite is asked.
+  const bool link_replaced = st.link_replaced = !places.empty() && places[0].link_replaced;
+  if (report.order_after) report.why_whole = link_replaced ? "the byte order changes, and the link is replaced by the edited file" : "the byte order changes";
+  else if (report.every_shard) report.why_whole = "every shard is rewritten (the alignment changes)";
+  if (report.every_shard && req.header_only)
+    throw EditRefused(EditRefused::Reason::header_only_every_shard, req.input, "", report.why_whole + "; nothing was written", {});
+  if (!report.order_after && !report.every_shard)
+    st.header = header_path(req, req.in_place ? places[0].file : set.shards[0].path, st.models[0], st.first_after, first.layout,
+                            first.model_size, report, link_replaced);
+  for (size_t k = 0; k < n; ++k) {
+    EditPlan::File& f = plan.files[k];
+    if (k > 0 && req.in_place && !report.every_shard) continue;  // the other shards stay as they are
+    f.gets = k == 0 && st.header ? EditPlan::Gets::header : EditPlan::Gets::whole_file;
+    f.target = req.in_place ? places[k].file : n == 1 ? req.output : shard_path(req.output, static_cast<uint32_t>(k + 1), static_cast<uint32_t>(n));
+  }
+  for (size_t k = 0; k < places.size(); ++k)
+    if (!places[k].link_replaced) note_hard_links(ctx, places[k].file, k == 0 && st.header);
+  return plan;
 }
+
+// The writes the plan chose, then the report finished from the plan and what was written.
+EditReport commit(EditPlan&& plan) {
+  EditPlan::State& st = *plan.state;
+  const EditRequest& req = plan.request;
+  EditReport& report = plan.report;
+  const size_t n = plan.files.size();
+  if (!req.dry_run && !report.unchanged && plan.files[0].gets == EditPlan::Gets::header) {
+    starting(req.write);
+    write_header_in_place(plan.files[0].path, st.first_after, *st.header, st.ctx);
+    report.written = Written::header;
+    const Model& m = st.models[0];
+    report.files.push_back({plan.files[0].path, st.set.shards[0].file.source_size, st.first_after.data_offset, m.tensors.size(),
+                            m.metadata.size(), 0, 0});
+  } else if (!req.dry_run && !report.unchanged) {
+    RewriteOptions opt = rewrite_options(req.write, st.ctx, req.write.force || req.in_place);
+    opt.in_place = req.in_place;
+    opt.break_link = st.link_replaced;
+    // The layouts are in the report and the writer plans again: for a million tensors each
+    // holds 8 MB of offsets, which the re-read of the output needs room for.
+    st.first_after = Layout{};
+    for (Shard& s : st.set.shards) s.file.layout = Layout{};
+    st.locks.clear();
+    std::vector<Output> outputs;
+    std::vector<std::string> sources;
+    for (size_t k = 0; k < n; ++k) {
+      if (!req.in_place) sources.push_back(plan.files[k].path);  // a new set: never over a source
+      if (plan.files[k].gets == EditPlan::Gets::whole_file) outputs.push_back({&st.models[k], plan.files[k].target});
+    }
+    starting(req.write);
+    std::vector<RewriteResult> rs = n == 1 ? std::vector<RewriteResult>{safe_rewrite(st.models[0], req.input, req.output, opt)}
+                                           : safe_write_all(outputs, sources, opt);
+    report.written = Written::whole_file;
+    for (size_t k = 0; k < rs.size(); ++k) report.files.push_back(written_file(rs[k], *outputs[k].model));
+  }
+  st.locks.clear();
+  std::lock_guard<std::mutex> g(st.notes_mutex);
+  report.notes = std::move(st.notes);
+  return std::move(report);
+}
+
+EditReport edit(const EditRequest& req) { return commit(plan_edit(req)); }
 
 std::vector<WrittenFile> split(const SplitRequest& req) {
   if ((req.max_tensors == 0) == (req.max_bytes == 0)) throw_usage("a split needs exactly one of max_tensors and max_bytes");
-  Notes notes(req.write, nullptr);
   SplitOptions o;
   o.max_tensors = req.max_tensors;
   o.max_bytes = req.max_bytes;
   o.metadata_only_first = req.metadata_only_first;
-  ShardSet set = open_shard_set(req.input);
+  ShardSet set = open_shard_set(req.input, req.context);
   Model model = set.model();
   std::vector<Model> shards = split_model(model, o);
   std::vector<Output> outputs;
   for (size_t k = 0; k < shards.size(); ++k)
     outputs.push_back({&shards[k], shard_path(req.prefix, static_cast<uint32_t>(k + 1), static_cast<uint32_t>(shards.size()))});
   starting(req.write);
-  std::vector<RewriteResult> rs = safe_write_all(outputs, paths_of(set), rewrite_options(req.write, req.write.force));
+  std::vector<RewriteResult> rs = safe_write_all(outputs, paths_of(set), rewrite_options(req.write, req.context, req.write.force));
   std::vector<WrittenFile> out;
   for (size_t k = 0; k < rs.size(); ++k) out.push_back(written_file(rs[k], shards[k]));
   return out;
 }
 
 std::vector<WrittenFile> merge(const MergeRequest& req) {
-  Notes notes(req.write, nullptr);
-  ShardSet set = open_shard_set(req.input);
+  ShardSet set = open_shard_set(req.input, req.context);
   Model merged = set.model();
   starting(req.write);
   std::vector<RewriteResult> rs =
-      safe_write_all({{&merged, req.output}}, paths_of(set), rewrite_options(req.write, req.write.force));
+      safe_write_all({{&merged, req.output}}, paths_of(set), rewrite_options(req.write, req.context, req.write.force));
   return {written_file(rs.at(0), merged)};
 }
 
@@ -497,7 +486,7 @@ WriteSketchReport write_sketch(const WriteSketchRequest& req) {
                         "refusing to write " + req.output + ", which validate finds errors in:" + bad + "\nnothing was written",
                         report.findings);
   }
-  report.layout = write_sketch(sketch, req.output, req.force);
+  report.layout = write_sketch(sketch, req.output, req.force, req.context);
   report.file = {req.output, sketch.truncate_at.value_or(report.layout.file_size), report.layout.data_offset,
                  sketch.model.tensors.size(), sketch.model.metadata.size(), 0, 0};
   return report;

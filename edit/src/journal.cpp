@@ -248,9 +248,9 @@ int open_journal(const std::string& journal, struct stat& js) {
 }
 
 // The file reads clean with the strict reader, its header ending at `n` (0: anywhere).
-bool reads_clean(const std::string& path, uint64_t n, std::string* why = nullptr) {
+bool reads_clean(const Context& ctx, const std::string& path, uint64_t n, std::string* why = nullptr) {
   try {
-    Scanned s = scan(open_file(path));
+    Scanned s = scan(open_file(path, ctx));
     uint64_t end = std::min(s.layout.data_offset, s.source_size);
     if (n && end != n) {
       if (why) *why = "its header ends at byte " + std::to_string(end) + ", not at the journal's " + std::to_string(n);
@@ -382,7 +382,7 @@ int open_folder(const std::string& path) {
 // (trust_owner); the file there now must be that one, or ownership would be judged against
 // a file put there since (a hard link to another user's file).
 Recovery finish_set(const std::vector<SetRename>& set, const std::string& journal, const struct stat& js,
-                    const struct stat& approved, bool discard) {
+                    const struct stat& approved, bool discard, const Context& ctx) {
   auto refuse = [&](const std::string& why) {
     return Error(Error::Kind::format, journal, std::nullopt, "journal", why + "; nothing was changed");
   };
@@ -401,7 +401,7 @@ Recovery finish_set(const std::vector<SetRename>& set, const std::string& journa
   std::vector<std::string> existing;
   for (const SetRename& e : set)
     if (look(e.target, st)) existing.push_back(in_folder(dir, e.target));
-  auto locks = lock_all(existing);  // in one order with every other ggufkit process
+  auto locks = lock_all(existing, ctx);  // in one order with every other ggufkit process
   // Every file it names, as it is now: a regular file in this folder, owned as its shard is.
   std::string foreign;
   // A link is accepted only as an old file the set replaces (a link an edit replaced by the
@@ -448,7 +448,7 @@ Recovery finish_set(const std::vector<SetRename>& set, const std::string& journa
                  "--discard to finish the set");
   if (discard)
     for (const SetRename& e : set)
-      if (std::string why; look(e.target, st) && !S_ISLNK(st.st_mode) && !reads_clean(in_folder(dir, e.target), 0, &why))
+      if (std::string why; look(e.target, st) && !S_ISLNK(st.st_mode) && !reads_clean(ctx, in_folder(dir, e.target), 0, &why))
         throw refuse("--discard: " + in_folder(dir, e.target) + " of its set does not read clean (" + why + ")");
   for (size_t i = 0; i < set.size(); ++i) {
     const SetRename& e = set[i];
@@ -497,7 +497,7 @@ void write_journal_at(int dir, const std::string& shown, const std::string& name
 
 }  // namespace
 
-void write_header_in_place(const std::string& path, const Layout& planned, const HeaderEdit& edit) {
+void write_header_in_place(const std::string& path, const Layout& planned, const HeaderEdit& edit, const Context& ctx) {
   const size_t len = edit.bytes.size();
   if (len == 0) return;  // not a byte differs
   fault_point("in-place");
@@ -505,7 +505,7 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
   if (f.fd < 0) throw_io(path, "cannot open for writing in place");
   // Held until the journal is gone (no other writer, and no reader of the header, meanwhile);
   // nothing when the edit took it before it read the file, as ggufkit's does.
-  FileLock lock(f.fd, path, FileLock::Mode::exclusive);
+  FileLock lock(f.fd, path, FileLock::Mode::exclusive, ctx);
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) throw_io(path, "cannot stat");
   if (!S_ISREG(st.st_mode)) throw Error(Error::Kind::usage, path, std::nullopt, "", "is not a regular file; it is not edited in place");
@@ -567,7 +567,7 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
     auto back = in_background([&] {
       ScanOptions exact;
       exact.header_size = n;
-      return scan(open_file(self), exact);
+      return scan(open_file(self, ctx), exact);
     });
     try {
       flush(f.fd, path);
@@ -609,7 +609,7 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
   flush_folder(journal);
 }
 
-Recovery recover(const std::string& path, bool discard) {
+Recovery recover(const std::string& path, bool discard, const Context& ctx) {
   std::string journal = journal_path(path);
   struct stat js {};
   if (stat_path(journal, js, false) != 0) {
@@ -619,7 +619,7 @@ Recovery recover(const std::string& path, bool discard) {
     else return Recovery::none;
   }
   // Held from here: an edit under way (its journal is not a crash's) is waited for.
-  std::optional<PathLock> lock(std::in_place, path, FileLock::Mode::exclusive);
+  std::optional<PathLock> lock(std::in_place, path, FileLock::Mode::exclusive, ctx);
   if (stat_path(journal, js, false) != 0) return Recovery::none;
   auto refuse = [&](const std::string& why) {
     return Error(Error::Kind::format, journal, std::nullopt, "journal",
@@ -640,7 +640,7 @@ Recovery recover(const std::string& path, bool discard) {
   if (stat_path(beside, ms, !of_set) != 0) throw_io(beside, "cannot stat");
   if (discard && !of_set) {  // not applied, so whoever made it: the file must read clean
     std::string why;
-    if (!reads_clean(path, 0, &why)) throw refuse("--discard: " + path + " does not read clean (" + why + ")");
+    if (!reads_clean(ctx, path, 0, &why)) throw refuse("--discard: " + path + " does not read clean (" + why + ")");
     if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal");
     flush_folder(journal);
     return Recovery::discarded;
@@ -650,7 +650,7 @@ Recovery recover(const std::string& path, bool discard) {
     auto set = read_set_journal(j.fd, journal, static_cast<uint64_t>(js.st_size));
     lock = std::nullopt;  // the set's files are locked together, in one order, by finish_set
     fault_point("set-trusted");
-    return finish_set(set, journal, js, ms, discard);
+    return finish_set(set, journal, js, ms, discard, ctx);
   }
   if (std::memcmp(magic, kMagic, 16) != 0) throw refuse("it is not a ggufkit journal");
 
@@ -684,7 +684,7 @@ Recovery recover(const std::string& path, bool discard) {
   // still reads): the range must lie before it, never in the tensor data. (The header it
   // leaves must end where the journal says: checked once it is written.)
   try {
-    Scanned cur = scan(open_file(path));
+    Scanned cur = scan(open_file(path, ctx));
     const uint64_t end = std::min(cur.layout.data_offset, cur.source_size);
     if (at + len > end)
       throw refuse("its range (" + std::to_string(len) + " bytes at " + std::to_string(at) +
@@ -704,7 +704,7 @@ Recovery recover(const std::string& path, bool discard) {
   });
   if (now.get() == get_u64(h, 56)) {
     // The new header is all there.
-    if (std::string why; !reads_clean(path, n, &why)) throw refuse("the header it says is complete does not read: " + why);
+    if (std::string why; !reads_clean(ctx, path, n, &why)) throw refuse("the header it says is complete does not read: " + why);
     flush(f.fd, path);
     if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal (the file itself is recovered)");
     flush_folder(journal);
@@ -720,7 +720,7 @@ Recovery recover(const std::string& path, bool discard) {
   each_piece(j.fd, journal, kFixed, len,
              [&](const uint8_t* p, size_t k, uint64_t off) { write_at(f.fd, path, p, k, at + (off - kFixed)); });
   flush(f.fd, path);
-  if (std::string why; !reads_clean(path, n, &why)) {
+  if (std::string why; !reads_clean(ctx, path, n, &why)) {
     write_at(f.fd, path, was.data(), was.size(), at);
     flush(f.fd, path);
     throw refuse("the old header it holds does not read (" + why + "); the file is as it was");

@@ -369,7 +369,7 @@ std::string printable(const std::string& key) {
 
 class Applier : YamlReader {
  public:
-  Applier(Model& m, const Patch& p, const Registry& r) : YamlReader(p.name, p.base_dir), m_(m), p_(p), r_(r) {
+  Applier(Model& m, const Patch& p, const Registry& r, const Context& ctx) : YamlReader(p.name, p.base_dir), m_(m), p_(p), r_(r), ctx_(ctx) {
     raw_bools = p.allow_broken;
   }
 
@@ -447,7 +447,7 @@ class Applier : YamlReader {
   // What --allow-broken lets through: refused without it, written with a note with it.
   void broken(const YamlNode& at, const std::string& entry, const std::string& msg) {
     if (!p_.allow_broken) fail(at, entry, msg);
-    note(yaml_where(name(), at.line, at.column), entry + ": written anyway (--allow-broken): " + msg);
+    ctx_.note(yaml_where(name(), at.line, at.column), entry + ": written anyway (--allow-broken): " + msg);
   }
 
   // GGUF keys have 1 to 65,535 bytes; a NUL cuts a key short in C readers. By convention
@@ -463,7 +463,7 @@ class Applier : YamlReader {
     bool plain = key.front() != '.' && key.back() != '.' && key.find("..") == std::string::npos &&
                  std::all_of(key.begin(), key.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.'; });
     if (!plain)
-      note(yaml_where(name(), at.line, at.column),
+      ctx_.note(yaml_where(name(), at.line, at.column),
            entry + ": the key '" + shown() + "' is not ASCII lower-case words with dots (as general.name); readers look keys up exactly");
   }
 
@@ -572,7 +572,7 @@ class Applier : YamlReader {
         if (!inferred) fail(n, entry, s.key + " is a new key whose type its value does not tell; " + how);
         type = inferred->first;
         if (*type == ValueType::array) items = inferred->second;
-        note(yaml_where(name(), n.line, n.column),
+        ctx_.note(yaml_where(name(), n.line, n.column),
              entry + ": a new key, stored as " + type_text(*type, items.value_or(ValueType::u8)) +
                  " as its value reads (--set-typed or {type: ...} chooses another)");
       }
@@ -661,7 +661,7 @@ class Applier : YamlReader {
     if (types && types->value.type == ValueType::array && id < types->value.nums.size()) {
       int64_t type = Value::scalar(types->value.elem, types->value.nums[id]).as_i64();
       if (type != 3)
-        note(sp.from,
+        ctx_.note(sp.from,
              entry + ": token " + std::to_string(id) + " \"" + printable(std::string(vocab[id])) + "\" is a " +
                  token_type_name(type) + " token, not a control token");
     }
@@ -698,7 +698,7 @@ class Applier : YamlReader {
     if (!id) refuse("no token in tokenizer.ggml.tokens is exactly \"" + printable(t.text) + "\"" + alike_tokens(vocab, t.text));
     const int32_t before = static_cast<int32_t>(static_cast<uint32_t>(v.nums[*id]));
     if (before == t.type) {  // no change: nothing to write for it
-      note(t.from, entry + ": token " + std::to_string(*id) + " is already " + token_type_name(t.type));
+      ctx_.note(t.from, entry + ": token " + std::to_string(*id) + " is already " + token_type_name(t.type));
       return;
     }
     NumberList nums(4);  // the list may be a view of the mapped file: rebuilt with the one item changed
@@ -852,6 +852,7 @@ class Applier : YamlReader {
   Model& m_;
   const Patch& p_;
   const Registry& r_;
+  const Context& ctx_;
   std::vector<Change> changes_;
   std::vector<std::string> touched_;
   std::map<std::string, const YamlNode*> where_;
@@ -866,8 +867,8 @@ class Applier : YamlReader {
 
 }  // namespace
 
-std::vector<Change> apply_patch(Model& model, const Patch& patch, const Registry& registry) {
-  return Applier(model, patch, registry).run();
+std::vector<Change> apply_patch(Model& model, const Patch& patch, const Registry& registry, const Context& ctx) {
+  return Applier(model, patch, registry, ctx).run();
 }
 
 }  // namespace ggufkit

@@ -55,12 +55,7 @@ class VerifyingSink final : public FdSink {
   VerifyingSink(int fd, std::string name, const std::atomic<bool>* stop)
       : FdSink(fd, std::move(name)), stop_(stop) {
     try {
-      // Part of its caller's call: its notes and locks are the call's (background.h).
-      worker_ = std::thread([this, notes = note_handler(), owner = lock_owner()] {
-        NoteScope scope(notes);
-        LockOwnerScope mine(owner);
-        work();
-      });
+      worker_ = std::thread([this] { work(); });
     } catch (const std::system_error&) {  // no thread to be had (ulimit -v): each piece is checked as it is written
       inline_ = true;
     }
@@ -233,7 +228,7 @@ Error mismatch_error(const Mismatch& m, const Model& model, const Layout& L, con
 }
 
 void cancelled(const RewriteOptions& opt, const std::string& target) {
-  if (opt.cancel && opt.cancel->load()) {
+  if (opt.ctx.cancelled()) {
     errno = 0;
     throw_io(target, "interrupted by a signal");
   }
@@ -259,16 +254,16 @@ std::unique_ptr<PendingFile> write_verified(const Model& model, const std::strin
   result.path = target;
   try {
     result.layout = plan(model);
-    auto out = std::make_unique<PendingFile>(target, mode, replace);
+    auto out = std::make_unique<PendingFile>(target, mode, replace, opt.ctx);
     uint64_t total = result.layout.file_size;
     auto progress = [&](uint64_t w) {
-      if (opt.progress) opt.progress(w, total);
+      if (opt.ctx.progress) opt.ctx.progress(w, total);
     };
     std::optional<VerifyingSink> checked;
     std::optional<FdSink> plain;
-    FdSink& sink = opt.verify ? static_cast<FdSink&>(checked.emplace(out->fd(), target, opt.cancel))
+    FdSink& sink = opt.verify ? static_cast<FdSink&>(checked.emplace(out->fd(), target, opt.ctx.cancel))
                               : plain.emplace(out->fd(), target);
-    sink.cancel = opt.cancel;
+    sink.cancel = opt.ctx.cancel;
     sink.progress = progress;
     emit(model, result.layout, sink);
 
@@ -278,7 +273,7 @@ std::unique_ptr<PendingFile> write_verified(const Model& model, const std::strin
     auto header = in_background([&] {
       ScanOptions exact;
       exact.header_size = result.layout.header_size;  // mapped once, to its end
-      Scanned back = scan(open_file(out->proc_path()), exact);
+      Scanned back = scan(open_file(out->proc_path(), opt.ctx), exact);
       return back.layout == result.layout && back.model.metadata == model.metadata && same_tensors(back.model, model) &&
              back.source_size == result.layout.file_size;
     });
@@ -315,11 +310,12 @@ const FileSource* read_from(const Model& m) {
 // rewrite of them meanwhile), each checked, when it is the file the model was read from
 // (always with in_place), to be still that file as it was read: a file renamed over it, or
 // bytes another program wrote into it since, would be lost without a word.
-std::vector<std::unique_ptr<PathLock>> lock_replaced(const std::vector<std::pair<const Model*, std::string>>& outs, bool in_place) {
+std::vector<std::unique_ptr<PathLock>> lock_replaced(const std::vector<std::pair<const Model*, std::string>>& outs, bool in_place,
+                                                     const Context& ctx) {
   std::vector<std::string> existing;
   for (const auto& [m, path] : outs)
     if (struct stat st {}; stat_path(path, st) == 0) existing.push_back(path);
-  auto locks = lock_all(existing);
+  auto locks = lock_all(existing, ctx);
   for (const auto& [m, path] : outs) {
     const FileSource* src = read_from(*m);
     struct stat st {};
@@ -328,7 +324,7 @@ std::vector<std::unique_ptr<PathLock>> lock_replaced(const std::vector<std::pair
     if ((in_place && src && !same_inode) || (same_inode && !src->same_file(st)))
       throw Error(Error::Kind::io, path, std::nullopt, "",
                   "changed since it was read (another file was put in its place, or another program wrote into it)");
-    refuse_journal(path);  // an edit of it that died before writing a byte: recover it first
+    refuse_journal(path, ctx);  // an edit of it that died before writing a byte: recover it first
   }
   return locks;
 }
@@ -351,7 +347,7 @@ RewriteResult safe_rewrite(const Model& model, const std::string& source, const 
   RewriteResult result;
   auto out = write_verified(model, target, mode, opt.in_place || opt.replace, opt, result, note);
   try {
-    auto locks = lock_replaced({{&model, target}}, opt.in_place);
+    auto locks = lock_replaced({{&model, target}}, opt.in_place, opt.ctx);
     out->commit();
   } catch (const Error& e) {
     throw Error(e.kind, e.file.empty() ? target : e.file, e.offset, e.field, e.message + note);
@@ -376,7 +372,7 @@ std::vector<RewriteResult> safe_write_all(const std::vector<Output>& outputs, co
   std::vector<FileLock> new_locks;
   std::vector<SetRename> renames;
   try {
-    locks = lock_replaced(replaced, opt.in_place);
+    locks = lock_replaced(replaced, opt.in_place, opt.ctx);
     // Every file is complete and verified. Several go in place together (put_set_in_place),
     // each replacing the file as it was read: its inode, taken now that it is checked.
     if (pending.size() > 1) {
@@ -404,7 +400,7 @@ std::vector<RewriteResult> safe_write_all(const std::vector<Output>& outputs, co
         if (::fstat(p->fd(), &st) != 0) throw_io(p->target(), "cannot stat the new file");
         // Locked like the files they replace, until the journals are gone: a reader of a
         // shard already renamed waits for the set, rather than take the journal for a crash's.
-        new_locks.emplace_back(p->fd(), p->target(), FileLock::Mode::exclusive);
+        new_locks.emplace_back(p->fd(), p->target(), FileLock::Mode::exclusive, opt.ctx);
         renames[i].hidden = p->hidden_name();
         renames[i].inode = static_cast<uint64_t>(st.st_ino);
       }

@@ -19,8 +19,16 @@ std::string compose(const std::string& file, const std::optional<uint64_t>& offs
 }  // namespace
 
 Error::Error(Kind k, std::string f, std::optional<uint64_t> off, std::string fld, std::string msg)
-    : std::runtime_error(compose(f, off, fld, msg)),
-      kind(k), file(std::move(f)), offset(off), field(std::move(fld)), message(std::move(msg)) {}
+    : std::runtime_error(msg), kind(k), file(std::move(f)), offset(off), field(std::move(fld)), message(std::move(msg)) {}
+
+const char* Error::what() const noexcept {
+  try {
+    what_ = compose(file, offset, field, message);
+    return what_.c_str();
+  } catch (...) {  // no memory for the whole of it: the message alone
+    return std::runtime_error::what();
+  }
+}
 
 void throw_usage(const std::string& message) {
   throw Error(Error::Kind::usage, "", std::nullopt, "", message);
@@ -39,20 +47,6 @@ std::string clipped(std::string_view text, size_t max) {
   while (inside(tail)) ++tail;
   return std::string(text.substr(0, head)) + "..." + std::string(text.substr(tail)) + " (" + std::to_string(text.size()) +
          " bytes)";
-}
-
-namespace {
-// The thread's, not the process's: several calls at once never share (or swap) one.
-NoteHandler& handler() {
-  thread_local NoteHandler h;
-  return h;
-}
-}  // namespace
-
-NoteHandler set_note_handler(NoteHandler h) { return std::exchange(handler(), std::move(h)); }
-const NoteHandler& note_handler() { return handler(); }
-void note(const std::string& file, const std::string& message) {
-  if (handler()) handler()(file, message);
 }
 
 }  // namespace ggufkit

@@ -320,8 +320,8 @@ Opened open_files(const HashRequest& r, bool parse) {
   Opened o;
   std::optional<ShardName> shard = r.shard_only ? std::nullopt : parse_shard_name(r.path);
   if (parse) {
-    if (shard) o.set = open_shard_set(r.path);
-    else o.set.shards.push_back({r.path, scan_file(r.path)});
+    if (shard) o.set = open_shard_set(r.path, r.context);
+    else o.set.shards.push_back({r.path, scan_file(r.path, {}, r.context)});
     for (const Shard& s : o.set.shards) o.paths.push_back(s.path);
   } else if (shard) {
     for (uint32_t k = 1; k <= shard->count; ++k) o.paths.push_back(shard_path(shard->prefix, k, shard->count));
@@ -678,7 +678,7 @@ HashReport hash_files(const HashRequest& r) {
   std::vector<std::shared_ptr<const ByteSource>> whole;  // each file, read from its first byte to its last
   if (r.file_sha256)
     for (HashedFile& f : rep.files) {
-      whole.push_back(open_file(f.path));
+      whole.push_back(open_file(f.path, r.context));
       f.size = whole.back()->size();
       if (int fd = whole.back()->fd(); fd >= 0) ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);  // a cold file: read ahead
       jobs.push_back(Job{{{whole.back(), 0, f.size}}, {{HashAlgo::sha256, &f.sha256}}});

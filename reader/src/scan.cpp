@@ -708,7 +708,7 @@ bool journal_trusted(uid_t journal_uid, uid_t file_uid) {
   return journal_uid == 0 || journal_uid == file_uid || journal_uid == ::geteuid();
 }
 
-void refuse_journal(const std::string& given) {
+void refuse_journal(const std::string& given, const Context& ctx) {
   struct stat st {};
   std::string path = given;
   std::optional<std::string> found = journal_of(path);
@@ -727,7 +727,7 @@ void refuse_journal(const std::string& given) {
   bool hot = true;
   if (int fd = open_path(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); fd >= 0) {
     try {
-      FileLock lock(fd, path, FileLock::Mode::shared);
+      FileLock lock(fd, path, FileLock::Mode::shared, ctx);
       hot = stat_path(j, st, false) == 0;
     } catch (...) {
       ::close(fd);
@@ -742,10 +742,10 @@ void refuse_journal(const std::string& given) {
                     "' to finish it first");
 }
 
-Scanned scan_file(const std::string& path, const ScanOptions& options) {
-  auto src = open_file(path);
+Scanned scan_file(const std::string& path, const ScanOptions& options, const Context& ctx) {
+  auto src = open_file(path, ctx);
   const auto hold = src->read_lock();  // the journal looked for and the header read at one moment
-  refuse_journal(path);
+  refuse_journal(path, ctx);
   return scan(src, options);
 }
 

@@ -41,12 +41,12 @@ Model ShardSet::model() const {
   return m;
 }
 
-ShardSet check_shard_set(const std::string& path, std::vector<SetFault>& faults) {
+ShardSet check_shard_set(const std::string& path, std::vector<SetFault>& faults, const Context& ctx) {
   ShardSet set;
   auto fault = [&](const std::string& file, const std::string& field, const char* code, const std::string& message) {
     faults.push_back({file, field, code, message});
   };
-  Scanned first = scan_file(path);
+  Scanned first = scan_file(path, {}, ctx);
   std::optional<ShardName> name = parse_shard_name(path);
   if (!name) {
     bool split_keys = false;
@@ -75,7 +75,7 @@ ShardSet check_shard_set(const std::string& path, std::vector<SetFault>& faults)
             "is missing: shard " + std::to_string(k) + " of the " + std::to_string(name->count) + " of the set " + path + " belongs to");
       continue;
     }
-    set.shards.push_back({p, k == name->no ? std::move(first) : scan_file(p)});
+    set.shards.push_back({p, k == name->no ? std::move(first) : scan_file(p, {}, ctx)});
     numbers.push_back(k);
   }
   std::map<std::string, std::string> owner;  // tensor name -> the shard that has it
@@ -118,24 +118,24 @@ ShardSet check_shard_set(const std::string& path, std::vector<SetFault>& faults)
   return set;
 }
 
-ShardSet open_shard_set(const std::string& path) {
+ShardSet open_shard_set(const std::string& path, const Context& ctx) {
   std::vector<SetFault> faults;
-  ShardSet set = check_shard_set(path, faults);
+  ShardSet set = check_shard_set(path, faults, ctx);
   for (const SetFault& f : faults)
     if (f.code != "too_many_shards" && f.code != "split_keys_in_single_file")  // warnings: the set opens
       throw Error(Error::Kind::format, f.file, std::nullopt, f.field, f.message);
   return set;
 }
 
-std::optional<ShardSet> set_of(const std::string& path, bool shard_only) {
+std::optional<ShardSet> set_of(const std::string& path, bool shard_only, const Context& ctx) {
   if (path == "-" || shard_only || !parse_shard_name(path)) return std::nullopt;
-  return open_shard_set(path);
+  return open_shard_set(path, ctx);
 }
 
-ModelView open_model(const std::string& path, bool shard_only, std::istream* in) {
-  std::optional<ShardSet> found = set_of(path, shard_only);
+ModelView open_model(const std::string& path, bool shard_only, std::istream* in, const Context& ctx) {
+  std::optional<ShardSet> found = set_of(path, shard_only, ctx);
   if (!found) {
-    if (path != "-") return {scan_file(path), 1, {}};
+    if (path != "-") return {scan_file(path, {}, ctx), 1, {}};
     if (!in) throw_usage("'-' names standard input, and no stream was given");
     return {scan_stream(*in, "<stdin>"), 1, {}};
   }

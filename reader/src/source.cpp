@@ -76,7 +76,7 @@ std::string read_small_file(const std::string& path, uint64_t cap) {
   return text;
 }
 
-FileSource::FileSource(std::string path) : path_(std::move(path)) {
+FileSource::FileSource(std::string path, Context ctx) : path_(std::move(path)), ctx_(std::move(ctx)) {
   struct stat st {};
   fd_ = open_checked(path_, st, false);
   size_ = static_cast<uint64_t>(st.st_size);
@@ -135,7 +135,7 @@ std::shared_ptr<const uint8_t> FileSource::prefix(uint64_t n, uint64_t* held) co
                                      if (*len) ::munmap(const_cast<uint8_t*>(q), *len);
                                    }};
   {
-    FileLock lock(fd_, path_, FileLock::Mode::shared);
+    FileLock lock(fd_, path_, FileLock::Mode::shared, ctx_);
     try {
       pread_all(fd_, path_, static_cast<uint8_t*>(m) + from, static_cast<size_t>(n - from), from);
     } catch (const Error&) {
@@ -152,7 +152,7 @@ std::shared_ptr<const uint8_t> FileSource::prefix(uint64_t n, uint64_t* held) co
 }
 
 std::shared_ptr<const void> FileSource::read_lock() const {
-  return std::make_shared<FileLock>(fd_, path_, FileLock::Mode::shared);
+  return std::make_shared<FileLock>(fd_, path_, FileLock::Mode::shared, ctx_);
 }
 
 void FileSource::changed() const {
@@ -223,8 +223,8 @@ void MemorySource::read_at(uint64_t offset, void* dst, size_t n) const {
   if (n) std::memcpy(dst, bytes_.data() + offset, n);
 }
 
-std::shared_ptr<const ByteSource> open_file(const std::string& path) {
-  return std::make_shared<FileSource>(path);
+std::shared_ptr<const ByteSource> open_file(const std::string& path, const Context& ctx) {
+  return std::make_shared<FileSource>(path, ctx);
 }
 
 std::shared_ptr<const ByteSource> from_bytes(std::string name, std::vector<uint8_t> bytes) {

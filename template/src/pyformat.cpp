@@ -833,7 +833,8 @@ std::tm strftime_clock(const RenderOptions& o, int line) {
     localtime_r(&t, &tm);
     return tm;
   }
-  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"); epoch && *epoch) {
+  if (o.source_date_epoch && !o.source_date_epoch->empty()) {
+    const char* epoch = o.source_date_epoch->c_str();
     char* end = nullptr;
     errno = 0;
     const long long t = std::strtoll(epoch, &end, 10);

@@ -31,20 +31,6 @@ const char* const kNow = "1795000000";  // strftime_now's clock on both sides, a
 constexpr size_t kShown = 5;            // mismatches printed in full
 
 
-// render_prompt has no clock argument: it reads SOURCE_DATE_EPOCH (in UTC), set for the test.
-struct ScopedEnv {
-  std::string name;
-  std::optional<std::string> old;
-  ScopedEnv(const std::string& n, const char* value) : name(n) {
-    if (const char* o = std::getenv(n.c_str())) old = o;
-    setenv(n.c_str(), value, 1);
-  }
-  ~ScopedEnv() {
-    if (old) setenv(name.c_str(), old->c_str(), 1);
-    else unsetenv(name.c_str());
-  }
-};
-
 // jinja2's answers for every template x conversation, rendered with these bos and eos texts.
 // TZ=UTC: jinja2's strftime_now is local time, ggufkit's SOURCE_DATE_EPOCH clock is UTC.
 jinja::Value jinja2_answers(const std::vector<std::string>& templates, const std::vector<std::string>& convs,
@@ -95,7 +81,8 @@ Counts expect_llama_cpps_ids(const std::string& vocab_file) {
   std::vector<Prompt> prompts;
   size_t render_mismatches = 0;
   {
-    ScopedEnv epoch("SOURCE_DATE_EPOCH", kNow);
+    ggufkit::Context clock;  // the template command's, with SOURCE_DATE_EPOCH=kNow (read as UTC)
+    clock.source_date_epoch = kNow;
     for (size_t t = 0; t < templates.size(); ++t) {
       const std::string source = slurp(templates[t]);
       for (size_t c = 0; c < convs.size(); ++c) {
@@ -105,7 +92,8 @@ Counts expect_llama_cpps_ids(const std::string& vocab_file) {
         std::optional<std::string> got;
         std::string error;
         try {
-          got = ggufkit::render_prompt(templates[t], "tokenizer.chat_template", source, s.model, ggufkit::read_conversation(convs[c]));
+          got = ggufkit::render_prompt(templates[t], "tokenizer.chat_template", source, s.model, ggufkit::read_conversation(convs[c]),
+                                       clock);
         } catch (const std::exception& e) {
           error = e.what();
         }

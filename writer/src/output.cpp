@@ -69,13 +69,13 @@ void refuse_same_file(const std::string& input, const std::string& output, const
     throw_usage("refusing to write over the input " + input + ": " + output + " is the same file" + advice);
 }
 
-void write_text_file(const std::string& path, const std::string& text, bool replace) {
-  write_text_file(path, replace, [&](const std::function<void(std::string_view)>& put) { put(text); });
+void write_text_file(const std::string& path, const std::string& text, bool replace, const Context& ctx) {
+  write_text_file(path, replace, [&](const std::function<void(std::string_view)>& put) { put(text); }, ctx);
 }
 
 void write_text_file(const std::string& path, bool replace,
-                     const std::function<void(const std::function<void(std::string_view)>&)>& make) {
-  PendingFile out(path, 0666, replace);
+                     const std::function<void(const std::function<void(std::string_view)>&)>& make, const Context& ctx) {
+  PendingFile out(path, 0666, replace, ctx);
   std::string buf;  // pieces gathered into writes of about 1 MiB
   uint64_t written = 0;
   auto drain = [&] {
@@ -129,8 +129,8 @@ int remove_stale_temporaries(int folder) {
   return removed;
 }
 
-PendingFile::PendingFile(std::string target, mode_t mode, bool replace)
-    : target_(std::move(target)), mode_(mode), replace_(replace) {
+PendingFile::PendingFile(std::string target, mode_t mode, bool replace, Context ctx)
+    : ctx_(std::move(ctx)), target_(std::move(target)), mode_(mode), replace_(replace) {
   dir_ = fs::path(target_).parent_path().string();
   if (dir_.empty()) dir_ = target_[0] == '/' ? "/" : ".";
   base_ = fs::path(target_).filename().string();
@@ -157,7 +157,7 @@ PendingFile::PendingFile(std::string target, mode_t mode, bool replace)
       std::string to(PATH_MAX, '\0');
       ssize_t n = ::readlinkat(folder_, base_.c_str(), to.data(), to.size());
       to.resize(n > 0 ? static_cast<size_t>(n) : 0);
-      note(target_, "is a symbolic link (to " + to + "): it is replaced by the new file, and the file it names is left as it was");
+      ctx_.note(target_, "is a symbolic link (to " + to + "): it is replaced by the new file, and the file it names is left as it was");
     }
     mode_t mask = ::umask(0);  // reading the umask means setting it: put it straight back
     ::umask(mask);
@@ -202,13 +202,13 @@ std::string PendingFile::proc_path() const { return "/proc/self/fd/" + std::to_s
 void PendingFile::keep_attributes() {
   const struct stat& was = *replaced_;
   if (::fchown(fd_, was.st_uid, was.st_gid) != 0)
-    note(target_, "the owner " + std::to_string(was.st_uid) + ":" + std::to_string(was.st_gid) +
+    ctx_.note(target_, "the owner " + std::to_string(was.st_uid) + ":" + std::to_string(was.st_gid) +
                       " could not be kept (" + std::strerror(errno) + "); the file is now owned by " +
                       std::to_string(::geteuid()) + ":" + std::to_string(::getegid()));
   if (::fchmod(fd_, was.st_mode & 07777) != 0) throw_io(target_, "cannot set the file mode");
   int old = ::openat(folder_, base_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (old < 0) {
-    if (errno != ENOENT) note(target_, std::string("its extended attributes could not be read (") + std::strerror(errno) + ")");
+    if (errno != ENOENT) ctx_.note(target_, std::string("its extended attributes could not be read (") + std::strerror(errno) + ")");
     return;
   }
   ssize_t n = ::flistxattr(old, nullptr, 0);
@@ -220,7 +220,7 @@ void PendingFile::keep_attributes() {
     std::vector<char> value(size > 0 ? static_cast<size_t>(size) : 0);
     if (size < 0 || (size = ::fgetxattr(old, name, value.data(), value.size())) < 0 ||
         ::fsetxattr(fd_, name, value.data(), static_cast<size_t>(size), 0) != 0)
-      note(target_, std::string("the extended attribute ") + name + " could not be kept (" + std::strerror(errno) + ")");
+      ctx_.note(target_, std::string("the extended attribute ") + name + " could not be kept (" + std::strerror(errno) + ")");
   }
   ::close(old);
 }
@@ -265,7 +265,7 @@ bool PendingFile::commit() {
     struct stat os {};
     if (old >= 0 && ::fstat(old, &os) == 0 && S_ISREG(os.st_mode)) {
       try {
-        lock = FileLock(old, target_, FileLock::Mode::exclusive);
+        lock = FileLock(old, target_, FileLock::Mode::exclusive, ctx_);
       } catch (...) {
         ::close(old);
         throw;

@@ -436,7 +436,7 @@ class SketchSource final : public ByteSource {
 
 std::shared_ptr<const ByteSource> sketch_source(const Sketch& s) { return std::make_shared<SketchSource>(s); }
 
-Layout write_sketch(const Sketch& s, const std::string& path, bool replace) {
+Layout write_sketch(const Sketch& s, const std::string& path, bool replace, const Context& ctx) {
   FieldMarks marks;
   Layout L = plan(s.model, marks);
   Edits e = sketch_edits(s, L, marks);
@@ -445,7 +445,7 @@ Layout write_sketch(const Sketch& s, const std::string& path, bool replace) {
     for (const auto& p : e.patches)
       if (::pwrite(fd, p.bytes.data(), p.bytes.size(), static_cast<off_t>(p.at)) != static_cast<ssize_t>(p.bytes.size()))
         throw_io(path, "cannot write a raw override at byte " + std::to_string(p.at));
-  }, replace);
+  }, replace, ctx);
   return L;
 }
 

@@ -362,8 +362,8 @@ Layout write_file(const Model& model, const std::string& path, bool replace) {
 }
 
 void write_file(const Model& model, const Layout& layout, const std::string& path,
-                const std::function<void(int fd)>& finish, bool replace) {
-  PendingFile out(path, 0666, replace);
+                const std::function<void(int fd)>& finish, bool replace, const Context& ctx) {
+  PendingFile out(path, 0666, replace, ctx);
   FdSink sink(out.fd(), path);
   emit(model, layout, sink);
   if (finish) finish(out.fd());

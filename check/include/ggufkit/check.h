@@ -91,7 +91,8 @@ Finding set_finding(const SetFault& f);
 // With model_rules false, only what is wrong with the file's bytes (a shard of a set, whose
 // model is checked as a whole with check_model).
 // `base`: the file is an adapter of that model (validate's --base).
-std::vector<Finding> validate_file(const std::string& path, bool model_rules = true, const Model* base = nullptr);
+std::vector<Finding> validate_file(const std::string& path, bool model_rules = true, const Model* base = nullptr,
+                                   const Context& ctx = {});
 // The same of any bytes (a file not yet written: write_sketch's --check judges it so).
 std::vector<Finding> validate_source(const std::shared_ptr<const ByteSource>& source, bool model_rules = true,
                                      const Model* base = nullptr);
@@ -107,7 +108,8 @@ struct Verdict {
 };
 // `base` (a file or a shard of a set) says the file is a LoRA adapter of that model: it is
 // judged as an adapter whatever it says it is, its pairs against the base's tensors.
-Verdict validate(const std::string& path, bool shard_only = false, std::istream* in = nullptr, const std::string& base = "");
+Verdict validate(const std::string& path, bool shard_only = false, std::istream* in = nullptr, const std::string& base = "",
+                 const Context& ctx = {});
 
 // The same rules over a model about to be written (its planned layout): what llama.cpp
 // would refuse in its metadata and shapes. Edits are checked with it before they write.

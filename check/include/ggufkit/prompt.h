@@ -3,6 +3,7 @@
 // apply_chat_template renders it with the model's bos and eos tokens.
 #include <string>
 
+#include "ggufkit/context.h"
 #include "ggufkit/jinja.h"
 #include "ggufkit/jinja_render.h"
 #include "ggufkit/model.h"
@@ -18,15 +19,19 @@ jinja::Value read_conversation(const std::string& path);
 // A template that does not parse, that raises or that hits a sandbox limit is a format
 // Error naming the file, the key and the template's line.
 std::string render_prompt(const std::string& file, const std::string& key, const std::string& text, const Model& m,
-                          const jinja::Value& conversation);
+                          const jinja::Value& conversation, const Context& ctx = {});
 
 // The same of a parsed template, its RenderError as it is.
-std::string render_parsed(const jinja::Template& t, const Model& m, const jinja::Value& conversation);
+std::string render_parsed(const jinja::Template& t, const Model& m, const jinja::Value& conversation, const Context& ctx = {});
+
+// The sandbox's limits, its time limit and clock the call's (ctx).
+jinja::RenderOptions render_options(const Context& ctx);
 
 // The prompt the model's default template (tokenizer.chat_template) gives, or what stops
 // it, in brackets: a preview shows it; it is no reason to refuse an edit.
 // `rendered`, where given, says whether it is the prompt.
-std::string preview_prompt(const std::string& file, const Model& m, const jinja::Value& conversation, bool* rendered = nullptr);
+std::string preview_prompt(const std::string& file, const Model& m, const jinja::Value& conversation, bool* rendered = nullptr,
+                           const Context& ctx = {});
 
 // A unified diff of two texts by lines (3 lines of context), as `diff -u` writes it;
 // empty when they are the same.

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "ggufkit/byteorder.h"
 #include "ggufkit/chat.h"
 #include "ggufkit/check.h"
+#include "ggufkit/context.h"
 #include "ggufkit/error.h"
 #include "ggufkit/inspect.h"
 #include "ggufkit/jinja_render.h"
@@ -32,20 +34,12 @@
 
 namespace ggufkit {
 
-// Where notes go (an owner a replaced file could not keep, a file system without locks):
-// FILE and the note. Without a sink a request's notes are kept in its report.
-using NoteSink = std::function<void(const std::string& file, const std::string& message)>;
-
-// Progress of a long write: bytes written of the total.
-using Progress = std::function<void(uint64_t written, uint64_t total)>;
-
-// What every writing job shares.
+// What every writing job shares. The call's notes, cancel flag, progress and lock timeout
+// are its request's Context (context.h): an edit without a note sink keeps its notes in
+// its report.
 struct WriteOptions {
   bool verify = true;  // re-read every written tensor's bytes (the header is always checked)
   bool force = false;  // an existing output may be replaced
-  const std::atomic<bool>* cancel = nullptr;  // set (by a signal handler): stop, change nothing
-  Progress progress;
-  NoteSink notes;
   std::function<void()> on_write_start;  // called once, just before the first byte is written
 };
 
@@ -69,6 +63,7 @@ struct EditRequest {
   std::optional<jinja::Value> conversation;  // the prompt before and after, in the report
   bool prompt_tokens = false;                // and its tokens on llama.cpp's chat path (chat.h)
   WriteOptions write;
+  Context context;  // the call's notes (without a sink: kept in the report), cancel, progress, locks
   // Each finding the result has and the input had not, as the gate finds it (before
   // anything is written): a warning, or an error written anyway (allow_broken; a chat
   // template that does not parse, without template_check: code template_syntax, severity
@@ -123,7 +118,34 @@ struct EditRefused : Error {
   std::vector<Finding> findings;
 };
 
-// ggufkit edit, rewrite, realign and convert.
+// What an edit will do, decided before anything is written (plan_edit): the set the input
+// belongs to (a lone file is a set of one) locked by its shard names and read once, the
+// patch applied, the rule book asked, and for each file what it gets: nothing, its header
+// in place, or a whole new file. The report is filled but for what the writes fill. A dry
+// run is a plan never committed; commit() makes the writes through the safe output path
+// and finishes the report, the same way for a file and a set.
+struct EditPlan {
+  enum class Gets { nothing, header, whole_file };
+  struct File {
+    std::string path;    // the file of the set, as named
+    std::string target;  // where it is written: the output, or in place the file (or the link replaced)
+    Gets gets = Gets::nothing;
+  };
+  EditRequest request;
+  std::vector<File> files;  // every file of the set, in order
+  EditReport report;
+
+  struct State;  // the models, their sources and locks, the header's bytes
+  std::unique_ptr<State> state;
+  EditPlan();
+  ~EditPlan();
+  EditPlan(EditPlan&&) noexcept;
+  EditPlan& operator=(EditPlan&&) noexcept;
+};
+EditPlan plan_edit(const EditRequest& request);
+EditReport commit(EditPlan&& plan);
+
+// ggufkit edit, rewrite, realign and convert: commit(plan_edit(request)).
 EditReport edit(const EditRequest& request);
 
 // ggufkit split: the model (a file or any shard of a set) as a shard set PREFIX-0000K-of-0000N.gguf.
@@ -132,6 +154,7 @@ struct SplitRequest {
   uint64_t max_tensors = 0, max_bytes = 0;  // exactly one
   bool metadata_only_first = false;         // shard 1: the keys alone
   WriteOptions write;
+  Context context;
 };
 std::vector<WrittenFile> split(const SplitRequest& request);
 
@@ -139,6 +162,7 @@ std::vector<WrittenFile> split(const SplitRequest& request);
 struct MergeRequest {
   std::string input, output;
   WriteOptions write;
+  Context context;
 };
 std::vector<WrittenFile> merge(const MergeRequest& request);
 
@@ -154,6 +178,7 @@ struct WriteSketchRequest {
   Defines defines;      // fill its [[NAME]] placeholders
   std::string output;
   bool force = false;   // an existing output may be replaced
+  Context context;      // the call's notes (a link or another user's file replaced)
   // Refuse (EditRefused, Reason::rules, carrying every finding) when a finding is an
   // error; nothing is then written. Warnings never refuse.
   bool check = false;

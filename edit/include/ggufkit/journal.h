@@ -44,7 +44,8 @@ std::optional<HeaderEdit> header_in_place(const Model& model, const Layout& plan
 // puts the old bytes back; a crash leaves the journal, which recover() (and every
 // command, by refusing until then) sees.
 // A model read from this file holds views of its header: they are stale once this returns.
-void write_header_in_place(const std::string& path, const Layout& planned, const HeaderEdit& edit);
+// Its locks and reads are the call's (ctx).
+void write_header_in_place(const std::string& path, const Layout& planned, const HeaderEdit& edit, const Context& ctx);
 
 enum class Recovery { none, rolled_back, kept_new, set_finished, discarded };
 // Finishes what an interrupted in-place edit left, its journal beside `path`, holding the
@@ -65,7 +66,7 @@ enum class Recovery { none, rolled_back, kept_new, set_finished, discarded };
 // old nor the new one outside the range) is an Error, and neither the file nor the
 // journal is touched. `discard`: the journal is removed without being applied, only when
 // the file (every file of a set) reads clean with the strict reader.
-Recovery recover(const std::string& path, bool discard = false);
+Recovery recover(const std::string& path, bool discard = false, const Context& ctx = {});
 
 // The renames that put the new files of a set in place: each target (a shard's name, all in
 // one folder), the name in that folder its new file has until then, the new file's inode

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "ggufkit/context.h"
 #include "ggufkit/model.h"
 #include "ggufkit/registry.h"
 #include "ggufkit/yaml_tree.h"
@@ -123,7 +124,9 @@ struct Change {
 // NUL, strings UTF-8, templates without a NUL and under the size cap, bools true or false.
 // (What the model as a whole must be, validate's rules check on the result: check_model.)
 // Throws a format Error naming the patch, the line and the key; the model is then
-// unspecified (apply to a copy to keep the original).
-std::vector<Change> apply_patch(Model& model, const Patch& patch, const Registry& registry = Registry::builtin());
+// unspecified (apply to a copy to keep the original). Its notes (a new key's type as read,
+// what allow_broken lets through) go to the call's context.
+std::vector<Change> apply_patch(Model& model, const Patch& patch, const Registry& registry = Registry::builtin(),
+                                const Context& ctx = {});
 
 }  // namespace ggufkit

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ggufkit/context.h"
 #include "ggufkit/layout.h"
 #include "ggufkit/model.h"
 
@@ -18,8 +19,7 @@ struct RewriteOptions {
   bool break_link = false;
   bool verify = true;     // re-read the written tensor data and compare checksums
   bool replace = true;    // an existing `dest` may be replaced (the program: only with --force)
-  const std::atomic<bool>* cancel = nullptr;  // set by a signal handler: stop, change nothing
-  std::function<void(uint64_t written, uint64_t total)> progress;
+  Context ctx;  // the call's: its cancel flag, progress, notes and locks
 };
 
 struct RewriteResult {

@@ -6,8 +6,6 @@
 #include <system_error>
 #include <utility>
 
-#include "ggufkit/error.h"
-#include "ggufkit/lock.h"
 
 namespace ggufkit {
 
@@ -16,14 +14,11 @@ namespace ggufkit {
 // work is the same either way. The thread works in its caller's locale (uselocale), so
 // that a caller who set the C locale for its thread alone (the Python module, in a program
 // that called setlocale) gets numbers read and printed the same on either thread. It is
-// part of its caller's call: its notes go where the caller's go, and the locks the caller
-// holds are its own (it reads the file its caller locked).
+// part of its caller's call through the Context f uses (its notes and locks).
 template <typename F>
 auto in_background(F f) {
-  auto g = [f = std::move(f), loc = ::uselocale(nullptr), notes = note_handler(), owner = lock_owner()]() mutable {
+  auto g = [f = std::move(f), loc = ::uselocale(nullptr)]() mutable {
     locale_t before = ::uselocale(loc);
-    NoteScope scope(std::move(notes));
-    LockOwnerScope mine(owner);
     struct Restore {
       locale_t l;
       ~Restore() { ::uselocale(l); }

@@ -1,7 +1,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -26,6 +25,13 @@ class Error : public std::runtime_error {
   std::string message;
 
   int exit_code() const { return static_cast<int>(kind); }
+
+  // "FILE: at byte N, FIELD: MESSAGE", made from the fields as they stand when asked: a
+  // caller that sets the offset or field after the error is made changes the message too.
+  const char* what() const noexcept override;
+
+ private:
+  mutable std::string what_;
 };
 
 // Shorthands for errors that have no byte offset.
@@ -36,29 +42,5 @@ class Error : public std::runtime_error {
 // first and last bytes around "..." with its length, "12345678901234...67890 (100000 bytes)",
 // so that a value of a million digits or a name of 200 MB costs a line, not the input again.
 std::string clipped(std::string_view text, size_t max = 48);
-
-// Something a person should know that is not an error: an owner or an attribute of a
-// replaced file that could not be kept, a file system without locks. The library never
-// prints: notes go to the handler the program sets (the command line prints them to
-// standard error), and are dropped without one. The handler is the calling thread's: calls
-// made at once on several threads (a Python program's) each keep their own notes, and a
-// thread the library starts for a call (in_background) takes its caller's.
-// set_note_handler returns the one before; note_handler is the calling thread's.
-using NoteHandler = std::function<void(const std::string& file, const std::string& message)>;
-NoteHandler set_note_handler(NoteHandler handler);
-const NoteHandler& note_handler();
-void note(const std::string& file, const std::string& message);
-
-// The calling thread's handler for a scope, then the one before again.
-class NoteScope {
- public:
-  explicit NoteScope(NoteHandler h) : before_(set_note_handler(std::move(h))) {}
-  ~NoteScope() { set_note_handler(std::move(before_)); }
-  NoteScope(const NoteScope&) = delete;
-  NoteScope& operator=(const NoteScope&) = delete;
-
- private:
-  NoteHandler before_;
-};
 
 }  // namespace ggufkit

@@ -8,7 +8,7 @@
 // locks belong to open files, not processes). A lock the calling thread's call already
 // holds on a file (the edit that then reads the model it is about to write, a set that
 // names one file twice) is not taken again: its two open files would wait on each other.
-// A call is a thread and the threads the library starts for it (in_background).
+// A call is its Context (context.h): the threads and files it hands a copy to are the call's.
 
 #include <sys/types.h>
 
@@ -17,17 +17,19 @@
 #include <string>
 #include <vector>
 
+#include "ggufkit/context.h"
+
 namespace ggufkit {
 
 class FileLock {
  public:
   enum class Mode { shared, exclusive };
   FileLock() = default;
-  // Locks the file open as `fd` (named `name` in messages), waiting up to lock_timeout_ms()
-  // for another process or thread to let go; then an io Error naming the lock and, where
-  // /proc/locks tells, the process that holds it. Takes nothing when the calling thread's
-  // call holds a lock on the file already. The descriptor stays the caller's.
-  FileLock(int fd, const std::string& name, Mode mode);
+  // Locks the file open as `fd` (named `name` in messages), waiting up to the context's
+  // lock_timeout for another process or call to let go; then an io Error naming the lock
+  // and, where /proc/locks tells, the process that holds it. Takes nothing when the call
+  // holds a lock on the file already. The descriptor stays the caller's.
+  FileLock(int fd, const std::string& name, Mode mode, const Context& ctx);
   ~FileLock();
   FileLock(FileLock&& o) noexcept;
   FileLock& operator=(FileLock&& o) noexcept;
@@ -41,21 +43,7 @@ class FileLock {
   int fd_ = -1;
   dev_t dev_ = 0;
   ino_t ino_ = 0;
-  uint64_t owner_ = 0;
-};
-
-// Whose locks the calling thread's are: a number of its own, or, within a LockOwnerScope,
-// the call's that started it.
-uint64_t lock_owner();
-class LockOwnerScope {
- public:
-  explicit LockOwnerScope(uint64_t owner);
-  ~LockOwnerScope();
-  LockOwnerScope(const LockOwnerScope&) = delete;
-  LockOwnerScope& operator=(const LockOwnerScope&) = delete;
-
- private:
-  uint64_t before_;
+  std::shared_ptr<HeldLocks> held_;
 };
 
 // The file `path` names (its links followed), opened read-only and locked, with the check
@@ -63,7 +51,7 @@ class LockOwnerScope {
 // while this process waited is locked again): an edit holds this before it reads the file.
 class PathLock {
  public:
-  PathLock(const std::string& path, FileLock::Mode mode);
+  PathLock(const std::string& path, FileLock::Mode mode, const Context& ctx);
   ~PathLock();
   PathLock(const PathLock&) = delete;
   PathLock& operator=(const PathLock&) = delete;
@@ -80,9 +68,6 @@ class PathLock {
 
 // Exclusive locks on several files at once, taken in the order of their device and inode
 // so that two processes locking the same files never wait on each other.
-std::vector<std::unique_ptr<PathLock>> lock_all(const std::vector<std::string>& paths);
-
-// How long a lock is waited for: GGUFKIT_LOCK_TIMEOUT (seconds, a decimal), else 10 s.
-int64_t lock_timeout_ms();
+std::vector<std::unique_ptr<PathLock>> lock_all(const std::vector<std::string>& paths, const Context& ctx);
 
 }  // namespace ggufkit

@@ -42,7 +42,7 @@ struct Scanned {
 Scanned scan(std::shared_ptr<const ByteSource> source, const ScanOptions& options = {});
 // A model file. Refused while an interrupted in-place edit's journal lies beside it
 // (journal_path): `ggufkit recover FILE` first puts the file back.
-Scanned scan_file(const std::string& path, const ScanOptions& options = {});
+Scanned scan_file(const std::string& path, const ScanOptions& options = {}, const Context& ctx = {});
 // Where the journal of an in-place header edit of the model at `path` lies: beside the
 // file (a symbolic link's target), named FILE.ggufkit-journal.
 std::string journal_path(const std::string& path);
@@ -51,7 +51,7 @@ std::string journal_path(const std::string& path);
 // planted it: recover refuses it, and reads go on as if it were not there.
 bool journal_trusted(uid_t journal_uid, uid_t file_uid);
 // Throws the format Error that tells to run recover while a trusted journal lies beside `path`.
-void refuse_journal(const std::string& path);
+void refuse_journal(const std::string& path, const Context& ctx);
 // The shard of `path`'s set (`path` named as a shard) that has a journal when `path` has
 // none: a set's journals come and go one at a time, and every shard leads to them.
 std::optional<std::string> set_shard_with_journal(const std::string& path);

@@ -50,9 +50,9 @@ struct SetFault {
 // checks it as a whole: every file there, split.no matching each name, one split.count,
 // split.tensors.count the tensors found, no tensor in two shards, no model keys after
 // shard 1. Throws a format Error naming the shard file and the field at the first fault.
-ShardSet open_shard_set(const std::string& path);
+ShardSet open_shard_set(const std::string& path, const Context& ctx = {});
 // The same checks, every fault listed (validate): the shards that could be read, and the faults.
-ShardSet check_shard_set(const std::string& path, std::vector<SetFault>& faults);
+ShardSet check_shard_set(const std::string& path, std::vector<SetFault>& faults, const Context& ctx = {});
 
 // What a reading job reads: the model `path` holds, or, when `path` is named as a shard
 // (and not shard_only), the whole set's model (ShardSet::model) with shard 1's layout,
@@ -63,9 +63,9 @@ struct ModelView {
   size_t files = 1;
   std::vector<uint32_t> shard;  // each tensor's shard, from 1 (a set only)
 };
-ModelView open_model(const std::string& path, bool shard_only = false, std::istream* in = nullptr);
+ModelView open_model(const std::string& path, bool shard_only = false, std::istream* in = nullptr, const Context& ctx = {});
 // The set `path` is a shard of, when it is named as one (and not shard_only).
-std::optional<ShardSet> set_of(const std::string& path, bool shard_only = false);
+std::optional<ShardSet> set_of(const std::string& path, bool shard_only = false, const Context& ctx = {});
 
 // More shards than llama.cpp opens by default (its file handles).
 inline constexpr uint32_t kLlamaMaxShards = 64;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "ggufkit/context.h"
+
 namespace ggufkit {
 
 // Random access to bytes: where a model's tensor data lives. A file is opened read-only;
@@ -52,7 +54,8 @@ ByteSource::Extent file_extent(int fd, uint64_t offset, uint64_t limit);
 
 class FileSource final : public ByteSource {
  public:
-  explicit FileSource(std::string path);
+  // Its locks are the call's (ctx): notes go to its sink while the source lives.
+  explicit FileSource(std::string path, Context ctx = {});
   ~FileSource() override;
   FileSource(const FileSource&) = delete;
   FileSource& operator=(const FileSource&) = delete;
@@ -75,6 +78,7 @@ class FileSource final : public ByteSource {
 
  private:
   std::string path_;
+  Context ctx_;
   int fd_ = -1;
   uint64_t size_ = 0, dev_ = 0, ino_ = 0;
   int64_t mtime_ns_ = 0, ctime_ns_ = 0;
@@ -102,8 +106,9 @@ class MemorySource final : public ByteSource {
 };
 
 // A model file: a regular file only. A named pipe, socket, folder or device is refused at
-// once (the file is opened without blocking and checked before it is read).
-std::shared_ptr<const ByteSource> open_file(const std::string& path);
+// once (the file is opened without blocking and checked before it is read). Its shared
+// locks while it reads are the call's (ctx).
+std::shared_ptr<const ByteSource> open_file(const std::string& path, const Context& ctx = {});
 
 // n bytes of `fd` from `offset`, whatever pread returns at a time; an io Error naming `name`
 // and the byte (`what`: "read failed") when it fails or the file ends first.

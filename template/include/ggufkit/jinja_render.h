@@ -197,8 +197,11 @@ struct RenderLimits {
 struct RenderOptions {
   RenderLimits limits;
   // The clock strftime_now reads (seconds since the epoch, local time); when unset,
-  // SOURCE_DATE_EPOCH (in UTC) if the environment has it, else now.
+  // source_date_epoch (the text of reproducible builds' SOURCE_DATE_EPOCH, whole seconds
+  // read as UTC, checked only when a template asks the time), else now. The renderer reads
+  // no environment variable: a program passes what it read.
   std::optional<int64_t> now;
+  std::optional<std::string> source_date_epoch;
 };
 
 // Renders `t` with `context` (a dict: messages, add_generation_prompt, bos_token, ...).

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "ggufkit/context.h"
+
 namespace ggufkit {
 
 // A file being written so that nothing is ever lost: an unnamed O_TMPFILE in the
@@ -25,13 +27,14 @@ class PendingFile {
   // a device, a pipe or a folder), replaced only with `replace` (a usage Error otherwise).
   // A new target gets `mode` less the umask, as open() and cp give it. A target that is
   // replaced keeps its owner, group, mode and extended attributes; what cannot be kept
-  // (another user's file, attributes the folder's file system lacks) is said in a note().
+  // (another user's file, attributes the folder's file system lacks) is said in a note to
+  // the call's context, whose locks are this file's too (commit locks the file it replaces).
   // A symbolic link is replaced itself, as mv and sed -i replace it, by a file made as a new
   // one (the caller's, `mode` less the umask), and the file it names is left as it was (a
   // note says so): written through, the new bytes would reach every other name of that
   // file (a cache's blob), and a link planted in a shared folder would pass the file it
   // names to whoever planted it, with its owner's rights.
-  PendingFile(std::string target, mode_t mode, bool replace = true);
+  PendingFile(std::string target, mode_t mode, bool replace = true, Context ctx = {});
   ~PendingFile();
   PendingFile(const PendingFile&) = delete;
   PendingFile& operator=(const PendingFile&) = delete;
@@ -52,6 +55,7 @@ class PendingFile {
 
  private:
   void keep_attributes();
+  Context ctx_;
   std::string target_, dir_, base_;  // the target, its folder and its name in that folder
   std::string named_;                 // a name in the folder to remove on failure
   int folder_ = -1;
@@ -71,10 +75,10 @@ std::optional<std::string> content_store(const std::string& file);
 void refuse_same_file(const std::string& input, const std::string& output, const std::string& advice);
 
 // Writes `text` to `path` through a PendingFile: dump's sketches.
-void write_text_file(const std::string& path, const std::string& text, bool replace);
+void write_text_file(const std::string& path, const std::string& text, bool replace, const Context& ctx = {});
 // The same for text `make` gives a piece at a time, to the function it is passed.
 void write_text_file(const std::string& path, bool replace,
-                     const std::function<void(const std::function<void(std::string_view)>&)>& make);
+                     const std::function<void(const std::function<void(std::string_view)>&)>& make, const Context& ctx = {});
 
 // Removes the hidden temporary files that processes killed between naming and renaming
 // them left in `dir` (those whose process no longer exists). Returns how many it removed.

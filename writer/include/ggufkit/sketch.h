@@ -56,7 +56,7 @@ Edits sketch_edits(const Sketch& sketch, const Layout& layout, const FieldMarks&
 
 // The sketch's file in memory, or written to `path` (safely, as write_file does).
 std::vector<uint8_t> sketch_bytes(const Sketch& sketch);
-Layout write_sketch(const Sketch& sketch, const std::string& path, bool replace = true);
+Layout write_sketch(const Sketch& sketch, const std::string& path, bool replace = true, const Context& ctx = {});
 // The bytes write_sketch would write, readable without writing them: the header and its
 // raw edits in memory, tensor data read from the tensors' sources only when asked for (a
 // check that reads the header and the padding costs no more than the header).

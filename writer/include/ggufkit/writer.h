@@ -43,6 +43,6 @@ Layout write_file(const Model& model, const std::string& path, bool replace = tr
 // The same with a layout already planned; `finish` may edit the written file through
 // its descriptor before it is flushed and renamed.
 void write_file(const Model& model, const Layout& layout, const std::string& path,
-                const std::function<void(int fd)>& finish, bool replace = true);
+                const std::function<void(int fd)>& finish, bool replace = true, const Context& ctx = {});
 
 }  // namespace ggufkit
