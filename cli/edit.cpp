@@ -150,18 +150,50 @@ void print_set(const EditRequest& req, const EditReport& r) {
   }
 }
 
+// An edit's report as JSON, one shape for a file and a shard set: what the situation says
+// (no change, a dry run's plan, the header written, whole files written), the set's file
+// count, and each file written.
+void print_json(const EditRequest& req, const EditReport& r) {
+  JsonOut j(std::cout);
+  j.object([&] {
+    if (r.unchanged) {
+      j.key("file").str(req.input).key("changes").array([] {}).key("written").boolean(false);
+    } else if (req.dry_run) {
+      j.key("dry_run").boolean(true);
+      changes_json(j, r.changes);
+      j.key("data_offset").object([&] { j.key("before").num(r.data_offset_before).key("after").num(r.data_offset_after); });
+      j.key("file_size").object([&] { j.key("before").num(r.file_size_before).key("after").num(r.file_size_after); });
+      if (r.prompt_before) prompts_json(j, r);
+    } else if (r.written == Written::header) {
+      j.key("file").str(r.files.at(0).path);
+      changes_json(j, r.changes);
+      j.key("written").str("header").key("header_bytes").num(r.header_size).key("bytes_written").num(r.header_bytes);
+      j.key("at").num(r.header_at);
+    } else {
+      const WrittenFile& f = r.files.at(0);
+      j.key("file").str(f.path);
+      changes_json(j, r.changes);
+      j.key("file_size").num(f.file_size).key("data_offset").num(f.data_offset);
+      j.key("tensors_verified").num(f.tensors_verified).key("bytes_verified").num(f.bytes_verified);
+    }
+    j.key("set_files").num(r.set_files);
+    j.key("files").array([&] {
+      for (const WrittenFile& f : r.files)
+        j.object([&] {
+          j.key("path").str(f.path).key("file_size").num(f.file_size).key("data_offset").num(f.data_offset);
+          j.key("tensors").num(f.tensors).key("keys").num(f.keys);
+          j.key("tensors_verified").num(f.tensors_verified).key("bytes_verified").num(f.bytes_verified);
+        });
+    });
+  });
+}
+
 // One file's report.
-void print_file(const EditRequest& req, const EditReport& r, bool json) {
+void print_file(const EditRequest& req, const EditReport& r) {
   const std::string order_change = r.order_after ? std::string("order   ") + order_name(*r.order_before) + " -> " + order_name(*r.order_after) : "";
   if (r.unchanged) {
-    if (json) {
-      JsonOut j(std::cout);
-      j.object([&] {
-        j.key("file").str(req.input).key("changes").array([] {}).key("written").boolean(false);
-      });
-    } else
-      std::printf("%s: no changes%s; nothing written\n", req.input.c_str(),
-                  req.byte_order ? (std::string(" (already ") + order_name(*req.byte_order) + ")").c_str() : "");
+    std::printf("%s: no changes%s; nothing written\n", req.input.c_str(),
+                req.byte_order ? (std::string(" (already ") + order_name(*req.byte_order) + ")").c_str() : "");
     return;
   }
   const std::string dropped_note = r.dropped_bytes ? "note: the data is re-laid; the source's " + std::to_string(r.dropped_bytes) +
@@ -169,17 +201,6 @@ void print_file(const EditRequest& req, const EditReport& r, bool json) {
                                                    : "";
   const std::string where = path_text(req, r, "the whole file");
   if (req.dry_run) {
-    if (json) {
-      JsonOut j(std::cout);
-      j.object([&] {
-        j.key("dry_run").boolean(true);
-        changes_json(j, r.changes);
-        j.key("data_offset").object([&] { j.key("before").num(r.data_offset_before).key("after").num(r.data_offset_after); });
-        j.key("file_size").object([&] { j.key("before").num(r.file_size_before).key("after").num(r.file_size_after); });
-        if (r.prompt_before) prompts_json(j, r);
-      });
-      return;
-    }
     std::printf("%s: dry run, nothing written\n", req.input.c_str());
     for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());
     if (!order_change.empty()) std::printf("  %s\n", order_change.c_str());
@@ -193,31 +214,11 @@ void print_file(const EditRequest& req, const EditReport& r, bool json) {
     return;
   }
   if (r.written == Written::header) {
-    if (json) {
-      JsonOut j(std::cout);
-      j.object([&] {
-        j.key("file").str(req.input);
-        changes_json(j, r.changes);
-        j.key("written").str("header").key("header_bytes").num(r.header_size).key("bytes_written").num(r.header_bytes);
-        j.key("at").num(r.header_at);
-      });
-    } else {
-      for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());
-      std::printf("%s", header_written(req.input, r).c_str());
-    }
+    for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());
+    std::printf("%s", header_written(req.input, r).c_str());
     return;
   }
   const WrittenFile& f = r.files.at(0);
-  if (json) {
-    JsonOut j(std::cout);
-    j.object([&] {
-      j.key("file").str(f.path);
-      changes_json(j, r.changes);
-      j.key("file_size").num(f.file_size).key("data_offset").num(f.data_offset);
-      j.key("tensors_verified").num(f.tensors_verified).key("bytes_verified").num(f.bytes_verified);
-    });
-    return;
-  }
   for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());
   if (!order_change.empty()) std::printf("  %s\n", order_change.c_str());
   std::printf("%s", dropped_note.c_str());
@@ -267,8 +268,9 @@ int run_edit(EditRequest& req, bool json) {
   } catch (const EditRefused& e) {
     refused(e);
   }
-  if (r.set_files > 1) print_set(req, r);
-  else print_file(req, r, json);
+  if (json) print_json(req, r);
+  else if (r.set_files > 1) print_set(req, r);
+  else print_file(req, r);
   return 0;
 }
 

@@ -75,10 +75,9 @@ py::object finding_object(const Finding& f, const std::string& file);
 // Raises ggufkit.Error with the command's message and where: file, offset, field, code
 // (a refusing rule's code, else the error's kind: format, usage, io), findings.
 void raise_error(const Error& e) {
-  // The text as the library composes it from the error's fields now (a refused edit names
-  // its field and offset after it is made), as the command prints it.
-  const Error now(e.kind, e.file, e.offset, e.field, e.message);
-  py::object err = py::reinterpret_borrow<py::object>(g_error)(message_str(now.what()));
+  // what() is made from the fields as they stand (a refused edit names its field and
+  // offset after it is made), as the command prints it.
+  py::object err = py::reinterpret_borrow<py::object>(g_error)(message_str(e.what()));
   err.attr("file") = e.file.empty() ? py::object(py::none()) : py::object(text_str(e.file));
   err.attr("offset") = e.offset ? py::object(py::int_(*e.offset)) : py::object(py::none());
   err.attr("field") = text_str(e.field);

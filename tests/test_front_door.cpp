@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "ggufkit/edit.h"
+#include "ggufkit/jinja_render.h"
 #include "ggufkit/scan.h"
 #include "helpers.h"
 
@@ -170,9 +171,97 @@ TEST(FrontDoor, SplitAndMergeGiveBackTheFileByteForByte) {
   ASSERT_EQ(shards.size(), 3u);
   EXPECT_EQ(shards[0].tensors + shards[1].tensors + shards[2].tensors, 21u);
   EXPECT_EQ(shards[2].path, s.prefix + "-00003-of-00003.gguf");
-  ggufkit::MergeRequest m{shards[1].path, temp_path("door-merged.gguf"), {}};
+  ggufkit::MergeRequest m{shards[1].path, temp_path("door-merged.gguf"), {}, {}};
   std::vector<ggufkit::WrittenFile> one = ggufkit::merge(m);
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].tensors, 21u);
   EXPECT_EQ(read_file_bytes(m.output), read_file_bytes(tiny_llama()));
+}
+
+namespace {
+
+// Three copies of the corpus's 3-shard set, named door-NAME-0000K-of-00003.gguf.
+std::vector<std::string> set_copy(const std::string& name) {
+  std::vector<std::string> paths;
+  for (int k = 1; k <= 3; ++k)
+    paths.push_back(copy_of(corpus("splits/by-count-0000" + std::to_string(k) + "-of-00003.gguf"),
+                            "door-" + name + "-0000" + std::to_string(k) + "-of-00003.gguf"));
+  return paths;
+}
+
+// The keys of a JSON object's top level, in order, and their values as JSON.
+std::vector<std::pair<std::string, ggufkit::jinja::Value>> top_level(const std::string& json) {
+  ggufkit::jinja::Value v = ggufkit::jinja::from_json(json);
+  std::vector<std::pair<std::string, ggufkit::jinja::Value>> out;
+  if (v.dict)
+    for (const auto& [k, val] : v.dict->items) out.push_back({k.s.str(), val});
+  return out;
+}
+
+}  // namespace
+
+TEST(FrontDoor, ASetsReportGivesShardOnesDataStartAndSizesBeforeAndAfterAsAFilesDoes) {
+  // One pipeline fills the report: a set's plan names shard 1's data start and size, before
+  // and after, as a lone file's does (they were 0 for a set), and what was written matches.
+  const std::vector<std::string> set = set_copy("report");
+  ggufkit::Scanned one = ggufkit::scan_file(set[0]);
+  ggufkit::EditRequest req;
+  req.input = set[1];
+  req.patch.add_set("general.name", "A longer name than the set's own, to move the data start");
+  req.output = temp_path("door-report-out");
+  req.write.force = true;
+  ggufkit::EditReport r = ggufkit::edit(req);
+  EXPECT_EQ(r.set_files, 3u);
+  EXPECT_EQ(r.data_offset_before, one.layout.data_offset);
+  EXPECT_EQ(r.file_size_before, one.source_size);
+  EXPECT_EQ(r.data_offset_before, 724704u);
+  ASSERT_EQ(r.files.size(), 3u);
+  ggufkit::Scanned written = ggufkit::scan_file(r.files[0].path);
+  EXPECT_EQ(r.files[0].path, req.output + "-00001-of-00003.gguf");
+  EXPECT_EQ(r.data_offset_after, written.layout.data_offset);
+  EXPECT_EQ(r.file_size_after, written.source_size);
+  EXPECT_EQ(r.files[0].data_offset, r.data_offset_after);
+  EXPECT_EQ(r.files[0].file_size, r.file_size_after);
+  EXPECT_GT(r.data_offset_after, r.data_offset_before);
+  EXPECT_EQ(r.file_size_after - r.file_size_before, r.data_offset_after - r.data_offset_before);
+}
+
+TEST(FrontDoor, EditJsonOfASetHasTheSameKeysAsOfAFileWithItsSizesAndOffsetsFilled) {
+  const std::vector<std::string> set = set_copy("json");
+  const std::string lone = copy_of(tiny_llama(), "door-json.gguf");
+  const std::string a = temp_path("door-json-out.gguf"), b = temp_path("door-json-set");
+  // A dry run, whole new files, the header in place (a name as long as the old one): for the
+  // file, then for the set.
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"--dry-run", "--dry-run"}, {"-o " + a + " --force", "-o " + b + " --force"}, {"--in-place", "--in-place"}};
+  for (const auto& [file_args, set_args] : runs) {
+    const std::string args = set_args;
+    SCOPED_TRACE(args);
+    CliRun f = run_cli("edit " + lone + " --set general.name=ggufkit_tiny_llamX --json " + file_args);
+    CliRun s = run_cli("edit " + set[2] + " --set general.name=ggufkit_tiny_llamX --json " + set_args);
+    ASSERT_EQ(f.code, 0) << f.err;
+    ASSERT_EQ(s.code, 0) << s.err;
+    auto fk = top_level(f.out), sk = top_level(s.out);
+    ASSERT_EQ(fk.size(), sk.size()) << f.out << "\n" << s.out;
+    for (size_t i = 0; i < fk.size(); ++i) EXPECT_EQ(fk[i].first, sk[i].first) << f.out << "\n" << s.out;
+    for (const auto& [k, v] : sk)
+      if (k == "file_size" || k == "data_offset") {
+        if (v.dict)  // a dry run's before and after
+          for (const auto& [when, n] : v.dict->items) EXPECT_GT(n.i, 0) << k << " " << when.s.str() << ": " << s.out;
+        else EXPECT_GT(v.i, 0) << k << ": " << s.out;
+      } else if (k == "set_files") {
+        EXPECT_EQ(v.i, 3) << s.out;
+      } else if (k == "files") {
+        // A dry run writes nothing, a new set every shard, the header in place shard 1 alone.
+        const size_t written = args == "--dry-run" ? 0 : args == "--in-place" ? 1 : 3;
+        ASSERT_EQ(v.list->size(), written) << s.out;
+        for (size_t n = 0; n < written; ++n) {
+          const auto* path = (*v.list)[n].dict->find("path");
+          ASSERT_NE(path, nullptr);
+          const ggufkit::Scanned w = ggufkit::scan_file(path->s.str());
+          EXPECT_EQ((*v.list)[n].dict->find("data_offset")->i, static_cast<int64_t>(w.layout.data_offset)) << path->s.str();
+          EXPECT_EQ((*v.list)[n].dict->find("file_size")->i, static_cast<int64_t>(w.source_size)) << path->s.str();
+        }
+      }
+  }
 }

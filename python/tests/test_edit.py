@@ -186,6 +186,28 @@ def test_a_shard_edits_its_whole_set(tmp_path):
     assert ggufkit.open(tmp_path / "by-count-00001-of-00003.gguf", shard_only=True).metadata["general.name"] == "Set renamed"
 
 
+def test_an_edit_of_a_set_reports_shard_ones_real_data_start_and_size(tmp_path):
+    # One pipeline fills the report: a set's is shard 1's, before and after, as a file's
+    # (it was (0, 0) for a set), and each file written says its own.
+    from conftest import CORPUS
+    for i in (1, 2, 3):
+        src = CORPUS / "splits" / f"by-count-0000{i}-of-00003.gguf"
+        (tmp_path / src.name).write_bytes(src.read_bytes())
+    first = ggufkit.open(tmp_path / "by-count-00001-of-00003.gguf", shard_only=True)
+    r = ggufkit.edit(tmp_path / "by-count-00003-of-00003.gguf", set={"general.name": "x" * 100}, out=tmp_path / "new")
+    assert r["data_offset"][0] == first.data_offset == 724704
+    assert r["file_size"][0] == (tmp_path / "by-count-00001-of-00003.gguf").stat().st_size
+    written = [tmp_path / f"new-0000{k}-of-00003.gguf" for k in (1, 2, 3)]
+    assert [f["path"] for f in r["files"]] == [str(w) for w in written]
+    one = ggufkit.open(written[0], shard_only=True)
+    assert r["data_offset"][1] == one.data_offset == r["files"][0]["data_offset"]
+    assert r["file_size"][1] == written[0].stat().st_size == r["files"][0]["file_size"]
+    assert r["data_offset"][1] > r["data_offset"][0]
+    for f, w in zip(r["files"], written):
+        assert f["file_size"] == w.stat().st_size
+        assert f["data_offset"] == ggufkit.open(w, shard_only=True).data_offset
+
+
 def test_an_exception_from_progress_cancels_the_write_and_is_raised(tmp_path):
     out = tmp_path / "out.gguf"
     calls = []
