@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <cctype>
@@ -80,13 +81,13 @@ std::string string_value(const Model& m, const char* key) {
 std::optional<ReadArgs> read_args(const std::vector<std::string>& args, const std::string& help,
                                   const char* json_help) {
   po::options_description desc("options");
-  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-' for stdin), or any shard of a set")(
-      "json", po::bool_switch(), json_help)("shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
+  shard_only_option(desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-' for stdin), or any shard of a set")(
+      "json", po::bool_switch(), json_help));
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos, help);
   if (!vm) return std::nullopt;
-  return ReadArgs{(*vm)["file"].as<std::string>(), (*vm)["json"].as<bool>(), (*vm)["shard-only"].as<bool>()};
+  return ReadArgs{(*vm)["file"].as<std::string>(), (*vm)["json"].as<bool>(), shard_only(*vm)};
 }
 
 void value_json(std::ostream& out, const Value& v) { JsonOut(out, false).value(v); }
@@ -102,8 +103,18 @@ std::atomic<bool> g_cancel{false};
 extern "C" void on_signal(int) { g_cancel = true; }
 }  // namespace
 
+std::string cli_words(std::string_view text) {
+  return reworded(text, [](std::string_view name) {
+    if (name == "max_bytes") return std::string("--max-size");
+    if (name == "per_file") return std::string("--manifest");
+    std::string flag = "--" + std::string(name);
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    return flag;
+  });
+}
+
 void print_note(const std::string& file, const std::string& message) {
-  std::fprintf(stderr, "ggufkit: note: %s: %s\n", file.c_str(), message.c_str());
+  std::fprintf(stderr, "ggufkit: note: %s: %s\n", file.c_str(), cli_words(message).c_str());
 }
 
 void terminal_progress(Context& ctx) {
@@ -119,6 +130,13 @@ void terminal_progress(Context& ctx) {
     if (pct == 100) *shown = -1;  // the next file starts its own line
   };
 }
+
+po::options_description_easy_init shard_only_option(po::options_description_easy_init options, const char* help) {
+  options("shard-only", po::bool_switch(), help);
+  return options;
+}
+
+bool shard_only(const po::variables_map& vm) { return vm["shard-only"].as<bool>(); }
 
 // The environment is read here, once a command, never inside the library.
 Context cli_context() {

@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ggufkit/edit.h"
@@ -42,6 +43,9 @@ void value_json(std::ostream& out, const Value& v);  // written as it is made: a
 
 // "ggufkit: note: FILE: MESSAGE" on standard error: the library's notes, and the command line's.
 void print_note(const std::string& file, const std::string& message);
+// A library message as the command line says it: the request fields it names (`force`,
+// `allow_broken`) as the flags that set them (--force, --allow-broken).
+std::string cli_words(std::string_view text);
 // A finding's fix as one can paste it: the rule book writes FILE for the model, here the
 // path, quoted for a shell where it needs it. Empty when it has none.
 std::string fix_text(const Finding& f, const std::string& file);
@@ -62,6 +66,12 @@ void finding_extras_json(JsonOut& j, const Finding& f, const std::string& file);
 // The options of every command that writes a model. Once the library starts writing,
 // signals that would kill a write half-way instead stop it cleanly.
 WriteOptions write_options(bool verify, bool force);
+// --shard-only, declared once for every command that reads a model: appended to a chain
+// of add_options() where it falls in --help; `help` says it in the command's terms.
+inline constexpr const char* kShardOnlyHelp = "a shard alone, not the model its set holds";
+po::options_description_easy_init shard_only_option(po::options_description_easy_init options, const char* help = kShardOnlyHelp);
+bool shard_only(const po::variables_map& vm);
+
 // A command's context: Ctrl-C cancels, notes go to standard error, and the lock timeout,
 // the render time limit and the template clock come from GGUFKIT_LOCK_TIMEOUT,
 // GGUFKIT_RENDER_TIME_LIMIT and SOURCE_DATE_EPOCH.

@@ -194,7 +194,8 @@ int main(int argc, char** argv) {
     std::cerr << "ggufkit: unknown command '" << cmd << "'" << (hint.empty() ? "" : hint + "?")
               << "\nRun 'ggufkit --help' for the list of commands.\n";
     return 2;
-  } catch (const Error& e) {
+  } catch (const Error& library) {
+    const Error e(library.kind, library.file, library.offset, cli_words(library.field), cli_words(library.message));
     const int code = exit_code(e, args);
     if (wants_json(args)) {
       static const char* kinds[] = {"", "format", "usage", "io"};

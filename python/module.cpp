@@ -72,11 +72,22 @@ const char* kind_name(Error::Kind k) { return k == Error::Kind::format ? "format
 
 py::object finding_object(const Finding& f, const std::string& file);
 
+// A library message as Python says it: the request fields it names (`force`) as the
+// keyword arguments that set them (force=True).
+std::string py_words(std::string_view text) {
+  return reworded(text, [](std::string_view name) {
+    for (const char* flag : {"force", "allow_broken", "in_place", "discard"})
+      if (name == flag) return std::string(name) + "=True";
+    return std::string(name);
+  });
+}
+
 // Raises ggufkit.Error with the command's message and where: file, offset, field, code
 // (a refusing rule's code, else the error's kind: format, usage, io), findings.
-void raise_error(const Error& e) {
+void raise_error(const Error& library) {
   // what() is made from the fields as they stand (a refused edit names its field and
-  // offset after it is made), as the command prints it.
+  // offset after it is made), as the command prints it, in Python's words.
+  const Error e(library.kind, library.file, library.offset, py_words(library.field), py_words(library.message));
   py::object err = py::reinterpret_borrow<py::object>(g_error)(message_str(e.what()));
   err.attr("file") = e.file.empty() ? py::object(py::none()) : py::object(text_str(e.file));
   err.attr("offset") = e.offset ? py::object(py::int_(*e.offset)) : py::object(py::none());
@@ -86,7 +97,7 @@ void raise_error(const Error& e) {
   err.attr("message") = message_str(e.message);
   py::list findings;
   std::string code = kind_name(e.kind);
-  if (const auto* r = dynamic_cast<const EditRefused*>(&e)) {
+  if (const auto* r = dynamic_cast<const EditRefused*>(&library)) {
     for (const Finding& f : r->findings) {
       if (f.severity == Severity::error && code == kind_name(e.kind)) code = code_name(f.code);
       findings.append(finding_object(f, e.file));
@@ -499,7 +510,7 @@ py::dict edit_job(const py::handle& path, py::object set, py::object remove, py:
   d["files"] = files;
   d["findings"] = findings_list(r.findings_new, req.input);
   py::list notes;
-  for (const auto& [file, msg] : r.notes) notes.append(py::make_tuple(text_str(file), message_str(msg)));
+  for (const auto& [file, msg] : r.notes) notes.append(py::make_tuple(text_str(file), message_str(py_words(msg))));
   d["notes"] = notes;
   return d;
 }

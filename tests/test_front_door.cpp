@@ -265,3 +265,29 @@ TEST(FrontDoor, EditJsonOfASetHasTheSameKeysAsOfAFileWithItsSizesAndOffsetsFille
       }
   }
 }
+
+TEST(FrontDoor, AMessageNamesTheRequestsFieldAndEachFrontEndWordsItsRemedy) {
+  // The library names `force` (the request's field), never --force: a Python user has no
+  // flags. The command line says --force, as it always has.
+  const std::string out = temp_path("door-exists.gguf");
+  write_file_bytes(out, {'m', 'i', 'n', 'e'});
+  ggufkit::EditRequest req;
+  req.input = tiny_llama();
+  req.output = out;
+  req.patch.add_set("general.name", "x");
+  try {
+    ggufkit::edit(req);
+    FAIL() << "an existing output was replaced without force";
+  } catch (const ggufkit::Error& e) {
+    EXPECT_EQ(e.message, "exists; give `force` to replace it; nothing was changed (" + tiny_llama() + " is as it was)");
+    EXPECT_EQ(std::string(e.what()).find("--"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(ggufkit::reworded("exists; give `force` to replace it; `x y` and `max_bytes`",
+                              [](std::string_view name) { return "<" + std::string(name) + ">"; }),
+            "exists; give <force> to replace it; `x y` and <max_bytes>");
+  CliRun r = run_cli("edit " + tiny_llama() + " --set general.name=x -o " + out);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "ggufkit: error: " + out + ": exists; give --force to replace it; nothing was changed (" + tiny_llama() +
+                       " is as it was)\n");
+  EXPECT_EQ(read_file_bytes(out), (std::vector<uint8_t>{'m', 'i', 'n', 'e'}));
+}

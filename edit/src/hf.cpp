@@ -385,7 +385,7 @@ class Card {
     return yaml_where(name_, n.line, col);
   }
   [[noreturn]] void fail(const YamlNode& n, const std::string& field, const std::string& msg) const {
-    throw Error(Error::Kind::format, where(n), std::nullopt, "--from-hf", field + ": " + msg);
+    throw Error(Error::Kind::format, where(n), std::nullopt, "`from_hf`", field + ": " + msg);
   }
 
   // A string as gguf-py's add_string takes one: text in quotes, or plain text YAML 1.1 reads
@@ -521,7 +521,7 @@ Taken model_card(const std::string& text, const std::string& name) {
     uint32_t cp = 0;
     size_t n = decode(text, i, cp);
     if (!n)
-      throw Error(Error::Kind::format, name, i, "--from-hf", "the model card is not UTF-8 (the converter reads it as UTF-8)");
+      throw Error(Error::Kind::format, name, i, "`from_hf`", "the model card is not UTF-8 (the converter reads it as UTF-8)");
     i += n;
   }
   std::vector<std::string> lines;
@@ -613,10 +613,10 @@ Taken model_card(const std::string& text, const std::string& name) {
 
 std::vector<Entry> generation_config(const std::string& text, const std::string& name) {
   const YamlNode root = load_yaml(text, name);
-  if (!root.IsMap()) throw Error(Error::Kind::format, yaml_where(name, root.line, root.column), std::nullopt, "--from-hf", "expected a JSON object");
+  if (!root.IsMap()) throw Error(Error::Kind::format, yaml_where(name, root.line, root.column), std::nullopt, "`from_hf`", "expected a JSON object");
   std::vector<Entry> out;
   auto fail = [&](const YamlNode& n, const std::string& field, const std::string& msg) {
-    throw Error(Error::Kind::format, yaml_where(name, n.line, n.column), std::nullopt, "--from-hf", field + ": " + msg);
+    throw Error(Error::Kind::format, yaml_where(name, n.line, n.column), std::nullopt, "`from_hf`", field + ": " + msg);
   };
   // JSON's number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?, the integer part alone an int.
   auto json_number = [](const std::string& t, bool& integer) {

@@ -444,12 +444,12 @@ Recovery finish_set(const std::vector<SetRename>& set, const std::string& journa
   }
   const bool renamed_any = std::find_if(state.begin(), state.end(), [](State s) { return s != State::waiting; }) != state.end();
   if (discard && renamed_any)
-    throw refuse("--discard: some of the set's files are already the new ones, and the old ones are gone; run recover without "
-                 "--discard to finish the set");
+    throw refuse("`discard`: some of the set's files are already the new ones, and the old ones are gone; run recover without "
+                 "`discard` to finish the set");
   if (discard)
     for (const SetRename& e : set)
       if (std::string why; look(e.target, st) && !S_ISLNK(st.st_mode) && !reads_clean(ctx, in_folder(dir, e.target), 0, &why))
-        throw refuse("--discard: " + in_folder(dir, e.target) + " of its set does not read clean (" + why + ")");
+        throw refuse("`discard`: " + in_folder(dir, e.target) + " of its set does not read clean (" + why + ")");
   for (size_t i = 0; i < set.size(); ++i) {
     const SetRename& e = set[i];
     if (state[i] == State::done) continue;
@@ -640,7 +640,7 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
   if (stat_path(beside, ms, !of_set) != 0) throw_io(beside, "cannot stat");
   if (discard && !of_set) {  // not applied, so whoever made it: the file must read clean
     std::string why;
-    if (!reads_clean(ctx, path, 0, &why)) throw refuse("--discard: " + path + " does not read clean (" + why + ")");
+    if (!reads_clean(ctx, path, 0, &why)) throw refuse("`discard`: " + path + " does not read clean (" + why + ")");
     if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal");
     flush_folder(journal);
     return Recovery::discarded;

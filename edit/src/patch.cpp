@@ -129,7 +129,7 @@ namespace {
 std::string read_hf_file(const std::string& file, const std::string& dir, bool named) {
   namespace fs = std::filesystem;
   auto refuse = [&](const std::string& why) {
-    throw Error(named ? Error::Kind::usage : Error::Kind::format, file, std::nullopt, "--from-hf",
+    throw Error(named ? Error::Kind::usage : Error::Kind::format, file, std::nullopt, "`from_hf`",
                 why + "; only regular files inside the folder are read");
   };
   int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -159,7 +159,7 @@ std::string read_hf_file(const std::string& file, const std::string& dir, bool n
   const bool hub = root.parent_path().filename() == "snapshots" && repo.filename().string().rfind("models--", 0) == 0;
   if (!inside(root) && !(hub && inside(repo / "blobs"))) refuse("leads to " + real.string() + ", outside " + root.string());
   if (static_cast<uint64_t>(st.st_size) > YamlLimits{}.max_bytes)
-    throw Error(Error::Kind::format, file, std::nullopt, "--from-hf",
+    throw Error(Error::Kind::format, file, std::nullopt, "`from_hf`",
                 "is " + std::to_string(st.st_size) + " bytes, over the cap of " + std::to_string(YamlLimits{}.max_bytes));
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   std::string text(static_cast<size_t>(st.st_size), '\0');
@@ -175,7 +175,7 @@ void Patch::add_from_hf(const std::string& path) {
   // A file is taken only as the folder's tokenizer_config.json: a model, a card or anything
   // else named here is no folder, and is not read as JSON to say so.
   if (struct stat st {}; !folder && ::lstat(path.c_str(), &st) == 0 && fs::path(path).filename() != "tokenizer_config.json")
-    throw Error(Error::Kind::usage, path, std::nullopt, "--from-hf",
+    throw Error(Error::Kind::usage, path, std::nullopt, "`from_hf`",
                 "is not a folder: give the Hugging Face model folder (or its tokenizer_config.json)");
   const std::string config = folder ? (fs::path(path) / "tokenizer_config.json").string() : path;
   const std::string parent = fs::path(path).parent_path().string();
@@ -190,7 +190,7 @@ void Patch::add_from_hf(const std::string& path) {
   };
   const bool has_config = there(config), has_jinja = there(jinja), has_readme = there(readme), has_generation = there(generation);
   if (!has_config && !has_jinja && !has_readme && !has_generation)
-    throw Error(Error::Kind::usage, path, std::nullopt, "--from-hf",
+    throw Error(Error::Kind::usage, path, std::nullopt, "`from_hf`",
                 "none of tokenizer_config.json, chat_template.jinja, README.md and generation_config.json is there");
   YamlNode root;
   if (has_config) {
@@ -199,7 +199,7 @@ void Patch::add_from_hf(const std::string& path) {
   }
   auto where = [&](const YamlNode& n) { return yaml_where(config, n.line, n.column); };
   auto bad = [&](const YamlNode& n, const std::string& what) {
-    return Error(Error::Kind::format, where(n), std::nullopt, "--from-hf", what);
+    return Error(Error::Kind::format, where(n), std::nullopt, "`from_hf`", what);
   };
   auto set_text = [&](const std::string& key, const YamlNode& n) {
     refuse_twice(*this, key);
@@ -284,10 +284,10 @@ void Patch::set_alignment(const std::string& text) {
   try {
     alignment = alignment_of(y, alignment_at);
   } catch (const Error& e) {  // an option's value not of its form: a usage error, as any option's
-    throw Error(Error::Kind::usage, "", std::nullopt, "--alignment", e.message);
+    throw Error(Error::Kind::usage, "", std::nullopt, "`alignment`", e.message);
   }
   if (*alignment != 0 && !is_power_of_two(*alignment))
-    throw Error(Error::Kind::usage, "", std::nullopt, "--alignment", "alignment " + text + " is not a power of two");
+    throw Error(Error::Kind::usage, "", std::nullopt, "`alignment`", "alignment " + text + " is not a power of two");
 }
 
 Patch parse_patch(const std::string& text, const std::string& name, const std::string& base_dir) {
@@ -447,7 +447,7 @@ class Applier : YamlReader {
   // What --allow-broken lets through: refused without it, written with a note with it.
   void broken(const YamlNode& at, const std::string& entry, const std::string& msg) {
     if (!p_.allow_broken) fail(at, entry, msg);
-    ctx_.note(yaml_where(name(), at.line, at.column), entry + ": written anyway (--allow-broken): " + msg);
+    ctx_.note(yaml_where(name(), at.line, at.column), entry + ": written anyway (`allow_broken`): " + msg);
   }
 
   // GGUF keys have 1 to 65,535 bytes; a NUL cuts a key short in C readers. By convention

@@ -340,7 +340,7 @@ RewriteResult safe_rewrite(const Model& model, const std::string& source, const 
     if (!have_source) throw_io(source, "cannot find the file to rewrite in place");
     target = opt.break_link ? source : follow_links(source);  // a symlink's target is replaced, not the link
   } else if (have_source) {
-    refuse_same_file(source, dest, "; use --in-place to replace it safely");
+    refuse_same_file(source, dest, "; use `in_place` to replace it safely");
   }
   mode_t mode = have_source ? (src_st.st_mode & 0777) : 0666;  // for a new file, less the umask
   const std::string note = "; nothing was changed" + (have_source ? " (" + source + " is as it was)" : std::string());

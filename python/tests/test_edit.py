@@ -79,6 +79,9 @@ def test_an_existing_output_is_kept_unless_force(tmp_path, spm_copy):
     with pytest.raises(ggufkit.Error) as e:
         ggufkit.edit(spm_copy, set={"general.name": "x"}, out=out)
     assert e.value.kind == "usage" and e.value.exit_code == 2
+    # The remedy in Python's words: the keyword argument, not the command's flag.
+    assert e.value.message.startswith("exists; give force=True to replace it; nothing was changed"), e.value.message
+    assert "--" not in str(e.value)
     assert out.read_bytes() == b"mine"
     ggufkit.edit(spm_copy, set={"general.name": "x"}, out=out, force=True)
     assert ggufkit.open(out).metadata["general.name"] == "x"

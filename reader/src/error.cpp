@@ -1,5 +1,6 @@
 #include "ggufkit/error.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -37,6 +38,23 @@ void throw_usage(const std::string& message) {
 void throw_io(const std::string& file, const std::string& message) {
   std::string reason = errno ? std::string(": ") + std::strerror(errno) : std::string();
   throw Error(Error::Kind::io, file, std::nullopt, "", message + reason);
+}
+
+std::string reworded(std::string_view text, const std::function<std::string(std::string_view name)>& word) {
+  std::string out;
+  size_t at = 0;
+  for (size_t open; (open = text.find('`', at)) != std::string_view::npos;) {
+    const size_t close = text.find('`', open + 1);
+    if (close == std::string_view::npos) break;
+    const std::string_view name = text.substr(open + 1, close - open - 1);
+    const bool field = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return (c >= 'a' && c <= 'z') || c == '_'; });
+    out.append(text.substr(at, open - at));
+    if (field) out += word(name);
+    else out.append(text.substr(open, close - open + 1));
+    at = close + 1;
+  }
+  out.append(text.substr(at));
+  return out;
 }
 
 std::string clipped(std::string_view text, size_t max) {

@@ -610,7 +610,7 @@ HashReport hash_files(const HashRequest& r) {
       throw Error(Error::Kind::format, *r.check, std::nullopt, "", "has no hash lines (TYPE HASH NAME, TYPE one of " + algo_list() + ")");
   }
   for (HashAlgo a : r.algos)
-    if (a == HashAlgo::uuid && !r.per_file && !r.check) throw_usage("a uuid names a whole file: it is for --manifest and --check");
+    if (a == HashAlgo::uuid && !r.per_file && !r.check) throw_usage("a uuid names a whole file: it is for `per_file` and `check`");
   const bool parse = !r.algos.empty() || r.check;
   Opened o = open_files(r, parse);
   std::vector<Job> jobs;

@@ -148,7 +148,7 @@ PendingFile::PendingFile(std::string target, mode_t mode, bool replace, Context 
     if (S_ISDIR(st.st_mode)) refuse("is a folder; give a file name");
     if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
       refuse("exists and is not a regular file (a device, pipe or socket); ggufkit replaces only regular files");
-    if (!replace_) refuse("exists; give --force to replace it");
+    if (!replace_) refuse("exists; give `force` to replace it");
   }
   if (exists && S_ISREG(st.st_mode)) {
     replaced_ = st;
@@ -246,7 +246,7 @@ bool PendingFile::commit() {
     } else {
       if (errno != EEXIST) throw_io(target_, "cannot give the finished file a name in " + dir_);
       if (!replace_)
-        throw Error(Error::Kind::usage, target_, std::nullopt, "", "appeared while it was being written; give --force to replace it");
+        throw Error(Error::Kind::usage, target_, std::nullopt, "", "appeared while it was being written; give `force` to replace it");
       std::string name = temp_name();
       if (::linkat(AT_FDCWD, proc_path().c_str(), folder_, name.c_str(), AT_SYMLINK_FOLLOW) != 0)
         throw_io(target_, "cannot give the finished file a name in " + dir_);
@@ -257,7 +257,7 @@ bool PendingFile::commit() {
   if (!named_.empty()) {
     struct stat st {};  // the fallback's file was named from the start: the same checks here
     if (!replace_ && ::fstatat(folder_, base_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
-      throw Error(Error::Kind::usage, target_, std::nullopt, "", "exists; give --force to replace it");
+      throw Error(Error::Kind::usage, target_, std::nullopt, "", "exists; give `force` to replace it");
     // The file replaced is locked while it is (no in-place edit of it is lost under the
     // rename); nothing when this process holds its lock already, as a rewrite does.
     FileLock lock;

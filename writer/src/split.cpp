@@ -6,7 +6,7 @@
 namespace ggufkit {
 
 std::vector<Model> split_model(const Model& model, const SplitOptions& o) {
-  if (!o.max_tensors && !o.max_bytes) throw_usage("give --max-tensors N (at least 1) or --max-size SIZE");
+  if (!o.max_tensors && !o.max_bytes) throw_usage("give `max_tensors` N (at least 1) or `max_bytes` SIZE");
   for (const KV& kv : model.metadata)
     if (is_split_key(kv.key)) throw_usage("the model has a " + kv.key + " key already: merge the set first");
   const uint64_t n = model.tensors.size();
@@ -25,7 +25,7 @@ std::vector<Model> split_model(const Model& model, const SplitOptions& o) {
   auto close_check = [&](size_t i) {
     if (!shards.empty() && shards.back().tensors.empty())
       throw_usage("tensor[" + std::to_string(i) + "] " + model.tensors[i].name + " alone (" +
-                  std::to_string(model.tensors[i].nbytes()) + " bytes, padded to 32) is more than --max-size " +
+                  std::to_string(model.tensors[i].nbytes()) + " bytes, padded to 32) is more than `max_bytes` " +
                   std::to_string(o.max_bytes) + " bytes: a shard would hold no tensor");
   };
   open_shard();

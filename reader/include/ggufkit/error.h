@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -37,6 +38,12 @@ class Error : public std::runtime_error {
 // Shorthands for errors that have no byte offset.
 [[noreturn]] void throw_usage(const std::string& message);
 [[noreturn]] void throw_io(const std::string& file, const std::string& message);  // adds errno text
+
+// A message names a request's field that would let it through, or that it is about, as
+// `force` (backquoted): never a command-line flag, which a Python user has not got. Each
+// front end words them its own way: `word` is given each such name (force, allow_broken,
+// in_place, ...) and returns its text (--force, force=True); other text is kept.
+std::string reworded(std::string_view text, const std::function<std::string(std::string_view name)>& word);
 
 // A piece of input as a message quotes it: whole when it is at most `max` bytes, else its
 // first and last bytes around "..." with its length, "12345678901234...67890 (100000 bytes)",
