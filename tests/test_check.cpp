@@ -48,12 +48,19 @@ TEST(RuleTable, OneRowPerCodeWithUniqueNamesThatRoundTrip) {
 }
 
 TEST(RuleTable, ASetFaultBecomesTheFindingOfItsRule) {
-  Finding f = set_finding({"m-00002-of-00002.gguf", "split.no", "split_no", "split.no is 0, expected 1 from its name"});
+  Finding f = set_finding({"m-00002-of-00002.gguf", "split.no", SetFaultCode::split_no, "split.no is 0, expected 1 from its name"});
   EXPECT_EQ(f.code, Code::split_no);
   EXPECT_EQ(f.severity, Severity::error);
   EXPECT_EQ(f.message, "split.no: split.no is 0, expected 1 from its name");
   EXPECT_EQ(f.offset, std::nullopt);
-  EXPECT_THROW(set_finding({"f", "", "no_such_rule", "x"}), Error);
+  // Each fault is the rule of its name.
+  const std::vector<std::pair<SetFaultCode, std::string>> each = {
+      {SetFaultCode::not_a_shard_name, "not_a_shard_name"},       {SetFaultCode::split_keys_in_single_file, "split_keys_in_single_file"},
+      {SetFaultCode::too_many_shards, "too_many_shards"},         {SetFaultCode::missing_shard, "missing_shard"},
+      {SetFaultCode::split_no, "split_no"},                       {SetFaultCode::split_count, "split_count"},
+      {SetFaultCode::split_tensors_count, "split_tensors_count"}, {SetFaultCode::model_key_in_shard, "model_key_in_shard"},
+      {SetFaultCode::tensor_in_two_shards, "tensor_in_two_shards"}};
+  for (const auto& [c, name] : each) EXPECT_EQ(code_name(set_finding({"f", "", c, "x"}).code), name);
 }
 
 TEST(NewFindings, ComparesByCodeAndPlaceNotByMessage) {

@@ -682,3 +682,22 @@ TEST(DiffHash, HashShowsProgressOnATerminalAndNowhereElse) {
   std::string text(t.begin(), t.end());
   EXPECT_NE(text.find("ggufkit: hashing 0.07 GB of 0.07 GB (100%)"), std::string::npos) << text.substr(0, 500);
 }
+
+TEST(FileTypes, OneTableNamesEveryTypeShowPrintsAndTheRuleBookKnowsOnlyLlamaCppsOwn) {
+  // show's names and the rule book's types come from one table: they disagreed on 4 (show
+  // named it, the rules did not know it) and on 39-41 (the rules knew them, show printed "").
+  EXPECT_EQ(ggufkit::file_type_name(0), "ALL_F32");
+  EXPECT_EQ(ggufkit::file_type_name(15), "MOSTLY_Q4_K_M");
+  EXPECT_EQ(ggufkit::file_type_name(4), "MOSTLY_Q4_1_SOME_F16");  // an old file's: named
+  EXPECT_EQ(ggufkit::file_type_name(39), "MOSTLY_NVFP4");
+  EXPECT_EQ(ggufkit::file_type_name(41), "MOSTLY_Q2_0");
+  EXPECT_EQ(ggufkit::file_type_name(5), "");  // Q4_2: removed before GGUF
+  ASSERT_NE(ggufkit::file_type(4), nullptr);
+  EXPECT_TRUE(ggufkit::file_type(4)->removed);  // and unknown to llama.cpp (KeyValueUnusual's case)
+  ASSERT_NE(ggufkit::file_type(41), nullptr);
+  EXPECT_EQ(ggufkit::file_type(41)->main, 42u);
+  size_t named = 0;
+  for (const ggufkit::FileType& f : ggufkit::file_types()) named += !ggufkit::file_type_name(f.id).empty();
+  EXPECT_EQ(named, ggufkit::file_types().size());
+  EXPECT_EQ(ggufkit::file_types().size(), 37u);
+}

@@ -23,40 +23,20 @@ namespace {
 // LoRA adapter, an imatrix, an mmproj), whose hyperparameter and file type rules differ.
 // (role_of, with a model of no tensors taken as a vocabulary: no type mix to judge.)
 enum class Kind { model, vocab_only, other };
-Kind kind_of(const Model& m) {  // the file's role (role.h), and a model without tensors
-  switch (role_of(m)) {
+Kind kind_of(const Model& m, Role role) {  // the file's role (role.h), and a model without tensors
+  switch (role) {
     case Role::model: return m.tensors.empty() ? Kind::vocab_only : Kind::model;
     case Role::vocab: return Kind::vocab_only;
     default: return Kind::other;
   }
 }
 
-// llama.cpp's file types (llama.h's LLAMA_FTYPE_*): the name a file name gives it (as
-// llama-quantize spells it) and the tensor type it quantizes the weights to by default
-// (llama-quant.cpp's default_type); the rest of a mix is per tensor.
-struct FileType {
-  uint32_t id;
-  std::string_view name;
-  uint32_t main;   // ggml type id
-  bool pure;       // every weight is of the main type but for the embeddings and the output
-};
-constexpr FileType kFileTypes[] = {
-    {0, "F32", 0, true},        {1, "F16", 1, true},        {2, "Q4_0", 2, true},       {3, "Q4_1", 3, true},
-    {7, "Q8_0", 8, true},       {8, "Q5_0", 6, true},       {9, "Q5_1", 7, true},       {10, "Q2_K", 10, false},
-    {11, "Q3_K_S", 11, false},  {12, "Q3_K_M", 11, false},  {13, "Q3_K_L", 11, false},  {14, "Q4_K_S", 12, false},
-    {15, "Q4_K_M", 12, false},  {16, "Q5_K_S", 13, false},  {17, "Q5_K_M", 13, false},  {18, "Q6_K", 14, false},
-    {19, "IQ2_XXS", 16, false}, {20, "IQ2_XS", 17, false},  {21, "Q2_K_S", 10, false},  {22, "IQ3_XS", 21, false},
-    {23, "IQ3_XXS", 18, false}, {24, "IQ1_S", 19, false},   {25, "IQ4_NL", 20, false},  {26, "IQ3_S", 21, false},
-    {27, "IQ3_M", 21, false},   {28, "IQ2_S", 17, false},   {29, "IQ2_M", 22, false},   {30, "IQ4_XS", 23, false},
-    {31, "IQ1_M", 29, false},   {32, "BF16", 30, true},     {36, "TQ1_0", 34, false},   {37, "TQ2_0", 35, false},
-    {38, "MXFP4_MOE", 39, false}, {39, "NVFP4", 40, false}, {40, "Q1_0", 41, false},    {41, "Q2_0", 42, false},
-};
 constexpr uint32_t kGuessed = 1024;  // LLAMA_FTYPE_GUESSED: set in memory by the loader, never written by quantize
 
-const FileType* file_type(uint64_t id) {
-  for (const FileType& f : kFileTypes)
-    if (f.id == id) return &f;
-  return nullptr;
+// A file type llama.cpp knows today (a removed one is named for show only).
+const FileType* known_file_type(uint64_t id) {
+  const FileType* f = file_type(id);
+  return f && !f->removed ? f : nullptr;
 }
 
 // The file type llama.cpp's loader guesses from the most common tensor type, when the file
@@ -105,7 +85,7 @@ std::optional<uint64_t> blocks_of(const Model& m, const std::string& arch) {
 
 class KeyRules {
  public:
-  KeyRules(const Model& m, const std::string* file) : m_(m), file_(file), kind_(kind_of(m)), arch_(architecture(m)) {}
+  KeyRules(const Model& m, const std::string* file, Role role) : m_(m), file_(file), kind_(kind_of(m, role)), arch_(architecture(m)) {}
 
   std::vector<Finding> run() {
     const Registry& r = Registry::builtin();
@@ -223,7 +203,7 @@ class KeyRules {
     const Value* v = m_.find("general.file_type");
     if (!v || v->type != ValueType::u32) return;  // absent: llama.cpp guesses; mistyped: key_type's
     const uint64_t id = v->bits & ~uint64_t{kGuessed};
-    const FileType* ft = file_type(id);
+    const FileType* ft = known_file_type(id);
     if (v->bits & kGuessed)
       add(Code::key_value_unusual, "general.file_type",
           "general.file_type = " + std::to_string(v->bits) + " carries llama.cpp's \"guessed\" flag (1024), which its loader sets in "
@@ -238,7 +218,7 @@ class KeyRules {
     if (!wrong) return;
     // What llama.cpp's loader shows without the key: its guess, the fix when the weights agree with it.
     const std::optional<uint32_t> guess = llama_guess();
-    const FileType* g = guess ? file_type(*guess) : nullptr;
+    const FileType* g = guess ? known_file_type(*guess) : nullptr;
     const bool fits = g && !mix_mismatch(*g);
     Finding& f = add(Code::file_type_mismatch, "general.file_type",
                      "general.file_type = " + ftype_text(id) + " names " + *wrong +
@@ -344,13 +324,14 @@ class KeyRules {
     // the encodings and llama-quantize's aliases (Q4_K for Q4_K_M): a bare K quant names its family
     const std::string enc = lower(encoding);
     std::vector<uint32_t> named;
-    for (const FileType& f : kFileTypes) {
+    for (const FileType& f : file_types()) {
+      if (f.removed) continue;
       const std::string n = lower(f.name);
       if (n == enc || ((enc == "q3_k" || enc == "q4_k" || enc == "q5_k") && n.starts_with(enc + "_"))) named.push_back(f.id);
     }
     if (named.empty()) return;
     const std::string file_name = file_->substr(file_->find_last_of("/\\") + 1);
-    if (const Value* ft = m_.find("general.file_type"); ft && ft->type == ValueType::u32 && file_type(ft->bits & ~uint64_t{kGuessed})) {
+    if (const Value* ft = m_.find("general.file_type"); ft && ft->type == ValueType::u32 && known_file_type(ft->bits & ~uint64_t{kGuessed})) {
       const uint64_t id = ft->bits & ~uint64_t{kGuessed};
       if (std::find(named.begin(), named.end(), id) == named.end())
         add(Code::file_name_mismatch, "general.file_type",
@@ -410,6 +391,6 @@ class KeyRules {
 
 }  // namespace
 
-std::vector<Finding> key_rules(const Model& m, const std::string* file) { return KeyRules(m, file).run(); }
+std::vector<Finding> key_rules(const Model& m, const std::string* file, Role role) { return KeyRules(m, file, role).run(); }
 
 }  // namespace ggufkit

@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "ggufkit/check.h"
+#include "ggufkit/role.h"
 
 namespace ggufkit {
 // `file`: the file's path, or null for a model not read from a file of its own (an edit's
-// result, a set judged as one model, a header on standard input).
-std::vector<Finding> key_rules(const Model& m, const std::string* file);
+// result, a set judged as one model, a header on standard input). `role`: the file's, as
+// the validator found it once (an adapter when it was given a base, whatever it says).
+std::vector<Finding> key_rules(const Model& m, const std::string* file, Role role);
 }  // namespace ggufkit

@@ -40,9 +40,9 @@ const std::map<std::string, std::vector<std::string>>& required_hparams() {
 class Validator {
  public:
   Validator(const Model& m, const Layout& L, uint64_t source_size, const ByteSource* src, bool model_rules = true,
-            bool errors_only = false, const Model* base = nullptr)
+            bool errors_only = false, const Model* base = nullptr, VocabCache* vocabs = nullptr)
       : m_(m), L_(L), size_(source_size), src_(src), model_rules_(model_rules), errors_only_(errors_only), base_(base),
-        role_(base ? Role::adapter : role_of(m)) {
+        role_(base ? Role::adapter : role_of(m)), vocabs_(vocabs ? vocabs : &own_vocabs_) {
     for (const LabeledSpan& sp : L.spans)
       if (sp.kind == SpanKind::kv_value || sp.kind == SpanKind::kv_key) at_.emplace(sp.path + "/" + span_kind_name(sp.kind), sp.span.offset);
   }
@@ -160,7 +160,7 @@ class Validator {
     const Value* tokens = m_.find("tokenizer.ggml.tokens");
     if (!tokens || tokens->type != ValueType::array || tokens->size() == 0) return nullptr;
     try {
-      return rules_vocab(m_);
+      return vocabs_->rules_vocab(m_);
     } catch (const Error& e) {
       const std::string key = e.field.substr(e.field.find(' ') + 1);
       if (key == "tokenizer.ggml.pre") {  // the one refusal a one-key edit fixes: say which names would do
@@ -289,7 +289,7 @@ class Validator {
         }
       }
     }
-    for (Finding& f : key_rules(m, src_ ? &src_->name() : nullptr)) {  // the registry's types and values, the names
+    for (Finding& f : key_rules(m, src_ ? &src_->name() : nullptr, role_)) {  // the registry's types and values, the names
       f.offset = key_at(f.place.name);
       out_.push_back(std::move(f));
     }
@@ -364,6 +364,8 @@ class Validator {
   bool errors_only_;  // the edit's gate: warnings that cost a scan of the vocabulary are skipped
   const Model* base_;  // an adapter's base model, when validate was given one
   Role role_;
+  VocabCache own_vocabs_;  // when the call gave none
+  VocabCache* vocabs_;
   std::map<std::string, uint64_t> at_;
   std::vector<Finding> out_;
 };
@@ -405,7 +407,7 @@ Verdict validate(const std::string& path, bool shard_only, std::istream* in, con
   if (!base_path.empty()) {
     base = open_model(base_path, false, nullptr, ctx).s.model;
     if (const Role r = role_of(*base); r != Role::model)
-      throw Error(Error::Kind::usage, base_path, std::nullopt, "--base",
+      throw Error(Error::Kind::usage, base_path, std::nullopt, "`base`",
                   "the base is " + std::string(r == Role::adapter || r == Role::imatrix ? "an " : "a ") + std::string(role_name(r)) +
                       ", not a model: give the model the adapter was trained for");
   }
@@ -450,18 +452,19 @@ Verdict validate(const std::string& path, bool shard_only, std::istream* in, con
   return v;
 }
 
-std::vector<Finding> check_model(const Model& model, const Layout& layout, bool errors_only) {
-  return Validator(model, layout, layout.file_size, nullptr, true, errors_only).run();
+std::vector<Finding> check_model(const Model& model, const Layout& layout, bool errors_only, VocabCache* vocabs) {
+  return Validator(model, layout, layout.file_size, nullptr, true, errors_only, nullptr, vocabs).run();
 }
 
 }  // namespace ggufkit
 
 namespace ggufkit {
 
-std::vector<Finding> template_findings(const Model& model) {
+std::vector<Finding> template_findings(const Model& model, VocabCache* vocabs) {
   std::shared_ptr<const tokenizer::Vocab> vocab;
+  VocabCache own;
   try {
-    vocab = rules_vocab(model);
+    vocab = (vocabs ? *vocabs : own).rules_vocab(model);
   } catch (const Error&) {  // validate reports it (vocab_refused); the template rules go by the keys
   }
   return template_rules(model, vocab.get());

@@ -87,29 +87,20 @@ uint64_t vocab_key(const Model& m) {
   return h;
 }
 
-struct Remembered {
-  uint64_t key;
-  std::shared_ptr<const tokenizer::Vocab> vocab;
-  std::optional<Error> refused;
-};
-std::mutex g_remembered_mutex;
-// The last two, the newest first. Never destroyed: freeing a 150,000-token vocabulary at exit
-// costs as much as a fifth of its load, and the process is ending.
-std::deque<Remembered>& g_remembered = *new std::deque<Remembered>;
 }  // namespace
 
-std::shared_ptr<const tokenizer::Vocab> rules_vocab(const Model& m) {
+std::shared_ptr<const tokenizer::Vocab> VocabCache::rules_vocab(const Model& m) {
   if (!m.find("tokenizer.ggml.model")) return nullptr;
   const uint64_t key = vocab_key(m);
-  std::lock_guard<std::mutex> lock(g_remembered_mutex);  // held while loading: a second asker waits for the first
-  for (const Remembered& r : g_remembered)
+  std::lock_guard<std::mutex> lock(m_);  // held while loading: a second asker of the call waits for the first
+  for (const Kept& r : kept_)
     if (r.key == key) {
       if (r.refused) throw *r.refused;
       return r.vocab;
     }
-  Remembered r{key, nullptr, std::nullopt};
+  Kept r{key, nullptr, std::nullopt};
   const tokenizer::Vocab* like = nullptr;  // the newest loaded: an edit's "before" for its "after"
-  for (const Remembered& older : g_remembered)
+  for (const Kept& older : kept_)
     if (older.vocab) {
       like = older.vocab.get();
       break;
@@ -119,8 +110,8 @@ std::shared_ptr<const tokenizer::Vocab> rules_vocab(const Model& m) {
   } catch (const Error& e) {
     r.refused = e;
   }
-  g_remembered.push_front(r);
-  if (g_remembered.size() > 2) g_remembered.pop_back();
+  kept_.push_front(r);
+  if (kept_.size() > 2) kept_.pop_back();
   if (r.refused) throw *r.refused;
   return r.vocab;
 }

@@ -63,10 +63,10 @@ std::vector<std::string> paths_of(const ShardSet& set) {
 }
 
 // What an edit checks a model against: the rules' errors (check_model) and the chat
-// templates' warnings.
-std::vector<Finding> gate_findings(const Model& m, const Layout& layout = Layout{}) {
-  std::vector<Finding> out = check_model(m, layout, true);
-  for (Finding& f : template_findings(m)) out.push_back(std::move(f));
+// templates' warnings. `vocabs`: the edit's, so that each vocabulary is loaded once.
+std::vector<Finding> gate_findings(const Model& m, VocabCache& vocabs, const Layout& layout = Layout{}) {
+  std::vector<Finding> out = check_model(m, layout, true, &vocabs);
+  for (Finding& f : template_findings(m, &vocabs)) out.push_back(std::move(f));
   return out;
 }
 
@@ -77,7 +77,7 @@ std::vector<Finding> gate_findings(const Model& m, const Layout& layout = Layout
 // `at`: where the values of the keys the patch names lie in the source file (patch_offsets),
 // so that a refusal names the byte of the value it refuses.
 void gate(const EditRequest& req, const std::vector<Finding>& was, const Model& model, const std::vector<Change>& changes,
-          EditReport& report, const std::map<std::string, uint64_t>& at = {}) {
+          VocabCache& vocabs, EditReport& report, const std::map<std::string, uint64_t>& at = {}) {
   auto tell = [&](Finding f) {
     if (req.on_finding) req.on_finding(f);
     report.findings_new.push_back(std::move(f));
@@ -104,7 +104,7 @@ void gate(const EditRequest& req, const std::vector<Finding>& was, const Model& 
   for (const Change& c : changes)
     if (const KeySpec* spec = Registry::builtin().find(c.to.empty() ? c.key : c.to, architecture(model)))
       touched.push_back({c.to.empty() ? c.key : c.to, spec->check});
-  std::vector<Finding> found = new_findings(was, gate_findings(model), touched);  // no spans: the rules, not their offsets
+  std::vector<Finding> found = new_findings(was, gate_findings(model, vocabs), touched);  // no spans: the rules, not their offsets
   for (const Change& c : changes)  // a retype the rule book refuses is told by the change
     if (c.kind == Change::retype && c.before && c.after)
       if (std::optional<Finding> f = retype_finding(c.token, c.id, c.before->as_i64(), c.after->as_i64())) found.push_back(std::move(*f));
@@ -219,14 +219,14 @@ std::optional<HeaderEdit> header_path(const EditRequest& req, const std::string&
 
 // The request's conversation rendered under the model's template, and with prompt_tokens
 // its tokens on llama.cpp's chat path (the vocabulary the rule book loads, so no second load).
-void preview(const EditRequest& req, const Context& ctx, const Model& m, std::optional<std::string>& prompt,
+void preview(const EditRequest& req, const Context& ctx, VocabCache& vocabs, const Model& m, std::optional<std::string>& prompt,
              std::optional<std::vector<ChatToken>>& tokens) {
   if (!req.conversation) return;
   bool rendered = false;
   prompt = preview_prompt(req.input, m, *req.conversation, &rendered, ctx);
   if (!req.prompt_tokens || !rendered) return;
   try {
-    if (std::shared_ptr<const tokenizer::Vocab> v = rules_vocab(m)) tokens = chat_tokens(*v, *prompt);
+    if (std::shared_ptr<const tokenizer::Vocab> v = vocabs.rules_vocab(m)) tokens = chat_tokens(*v, *prompt);
   } catch (const Error&) {  // a vocabulary llama.cpp refuses: the findings say so
   } catch (const tokenizer::Error&) {  // a vocabulary type with no tokenizer: no tokens to show
   }
@@ -273,6 +273,7 @@ struct EditPlan::State {
   Context ctx;  // the request's; without a sink its notes are kept here, for the report
   std::mutex notes_mutex;
   std::vector<std::pair<std::string, std::string>> notes;
+  VocabCache vocabs;                             // the vocabularies of the source and the result, loaded once each
   std::vector<std::unique_ptr<PathLock>> locks;  // in place: held from before the read until the header is written
   ShardSet set;                                  // as read
   std::vector<Model> models;                     // each file as it will be
@@ -335,13 +336,13 @@ EditPlan plan_edit(const EditRequest& req) {
   // The source's own findings (what the edit is not blamed for) are found while the key
   // registry the patch needs is read: both only read. (The future waits in its destructor
   // should the registry throw.) A set's are the whole model's, with no one file's spans.
-  auto was_found = in_background([&] { return gate_findings(whole, n > 1 ? Layout{} : first.layout); });
+  auto was_found = in_background([&] { return gate_findings(whole, st.vocabs, n > 1 ? Layout{} : first.layout); });
   const Registry& registry = Registry::builtin();
   report.findings_before = was_found.get();
   const std::map<std::string, uint64_t> offsets = name ? std::map<std::string, uint64_t>{} : patch_offsets(whole, req.patch);
-  preview(req, ctx, whole, report.prompt_before, report.tokens_before);
+  preview(req, ctx, st.vocabs, whole, report.prompt_before, report.tokens_before);
   report.changes = apply_patch(whole, req.patch, registry, ctx);
-  preview(req, ctx, whole, report.prompt_after, report.tokens_after);
+  preview(req, ctx, st.vocabs, whole, report.prompt_after, report.tokens_after);
   if (req.byte_order && *req.byte_order != whole.order) {
     for (size_t i = 0; i < whole.tensors.size(); ++i) {  // refused by name before anything is written
       const GgmlType* gt = ggml_type(whole.tensors[i].type);
@@ -366,7 +367,7 @@ EditPlan plan_edit(const EditRequest& req) {
   }
   std::vector<InPlace> places;  // in place: where each file written goes
   for (size_t k = 0; req.in_place && k < (report.every_shard ? n : 1); ++k) places.push_back(in_place_target(req, ctx, set.shards[k].path));
-  gate(req, report.findings_before, whole, report.changes, report, offsets);
+  gate(req, report.findings_before, whole, report.changes, st.vocabs, report, offsets);
   if (n == 1) st.models.push_back(std::move(whole));
   else st.models = shards_of(set, std::move(whole), alignment, alignment != alignment_before);
   // What the source had beyond its fields goes only where the data is re-laid.

@@ -35,18 +35,34 @@ void for_each_piece(const Tensor& t, Fn fn) {
 
 }  // namespace
 
+namespace {
+// 4 (Q4_1 with the embeddings and output in F16) left llama.h, but old files hold it.
+constexpr FileType kFileTypes[] = {
+    {0, "F32", 0, true},        {1, "F16", 1, true},        {2, "Q4_0", 2, true},       {3, "Q4_1", 3, true},
+    {4, "Q4_1_SOME_F16", 3, false, true},
+    {7, "Q8_0", 8, true},       {8, "Q5_0", 6, true},       {9, "Q5_1", 7, true},       {10, "Q2_K", 10, false},
+    {11, "Q3_K_S", 11, false},  {12, "Q3_K_M", 11, false},  {13, "Q3_K_L", 11, false},  {14, "Q4_K_S", 12, false},
+    {15, "Q4_K_M", 12, false},  {16, "Q5_K_S", 13, false},  {17, "Q5_K_M", 13, false},  {18, "Q6_K", 14, false},
+    {19, "IQ2_XXS", 16, false}, {20, "IQ2_XS", 17, false},  {21, "Q2_K_S", 10, false},  {22, "IQ3_XS", 21, false},
+    {23, "IQ3_XXS", 18, false}, {24, "IQ1_S", 19, false},   {25, "IQ4_NL", 20, false},  {26, "IQ3_S", 21, false},
+    {27, "IQ3_M", 21, false},   {28, "IQ2_S", 17, false},   {29, "IQ2_M", 22, false},   {30, "IQ4_XS", 23, false},
+    {31, "IQ1_M", 29, false},   {32, "BF16", 30, true},     {36, "TQ1_0", 34, false},   {37, "TQ2_0", 35, false},
+    {38, "MXFP4_MOE", 39, false}, {39, "NVFP4", 40, false}, {40, "Q1_0", 41, false},    {41, "Q2_0", 42, false},
+};
+}  // namespace
+
+std::span<const FileType> file_types() { return kFileTypes; }
+
+const FileType* file_type(uint64_t id) {
+  for (const FileType& f : kFileTypes)
+    if (f.id == id) return &f;
+  return nullptr;
+}
+
 std::string file_type_name(uint64_t t) {
-  static const std::map<uint64_t, const char*> names = {
-      {0, "ALL_F32"}, {1, "MOSTLY_F16"}, {2, "MOSTLY_Q4_0"}, {3, "MOSTLY_Q4_1"}, {4, "MOSTLY_Q4_1_SOME_F16"},
-      {7, "MOSTLY_Q8_0"}, {8, "MOSTLY_Q5_0"}, {9, "MOSTLY_Q5_1"}, {10, "MOSTLY_Q2_K"}, {11, "MOSTLY_Q3_K_S"},
-      {12, "MOSTLY_Q3_K_M"}, {13, "MOSTLY_Q3_K_L"}, {14, "MOSTLY_Q4_K_S"}, {15, "MOSTLY_Q4_K_M"},
-      {16, "MOSTLY_Q5_K_S"}, {17, "MOSTLY_Q5_K_M"}, {18, "MOSTLY_Q6_K"}, {19, "MOSTLY_IQ2_XXS"},
-      {20, "MOSTLY_IQ2_XS"}, {21, "MOSTLY_Q2_K_S"}, {22, "MOSTLY_IQ3_XS"}, {23, "MOSTLY_IQ3_XXS"},
-      {24, "MOSTLY_IQ1_S"}, {25, "MOSTLY_IQ4_NL"}, {26, "MOSTLY_IQ3_S"}, {27, "MOSTLY_IQ3_M"},
-      {28, "MOSTLY_IQ2_S"}, {29, "MOSTLY_IQ2_M"}, {30, "MOSTLY_IQ4_XS"}, {31, "MOSTLY_IQ1_M"},
-      {32, "MOSTLY_BF16"}, {36, "MOSTLY_TQ1_0"}, {37, "MOSTLY_TQ2_0"}, {38, "MOSTLY_MXFP4_MOE"}};
-  auto it = names.find(t);
-  return it == names.end() ? "" : it->second;
+  const FileType* f = file_type(t);
+  if (!f) return "";
+  return t == 0 ? "ALL_F32" : "MOSTLY_" + std::string(f->name);
 }
 
 std::string architecture(const Model& m) {

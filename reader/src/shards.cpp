@@ -43,7 +43,7 @@ Model ShardSet::model() const {
 
 ShardSet check_shard_set(const std::string& path, std::vector<SetFault>& faults, const Context& ctx) {
   ShardSet set;
-  auto fault = [&](const std::string& file, const std::string& field, const char* code, const std::string& message) {
+  auto fault = [&](const std::string& file, const std::string& field, SetFaultCode code, const std::string& message) {
     faults.push_back({file, field, code, message});
   };
   Scanned first = scan_file(path, {}, ctx);
@@ -53,25 +53,25 @@ ShardSet check_shard_set(const std::string& path, std::vector<SetFault>& faults,
     for (const KV& kv : first.model.metadata) split_keys |= is_split_key(kv.key);
     const Value* c = first.model.find(kSplitCount);
     if (c && c->is_integer() && c->as_u64() > 1)
-      fault(path, kSplitCount, "not_a_shard_name",
+      fault(path, kSplitCount, SetFaultCode::not_a_shard_name,
             "says the model is in " + std::to_string(c->as_u64()) +
                 " files, but the name is not PREFIX-00001-of-0000N.gguf, so the others cannot be found");
     else if (split_keys)
-      fault(path, kSplitCount, "split_keys_in_single_file",
+      fault(path, kSplitCount, SetFaultCode::split_keys_in_single_file,
             "a single file with split.* keys (llama.cpp's merge leaves them): llama.cpp may take it for a shard "
             "(\"invalid split file\"); ggufkit merge or edit --remove drops them");
     set.shards.push_back({path, std::move(first)});
     return set;
   }
   if (name->count > kLlamaMaxShards)
-    fault(path, "", "too_many_shards", std::to_string(name->count) + " shards are more than the " +
+    fault(path, "", SetFaultCode::too_many_shards, std::to_string(name->count) + " shards are more than the " +
                                            std::to_string(kLlamaMaxShards) + " llama.cpp opens by default");
   std::vector<uint32_t> numbers;  // the file number of each shard that is there
   for (uint32_t k = 1; k <= name->count; ++k) {
     std::string p = shard_path(name->prefix, k, name->count);
     struct stat st {};
     if (k != name->no && stat_path(p, st) != 0) {
-      fault(p, "", "missing_shard",
+      fault(p, "", SetFaultCode::missing_shard,
             "is missing: shard " + std::to_string(k) + " of the " + std::to_string(name->count) + " of the set " + path + " belongs to");
       continue;
     }
@@ -84,7 +84,7 @@ ShardSet check_shard_set(const std::string& path, std::vector<SetFault>& faults,
   for (size_t i = 0; i < set.shards.size(); ++i) {
     const Shard& s = set.shards[i];
     const uint32_t k = numbers[i];
-    auto split_value = [&](const char* key, ValueType type, const char* code) -> std::optional<uint64_t> {
+    auto split_value = [&](const char* key, ValueType type, SetFaultCode code) -> std::optional<uint64_t> {
       const Value* v = s.file.model.find(key);
       if (!v) fault(s.path, key, code, std::string("there is no ") + key + " key; every shard of a set carries it");
       else if (v->type != type)
@@ -92,26 +92,26 @@ ShardSet check_shard_set(const std::string& path, std::vector<SetFault>& faults,
       else return v->type == ValueType::i32 ? static_cast<uint64_t>(v->as_i64()) : v->as_u64();
       return std::nullopt;
     };
-    if (auto no = split_value(kSplitNo, ValueType::u16, "split_no"); no && *no != k - 1)
-      fault(s.path, kSplitNo, "split_no", "split.no is " + std::to_string(*no) + ", expected " + std::to_string(k - 1) + " from its name");
-    if (auto count = split_value(kSplitCount, ValueType::u16, "split_count"); count && *count != name->count)
-      fault(s.path, kSplitCount, "split_count", "split.count is " + std::to_string(*count) + ", expected " +
+    if (auto no = split_value(kSplitNo, ValueType::u16, SetFaultCode::split_no); no && *no != k - 1)
+      fault(s.path, kSplitNo, SetFaultCode::split_no, "split.no is " + std::to_string(*no) + ", expected " + std::to_string(k - 1) + " from its name");
+    if (auto count = split_value(kSplitCount, ValueType::u16, SetFaultCode::split_count); count && *count != name->count)
+      fault(s.path, kSplitCount, SetFaultCode::split_count, "split.count is " + std::to_string(*count) + ", expected " +
                                                     std::to_string(name->count) + " from its name");
-    if (auto total = split_value(kSplitTensors, ValueType::i32, "split_tensors_count");
+    if (auto total = split_value(kSplitTensors, ValueType::i32, SetFaultCode::split_tensors_count);
         total && numbers.size() == name->count && *total != tensors)
-      fault(s.path, kSplitTensors, "split_tensors_count",
+      fault(s.path, kSplitTensors, SetFaultCode::split_tensors_count,
             "split.tensors.count is " + std::to_string(static_cast<int64_t>(*total)) + ", but the " +
                 std::to_string(name->count) + " files hold " + std::to_string(tensors) + " tensors");
     for (size_t j = 0; k > 1 && j < s.file.model.metadata.size(); ++j) {
       const std::string& key = s.file.model.metadata[j].key;
       if (!is_split_key(key) && key != kAlignmentKey)
-        fault(s.path, "kv[" + std::to_string(j) + "] " + key, "model_key_in_shard",
+        fault(s.path, "kv[" + std::to_string(j) + "] " + key, SetFaultCode::model_key_in_shard,
               "a model key in shard " + std::to_string(k) + "; only shard 1 carries the model's keys");
     }
     for (size_t j = 0; j < s.file.model.tensors.size(); ++j) {
       auto [it, fresh] = owner.emplace(s.file.model.tensors[j].name, s.path);
       if (!fresh)
-        fault(s.path, "tensor[" + std::to_string(j) + "] " + it->first, "tensor_in_two_shards",
+        fault(s.path, "tensor[" + std::to_string(j) + "] " + it->first, SetFaultCode::tensor_in_two_shards,
               "is also in " + it->second + "; a tensor lives in one shard");
     }
   }
@@ -122,7 +122,7 @@ ShardSet open_shard_set(const std::string& path, const Context& ctx) {
   std::vector<SetFault> faults;
   ShardSet set = check_shard_set(path, faults, ctx);
   for (const SetFault& f : faults)
-    if (f.code != "too_many_shards" && f.code != "split_keys_in_single_file")  // warnings: the set opens
+    if (f.code != SetFaultCode::too_many_shards && f.code != SetFaultCode::split_keys_in_single_file)  // warnings: the set opens
       throw Error(Error::Kind::format, f.file, std::nullopt, f.field, f.message);
   return set;
 }

@@ -20,6 +20,8 @@
 
 namespace ggufkit {
 
+class VocabCache;  // vocab.h
+
 // Every kind of finding, in the order of the rule table (as llama.cpp's test-gguf.cpp
 // enumerates its failure kinds).
 enum class Code : uint8_t {
@@ -114,7 +116,9 @@ Verdict validate(const std::string& path, bool shard_only = false, std::istream*
 // The same rules over a model about to be written (its planned layout): what llama.cpp
 // would refuse in its metadata and shapes. Edits are checked with it before they write.
 // errors_only: every error, and warnings only where they cost nothing to find.
-std::vector<Finding> check_model(const Model& model, const Layout& layout, bool errors_only = false);
+// `vocabs`: the call's vocabularies (an edit checks its source and its result, and
+// previews them), loaded once each; none: this check's own.
+std::vector<Finding> check_model(const Model& model, const Layout& layout, bool errors_only = false, VocabCache* vocabs = nullptr);
 // What the chat templates say that the rest of the model contradicts (part of validate; an
 // edit shows the ones it brings in): template_syntax (jinja2 would refuse it),
 // template_no_default (named templates, no tokenizer.chat_template), and at the token level,
@@ -126,7 +130,7 @@ std::vector<Finding> check_model(const Model& model, const Layout& layout, bool 
 // when only a runtime that does not strip the template's BOS gets two), turn_end_not_eog
 // (an assistant turn ends in a token llama.cpp does not stop generating at). Each names the
 // token ids, where they show in which prompt, and the fix.
-std::vector<Finding> template_findings(const Model& model);
+std::vector<Finding> template_findings(const Model& model, VocabCache* vocabs = nullptr);
 
 // The rules of a file's role beyond those every file is held to (role.h): an adapter's as
 // llama_adapter_lora_init checks it (general.type, the architecture (the base's when

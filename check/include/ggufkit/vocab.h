@@ -3,8 +3,12 @@
 // model. What llama.cpp refuses at load comes back as a format Error naming the key and
 // where its value starts.
 
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <optional>
 
+#include "ggufkit/error.h"
 #include "ggufkit/model.h"
 #include "ggufkit/tokenizer.h"
 
@@ -17,11 +21,25 @@ tokenizer::VocabSpec vocab_spec(const Model& m);
 // for tokenizer::Vocab::load, a vocabulary whose tables are shared where they are the same.
 std::optional<tokenizer::Vocab> load_vocab(const Model& m, const std::string& file = "", const tokenizer::Vocab* like = nullptr);
 
-// The same for the rule book, remembered: validate, the template rules and an edit's check
-// of the model before and after ask for the vocabulary up to four times, and a 150,000-token
-// one is worth loading once. The last two vocabularies asked for are kept (by a hash of
-// every key the load reads), and so is a refusal (rethrown); a new one shares the newest's
-// tables of token texts and merges where they are the same. nullptr: no vocabulary.
-std::shared_ptr<const tokenizer::Vocab> rules_vocab(const Model& m);
+// The same for the rule book, remembered by one call: validate, the template rules and an
+// edit's check of the model before and after ask for the vocabulary up to four times, and a
+// 150,000-token one is worth loading once. The last two vocabularies asked for are kept (by
+// a hash of every key the load reads), and so is a refusal (rethrown); a new one shares the
+// newest's tables of token texts and merges where they are the same. nullptr: no
+// vocabulary. A call's own (an edit's plan holds one, a validate its own), never the
+// process's: calls at once neither wait for each other's loads nor keep each other's.
+class VocabCache {
+ public:
+  std::shared_ptr<const tokenizer::Vocab> rules_vocab(const Model& m);
+
+ private:
+  struct Kept {
+    uint64_t key;
+    std::shared_ptr<const tokenizer::Vocab> vocab;
+    std::optional<Error> refused;
+  };
+  std::mutex m_;
+  std::deque<Kept> kept_;  // the newest first
+};
 
 }  // namespace ggufkit

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,7 +15,21 @@
 
 namespace ggufkit {
 
-// general.file_type's label as llama.cpp names it ("MOSTLY_Q4_K_M"), or "" if unknown.
+// llama.cpp's file types (llama.h's LLAMA_FTYPE_*), the one table: the id general.file_type
+// holds, the name a file name gives it (as llama-quantize spells it), the tensor type its
+// weights are quantized to by default (llama-quant.cpp's default_type; the rest of a mix is
+// per tensor), and whether every weight is of it but the embeddings and the output. A
+// removed one (4) is named for the old files that hold it; llama.cpp no longer knows it.
+struct FileType {
+  uint32_t id;
+  std::string_view name;
+  uint32_t main;  // ggml type id
+  bool pure;
+  bool removed = false;
+};
+const FileType* file_type(uint64_t id);
+std::span<const FileType> file_types();
+// general.file_type's label as llama.h names it ("MOSTLY_Q4_K_M"), or "" if unknown.
 std::string file_type_name(uint64_t file_type);
 
 // general.architecture, or "" when absent or not a string.

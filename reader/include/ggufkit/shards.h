@@ -41,9 +41,17 @@ struct ShardSet {
   Model model() const;
 };
 
-// One fault of a set: the shard file, the field, validate's finding code and the message.
+// What is wrong with a set: each is one of validate's rules (check/ maps each to its Code;
+// the reader sits below the rule book).
+enum class SetFaultCode {
+  not_a_shard_name, split_keys_in_single_file, too_many_shards, missing_shard, split_no, split_count,
+  split_tensors_count, model_key_in_shard, tensor_in_two_shards,
+};
+// One fault of a set: the shard file, the field, the fault and the message.
 struct SetFault {
-  std::string file, field, code, message;
+  std::string file, field;
+  SetFaultCode code;
+  std::string message;
 };
 
 // Opens the set a file belongs to (any of its shards), every shard read strictly, and
