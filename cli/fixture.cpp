@@ -11,10 +11,9 @@ namespace ggufkit::cli {
 
 int cmd_replica(const std::vector<std::string>& args) {
   po::options_description desc("options");
-  desc.add_options()("file", po::value<std::string>()->required(), "the model, a header exemplar, or any shard of a set")(
+  shard_only_option(desc.add_options()("file", po::value<std::string>()->required(), "the model, a header exemplar, or any shard of a set")(
       "output,o", po::value<std::string>()->required(), "the replica (for a set: PREFIX, as split's -o)")(
-      "data", po::value<std::string>()->default_value("sparse"), "sparse | zeros | none (see above)")(
-      "shard-only", po::bool_switch(), "the named shard alone, not its whole set")(
+      "data", po::value<std::string>()->default_value("sparse"), "sparse | zeros | none (see above)"), "the named shard alone, not its whole set")(
       "force", po::bool_switch(), "replace OUT if it exists")("json", po::bool_switch(), "print the result as JSON");
   po::positional_options_description pos;
   pos.add("file", 1);
@@ -42,7 +41,7 @@ int cmd_replica(const std::vector<std::string>& args) {
   else if (data == "zeros") req.data = ReplicaData::zeros;
   else if (data == "none") req.data = ReplicaData::none;
   else throw_usage("--data " + data + ": expected sparse, zeros or none");
-  req.shard_only = (*vm)["shard-only"].as<bool>();
+  req.shard_only = shard_only(*vm);
   req.write = write_options(false, (*vm)["force"].as<bool>());
   req.context = cli_context();
   terminal_progress(req.context);

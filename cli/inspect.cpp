@@ -326,10 +326,9 @@ int cmd_show(const std::vector<std::string>& args) {
 
 int cmd_meta(const std::vector<std::string>& args) {
   po::options_description desc("options");
-  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-' for stdin)")(
+  shard_only_option(desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-' for stdin)")(
       "json", po::bool_switch(), "print {\"version\", \"metadata\": [{\"key\", \"type\", \"items\", \"value\"}]}, always in full")(
-      "full", po::bool_switch(), "print long strings and arrays in full")(
-      "shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
+      "full", po::bool_switch(), "print long strings and arrays in full"));
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos,
@@ -337,7 +336,7 @@ int cmd_meta(const std::vector<std::string>& args) {
                   "Every metadata entry in file order: index, key, type and value. Long strings\n"
                   "and arrays are shortened with their sizes unless --full.");
   if (!vm) return 0;
-  Scanned s = load_model((*vm)["file"].as<std::string>(), (*vm)["shard-only"].as<bool>()).s;
+  Scanned s = load_model((*vm)["file"].as<std::string>(), shard_only(*vm)).s;
   const Model& m = s.model;
   if ((*vm)["json"].as<bool>()) {
     JsonOut j(std::cout);
@@ -373,7 +372,7 @@ int cmd_meta(const std::vector<std::string>& args) {
 
 int cmd_get(const std::vector<std::string>& args) {
   po::options_description extra;
-  extra.add_options()("shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
+  shard_only_option(extra.add_options());
   auto a = two_args(args, "key", "the metadata key",
                     "usage: ggufkit get FILE KEY [--json]\n\n"
                     "Prints one metadata value, for scripts: a string as it is stored (then a newline),\n"
@@ -381,7 +380,7 @@ int cmd_get(const std::vector<std::string>& args) {
                     "{\"key\", \"type\", \"items\", \"value\"}, typed. A key the file lacks exits 1.",
                     extra);
   if (!a) return 0;
-  Scanned s = load_model(a->file, a->vm["shard-only"].as<bool>()).s;
+  Scanned s = load_model(a->file, shard_only(a->vm)).s;
   const Value* v = s.model.find(a->second);
   if (!v) {
     std::string near = nearest_key(s.model, a->second);
@@ -517,7 +516,7 @@ int cmd_stack(const std::vector<std::string>& args) {
 
 int cmd_layer(const std::vector<std::string>& args) {
   po::options_description none;
-  none.add_options()("shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
+  shard_only_option(none.add_options());
   auto a = two_args(args, "block", "the block number N (tensors named blk.N.*)",
                     "usage: ggufkit layer FILE N [--json]\n\n"
                     "Block N tensor by tensor (name, dims, type, bytes), and how many other blocks\n"
@@ -530,7 +529,7 @@ int cmd_layer(const std::vector<std::string>& args) {
   } catch (...) {
     throw_usage("N must be a block number, found '" + a->second + "'");
   }
-  Scanned s = load_model(a->file, a->vm["shard-only"].as<bool>()).s;
+  Scanned s = load_model(a->file, shard_only(a->vm)).s;
   // A block's signature: its tensors' names (block number taken out), shapes and types.
   std::map<uint64_t, std::vector<std::string>> sig;
   std::vector<Tensor> mine;
@@ -661,10 +660,9 @@ int cmd_account(const std::vector<std::string>& args) {
 
 int cmd_tensor(const std::vector<std::string>& args) {
   po::options_description extra;
-  extra.add_options()("head", po::value<size_t>()->default_value(8), "how many leading values to print")(
+  shard_only_option(extra.add_options()("head", po::value<size_t>()->default_value(8), "how many leading values to print")(
       "all", po::bool_switch(), "print every value (of the rows chosen)")(
-      "rows", po::value<std::string>(), "A:B: only rows A to B-1 (a row is ne0 values; A: and :B work too)")(
-      "shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
+      "rows", po::value<std::string>(), "A:B: only rows A to B-1 (a row is ne0 values; A: and :B work too)"));
   auto a = two_args(args, "name", "the tensor's name",
                     "usage: ggufkit tensor FILE NAME [--head N | --all] [--rows A:B] [--json]\n\n"
                     "Decodes a tensor's values (f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K\n"
@@ -673,7 +671,7 @@ int cmd_tensor(const std::vector<std::string>& args) {
                     "infinite, and the first N values (or all of them).",
                     extra);
   if (!a) return 0;
-  Scanned s = load_model(a->file, a->vm["shard-only"].as<bool>()).s;
+  Scanned s = load_model(a->file, shard_only(a->vm)).s;
   std::optional<Tensor> t;
   for (size_t i = 0; i < s.model.tensors.size(); ++i)
     if (s.model.tensors.name(i) == a->second) t = s.model.tensors[i];
@@ -727,8 +725,7 @@ int cmd_tensor(const std::vector<std::string>& args) {
 
 int cmd_diff(const std::vector<std::string>& args) {
   po::options_description extra;
-  extra.add_options()("exit-code", po::bool_switch(), "exit 1 when the files differ, 0 when they do not (for scripts)")(
-      "shard-only", po::bool_switch(), "compare the files named, not the models their sets hold");
+  shard_only_option(extra.add_options()("exit-code", po::bool_switch(), "exit 1 when the files differ, 0 when they do not (for scripts)"), "compare the files named, not the models their sets hold");
   auto a = two_args(args, "b", "the second GGUF file",
                     "usage: ggufkit diff A B [--json] [--exit-code]\n\n"
                     "Everything by which B differs from A: version, byte order, alignment, metadata\n"
@@ -742,8 +739,8 @@ int cmd_diff(const std::vector<std::string>& args) {
                     "bytes lie (offsets, padding). --shard-only compares the two files named.",
                     extra);
   if (!a) return 0;
-  const bool shard_only = a->vm["shard-only"].as<bool>();
-  Loaded x = load_model(a->file, shard_only), y = load_model(a->second, shard_only);
+  const bool alone = shard_only(a->vm);
+  Loaded x = load_model(a->file, alone), y = load_model(a->second, alone);
   const bool sets = x.files > 1 || y.files > 1;
   std::vector<Difference> diffs = diff_files(x.s, y.s, !sets);
   auto text = [](const std::optional<Value>& v, const std::string& t) { return v ? brief_value(*v) : t; };
@@ -818,14 +815,14 @@ const char* check_word(CheckStatus s) {
 
 int cmd_hash(const std::vector<std::string>& args) {
   po::options_description desc("options");
-  desc.add_options()("FILE", po::value<std::string>()->required(), "the GGUF file, or any shard of a set")(
+  shard_only_option(desc.add_options()("FILE", po::value<std::string>()->required(), "the GGUF file, or any shard of a set")(
       "algo", po::value<std::string>(),
       "xxh64 (the default), sha1 or sha256; with --manifest and --check a comma list of xxh64, sha1, sha256, uuid, or all")(
       "file", po::bool_switch(), "the SHA-256 of each whole file, as sha256sum prints it (what Hugging Face lists)")(
       "tensors", po::bool_switch(), "with --file: the tensor checksums too")(
       "manifest", po::bool_switch(), "print llama.cpp's llama-gguf-hash manifest of the file (each shard of a set)")(
       "check", po::value<std::string>(), "verify the file (each shard of a set) against a llama-gguf-hash manifest")(
-      "json", po::bool_switch(), "print JSON")("shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
+      "json", po::bool_switch(), "print JSON"));
   po::positional_options_description pos;
   pos.add("FILE", 1);
   auto vm = parse(args, desc, pos,
@@ -861,7 +858,7 @@ int cmd_hash(const std::vector<std::string>& args) {
                 (manifest ? "--manifest" : "--check") + " goes without it");
   HashRequest req;
   req.path = (*vm)["FILE"].as<std::string>();
-  req.shard_only = (*vm)["shard-only"].as<bool>();
+  req.shard_only = shard_only(*vm);
   const bool tensors = !file || (*vm)["tensors"].as<bool>();
   const std::string algo_text = vm->count("algo") ? (*vm)["algo"].as<std::string>() : "";
   if (manifest) req.algos = hash_algos(algo_text.empty() ? "all" : algo_text, true);
@@ -987,9 +984,8 @@ int cmd_hash(const std::vector<std::string>& args) {
 
 int cmd_validate(const std::vector<std::string>& args) {
   po::options_description desc("options");
-  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-': a header from standard input), or any shard of a set")(
-      "strict", po::bool_switch(), "exit 1 on warnings too")("json", po::bool_switch(), "print JSON")(
-      "shard-only", po::bool_switch(), "a shard alone, not its set")(
+  shard_only_option(desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-': a header from standard input), or any shard of a set")(
+      "strict", po::bool_switch(), "exit 1 on warnings too")("json", po::bool_switch(), "print JSON"), "a shard alone, not its set")(
       "base", po::value<std::string>()->value_name("MODEL"), "FILE is a LoRA adapter of MODEL: check its pairs against MODEL's tensors");
   po::positional_options_description pos;
   pos.add("file", 1);
@@ -1026,7 +1022,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   namespace io = boost::iostreams;
   io::stream<io::file_descriptor_source> in(io::file_descriptor_source(0, io::never_close_handle));
   const Verdict v =
-      validate(file, (*vm)["shard-only"].as<bool>(), &in, vm->count("base") ? (*vm)["base"].as<std::string>() : "", cli_context());
+      validate(file, shard_only(*vm), &in, vm->count("base") ? (*vm)["base"].as<std::string>() : "", cli_context());
   const auto& fs = v.findings;
   const auto& files = v.files;
   const size_t errors = v.errors, warnings = v.warnings;

@@ -55,7 +55,7 @@ int print_tokens(const std::string& file, const Model& m, const std::string& pro
 
 int cmd_template(const std::vector<std::string>& args) {
   po::options_description desc("options");
-  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file, or any shard of a set")(
+  shard_only_option(desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file, or any shard of a set")(
       "name", po::value<std::string>()->default_value("default"), "which template: tokenizer.chat_template.NAME")(
       "list", po::bool_switch(), "name the templates the file has, with their sizes")(
       "render", po::value<std::string>(), "print the prompt the template gives for the conversation in this JSON file (- for standard input)")(
@@ -64,8 +64,7 @@ int cmd_template(const std::vector<std::string>& args) {
       "ids", po::bool_switch(), "with --tokens: the ids alone, on one line, separated by single spaces")(
       "json", po::bool_switch(),
       "with --list: {\"templates\": [{\"name\", \"key\", \"bytes\"}]}; with --render: {\"prompt\": \"...\"}, and with "
-      "--tokens {\"prompt\", \"text\", \"tokens\": [{\"id\", \"piece\", \"special\"}]}")(
-      "shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
+      "--tokens {\"prompt\", \"text\", \"tokens\": [{\"id\", \"piece\", \"special\"}]}"));
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos,
@@ -97,7 +96,7 @@ int cmd_template(const std::vector<std::string>& args) {
   if (ids && !tokens) throw_usage("--ids prints the tokens' ids: add --tokens");
   if (ids && (*vm)["json"].as<bool>()) throw_usage("give one of --ids and --json");
   if ((*vm)["list"].as<bool>() && vm->count("render")) throw_usage("give one of --list and --render");
-  Scanned s = load_model(file, (*vm)["shard-only"].as<bool>()).s;
+  Scanned s = load_model(file, shard_only(*vm)).s;
   std::vector<const KV*> found;
   for (size_t i = 0; i < s.model.metadata.size(); ++i)
     if (is_template_key(s.model.metadata.key(i)))

@@ -52,14 +52,13 @@ constexpr size_t kDetokenizedCap = 256u << 20;
 
 int cmd_tokenize(const std::vector<std::string>& args) {
   po::options_description desc("options");
-  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file (a vocabulary-only one will do), or any shard of a set")(
+  shard_only_option(desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file (a vocabulary-only one will do), or any shard of a set")(
       "text", po::value<std::string>(), "the text to tokenize")(
       "text-file,f", po::value<std::string>(), "tokenize this file's bytes instead ('-' for standard input)")(
       "no-add-special", po::bool_switch(), "do not add BOS/EOS/SEP, whatever the vocabulary says")(
       "no-parse-special", po::bool_switch(), "tokenize control tokens' text as plain text (<s> as '<', 's', '>')")(
       "ids", po::bool_switch(), "print the ids alone, on one line, separated by single spaces")(
-      "json", po::bool_switch(), "print {\"tokens\": [{\"id\": 1, \"text\": \"<s>\"}, ...]}; with --ids, {\"ids\": [1, ...]}")(
-      "shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
+      "json", po::bool_switch(), "print {\"tokens\": [{\"id\": 1, \"text\": \"<s>\"}, ...]}; with --ids, {\"ids\": [1, ...]}"));
   po::positional_options_description pos;
   pos.add("file", 1).add("text", 1);
   auto vm = parse(args, desc, pos,
@@ -82,7 +81,7 @@ int cmd_tokenize(const std::vector<std::string>& args) {
   if (vm->count("text") == vm->count("text-file"))
     throw_usage("tokenize needs the text: TEXT or --text-file F (one of them, not both)");
   const std::string text = vm->count("text") ? (*vm)["text"].as<std::string>() : read_all((*vm)["text-file"].as<std::string>());
-  tokenizer::Vocab vocab = vocab_of(file, (*vm)["shard-only"].as<bool>());
+  tokenizer::Vocab vocab = vocab_of(file, shard_only(*vm));
   std::vector<int32_t> ids = refused_as_format(file, [&] {
     return vocab.tokenize(text, !(*vm)["no-add-special"].as<bool>(), !(*vm)["no-parse-special"].as<bool>());
   });
@@ -127,12 +126,11 @@ int cmd_tokenize(const std::vector<std::string>& args) {
 
 int cmd_detokenize(const std::vector<std::string>& args) {
   po::options_description desc("options");
-  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file (a vocabulary-only one will do), or any shard of a set")(
+  shard_only_option(desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file (a vocabulary-only one will do), or any shard of a set")(
       "id", po::value<std::vector<std::string>>(), "token ids; '-' reads them from standard input, separated by spaces or lines")(
       "remove-special", po::bool_switch(), "drop BOS/EOS where the vocabulary adds them")(
       "no-unparse-special", po::bool_switch(), "print nothing for control tokens (their text otherwise)")(
-      "json", po::bool_switch(), "print {\"text\": \"...\"}")(
-      "shard-only", po::bool_switch(), "a shard alone, not the model its set holds");
+      "json", po::bool_switch(), "print {\"text\": \"...\"}"));
   po::positional_options_description pos;
   pos.add("file", 1).add("id", -1);
   auto vm = parse(args, desc, pos,
@@ -161,7 +159,7 @@ int cmd_detokenize(const std::vector<std::string>& args) {
       if (i > from) words.push_back(std::string_view(input).substr(from, i - from));
     }
   }
-  tokenizer::Vocab vocab = vocab_of(file, (*vm)["shard-only"].as<bool>());
+  tokenizer::Vocab vocab = vocab_of(file, shard_only(*vm));
   std::vector<int32_t> ids;
   ids.reserve(words.size());
   for (std::string_view w : words) {
