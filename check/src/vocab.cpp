@@ -14,6 +14,21 @@ bool wanted(std::string_view key) {
   return key.starts_with("tokenizer.") || key == "general.architecture" || key == "general.name" ||
          key.ends_with(".vocab_size");
 }
+
+// The tokenizer knows nothing of GGUF files, so it names the value types itself; both are
+// GGUF's numbering, and the cast below holds only while every one agrees.
+template <tokenizer::ValueType T, ValueType G>
+constexpr bool agree = static_cast<uint32_t>(T) == static_cast<uint32_t>(G);
+namespace tk = tokenizer;
+static_assert(agree<tk::ValueType::u8, ValueType::u8> && agree<tk::ValueType::i8, ValueType::i8> &&
+                  agree<tk::ValueType::u16, ValueType::u16> && agree<tk::ValueType::i16, ValueType::i16> &&
+                  agree<tk::ValueType::u32, ValueType::u32> && agree<tk::ValueType::i32, ValueType::i32> &&
+                  agree<tk::ValueType::f32, ValueType::f32> && agree<tk::ValueType::boolean, ValueType::boolean> &&
+                  agree<tk::ValueType::string, ValueType::string> && agree<tk::ValueType::array, ValueType::array> &&
+                  agree<tk::ValueType::u64, ValueType::u64> && agree<tk::ValueType::i64, ValueType::i64> &&
+                  agree<tk::ValueType::f64, ValueType::f64> && static_cast<uint32_t>(tk::ValueType::f64) + 1 == kValueTypeCount,
+              "tokenizer::ValueType must number GGUF's value types as ValueType does");
+tokenizer::ValueType tokenizer_type(ValueType t) { return static_cast<tokenizer::ValueType>(t); }
 }  // namespace
 
 tokenizer::VocabSpec vocab_spec(const Model& m) {
@@ -24,11 +39,11 @@ tokenizer::VocabSpec vocab_spec(const Model& m) {
     if (!wanted(key)) continue;
     const Value& v = md.ref(i).value;  // kept by the metadata: views of it stay valid
     tokenizer::KeyValue kv;
-    kv.type = static_cast<tokenizer::ValueType>(v.type);
+    kv.type = tokenizer_type(v.type);
     kv.bits = v.bits;
     if (v.type == ValueType::string) kv.str = v.str;
     if (v.type == ValueType::array) {
-      kv.elem = static_cast<tokenizer::ValueType>(v.elem);
+      kv.elem = tokenizer_type(v.elem);
       kv.count = v.size();
       if (v.elem == ValueType::string) {
         kv.strings.reserve(v.strs.size());
