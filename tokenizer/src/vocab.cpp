@@ -522,14 +522,16 @@ std::vector<int32_t> tokenize_impl(const Vocab::Impl& v, std::string_view raw, b
 
 }  // namespace
 
-Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
-  const Impl* base = like ? like->impl_.get() : nullptr;
-  auto vp = std::make_unique<Impl>();
-  Impl& v = *vp;
-  Loaded& L = v.loaded;
-  auto warn = [&](std::string w) { L.warnings.push_back(std::move(w)); };
+namespace {
 
-  // The vocabulary type and its defaults.
+// Vocab::load's steps, in llama.cpp's order (llama_vocab::impl::load). Each adds its warnings
+// to v.loaded.warnings as llama.cpp logs them.
+void warn(Vocab::Impl& v, std::string w) { v.loaded.warnings.push_back(std::move(w)); }
+
+// The vocabulary type and its defaults (BPE's merges, UGM's charsmap are read here, as llama.cpp
+// does). False for a vocabulary with no tokens ("no_vocab"), which is then complete.
+bool read_type(Vocab::Impl& v, const VocabSpec& spec, const Vocab::Impl* base) {
+  Loaded& L = v.loaded;
   if (!get_str(spec, "tokenizer.ggml.model", v.tokenizer_model))
     throw Error("tokenizer.ggml.model", "key not found in model: tokenizer.ggml.model");
   get_str(spec, "tokenizer.ggml.pre", v.tokenizer_pre);
@@ -544,11 +546,11 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
         v.linefeed_id = null_id;
     uint32_t n = 0;
     if (get_u32(spec, arch + ".vocab_size", n)) {
-      warn(format("adding %u dummy tokens", n));
+      warn(v, format("adding %u dummy tokens", n));
       v.n_dummy_tokens = n;  // kept as a count: llama.cpp's dummies have no text, score or attribute
     }
     L.bos = L.eos = L.unk = L.sep = L.pad = L.mask = L.nl = null_id;
-    return Vocab(std::move(vp));
+    return false;
   }
 
   if (tm == "llama") {
@@ -599,13 +601,19 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
     throw Error("tokenizer.ggml.model", format("unknown tokenizer: '%s'", tm.c_str()));
   }
 
+  return true;
+}
+
+// The pre-tokenizer (BPE only, by llama.cpp's table of names) and each type's defaults.
+void read_pre_tokenizer(Vocab::Impl& v, const VocabSpec& spec) {
+  Loaded& L = v.loaded;
   if (v.type == Kind::bpe) {
     // Only BPE vocabularies have pre-tokenizers: their defaults, then llama.cpp's table.
     v.add_space_prefix = false, v.escape_whitespaces = false, v.clean_spaces = true;
     apply_pre_tokenizer(v);
     if (v.tokenizer_pre.empty() &&
         std::none_of(L.warnings.begin(), L.warnings.end(), [](const std::string& w) { return w.find("missing pre-tokenizer") != std::string::npos; }))
-      warn("missing pre-tokenizer type, using: 'default'");
+      warn(v, "missing pre-tokenizer type, using: 'default'");
   } else {
     v.pre_type = PreType::default_, v.pre_type_name = "default";
     switch (v.type) {
@@ -618,8 +626,10 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
   }
   get_bool(spec, "tokenizer.ggml.add_space_prefix", v.add_space_prefix);
   get_bool(spec, "tokenizer.ggml.remove_extra_whitespaces", v.remove_extra_whitespaces);
+}
 
-  // The tokens, their scores and types.
+// The tokens, their scores and types, indexed by text.
+void read_tokens(Vocab::Impl& v, const VocabSpec& spec, const Vocab::Impl* base) {
   const KeyValue* tokens = spec.find("tokenizer.ggml.tokens");
   if (!tokens) throw Error("tokenizer.ggml.tokens", "cannot find tokenizer vocab in model file");
   array_of(spec, "tokenizer.ggml.tokens", {ValueType::string});
@@ -645,7 +655,7 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
   for (size_t i = 0; i < n_tokens; ++i) {
     std::string_view word = c_str(tokens->strings[i]);
     if (word.empty()) {
-      warn(format("empty token at index %zu", i));
+      warn(v, format("empty token at index %zu", i));
       word = named.emplace_back("[EMPTY_" + std::to_string(i) + "]");
     }
     v.max_token_len = std::max(v.max_token_len, static_cast<int>(std::min<size_t>(word.size(), INT32_MAX)));
@@ -675,7 +685,7 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
 
   // hybriddna: the k-mers after <oov> carry a marker that keeps their texts distinct; their
   // pieces are the bare sequence.
-  if (tm == "hybriddna") {
+  if (v.tokenizer_model == "hybriddna") {
     static const std::string marker = "\xee\x80\x80";
     if (const int32_t oov = v.token_to_id->find("<oov>"); oov >= 0)
       for (size_t i = static_cast<size_t>(oov) + 1; i < v.id_to_token.size(); ++i) {
@@ -683,32 +693,38 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
         if (text.size() > marker.size() && text.ends_with(marker)) text.remove_suffix(marker.size());
       }
   }
+}
 
-  // The newline token (before the special ids are read, and with no special tokens cached yet).
+// The newline token (before the special ids are read, and with no special tokens cached yet).
+void find_linefeed(Vocab::Impl& v) {
   if (v.type == Kind::spm) {
     v.linefeed_id = v.byte_to_token('\n');
     if (v.linefeed_id == null_id) {
-      warn("SPM vocabulary, but newline token not found: _Map_base::at! Using special_pad_id instead.");
+      warn(v, "SPM vocabulary, but newline token not found: _Map_base::at! Using special_pad_id instead.");
       v.linefeed_id = v.special_pad_id;
     }
   } else if (v.type == Kind::wpm) {
     v.linefeed_id = v.special_pad_id;
   } else if (v.type == Kind::plamo2) {
     // Not built here: its tokenizer (and so its newline token) is left out.
-    warn("plamo2 tokenizer is not implemented by ggufkit: newline token unknown");
+    warn(v, "plamo2 tokenizer is not implemented by ggufkit: newline token unknown");
     v.linefeed_id = null_id;
   } else {
     std::vector<int32_t> ids = tokenize_impl(v, "\n", false, false);
     if (ids.empty()) {
       if (v.type == Kind::rwkv) throw Error("tokenizer.ggml.tokens", "model vocab missing newline token (llama.cpp asserts)");
-      warn("model vocab missing newline token, using special_pad_id instead");
+      warn(v, "model vocab missing newline token, using special_pad_id instead");
       v.linefeed_id = v.special_pad_id;
     } else {
       v.linefeed_id = ids[0];
     }
   }
+}
 
-  // The special ids from their keys; a default out of range is disabled, a key out of range ignored.
+// The special ids from their keys; a default out of range is disabled, a key out of range
+// ignored. Then the add-BOS/EOS/SEP flags and the BERT normalizer.
+void read_special_ids(Vocab::Impl& v, const VocabSpec& spec) {
+  const size_t n_tokens = v.id_to_token.size();
   struct Special {
     const char* key;
     int32_t& id;
@@ -727,12 +743,12 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
   };
   for (const Special& s : specials) {
     if (s.id >= 0 && static_cast<size_t>(s.id) >= n_tokens) {
-      warn(format("default special token '%s' = %d out of vocab range, disabling", s.key, s.id));
+      warn(v, format("default special token '%s' = %d out of vocab range, disabling", s.key, s.id));
       s.id = null_id;
     }
     uint32_t new_id = 0;
     if (!get_u32(spec, s.key, new_id)) continue;
-    if (new_id >= n_tokens) warn(format("bad special token: '%s' = %u, using default id %d", s.key, new_id, s.id));
+    if (new_id >= n_tokens) warn(v, format("bad special token: '%s' = %u, using default id %d", s.key, new_id, s.id));
     else s.id = static_cast<int32_t>(new_id);
   }
 
@@ -741,7 +757,7 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
   get_bool(spec, "tokenizer.ggml.add_sep_token", v.add_sep);
   if (v.pre_type == PreType::gemma4 && !v.add_bos) {
     v.add_bos = true;  // llama.cpp's workaround for Gemma 4
-    warn("override 'tokenizer.ggml.add_bos_token' to 'true' for Gemma4");
+    warn(v, "override 'tokenizer.ggml.add_bos_token' to 'true' for Gemma4");
   }
 
   get_bool(spec, "tokenizer.ggml.normalizer.lowercase", v.bert_lowercase);
@@ -750,9 +766,13 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
 
   // suppress_tokens: only checked (the tokenizer does not use them).
   array_of(spec, "tokenizer.ggml.suppress_tokens", {ValueType::i32});
+}
 
-  // Special ids still unset are found by their text, in token_to_id's iteration order (the
-  // first match wins), and made control if they were not.
+// Special ids still unset are found by their text, in token_to_id's iteration order (the
+// first match wins), and made control if they were not. Returns the tokens named as ending a
+// generation, in that order.
+std::vector<int32_t> walk_named_tokens(Vocab::Impl& v) {
+  Loaded& L = v.loaded;
   struct ByText {
     const char* name;
     int32_t& id;
@@ -829,9 +849,14 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
     }
   }
   for (auto* w : {&warn_by_text, &warn_eog, &warn_gpt_oss})
-    for (std::string& line : *w) warn(std::move(line));
+    for (std::string& line : *w) warn(v, std::move(line));
 
-  // The end-of-generation set: the FIM pad/rep/sep ids, then every token named as one.
+  return eog_found;
+}
+
+// The end-of-generation set: the FIM pad/rep/sep ids, then every token named as one.
+void build_eog(Vocab::Impl& v, const std::vector<int32_t>& eog_found) {
+  const size_t n_tokens = v.id_to_token.size();
   v.special_eog_ids.clear();
   for (int32_t id : {v.special_fim_pad_id, v.special_fim_rep_id, v.special_fim_sep_id})
     if (id != null_id) v.special_eog_ids.insert(id);
@@ -839,7 +864,7 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
 
   for (auto [id, name] : {std::pair{v.special_eos_id, "eos"}, {v.special_eot_id, "eot"}, {v.special_eom_id, "eom"}})
     if (id != null_id && v.special_eog_ids.insert(id).second)
-      warn(format("special_%s_id is not in special_eog_ids - the tokenizer config may be incorrect", name));
+      warn(v, format("special_%s_id is not in special_eog_ids - the tokenizer config may be incorrect", name));
 
   // o200k_harmony and solar-open: "<|end|>" ends no generation when the return/call
   // (or calls/flush) tokens are there.
@@ -849,7 +874,7 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
     for (int32_t tid : v.special_eog_ids) {
       const TokenData* t = token_at(v, tid);
       if (!t) {
-        warn(format("EOG token id %d is out of range (vocab size %zu), skipping", tid, n_tokens));
+        warn(v, format("EOG token id %d is out of range (vocab size %zu), skipping", tid, n_tokens));
         continue;
       }
       if (t->text == "<|return|>") has_return = true;
@@ -860,7 +885,7 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
     if ((has_return && has_call && has_end) || (has_call && has_flush && has_end)) {
       v.special_eog_ids.erase(end_id);
       v.id_to_token[static_cast<size_t>(end_id)].attr = attr_user_defined;
-      warn("special_eog_ids contains both '<|return|>' and '<|call|>', or '<|calls|>' and '<|flush|>' tokens, removing '<|end|>' token from EOG list");
+      warn(v, "special_eog_ids contains both '<|return|>' and '<|call|>', or '<|calls|>' and '<|flush|>' tokens, removing '<|end|>' token from EOG list");
     }
   }
   // gemma4 and paddleocr: "</s>" ends no generation when "<|tool_response>" does.
@@ -876,58 +901,62 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
     if (has_tool_response && s_id != null_id) {
       v.special_eog_ids.erase(s_id);
       v.id_to_token[static_cast<size_t>(s_id)].attr = attr_normal;
-      warn("special_eog_ids contains '<|tool_response>', removing '</s>' token from EOG list");
+      warn(v, "special_eog_ids contains '<|tool_response>', removing '</s>' token from EOG list");
     }
   }
+}
 
-  // The special tokens the partition cuts out, longest text first (std::sort, as llama.cpp:
-  // ties keep whatever order that sort leaves).
+// The special tokens the partition cuts out, longest text first (std::sort, as llama.cpp:
+// ties keep whatever order that sort leaves).
+void cache_special_tokens(Vocab::Impl& v) {
+  const size_t n_tokens = v.id_to_token.size();
   for (size_t id = 0; id < n_tokens; ++id)
     if (v.id_to_token[id].attr & (attr_control | attr_user_defined | attr_unknown))
       v.cache_special_tokens.push_back(static_cast<int32_t>(id));
   std::sort(v.cache_special_tokens.begin(), v.cache_special_tokens.end(), [&](int32_t a, int32_t b) {
     return v.id_to_token[static_cast<size_t>(a)].text.size() > v.id_to_token[static_cast<size_t>(b)].text.size();
   });
+}
 
-  // llama.cpp caches every token's piece here (its cache_token_to_piece); a piece is made when
-  // asked for instead (the same text: it depends on the token and its type bits, which
-  // nothing below changes), so a load to answer what llama.cpp makes of a 150,000-token
-  // vocabulary makes no 150,000 strings.
-
-  // Per-token attributes llama.cpp sets by model, pre-tokenizer or architecture name.
-  {
-    std::string model_name, pre_name, general_arch;
-    get_str(spec, "general.name", model_name);
-    get_str(spec, "tokenizer.ggml.pre", pre_name);
-    get_str(spec, "general.architecture", general_arch);
-    for (char& c : model_name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    auto contains_any = [](const std::string& s, std::initializer_list<std::string_view> subs) {
-      return std::any_of(subs.begin(), subs.end(), [&](std::string_view sub) { return s.find(sub) != std::string::npos; });
-    };
-    auto set_attr = [&](int32_t id, uint32_t attr, bool on) {
-      uint32_t& a = v.id_to_token[static_cast<size_t>(id)].attr;
-      a = on ? (a | attr) : (a & ~attr);
-    };
-    auto set_named = [&](const char* text, uint32_t attr, bool on) {
-      const int32_t id = v.token_to_id->find(text);
-      if (id < 0)  // llama.cpp's token_to_id.at throws: the load fails
-        throw Error("general.name", format("the vocabulary has no token '%s' (llama.cpp: _Map_base::at)", text));
-      set_attr(id, attr, on);
-    };
-    if (contains_any(pre_name, {"jina-v2-de", "jina-v2-es", "jina-v2-code"}) ||
-        contains_any(general_arch, {"nomic-bert-moe", "jina-bert-v3"})) {
-      if (v.token_to_id->find("<mask>") < 0) warn("Mask token is missing in vocab, please reconvert model!");
-      else set_named("<mask>", attr_lstrip, true);
-    } else if (contains_any(model_name, {"phi-3", "phi3"})) {
-      for (int32_t id : v.cache_special_tokens) set_attr(id, attr_rstrip, true);
-      set_named("</s>", attr_rstrip, true);
-      for (const char* t : {"<unk>", "<s>", "<|endoftext|>"}) set_named(t, attr_rstrip, false);
-    } else if (contains_any(model_name, {"modern-bert"})) {
-      if (v.token_to_id->find("[MASK]") < 0) warn("Mask token missing in vocab!");
-      else set_named("[MASK]", attr_lstrip, true);
-    }
+// Per-token attributes llama.cpp sets by model, pre-tokenizer or architecture name.
+void set_named_attributes(Vocab::Impl& v, const VocabSpec& spec) {
+  std::string model_name, pre_name, general_arch;
+  get_str(spec, "general.name", model_name);
+  get_str(spec, "tokenizer.ggml.pre", pre_name);
+  get_str(spec, "general.architecture", general_arch);
+  for (char& c : model_name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto contains_any = [](const std::string& s, std::initializer_list<std::string_view> subs) {
+    return std::any_of(subs.begin(), subs.end(), [&](std::string_view sub) { return s.find(sub) != std::string::npos; });
+  };
+  auto set_attr = [&](int32_t id, uint32_t attr, bool on) {
+    uint32_t& a = v.id_to_token[static_cast<size_t>(id)].attr;
+    a = on ? (a | attr) : (a & ~attr);
+  };
+  auto set_named = [&](const char* text, uint32_t attr, bool on) {
+    const int32_t id = v.token_to_id->find(text);
+    if (id < 0)  // llama.cpp's token_to_id.at throws: the load fails
+      throw Error("general.name", format("the vocabulary has no token '%s' (llama.cpp: _Map_base::at)", text));
+    set_attr(id, attr, on);
+  };
+  if (contains_any(pre_name, {"jina-v2-de", "jina-v2-es", "jina-v2-code"}) ||
+      contains_any(general_arch, {"nomic-bert-moe", "jina-bert-v3"})) {
+    if (v.token_to_id->find("<mask>") < 0) warn(v, "Mask token is missing in vocab, please reconvert model!");
+    else set_named("<mask>", attr_lstrip, true);
+  } else if (contains_any(model_name, {"phi-3", "phi3"})) {
+    for (int32_t id : v.cache_special_tokens) set_attr(id, attr_rstrip, true);
+    set_named("</s>", attr_rstrip, true);
+    for (const char* t : {"<unk>", "<s>", "<|endoftext|>"}) set_named(t, attr_rstrip, false);
+  } else if (contains_any(model_name, {"modern-bert"})) {
+    if (v.token_to_id->find("[MASK]") < 0) warn(v, "Mask token missing in vocab!");
+    else set_named("[MASK]", attr_lstrip, true);
   }
+}
 
+// What the load made, as llama.cpp's llama_vocab_* calls answer it; a byte token whose piece
+// llama.cpp could not build fails the load here, as llama.cpp's piece cache does.
+void report_loaded(Vocab::Impl& v) {
+  Loaded& L = v.loaded;
+  const size_t n_tokens = v.id_to_token.size();
   L.bos = v.special_bos_id, L.eos = v.special_eos_id, L.eot = v.special_eot_id, L.eom = v.special_eom_id;
   L.unk = v.special_unk_id, L.sep = v.special_sep_id, L.nl = v.linefeed_id, L.pad = v.special_pad_id;
   L.mask = v.special_mask_id;
@@ -944,6 +973,27 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
         (v.type == Kind::spm || v.type == Kind::ugm || v.type == Kind::bpe || v.type == Kind::wpm))
       token_to_byte(v, static_cast<int32_t>(id));
   }
+}
+
+}  // namespace
+
+Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
+  const Impl* base = like ? like->impl_.get() : nullptr;
+  auto vp = std::make_unique<Impl>();
+  Impl& v = *vp;
+  if (!read_type(v, spec, base)) return Vocab(std::move(vp));
+  read_pre_tokenizer(v, spec);
+  read_tokens(v, spec, base);
+  find_linefeed(v);
+  read_special_ids(v, spec);
+  build_eog(v, walk_named_tokens(v));
+  cache_special_tokens(v);
+  // llama.cpp caches every token's piece here (its cache_token_to_piece); a piece is made when
+  // asked for instead (the same text: it depends on the token and its type bits, which
+  // nothing below changes), so a load to answer what llama.cpp makes of a 150,000-token
+  // vocabulary makes no 150,000 strings.
+  set_named_attributes(v, spec);
+  report_loaded(v);
   return Vocab(std::move(vp));
 }
 
