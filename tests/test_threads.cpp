@@ -38,14 +38,15 @@ std::string byte_token(int b) {
   return t;
 }
 
-// kThreads threads each make kRounds dry-run edits of their own file. Each call retypes its
-// own byte token to the type it has: nothing to change, one note naming that token. With one
-// handler for the process, swapped by every call, notes went to other calls' reports (or
-// finished ones: a crash).
-void expect_own_notes(int kThreads, int kRounds) {
+// kThreads threads each make kRounds edits of their own file. Each call retypes its own byte
+// token to the type it has (nothing to change: one note naming that token); `write`: it also
+// sets general.round to the round's number in place, so every round commits. With one handler
+// for the process, swapped by every call, notes went to other calls' reports (or finished
+// ones: a crash).
+void expect_own_notes(int kThreads, int kRounds, bool write = false) {
   std::vector<std::string> files;
   for (int t = 0; t < kThreads; ++t) files.push_back(fresh_copy("notes-" + std::to_string(kThreads) + "-" + std::to_string(t)));
-  std::vector<int> own(kThreads, 0), other(kThreads, 0), counts_off(kThreads, 0);
+  std::vector<int> own(kThreads, 0), other(kThreads, 0), counts_off(kThreads, 0), written(kThreads, 0);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
@@ -53,10 +54,13 @@ void expect_own_notes(int kThreads, int kRounds) {
       for (int r = 0; r < kRounds; ++r) {
         ggufkit::EditRequest req;
         req.input = files[t];
-        req.dry_run = true;
+        req.dry_run = !write;
+        req.in_place = write;
         req.patch.add_token_type(mine, "byte");
+        if (write) req.patch.add_set_typed("general.round", "u32", std::to_string(r));
         const ggufkit::EditReport rep = ggufkit::edit(req);
         counts_off[t] += rep.notes.size() != 1;
+        if (write) written[t] += rep.written == ggufkit::Written::header;
         for (const auto& [file, msg] : rep.notes) {
           if (msg.find("\"" + mine + "\"") != std::string::npos && msg.find("is already byte") != std::string::npos) ++own[t];
           else ++other[t];
@@ -68,6 +72,12 @@ void expect_own_notes(int kThreads, int kRounds) {
     EXPECT_EQ(own[t], kRounds) << "thread " << t;
     EXPECT_EQ(other[t], 0) << "thread " << t;
     EXPECT_EQ(counts_off[t], 0) << "thread " << t;
+    if (!write) continue;
+    // the first round adds the key (a whole-file write), the other rounds rewrite its value in place
+    EXPECT_EQ(written[t], kRounds - 1) << "thread " << t;
+    const ggufkit::Value* round = ggufkit::scan_file(files[t]).model.find("general.round");
+    ASSERT_NE(round, nullptr) << "thread " << t;
+    EXPECT_EQ(round->as_i64(), kRounds - 1) << "thread " << t;
   }
 }
 
@@ -75,7 +85,7 @@ void expect_own_notes(int kThreads, int kRounds) {
 
 TEST(Threads, DryRunEditsOfTheirOwnFilesOnEightThreadsEachReportTheirOwnNoteOnly) { expect_own_notes(8, 25); }
 
-TEST(Threads, TwoThreadsEditingTwoFilesTwoHundredRoundsEachReportTheirOwnNoteOnly) { expect_own_notes(2, 200); }
+TEST(Threads, TwoThreadsEditingTwoFilesInPlaceTwoHundredRoundsEachReportTheirOwnNoteOnly) { expect_own_notes(2, 200, true); }
 
 TEST(Threads, EveryCallOnAFileSystemWithoutLocksIsToldSoNotOnlyTheProcesssFirst) {
   // flock fails with ENOLCK (NFS without a lock daemon): each call goes on without locks and

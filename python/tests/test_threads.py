@@ -10,24 +10,31 @@ import ggufkit
 from conftest import TINY
 
 
-@pytest.mark.parametrize("n_threads,rounds", [(8, 20), (2, 200)])
-def test_dry_run_edits_of_their_own_files_on_several_threads_each_report_their_own_note(tmp_path, n_threads, rounds):
+@pytest.mark.parametrize("n_threads,rounds,write", [(8, 20, False), (2, 200, True)])
+def test_edits_of_their_own_files_on_several_threads_each_report_their_own_note(tmp_path, n_threads, rounds, write):
     # Each call retypes its own byte token to the type it has: one note, naming that token.
-    # The GIL is let go of during a call, so the threads' edits run at once.
+    # The GIL is let go of during a call, so the threads' edits run at once. With `write`,
+    # each round also sets general.round in place: the first adds the key (a whole-file
+    # write), each later one rewrites its header alone.
     files = []
     for t in range(n_threads):
         p = tmp_path / f"m{t}.gguf"
         shutil.copyfile(TINY, p)
         files.append(p)
     got = [[] for _ in files]
+    written = [[] for _ in files]
     failed = []
 
     def work(t):
         token = f"<0x{0x41 + t:02X}>"
         try:
-            for _ in range(rounds):
-                r = ggufkit.edit(files[t], patch={"token_types": {token: "byte"}}, dry_run=True)
+            for n in range(rounds):
+                patch = {"token_types": {token: "byte"}}
+                if write:
+                    patch["set"] = {"general.round": {"type": "u32", "value": n}}
+                r = ggufkit.edit(files[t], patch=patch, dry_run=not write, in_place=write)
                 got[t].append([msg for _, msg in r["notes"]])
+                written[t].append(r["written"])
         except BaseException as e:  # noqa: BLE001 -- reported below
             failed.append(repr(e))
 
@@ -41,6 +48,11 @@ def test_dry_run_edits_of_their_own_files_on_several_threads_each_report_their_o
         token = f"<0x{0x41 + t:02X}>"
         assert len(got[t]) == rounds
         assert all(len(n) == 1 and f'"{token}"' in n[0] and "is already byte" in n[0] for n in got[t]), got[t][:3]
+        if write:
+            assert written[t] == ["whole_file"] + ["header"] * (rounds - 1)
+            assert ggufkit.open(files[t]).metadata["general.round"] == rounds - 1
+        else:
+            assert written[t] == ["nothing"] * rounds
 
 
 def test_nine_threads_editing_one_file_in_place_each_set_their_own_key_and_none_is_lost(tmp_path):
