@@ -16,6 +16,7 @@
 #include "ggufkit/text.h"
 #include "ggufkit/writer.h"
 #include "key_rules.h"
+#include "tensor_rules.h"
 #include "template_rules.h"
 
 namespace ggufkit {
@@ -56,6 +57,7 @@ class Validator {
       metadata();
       shapes();
       names();
+      if (role_ == Role::model && !lone_shard()) loader_tensors();
       for (Finding& f : role_findings(m_, role_, base_)) {
         if (!f.offset && f.place.of == Place::Of::key) f.offset = key_at(f.place.name);
         out_.push_back(std::move(f));
@@ -353,6 +355,40 @@ class Validator {
       if (auto it = first.find(i); it != first.end())
         add(Code::duplicate_tensor_name, Place::tensor(name), std::nullopt,
             label + " and tensor[" + std::to_string(it->second) + "] are both '" + cut_name + "' to ggml (names are cut at a NUL); it refuses the file");
+    }
+  }
+
+  // A shard read alone holds part of the tensors: the set, judged as one model, is what the
+  // loader takes.
+  bool lone_shard() const {
+    const Value* count = m_.find("split.count");
+    const Value* tensors = m_.find("split.tensors.count");
+    return count && count->is_integer() && count->as_u64() > 1 &&
+           !(tensors && tensors->is_integer() && tensors->as_u64() == m_.tensors.size());
+  }
+
+  // What llama.cpp's loader takes (tensor_rules.h): a missing tensor told at the tensor
+  // directory, a wrong or unexpected one at its info record.
+  void loader_tensors() {
+    std::optional<uint64_t> directory;
+    std::vector<uint64_t> records;  // by tensor, when the layout lists each
+    for (const LabeledSpan& sp : L_.spans)
+      if (sp.kind == SpanKind::tensor_info || sp.kind == SpanKind::infos) {
+        if (!directory) directory = sp.span.offset;
+        if (sp.kind == SpanKind::tensor_info) records.push_back(sp.span.offset);
+      }
+    if (!directory && !L_.spans.empty()) directory = L_.header_size;  // no tensors: where they would start
+    auto record = [&](std::optional<size_t> i) -> std::optional<uint64_t> {
+      if (!i) return directory;
+      if (std::optional<uint64_t> r = m_.tensors.record(*i)) return r;
+      return *i < records.size() ? std::optional<uint64_t>(records[*i]) : directory;
+    };
+    for (auto& [f, tensor] : tensor_rules(m_)) {
+      if (f.code == Code::tensor_shape &&
+          std::any_of(out_.begin(), out_.end(), [&](const Finding& o) { return o.code == Code::vocab_rows && o.place.item == f.place.name; }))
+        continue;  // the rows against the vocabulary: vocab_rows told it
+      f.offset = f.code == Code::tensors_unchecked ? std::nullopt : record(tensor);
+      out_.push_back(std::move(f));
     }
   }
 

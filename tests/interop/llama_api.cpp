@@ -180,6 +180,40 @@ bool loads(const std::string& path, std::string& why) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+bool loads(const std::string& path, std::string& why, std::string& log) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  log.clear();
+  if (!available(why)) return false;
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    why = "pipe failed";
+    return false;
+  }
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    g_log.clear();
+    void* m = api().model_load(path.c_str(), api().model_default_params());
+    for (size_t at = 0; at < g_log.size();) {  // llama.cpp aborts on some files: what it logged so far is lost then
+      const ssize_t n = ::write(fds[1], g_log.data() + at, g_log.size() - at);
+      if (n <= 0) break;
+      at += static_cast<size_t>(n);
+    }
+    ::_exit(m ? 0 : 1);
+  }
+  ::close(fds[1]);
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) log.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  if (child < 0 || ::waitpid(child, &status, 0) != child) {
+    why = "fork failed";
+    return false;
+  }
+  why = WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status)) : "signal " + std::to_string(WTERMSIG(status));
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 bool adapter_loads(const std::string& model, const std::string& adapter, std::string& why) {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (!available(why)) return false;

@@ -22,6 +22,9 @@ std::optional<Run> run(const std::string& model, std::string& why);
 // Whether llama.cpp loads the model (no context, no decoding), in a child process: llama.cpp
 // aborts on some broken files, and a crash is a refusal. `why` has the child's status.
 bool loads(const std::string& model, std::string& why);
+// The same, with llama.cpp's log of the load in `log` (the child's, sent back through a pipe):
+// where it refuses, the message that names the tensor or key at fault.
+bool loads(const std::string& model, std::string& why, std::string& log);
 // Whether llama_adapter_lora_init takes `adapter` as a LoRA adapter of `model`, in a child
 // process (llama.cpp aborts on some broken adapters). `why` has llama.cpp's log of the load.
 bool adapter_loads(const std::string& model, const std::string& adapter, std::string& why);

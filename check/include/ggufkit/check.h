@@ -29,7 +29,10 @@ enum class Code : uint8_t {
   alignment_too_small, alignment_too_large, missing_architecture, missing_quantization_version,
   missing_hparam, zero_hparam, invalid_utf8, template_nul, bool_value, nested_array, token_id,
   vocab_length, block_count, missing_vocab, empty_vocab, vocab_refused, unknown_pre_tokenizer, vocab_rows,
-  tensor_name, duplicate_tensor_name, template_syntax, template_no_default, special_not_control,
+  tensor_name, duplicate_tensor_name,
+  // what llama.cpp's loader takes (schemas/tensors.yaml)
+  tensor_missing, tensor_shape, tensor_unexpected, tensors_unchecked,
+  template_syntax, template_no_default, special_not_control,
   template_literal_split, double_bos, double_bos_unstripped, turn_end_not_eog,
   // what makes generation stop where it must not, or a token print as something else
   eog_byte_token, eog_at_start, retype_to_control,

@@ -1,0 +1,408 @@
+#include "tensor_rules.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "ggufkit/error.h"
+#include "ggufkit/inspect.h"
+#include "ggufkit/yaml_values.h"
+
+namespace ggufkit {
+
+extern const std::string_view kTensorsYaml;  // schemas/tensors.yaml, embedded by cmake/embed.cmake
+
+namespace {
+
+constexpr const char* kTable = "schemas/tensors.yaml";
+
+// An integer expression of the table: a number, a name, or an operator over its operands.
+struct Expr {
+  enum Op { num, var, add, sub, mul, div, mod, eq, ne, lt, le, gt, ge, both, either, negate, neg } op = num;
+  int64_t n = 0;
+  std::string name;
+  std::vector<Expr> args;
+};
+
+using Env = std::map<std::string, int64_t, std::less<>>;
+
+// Unknown (nullopt) when a name has no value or a division is by zero: the loader would
+// refuse the hyperparameters first, and another rule says so.
+std::optional<int64_t> eval(const Expr& e, const Env& env) {
+  if (e.op == Expr::num) return e.n;
+  if (e.op == Expr::var) {
+    auto it = env.find(e.name);
+    return it == env.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  }
+  std::optional<int64_t> a = eval(e.args[0], env);
+  if (!a) return std::nullopt;
+  if (e.op == Expr::negate) return !*a;
+  if (e.op == Expr::neg) return -*a;
+  std::optional<int64_t> b = eval(e.args[1], env);
+  if (!b) return std::nullopt;
+  switch (e.op) {
+    case Expr::add: return *a + *b;
+    case Expr::sub: return *a - *b;
+    case Expr::mul: return *a * *b;
+    case Expr::div: return *b == 0 ? std::nullopt : std::optional<int64_t>(*a / *b);
+    case Expr::mod: return *b == 0 ? std::nullopt : std::optional<int64_t>(*a % *b);
+    case Expr::eq: return *a == *b;
+    case Expr::ne: return *a != *b;
+    case Expr::lt: return *a < *b;
+    case Expr::le: return *a <= *b;
+    case Expr::gt: return *a > *b;
+    case Expr::ge: return *a >= *b;
+    case Expr::both: return *a && *b;
+    case Expr::either: return *a || *b;
+    default: return std::nullopt;
+  }
+}
+
+void names_in(const Expr& e, std::vector<std::string>& out) {
+  if (e.op == Expr::var && e.name != "i" && std::find(out.begin(), out.end(), e.name) == out.end()) out.push_back(e.name);
+  for (const Expr& a : e.args) names_in(a, out);
+}
+
+// Precedence climbing over || && comparisons + - * / % and unary ! -.
+class Parser {
+ public:
+  Parser(std::string_view text, const std::string& where) : s_(text), where_(where) {}
+  Expr parse() {
+    Expr e = binary(0);
+    skip();
+    if (p_ != s_.size()) fail("unexpected '" + std::string(s_.substr(p_)) + "'");
+    return e;
+  }
+
+ private:
+  struct Level {
+    std::string_view token;
+    Expr::Op op;
+    int prec;
+  };
+  static constexpr Level kOps[] = {{"||", Expr::either, 1}, {"&&", Expr::both, 2}, {"==", Expr::eq, 3}, {"!=", Expr::ne, 3},
+                                   {"<=", Expr::le, 4},     {">=", Expr::ge, 4},   {"<", Expr::lt, 4},  {">", Expr::gt, 4},
+                                   {"+", Expr::add, 5},     {"-", Expr::sub, 5},   {"*", Expr::mul, 6}, {"/", Expr::div, 6},
+                                   {"%", Expr::mod, 6}};
+  [[noreturn]] void fail(const std::string& why) const {
+    throw Error(Error::Kind::format, kTable, std::nullopt, where_, "the expression '" + std::string(s_) + "': " + why);
+  }
+  void skip() {
+    while (p_ < s_.size() && s_[p_] == ' ') ++p_;
+  }
+  const Level* peek() {
+    skip();
+    for (const Level& l : kOps)
+      if (s_.substr(p_, l.token.size()) == l.token) return &l;
+    return nullptr;
+  }
+  Expr binary(int min_prec) {
+    Expr left = unary();
+    for (const Level* l = peek(); l && l->prec > min_prec; l = peek()) {
+      p_ += l->token.size();
+      Expr right = binary(l->prec);
+      Expr e;
+      e.op = l->op;
+      e.args = {std::move(left), std::move(right)};
+      left = std::move(e);
+    }
+    return left;
+  }
+  Expr unary() {
+    skip();
+    if (p_ < s_.size() && (s_[p_] == '!' || s_[p_] == '-')) {
+      Expr e;
+      e.op = s_[p_++] == '!' ? Expr::negate : Expr::neg;
+      e.args = {unary()};
+      return e;
+    }
+    if (p_ < s_.size() && s_[p_] == '(') {
+      ++p_;
+      Expr e = binary(0);
+      skip();
+      if (p_ >= s_.size() || s_[p_] != ')') fail("a '(' without its ')'");
+      ++p_;
+      return e;
+    }
+    Expr e;
+    const size_t start = p_;
+    if (p_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[p_]))) {
+      while (p_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[p_]))) e.n = e.n * 10 + (s_[p_++] - '0');
+      return e;
+    }
+    while (p_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[p_])) || s_[p_] == '_')) ++p_;
+    if (p_ == start) fail(p_ < s_.size() ? "unexpected '" + std::string(1, s_[p_]) + "'" : "an operand is missing at the end");
+    e.op = Expr::var;
+    e.name = std::string(s_.substr(start, p_ - start));
+    return e;
+  }
+
+  std::string_view s_;
+  std::string where_;
+  size_t p_ = 0;
+};
+
+struct Hparam {
+  std::string name;
+  std::string key;      // with "{arch}" for the architecture
+  bool tokens = false;  // the vocabulary's token count, before the key
+  std::optional<Expr> value;  // derived: always this
+  std::string value_text;     // as the table writes it, to explain a shape
+  std::optional<Expr> fallback;  // the key's default
+};
+
+struct Entry {
+  std::string name;  // "{i}" for the layer
+  bool layered = false, optional = false, once = false;
+  std::vector<Expr> shape;
+  std::optional<Expr> when;
+  std::string with, without;
+};
+
+struct Table {
+  std::vector<Hparam> hparams;
+  std::unordered_map<std::string, std::vector<Entry>> archs;
+  std::set<std::string, std::less<>> known;  // every architecture llama.cpp knows
+};
+
+Table parse_table() {
+  YamlNode root = load_yaml(std::string(kTensorsYaml), kTable);
+  YamlReader y(kTable, ".");
+  y.fields(root, "table", {"hparams", "known", "architectures"});
+  Table t;
+  std::set<std::string> known = {"i"};
+  auto expr = [&](const YamlNode& n, const std::string& where) {
+    Expr e = Parser(y.scalar(n, where), where).parse();
+    std::vector<std::string> used;
+    names_in(e, used);
+    for (const std::string& u : used)
+      if (!known.count(u)) y.fail(n, where, "'" + u + "' is not a hyperparameter of the table (or not yet one)");
+    return e;
+  };
+  for (const YamlNode& h : root["hparams"]) {
+    y.fields(h, "hparams", {"name", "key", "tokens", "default", "expr"});
+    Hparam p;
+    p.name = y.scalar(h["name"], "hparams");
+    if (h["key"]) p.key = y.scalar(h["key"], p.name);
+    if (h["tokens"]) p.tokens = y.boolean(h["tokens"], p.name);
+    if (h["expr"]) p.value = expr(h["expr"], p.name), p.value_text = y.scalar(h["expr"], p.name);
+    if (h["default"]) p.fallback = expr(h["default"], p.name);
+    known.insert(p.name);
+    t.hparams.push_back(std::move(p));
+  }
+  for (const YamlNode& n : root["known"]) t.known.insert(y.scalar(n, "known"));
+  const YamlNode& archs = root["architectures"];
+  for (size_t a = 0; a + 1 < archs.items.size(); a += 2) {
+    const std::string arch = y.scalar(archs.items[a], "architectures");
+    const YamlNode& spec = archs.items[a + 1];
+    if (!t.known.count(arch)) y.fail(archs.items[a], arch, "not in known:, the architectures llama.cpp knows");
+    y.fields(spec, arch, {"tensors"});
+    std::vector<Entry>& out = t.archs[arch];
+    for (const YamlNode& n : spec["tensors"]) {
+      y.fields(n, arch, {"name", "shape", "optional", "when", "with", "without", "once"});
+      Entry e;
+      e.name = y.scalar(n["name"], arch);
+      const std::string where = arch + " " + e.name;
+      e.layered = e.name.find("{i}") != std::string::npos;
+      if (n["optional"]) e.optional = y.boolean(n["optional"], where);
+      if (n["once"]) e.once = y.boolean(n["once"], where);
+      if (e.once && e.layered) y.fail(n, where, "once: is for a tensor without {i}");
+      if (!n["shape"].IsSequence()) y.fail(n, where, "shape: is a list of dimensions");
+      for (const YamlNode& d : n["shape"]) e.shape.push_back(expr(d, where));
+      if (n["when"]) e.when = expr(n["when"], where);
+      if (n["with"]) e.with = y.scalar(n["with"], where);
+      if (n["without"]) e.without = y.scalar(n["without"], where);
+      out.push_back(std::move(e));
+    }
+  }
+  return t;
+}
+
+const Table& table() {
+  static const Table t = parse_table();
+  return t;
+}
+
+std::string replaced(std::string s, std::string_view what, const std::string& with) {
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + with.size())) s.replace(at, what.size(), with);
+  return s;
+}
+
+// A key's integer, or a per-layer array's first (LLAMA_LOAD_LOCALS reads layer 0).
+std::optional<int64_t> key_value(const Model& m, const std::string& key) {
+  const Value* v = m.find(key);
+  if (!v) return std::nullopt;
+  if (v->is_integer()) return v->as_i64();
+  if (v->type == ValueType::array && v->size() > 0) {
+    const Value first = v->at(0);
+    if (first.is_integer()) return first.as_i64();
+  }
+  return std::nullopt;
+}
+
+Env hparams_of(const Model& m, const std::string& arch) {
+  Env env;
+  for (const Hparam& h : table().hparams) {
+    std::optional<int64_t> v;
+    if (h.value) v = eval(*h.value, env);
+    if (!v && h.tokens)
+      if (const Value* t = m.find("tokenizer.ggml.tokens"); t && t->type == ValueType::array) v = static_cast<int64_t>(t->size());
+    if (!v && !h.key.empty()) v = key_value(m, replaced(h.key, "{arch}", arch));
+    if (!v && h.fallback) v = eval(*h.fallback, env);
+    if (v) env[h.name] = *v;
+  }
+  return env;
+}
+
+std::string dims_text(const std::vector<uint64_t>& d) {
+  std::string s;
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? "x" : "") + std::to_string(d[i]);
+  return s.empty() ? "a scalar" : s;
+}
+
+// The tensor's dimensions with trailing 1s dropped: ggml's shape, which check_tensor_dims compares.
+std::vector<uint64_t> trimmed(std::vector<uint64_t> d) {
+  while (!d.empty() && d.back() == 1) d.pop_back();
+  return d;
+}
+
+// "n_embd 64", or for a derived name its derivation: "n_embd_k_gqa 32 = n_embd_head_k 16 * n_head_kv 2".
+std::string explained(const std::string& name, const Env& env) {
+  auto value = [&](const std::string& n) {
+    auto it = env.find(n);
+    return n + " " + (it == env.end() ? std::string("?") : std::to_string(it->second));
+  };
+  std::string out = value(name);
+  for (const Hparam& h : table().hparams) {
+    if (h.name != name || h.value_text.empty()) continue;
+    out += " =";
+    std::string word;
+    auto flush = [&] {
+      if (word.empty()) return;
+      const bool is_name = std::isalpha(static_cast<unsigned char>(word[0])) || word[0] == '_';
+      out += " " + (is_name ? value(word) : word);
+      word.clear();
+    };
+    for (char c : h.value_text) {
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') word += c;
+      else {
+        flush();
+        if (c != ' ') out += " " + std::string(1, c);
+      }
+    }
+    flush();
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<TensorFinding> tensor_rules(const Model& m) {
+  std::vector<TensorFinding> out;
+  auto tell = [&](Finding f, std::optional<size_t> tensor = std::nullopt) { out.push_back({std::move(f), tensor}); };
+  const std::string arch = architecture(m);
+  if (arch.empty()) return out;
+  const Table& t = table();
+  auto found = t.archs.find(arch);
+  if (found == t.archs.end()) {
+    if (!t.known.count(arch)) return out;  // llama.cpp knows no such architecture: not the tensors' business
+    tell(Finding{Code::tensors_unchecked, Severity::info, std::nullopt,
+                   "tensors not checked for architecture " + arch + ": ggufkit has no table of what llama.cpp's loader takes for it",
+                   Place{}, {}, ""});
+    return out;
+  }
+  // The file's tensors by name: 8 bytes a tensor (a hash of a million names would take tens).
+  const std::vector<uint64_t> by_name = m.tensors.sorted_by_name();
+  auto index_of = [&](const std::string& name) -> std::optional<size_t> {
+    auto it = std::lower_bound(by_name.begin(), by_name.end(), name,
+                               [&](uint64_t i, const std::string& n) { return m.tensors.name(i) < std::string_view(n); });
+    if (it == by_name.end() || m.tensors.name(*it) != name) return std::nullopt;
+    return *it;
+  };
+  Env env = hparams_of(m, arch);
+  const auto layers = env.find("n_layer");
+  std::vector<bool> taken(m.tensors.size(), false);
+  size_t expected = 0;  // the tensors the loader creates from this file
+
+  // One entry for one layer (or none): is it created, and does the file's tensor fit?
+  // Missing and unexpected tensors are told up to kMaxMissing each, then counted: a file of a
+  // million stray tensors makes 33 findings, not a million.
+  size_t missing = 0;
+  constexpr size_t kMaxMissing = 32;
+  auto check = [&](const Entry& e, const std::string& layer) {
+    const std::string name = replaced(e.name, "{i}", layer);
+    if (!layer.empty()) env["i"] = std::stoll(layer);
+    if (e.when) {
+      std::optional<int64_t> w = eval(*e.when, env);
+      if (!w || !*w) return;  // not created here (or unknown: not judged)
+    }
+    if (!e.with.empty() && !index_of(replaced(e.with, "{i}", layer))) return;
+    if (!e.without.empty() && index_of(replaced(e.without, "{i}", layer))) return;
+    const std::optional<size_t> at = index_of(name);
+    if (!at) {
+      if (!e.optional && ++missing <= kMaxMissing)
+        tell(Finding{Code::tensor_missing, Severity::error, std::nullopt,
+                       name + ": llama.cpp's " + arch + " loader asks for it and the file has no tensor of that name", Place::tensor(name),
+                       {}, "the file lacks weights: re-convert the model"});
+      return;
+    }
+    ++expected;
+    taken[*at] = true;
+    std::vector<uint64_t> want;
+    for (const Expr& d : e.shape) {
+      std::optional<int64_t> v = eval(d, env);
+      if (!v || *v < 0) return;  // a hyperparameter missing or absurd: the hparam rules tell it
+      want.push_back(static_cast<uint64_t>(*v));
+    }
+    const Tensor tensor = m.tensors[*at];
+    if (trimmed(tensor.dims) == trimmed(want)) return;
+    std::vector<std::string> used;
+    for (const Expr& d : e.shape) names_in(d, used);
+    std::string why;
+    for (const std::string& u : used) why += (why.empty() ? "" : ", ") + explained(u, env);
+    tell(Finding{Code::tensor_shape, Severity::error, std::nullopt,
+                   name + " is " + dims_text(tensor.dims) + "; llama.cpp expects " + dims_text(want) + " (" + why + ")",
+                   Place::tensor(name), {}, ""}, *at);
+      };
+
+  const std::vector<Entry>& entries = found->second;
+  for (size_t k = 0; k < entries.size();) {
+    if (!entries[k].layered && !entries[k].once) {
+      check(entries[k++], "");
+      continue;
+    }
+    size_t end = k;  // a run of the layer loop's entries
+    while (end < entries.size() && (entries[end].layered || entries[end].once)) ++end;
+    // The layers the file can hold (each takes a tensor at least): past them, every tensor is missing.
+    const int64_t n_layers = layers == env.end() ? 0 : std::min<int64_t>(layers->second, static_cast<int64_t>(m.tensors.size()) + 1);
+    for (int64_t i = 0; i < n_layers; ++i)
+        for (size_t j = k; j < end; ++j)
+          if (entries[j].layered) check(entries[j], std::to_string(i));
+          else if (i == 0) check(entries[j], "");
+    k = end;
+  }
+  if (missing > kMaxMissing)
+    tell(Finding{Code::tensor_missing, Severity::error, std::nullopt,
+                   std::to_string(missing - kMaxMissing) + " more tensors llama.cpp's " + arch + " loader asks for are not in the file",
+                   Place::tensor("..."), {}, "the file lacks weights: re-convert the model"});
+  if (layers == env.end()) return out;  // no block count: the hparam rules tell it, the layers are not judged
+  size_t unexpected = 0;
+  for (size_t i = 0; i < m.tensors.size(); ++i)
+    if (!taken[i] && ++unexpected <= kMaxMissing) {
+      const std::string name(m.tensors.name(i));
+      tell(Finding{Code::tensor_unexpected, Severity::error, std::nullopt,
+                     name + ": llama.cpp's " + arch + " loader takes no tensor of this name, so its count check fails (" +
+                         std::to_string(m.tensors.size()) + " tensors in the file, " + std::to_string(expected) + " taken)",
+                     Place::tensor(name), {}, ""}, i);
+    }
+  if (unexpected > kMaxMissing)
+    tell(Finding{Code::tensor_unexpected, Severity::error, std::nullopt,
+                   std::to_string(unexpected - kMaxMissing) + " more tensors llama.cpp's " + arch + " loader does not take",
+                   Place::tensor("..."), {}, ""});
+  return out;
+}
+
+}  // namespace ggufkit

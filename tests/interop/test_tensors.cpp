@@ -1,0 +1,139 @@
+// The loader's tensor table against llama.cpp's loader itself: every tensor-level variant of
+// the tiny llama gets from validate the verdict llama_model_load_from_file gives it, and a
+// refusal names the tensor llama.cpp names.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ggufkit/check.h"
+#include "ggufkit/sketch.h"
+#include "../helpers.h"
+#include "llama_api.h"
+
+using namespace ggufkit;
+using namespace testing_helpers;
+
+namespace {
+
+struct Variant {
+  std::string name, yaml;
+};
+
+struct Line {
+  size_t start = 0, end = 0;  // the line's bytes in the example, without its newline
+  std::string tensor;
+  std::vector<uint64_t> dims;
+  size_t dims_at = 0, dims_len = 0;  // "[64, 32]" in the line
+};
+
+std::vector<Line> tensor_lines(const std::string& text) {
+  static const std::regex re(R"(^  - \{name: ([^,]+), type: [a-z0-9_]+, dims: (\[[0-9, ]+\]))");
+  std::vector<Line> out;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(at, end - at);
+    std::smatch m;
+    if (std::regex_search(line, m, re)) {
+      Line l{at, end, m[1].str(), {}, at + static_cast<size_t>(m.position(2)), static_cast<size_t>(m.length(2))};
+      std::stringstream dims(m[2].str().substr(1));
+      for (uint64_t d; dims >> d;) {
+        l.dims.push_back(d);
+        dims.ignore(1);
+      }
+      out.push_back(std::move(l));
+    }
+    at = end + 1;
+  }
+  return out;
+}
+
+std::string dims_text(const std::vector<uint64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+// The variants the issue names: every tensor left out in turn, every tensor's outer
+// dimension grown, each 2-D tensor's dimensions swapped, one tensor too many, a per-layer
+// array one short.
+std::vector<Variant> variants(const std::string& text) {
+  std::vector<Variant> out;
+  for (const Line& l : tensor_lines(text)) {
+    out.push_back({"without " + l.tensor, text.substr(0, l.start) + text.substr(l.end + 1)});
+    std::vector<uint64_t> grown = l.dims;
+    grown.back() += 32;  // a whole q8_0 block, so the file stays writable
+    std::string g = text;
+    g.replace(l.dims_at, l.dims_len, dims_text(grown));
+    out.push_back({l.tensor + " grown to " + dims_text(grown), g});
+    if (l.dims.size() == 2 && l.dims[0] != l.dims[1]) {
+      std::string s = text;
+      s.replace(l.dims_at, l.dims_len, dims_text({l.dims[1], l.dims[0]}));
+      out.push_back({l.tensor + " swapped", s});
+    }
+  }
+  out.push_back({"one tensor too many", text + "  - {name: blk.0.attn_extra.weight, type: f32, dims: [64], fill: ones}\n"});
+  std::string arr = text;
+  const std::string head = "{key: llama.attention.head_count, type: u32, value: 4}";
+  arr.replace(arr.find(head), head.size(), "{key: llama.attention.head_count, type: array, items: u32, value: [4]}");
+  out.push_back({"head_count per layer, one short", arr});
+  return out;
+}
+
+// The tensor llama.cpp's log names ("tensor 'blk.0.attn_k.weight' not found", "... has wrong shape").
+std::string named_by_llama(const std::string& log) {
+  static const std::regex re(R"(tensor '([^']+)')");
+  std::smatch m;
+  return std::regex_search(log, m, re) ? m[1].str() : "";
+}
+
+}  // namespace
+
+TEST(LlamaCpp, EveryTensorVariantOfTheTinyLlamaGetsLlamaCppsVerdict) {
+  std::string why;
+  ASSERT_TRUE(llama_api::available(why)) << why;
+  const std::string text = slurp(std::string(GGUFKIT_SOURCE) + "/examples/tiny-llama.yaml");
+  const std::string dir = temp_path("tensor-variants");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  size_t n = 0, agree = 0, refused = 0, named = 0;
+  for (const Variant& v : variants(text)) {
+    SCOPED_TRACE(v.name);
+    const std::string yaml = dir + "/v.yaml", gguf = dir + "/v" + std::to_string(n++) + ".gguf";
+    std::ofstream(yaml) << v.yaml;
+    write_sketch(read_sketch(yaml, {{"VOCAB", corpus("vocab/ggml-vocab-llama-spm.gguf")}}), gguf);
+    std::string log;
+    const bool loads = llama_api::loads(gguf, why, log);
+    const std::vector<Finding> fs = validate_file(gguf);
+    const Finding* first = nullptr;
+    for (const Finding& f : fs)
+      if (f.severity == Severity::error && !first) first = &f;
+    EXPECT_EQ(loads, first == nullptr) << (first ? first->message : "no error") << "\nllama.cpp: " << why << "\n" << log.substr(0, 2000);
+    agree += loads == (first == nullptr);
+    refused += !loads;
+    if (!loads && first) {
+      // The first error about a tensor: a tensor rule's, or vocab_rows (rows against the
+      // vocabulary, under tokenizer.ggml.tokens, the tensor its item).
+      std::string ours;
+      for (const Finding& f : fs)
+        if (f.severity == Severity::error && ours.empty())
+          ours = f.place.of == Place::Of::tensor ? f.place.name : f.code == Code::vocab_rows ? f.place.item : "";
+      const std::string tensor = named_by_llama(log);
+      if (!tensor.empty()) {
+        EXPECT_EQ(ours, tensor) << first->message;
+        named += ours == tensor;
+      }
+    }
+    std::filesystem::remove(gguf);
+  }
+  EXPECT_EQ(n, 21u * 2 + 12 + 2);  // 21 left out, 21 grown, 12 two-dimensional of two sizes swapped, 2 more
+  EXPECT_EQ(agree, n);
+  EXPECT_EQ(refused, n - 1);  // only output.weight may be left out: token_embd stands in for it
+  std::printf("llama: %zu tensor variants, %zu agree with llama.cpp's loader, %zu refused, %zu refusals name llama.cpp's tensor\n",
+              n, agree, refused, named);
+}

@@ -1,0 +1,195 @@
+// The loader's tensor table (schemas/tensors.yaml): validate and every edit say what
+// llama.cpp's load_tensors says of a model's tensors (tensor_missing, tensor_shape,
+// tensor_unexpected), at the tensor directory or the tensor's info record. The interop test
+// LlamaCpp.EveryTensorVariantOfTheTinyLlamaGetsLlamaCppsVerdict asks llama.cpp itself.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "ggufkit/check.h"
+#include "ggufkit/edit.h"
+#include "ggufkit/scan.h"
+#include "ggufkit/sketch.h"
+#include "helpers.h"
+
+using namespace ggufkit;
+using namespace testing_helpers;
+
+namespace {
+
+// examples/tiny-llama.yaml with `edit` applied to its text, written to NAME.gguf.
+std::string tiny_variant(const std::string& name, const std::function<void(std::string&)>& edit) {
+  std::string text = slurp(std::string(GGUFKIT_SOURCE) + "/examples/tiny-llama.yaml");
+  edit(text);
+  const std::string yaml = temp_path(name + ".yaml"), out = temp_path(name + ".gguf");
+  std::ofstream(yaml) << text;
+  write_sketch(read_sketch(yaml, {{"VOCAB", corpus("vocab/ggml-vocab-llama-spm.gguf")}}), out);
+  return out;
+}
+
+void drop_line(std::string& text, const std::string& holding) {
+  const size_t at = text.find(holding);
+  ASSERT_NE(at, std::string::npos) << holding;
+  const size_t start = text.rfind('\n', at) + 1, end = text.find('\n', at);
+  text.erase(start, end - start + 1);
+}
+
+void replace(std::string& text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  ASSERT_NE(at, std::string::npos) << from;
+  text.replace(at, from.size(), to);
+}
+
+bool tensor_code(Code c) {
+  return c == Code::tensor_missing || c == Code::tensor_shape || c == Code::tensor_unexpected || c == Code::tensors_unchecked;
+}
+
+std::vector<Finding> tensor_findings(const std::string& path) {
+  std::vector<Finding> all = validate_file(path);
+  std::erase_if(all, [](const Finding& f) { return !tensor_code(f.code); });
+  return all;
+}
+
+// Where tensor `name`'s info record starts, and the first one's (the tensor directory).
+uint64_t record_of(const std::string& path, const std::string& name) {
+  const Scanned s = scan_file(path);
+  for (size_t i = 0; i < s.model.tensors.size(); ++i)
+    if (s.model.tensors.name(i) == name) return *s.model.tensors.record(i);
+  ADD_FAILURE() << name << " is not in " << path;
+  return 0;
+}
+
+uint64_t directory_of(const std::string& path) { return *scan_file(path).model.tensors.record(0); }
+
+}  // namespace
+
+TEST(TensorTable, TheTinyLlamaAndTheCorpusModelsHaveNoTensorFinding) {
+  EXPECT_TRUE(tensor_findings(tiny_llama()).empty());
+  for (const char* f : {"splits/tiny-llama.gguf", "splits/merged-by-llama.gguf"}) EXPECT_TRUE(tensor_findings(corpus(f)).empty()) << f;
+  // A set is judged as one model: shard 1 alone lacks most tensors, the set none.
+  const Verdict v = validate(corpus("splits/by-count-00001-of-00003.gguf"));
+  EXPECT_EQ(v.files.size(), 3u);
+  for (const auto& [file, f] : v.findings) EXPECT_FALSE(tensor_code(f.code)) << file << ": " << f.message;
+}
+
+TEST(TensorTable, ATensorLeftOutIsMissingAtTheTensorDirectoryAndValidateExitsOne) {
+  // The new user's case: the line of blk.0.attn_k.weight deleted from the example.
+  const std::string path = tiny_variant("no-attn-k", [](std::string& t) { drop_line(t, "name: blk.0.attn_k.weight"); });
+  const std::vector<Finding> fs = tensor_findings(path);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].code, Code::tensor_missing);
+  EXPECT_EQ(fs[0].severity, Severity::error);
+  EXPECT_EQ(fs[0].place, Place::tensor("blk.0.attn_k.weight"));
+  EXPECT_EQ(fs[0].offset, directory_of(path));
+  EXPECT_EQ(fs[0].message, "blk.0.attn_k.weight: llama.cpp's llama loader asks for it and the file has no tensor of that name");
+  EXPECT_EQ(fs[0].fix, "the file lacks weights: re-convert the model");
+  CliRun r = run_cli("validate " + path);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("error tensor_missing at byte " + std::to_string(directory_of(path)) + ": blk.0.attn_k.weight: "), std::string::npos)
+      << r.out;
+}
+
+TEST(TensorTable, AWrongShapeIsToldAtItsInfoRecordWithTheHyperparametersThatMakeIt) {
+  const std::string path = tiny_variant("attn-k-64", [](std::string& t) {
+    replace(t, "name: blk.0.attn_k.weight, type: f16, dims: [64, 32]", "name: blk.0.attn_k.weight, type: f16, dims: [64, 64]");
+  });
+  const std::vector<Finding> fs = tensor_findings(path);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].code, Code::tensor_shape);
+  EXPECT_EQ(fs[0].offset, record_of(path, "blk.0.attn_k.weight"));
+  EXPECT_EQ(fs[0].message, "blk.0.attn_k.weight is 64x64; llama.cpp expects 64x32 "
+                           "(n_embd 64, n_embd_k_gqa 32 = n_embd_head_k 16 * n_head_kv 2)");
+  // Swapped dimensions are another shape; a trailing 1 is the same one (ggml's ne[] is padded with 1s).
+  const std::string swapped = tiny_variant("ffn-up-swapped", [](std::string& t) {
+    replace(t, "name: blk.1.ffn_up.weight, type: q8_0, dims: [64, 128]", "name: blk.1.ffn_up.weight, type: q8_0, dims: [128, 64]");
+  });
+  const std::vector<Finding> sw = tensor_findings(swapped);
+  ASSERT_EQ(sw.size(), 1u);
+  EXPECT_EQ(sw[0].message, "blk.1.ffn_up.weight is 128x64; llama.cpp expects 64x128 (n_embd 64, n_ff 128)");
+  const std::string padded = tiny_variant("norm-64x1", [](std::string& t) {
+    replace(t, "name: blk.0.attn_norm.weight, type: f32, dims: [64]", "name: blk.0.attn_norm.weight, type: f32, dims: [64, 1]");
+  });
+  EXPECT_TRUE(tensor_findings(padded).empty());
+}
+
+TEST(TensorTable, ATensorTooManyIsUnexpectedAndAnOptionalOneIsTaken) {
+  const std::string path = tiny_variant("one-too-many", [](std::string& t) {
+    t += "  - {name: blk.0.attn_extra.weight, type: f32, dims: [64], fill: ones}\n"
+         "  - {name: blk.1.attn_output.bias, type: f32, dims: [64], fill: zeros}\n";  // optional: taken
+  });
+  const std::vector<Finding> fs = tensor_findings(path);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].code, Code::tensor_unexpected);
+  EXPECT_EQ(fs[0].offset, record_of(path, "blk.0.attn_extra.weight"));
+  EXPECT_EQ(fs[0].message, "blk.0.attn_extra.weight: llama.cpp's llama loader takes no tensor of this name, so its count check "
+                           "fails (23 tensors in the file, 22 taken)");
+}
+
+TEST(TensorTable, WithoutItsOutputTheEmbeddingIsUsedAndAFusedQkvReplacesQKAndV) {
+  const std::string tied = tiny_variant("tied", [](std::string& t) { drop_line(t, "name: output.weight"); });
+  EXPECT_TRUE(tensor_findings(tied).empty());
+  const std::string fused = tiny_variant("fused-qkv", [](std::string& t) {
+    for (const char* n : {"name: blk.0.attn_q.weight", "name: blk.0.attn_k.weight", "name: blk.0.attn_v.weight"}) drop_line(t, n);
+    t += "  - {name: blk.0.attn_qkv.weight, type: f16, dims: [64, 128], fill: zeros}\n";  // 64 + 32 + 32
+  });
+  EXPECT_TRUE(tensor_findings(fused).empty());
+}
+
+TEST(TensorTable, AnEditThatNoTensorFitsAnyMoreIsRefusedNamingTheFirstAndWritesNothing) {
+  EditRequest req;
+  req.input = tiny_llama();
+  req.output = temp_path("embd-128.gguf");
+  std::filesystem::remove(req.output);
+  req.patch.add_set("llama.embedding_length", "128");
+  try {
+    edit(req);
+    FAIL() << "the edit was not refused";
+  } catch (const EditRefused& e) {
+    ASSERT_FALSE(e.findings.empty());
+    EXPECT_EQ(e.findings[0].code, Code::tensor_shape);
+    EXPECT_EQ(e.findings[0].place, Place::tensor("token_embd.weight"));
+    EXPECT_EQ(e.findings[0].message, "token_embd.weight is 64x32000; llama.cpp expects 128x32000 (n_embd 128, n_vocab 32000)");
+    // each of the 21 tensors is 64 wide in some dimension: each is told
+    EXPECT_EQ(std::count_if(e.findings.begin(), e.findings.end(), [](const Finding& f) { return f.code == Code::tensor_shape; }), 21);
+  }
+  EXPECT_FALSE(std::filesystem::exists(req.output));
+}
+
+TEST(TensorTable, AnArchitectureWithoutATableIsNotedAndOneLlamaCppDoesNotKnowIsNot) {
+  const std::string qwen = tiny_variant("as-olmo", [](std::string& t) {
+    replace(t, "value: llama}", "value: olmo}");
+    for (size_t at; (at = t.find("llama.")) != std::string::npos;) t.replace(at, 6, "olmo.");
+  });
+  const std::vector<Finding> fs = tensor_findings(qwen);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].code, Code::tensors_unchecked);
+  EXPECT_EQ(fs[0].severity, Severity::info);
+  EXPECT_EQ(fs[0].message, "tensors not checked for architecture olmo: ggufkit has no table of what llama.cpp's loader takes for it");
+  const std::string made_up = tiny_variant("as-made-up", [](std::string& t) { replace(t, "value: llama}", "value: madeup}"); });
+  EXPECT_TRUE(tensor_findings(made_up).empty());
+}
+
+TEST(TensorTable, ASetIsJudgedAsOneModelAndAShardAloneIsNot) {
+  // Split 8 tensors a shard, the set lacks blk.0.attn_k.weight: told once, for the set, and
+  // never for a shard read alone (it holds part of the tensors by design).
+  const std::string whole = tiny_variant("set-no-attn-k", [](std::string& t) { drop_line(t, "name: blk.0.attn_k.weight"); });
+  const std::string dir = temp_path("set-no-attn-k");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  SplitRequest req;
+  req.input = whole;
+  req.prefix = dir + "/m";
+  req.max_tensors = 8;
+  const std::vector<WrittenFile> shards = split(req);
+  ASSERT_EQ(shards.size(), 3u);  // 20 tensors
+  const Verdict v = validate(shards[0].path);
+  std::vector<std::string> told;
+  for (const auto& [file, f] : v.findings)
+    if (tensor_code(f.code)) told.push_back(file + " " + std::string(code_name(f.code)) + " " + f.place.name);
+  EXPECT_EQ(told, std::vector<std::string>{shards[0].path + " tensor_missing blk.0.attn_k.weight"});
+  for (const WrittenFile& s : shards) EXPECT_TRUE(tensor_findings(s.path).empty()) << s.path;
+}
