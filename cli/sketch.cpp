@@ -4,8 +4,10 @@
 #include <iostream>
 
 #include "ggufkit/edit.h"
+#include "ggufkit/example.h"
 #include "ggufkit/output.h"
 #include "ggufkit/sketch.h"
+#include "ggufkit/tensors.h"
 #include "ggufkit/writer.h"
 #include "commands.h"
 #include "common.h"
@@ -134,15 +136,47 @@ int cmd_dump(const std::vector<std::string>& args) {
 int cmd_example(const std::vector<std::string>& args) {
   po::options_description desc("options");
   desc.add_options()("output,o", po::value<std::string>()->required(), "where to write it")(
+      "arch", po::value<std::string>(), "the smallest model of this architecture llama.cpp loads and runs")(
+      "set", po::value<std::vector<std::string>>()->composing(), "KEY=VALUE: one of its hyperparameters (block_count=4, expert_count=4); repeatable")(
       "force", po::bool_switch(), "replace OUT if it exists");
   po::positional_options_description pos;
+  std::string covered;
+  for (const std::string& a : tensor_table_architectures()) covered += (covered.empty() ? "" : ", ") + a;
   auto vm = parse(args, desc, pos,
-                  "usage: ggufkit example -o OUT\n\n"
+                  "usage: ggufkit example -o OUT\n"
+                  "       ggufkit example --arch NAME [--set KEY=VALUE]... -o OUT\n\n"
                   "Writes the walkthrough's 408-byte file: general.architecture 'counts', a name,\n"
                   "general.alignment 64, counts.block_count 1, three tokens, and one 3 x 2 f32\n"
-                  "tensor holding 0.5 ... 5.5 at byte 384, its data not padded at the end.");
+                  "tensor holding 0.5 ... 5.5 at byte 384, its data not padded at the end.\n\n"
+                  "With --arch, the smallest model of that architecture llama.cpp loads and runs:\n"
+                  "2 blocks 64 wide, 4 heads of 16 (2 for keys and values), every tensor its loader\n"
+                  "asks for in f32 with seeded small values, and 259 SentencePiece tokens (the 256\n"
+                  "bytes and <unk> <s> </s>). `ggufkit dump OUT` gives its sketch to start from.\n"
+                  "Architectures: " + covered + ".\n\n"
+                  "  ggufkit example --arch llama --set block_count=4 -o tiny.gguf");
   if (!vm) return 0;
   std::string out = (*vm)["output"].as<std::string>();
+  if (vm->count("arch")) {
+    ArchExampleRequest req;
+    req.arch = (*vm)["arch"].as<std::string>();
+    if (vm->count("set"))
+      for (const std::string& kv : (*vm)["set"].as<std::vector<std::string>>()) {
+        const size_t eq = kv.find('=');
+        if (eq == std::string::npos || eq == 0)
+          throw Error(Error::Kind::usage, kv, std::nullopt, "--set", "expected KEY=VALUE (block_count=4)");
+        req.set.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+      }
+    WriteSketchRequest w;
+    w.text = arch_example_sketch(req);
+    w.sketch = "the example of " + req.arch;
+    w.output = out;
+    w.force = (*vm)["force"].as<bool>();
+    w.check = true;  // a --set that breaks the model is refused, as write --check does
+    w.context = cli_context();
+    const WriteSketchReport r = write_sketch(w);
+    std::printf("%s: %llu bytes, %zu tensors\n", out.c_str(), static_cast<unsigned long long>(r.file.file_size), r.file.tensors);
+    return 0;
+  }
   // The walkthrough's file, from the sketch the program carries (examples/sketch-408.yaml).
   const Sketch sketch = parse_sketch(std::string(kExampleSketch), "the walkthrough sketch", ".");
   Layout L = write_sketch(sketch, out, (*vm)["force"].as<bool>());

@@ -193,3 +193,39 @@ TEST(TensorTable, ASetIsJudgedAsOneModelAndAShardAloneIsNot) {
   EXPECT_EQ(told, std::vector<std::string>{shards[0].path + " tensor_missing blk.0.attn_k.weight"});
   for (const WrittenFile& s : shards) EXPECT_TRUE(tensor_findings(s.path).empty()) << s.path;
 }
+
+TEST(ArchExample, TheSmallestLlamaHasEveryTensorItsLoaderAsksForAndNoFinding) {
+  const std::string out = temp_path("example-llama.gguf");
+  CliRun r = run_cli("example --arch llama -o " + out + " --force");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, out + ": 370240 bytes, 20 tensors\n");  // 2 blocks of 9, the embedding and the output norm
+  const Scanned s = scan_file(out);
+  EXPECT_EQ(s.model.find("llama.block_count")->as_u64(), 2u);
+  EXPECT_EQ(s.model.find("tokenizer.ggml.tokens")->size(), 259u);
+  EXPECT_EQ(s.model.tensors.name(0), "token_embd.weight");
+  EXPECT_EQ(s.model.tensors[0].dims, (std::vector<uint64_t>{64, 259}));
+  std::vector<Finding> fs = validate_file(out);
+  std::erase_if(fs, [](const Finding& f) { return f.severity == Severity::info; });
+  EXPECT_TRUE(fs.empty()) << fs[0].message;
+  // --set names a hyperparameter (its architecture's prefix may be left out); experts
+  // bring the router and the expert tensors in place of the dense feed-forward ones.
+  CliRun moe = run_cli("example --arch llama --set block_count=3 --set llama.expert_count=4 --set expert_used_count=2 -o " + out + " --force");
+  ASSERT_EQ(moe.code, 0) << moe.err;
+  const Scanned m = scan_file(out);
+  EXPECT_EQ(m.model.tensors.size(), 2u + 3 * 9);  // per block: 2 norms, q k v o, router, down and up experts
+  bool router = false;
+  for (const Tensor& t : m.model.tensors) router |= t.name == "blk.2.ffn_gate_inp.weight" && t.dims == std::vector<uint64_t>{64, 4};
+  EXPECT_TRUE(router);
+}
+
+TEST(ArchExample, AnArchitectureWithoutATableOrAKeyWithoutATypeIsRefusedAndNothingWritten) {
+  const std::string out = temp_path("example-none.gguf");
+  std::filesystem::remove(out);
+  CliRun r = run_cli("example --arch olmo -o " + out);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "ggufkit: error: olmo: --arch: the tensor table has no architecture 'olmo'; it covers llama, qwen3\n");
+  CliRun k = run_cli("example --arch llama --set made_up=3 -o " + out);
+  EXPECT_EQ(k.code, 2);
+  EXPECT_NE(k.err.find("llama.made_up: not a key of the example nor a single-valued key of the registry"), std::string::npos) << k.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}

@@ -1,5 +1,7 @@
 #include "tensor_rules.h"
 
+#include <type_traits>
+
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -9,6 +11,7 @@
 
 #include "ggufkit/error.h"
 #include "ggufkit/inspect.h"
+#include "ggufkit/tensors.h"
 #include "ggufkit/yaml_values.h"
 
 namespace ggufkit {
@@ -164,6 +167,8 @@ struct Entry {
 
 struct Table {
   std::vector<Hparam> hparams;
+  std::vector<ExampleKey> example;  // every architecture's smallest model's keys, "{arch}" in them
+  std::unordered_map<std::string, std::vector<ExampleKey>> arch_example;
   std::unordered_map<std::string, std::vector<Entry>> archs;
   std::set<std::string, std::less<>> known;  // every architecture llama.cpp knows
 };
@@ -171,8 +176,15 @@ struct Table {
 Table parse_table() {
   YamlNode root = load_yaml(std::string(kTensorsYaml), kTable);
   YamlReader y(kTable, ".");
-  y.fields(root, "table", {"hparams", "known", "architectures"});
+  y.fields(root, "table", {"hparams", "known", "example", "architectures"});
   Table t;
+  auto example_list = [&](const YamlNode& list, const std::string& where, std::vector<ExampleKey>& out) {
+    for (const YamlNode& n : list) {
+      y.fields(n, where, {"key", "type", "value"});
+      out.push_back({y.scalar(n["key"], where), y.scalar(n["type"], where), y.scalar(n["value"], where)});
+    }
+  };
+  example_list(root["example"], "example", t.example);
   std::set<std::string> known = {"i"};
   auto expr = [&](const YamlNode& n, const std::string& where) {
     Expr e = Parser(y.scalar(n, where), where).parse();
@@ -199,7 +211,8 @@ Table parse_table() {
     const std::string arch = y.scalar(archs.items[a], "architectures");
     const YamlNode& spec = archs.items[a + 1];
     if (!t.known.count(arch)) y.fail(archs.items[a], arch, "not in known:, the architectures llama.cpp knows");
-    y.fields(spec, arch, {"tensors"});
+    y.fields(spec, arch, {"tensors", "example"});
+    example_list(spec["example"], arch + " example", t.arch_example[arch]);
     std::vector<Entry>& out = t.archs[arch];
     for (const YamlNode& n : spec["tensors"]) {
       y.fields(n, arch, {"name", "shape", "optional", "when", "with", "without", "once"});
@@ -298,7 +311,97 @@ std::string explained(const std::string& name, const Env& env) {
   return out;
 }
 
+// The loader's walk over `entries`: for each tensor it creates from a file whose tensors
+// `present` tells (its when, with and without holding), in its order, f(entry, name) with
+// env["i"] the layer. The layer loop stops at `max_layers`.
+template <typename Present, typename F>
+void walk(const std::vector<Entry>& entries, Env& env, int64_t max_layers, Present present, F f) {
+  auto each = [&](const Entry& e, const std::string& layer) {
+    if (!layer.empty()) env["i"] = std::stoll(layer);
+    if (e.when) {
+      std::optional<int64_t> w = eval(*e.when, env);
+      if (!w || !*w) return;  // not created here (or unknown: not judged)
+    }
+    if (!e.with.empty() && !present(replaced(e.with, "{i}", layer))) return;
+    if (!e.without.empty() && present(replaced(e.without, "{i}", layer))) return;
+    f(e, replaced(e.name, "{i}", layer));
+  };
+  const auto layers = env.find("n_layer");
+  const int64_t n_layers = layers == env.end() ? 0 : std::min(layers->second, max_layers);
+  for (size_t k = 0; k < entries.size();) {
+    if (!entries[k].layered && !entries[k].once) {
+      each(entries[k++], "");
+      continue;
+    }
+    size_t end = k;  // a run of the layer loop's entries
+    while (end < entries.size() && (entries[end].layered || entries[end].once)) ++end;
+    for (int64_t i = 0; i < n_layers; ++i)
+      for (size_t j = k; j < end; ++j)
+        if (entries[j].layered) each(entries[j], std::to_string(i));
+        else if (i == 0) each(entries[j], "");
+    k = end;
+  }
+}
+
+std::optional<std::vector<uint64_t>> shape_of(const Entry& e, const Env& env) {
+  std::vector<uint64_t> want;
+  for (const Expr& d : e.shape) {
+    std::optional<int64_t> v = eval(d, env);
+    if (!v || *v < 0) return std::nullopt;  // a hyperparameter missing or absurd: the hparam rules tell it
+    want.push_back(static_cast<uint64_t>(*v));
+  }
+  return want;
+}
+
 }  // namespace
+
+std::vector<std::string> tensor_table_architectures() {
+  std::vector<std::string> out;
+  for (const auto& [arch, entries] : table().archs) out.push_back(arch);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<ExampleKey> example_keys(const std::string& arch) {
+  const Table& t = table();
+  if (!t.archs.count(arch)) return {};
+  std::vector<ExampleKey> out;
+  for (ExampleKey k : t.example) {
+    k.key = replaced(k.key, "{arch}", arch);
+    out.push_back(std::move(k));
+  }
+  if (auto it = t.arch_example.find(arch); it != t.arch_example.end())
+    for (ExampleKey k : it->second) {
+      k.key = replaced(k.key, "{arch}", arch);
+      auto same = std::find_if(out.begin(), out.end(), [&](const ExampleKey& o) { return o.key == k.key; });
+      if (same != out.end()) *same = std::move(k);
+      else out.push_back(std::move(k));
+    }
+  return out;
+}
+
+std::optional<std::vector<LoaderTensor>> loader_tensors(const Model& m) {
+  const std::string arch = architecture(m);
+  auto found = table().archs.find(arch);
+  if (found == table().archs.end()) return std::nullopt;
+  Env env = hparams_of(m, arch);
+  const std::vector<uint64_t> by_name = m.tensors.sorted_by_name();
+  auto present = [&](const std::string& name) {
+    return std::binary_search(by_name.begin(), by_name.end(), name, [&](const auto& a, const auto& b) {
+      auto text = [&](const auto& x) -> std::string_view {
+        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, uint64_t>) return m.tensors.name(x);
+        else return x;
+      };
+      return text(a) < text(b);
+    });
+  };
+  std::vector<LoaderTensor> out;
+  walk(found->second, env, static_cast<int64_t>(kMaxExampleLayers), present, [&](const Entry& e, const std::string& name) {
+    std::optional<std::vector<uint64_t>> dims = shape_of(e, env);
+    out.push_back({name, dims.value_or(std::vector<uint64_t>{}), e.optional, dims.has_value()});
+  });
+  return out;
+}
 
 std::vector<TensorFinding> tensor_rules(const Model& m) {
   std::vector<TensorFinding> out;
@@ -323,72 +426,45 @@ std::vector<TensorFinding> tensor_rules(const Model& m) {
     return *it;
   };
   Env env = hparams_of(m, arch);
-  const auto layers = env.find("n_layer");
+  const bool layered = env.count("n_layer");
   std::vector<bool> taken(m.tensors.size(), false);
   size_t expected = 0;  // the tensors the loader creates from this file
 
-  // One entry for one layer (or none): is it created, and does the file's tensor fit?
   // Missing and unexpected tensors are told up to kMaxMissing each, then counted: a file of a
-  // million stray tensors makes 33 findings, not a million.
+  // million stray tensors makes 33 findings, not a million. The layers walked are those the
+  // file can hold (each takes a tensor at least): past them, every tensor is missing.
   size_t missing = 0;
   constexpr size_t kMaxMissing = 32;
-  auto check = [&](const Entry& e, const std::string& layer) {
-    const std::string name = replaced(e.name, "{i}", layer);
-    if (!layer.empty()) env["i"] = std::stoll(layer);
-    if (e.when) {
-      std::optional<int64_t> w = eval(*e.when, env);
-      if (!w || !*w) return;  // not created here (or unknown: not judged)
-    }
-    if (!e.with.empty() && !index_of(replaced(e.with, "{i}", layer))) return;
-    if (!e.without.empty() && index_of(replaced(e.without, "{i}", layer))) return;
+  auto present = [&](const std::string& name) { return index_of(name).has_value(); };
+  walk(found->second, env, static_cast<int64_t>(m.tensors.size()) + 1, present, [&](const Entry& e, const std::string& name) {
     const std::optional<size_t> at = index_of(name);
     if (!at) {
       if (!e.optional && ++missing <= kMaxMissing)
         tell(Finding{Code::tensor_missing, Severity::error, std::nullopt,
-                       name + ": llama.cpp's " + arch + " loader asks for it and the file has no tensor of that name", Place::tensor(name),
-                       {}, "the file lacks weights: re-convert the model"});
+                     name + ": llama.cpp's " + arch + " loader asks for it and the file has no tensor of that name", Place::tensor(name),
+                     {}, "the file lacks weights: re-convert the model"});
       return;
     }
     ++expected;
     taken[*at] = true;
-    std::vector<uint64_t> want;
-    for (const Expr& d : e.shape) {
-      std::optional<int64_t> v = eval(d, env);
-      if (!v || *v < 0) return;  // a hyperparameter missing or absurd: the hparam rules tell it
-      want.push_back(static_cast<uint64_t>(*v));
-    }
+    const std::optional<std::vector<uint64_t>> want = shape_of(e, env);
+    if (!want) return;
     const Tensor tensor = m.tensors[*at];
-    if (trimmed(tensor.dims) == trimmed(want)) return;
+    if (trimmed(tensor.dims) == trimmed(*want)) return;
     std::vector<std::string> used;
     for (const Expr& d : e.shape) names_in(d, used);
     std::string why;
     for (const std::string& u : used) why += (why.empty() ? "" : ", ") + explained(u, env);
     tell(Finding{Code::tensor_shape, Severity::error, std::nullopt,
-                   name + " is " + dims_text(tensor.dims) + "; llama.cpp expects " + dims_text(want) + " (" + why + ")",
-                   Place::tensor(name), {}, ""}, *at);
-      };
-
-  const std::vector<Entry>& entries = found->second;
-  for (size_t k = 0; k < entries.size();) {
-    if (!entries[k].layered && !entries[k].once) {
-      check(entries[k++], "");
-      continue;
-    }
-    size_t end = k;  // a run of the layer loop's entries
-    while (end < entries.size() && (entries[end].layered || entries[end].once)) ++end;
-    // The layers the file can hold (each takes a tensor at least): past them, every tensor is missing.
-    const int64_t n_layers = layers == env.end() ? 0 : std::min<int64_t>(layers->second, static_cast<int64_t>(m.tensors.size()) + 1);
-    for (int64_t i = 0; i < n_layers; ++i)
-        for (size_t j = k; j < end; ++j)
-          if (entries[j].layered) check(entries[j], std::to_string(i));
-          else if (i == 0) check(entries[j], "");
-    k = end;
-  }
+                 name + " is " + dims_text(tensor.dims) + "; llama.cpp expects " + dims_text(*want) + " (" + why + ")",
+                 Place::tensor(name), {}, ""},
+         *at);
+  });
   if (missing > kMaxMissing)
     tell(Finding{Code::tensor_missing, Severity::error, std::nullopt,
                    std::to_string(missing - kMaxMissing) + " more tensors llama.cpp's " + arch + " loader asks for are not in the file",
                    Place::tensor("..."), {}, "the file lacks weights: re-convert the model"});
-  if (layers == env.end()) return out;  // no block count: the hparam rules tell it, the layers are not judged
+  if (!layered) return out;  // no block count: the hparam rules tell it, the layers are not judged
   size_t unexpected = 0;
   for (size_t i = 0; i < m.tensors.size(); ++i)
     if (!taken[i] && ++unexpected <= kMaxMissing) {

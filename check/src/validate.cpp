@@ -383,11 +383,12 @@ class Validator {
       if (std::optional<uint64_t> r = m_.tensors.record(*i)) return r;
       return *i < records.size() ? std::optional<uint64_t>(records[*i]) : directory;
     };
-    for (auto& [f, tensor] : tensor_rules(m_)) {
+    for (TensorFinding& tf : tensor_rules(m_)) {  // not a structured binding: clang 14 cannot capture one
+      Finding& f = tf.finding;
       if (f.code == Code::tensor_shape &&
           std::any_of(out_.begin(), out_.end(), [&](const Finding& o) { return o.code == Code::vocab_rows && o.place.item == f.place.name; }))
         continue;  // the rows against the vocabulary: vocab_rows told it
-      f.offset = f.code == Code::tensors_unchecked ? std::nullopt : record(tensor);
+      f.offset = f.code == Code::tensors_unchecked ? std::nullopt : record(tf.tensor);
       out_.push_back(std::move(f));
     }
   }

@@ -3,6 +3,7 @@
 // refusal names the tensor llama.cpp names.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -11,7 +12,9 @@
 #include <vector>
 
 #include "ggufkit/check.h"
+#include "ggufkit/example.h"
 #include "ggufkit/sketch.h"
+#include "ggufkit/tensors.h"
 #include "../helpers.h"
 #include "llama_api.h"
 
@@ -32,7 +35,7 @@ struct Line {
 };
 
 std::vector<Line> tensor_lines(const std::string& text) {
-  static const std::regex re(R"(^  - \{name: ([^,]+), type: [a-z0-9_]+, dims: (\[[0-9, ]+\]))");
+  static const std::regex re(R"re(^  - \{name: "?([^,"]+)"?, type: [a-z0-9_]+, dims: (\[[0-9, ]+\]))re");
   std::vector<Line> out;
   for (size_t at = 0; at < text.size();) {
     size_t end = text.find('\n', at);
@@ -78,9 +81,9 @@ std::vector<Variant> variants(const std::string& text) {
     }
   }
   out.push_back({"one tensor too many", text + "  - {name: blk.0.attn_extra.weight, type: f32, dims: [64], fill: ones}\n"});
-  std::string arr = text;
-  const std::string head = "{key: llama.attention.head_count, type: u32, value: 4}";
-  arr.replace(arr.find(head), head.size(), "{key: llama.attention.head_count, type: array, items: u32, value: [4]}");
+  static const std::regex head(R"re((\.attention\.head_count"?), type: u32, value: 4\})re");
+  const std::string arr = std::regex_replace(text, head, "$1, type: array, items: u32, value: [4]}");
+  EXPECT_NE(arr, text);
   out.push_back({"head_count per layer, one short", arr});
   return out;
 }
@@ -92,48 +95,85 @@ std::string named_by_llama(const std::string& log) {
   return std::regex_search(log, m, re) ? m[1].str() : "";
 }
 
+// Writes `yaml` and asks validate and llama.cpp of it; counts in `tally`.
+struct Tally {
+  size_t n = 0, agree = 0, refused = 0, named = 0;
+};
+
+void judge(const std::string& name, const std::string& yaml_text, const std::string& dir, Tally& tally) {
+  SCOPED_TRACE(name);
+  std::string why;
+  const std::string yaml = dir + "/v.yaml", gguf = dir + "/v" + std::to_string(tally.n++) + ".gguf";
+  std::ofstream(yaml) << yaml_text;
+  write_sketch(read_sketch(yaml, {{"VOCAB", corpus("vocab/ggml-vocab-llama-spm.gguf")}}), gguf);
+  std::string log;
+  const bool loads = llama_api::loads(gguf, why, log);
+  const std::vector<Finding> fs = validate_file(gguf);
+  const Finding* first = nullptr;
+  for (const Finding& f : fs)
+    if (f.severity == Severity::error && !first) first = &f;
+  EXPECT_EQ(loads, first == nullptr) << (first ? first->message : "no error") << "\nllama.cpp: " << why << "\n" << log.substr(0, 2000);
+  tally.agree += loads == (first == nullptr);
+  tally.refused += !loads;
+  if (!loads && first) {
+    // The first error about a tensor: a tensor rule's, or vocab_rows (rows against the
+    // vocabulary, under tokenizer.ggml.tokens, the tensor its item).
+    std::string ours;
+    for (const Finding& f : fs)
+      if (f.severity == Severity::error && ours.empty())
+        ours = f.place.of == Place::Of::tensor ? f.place.name : f.code == Code::vocab_rows ? f.place.item : "";
+    const std::string tensor = named_by_llama(log);
+    if (!tensor.empty()) {
+      EXPECT_EQ(ours, tensor) << first->message;
+      tally.named += ours == tensor;
+    }
+  }
+  std::filesystem::remove(gguf);
+}
+
 }  // namespace
 
 TEST(LlamaCpp, EveryTensorVariantOfTheTinyLlamaGetsLlamaCppsVerdict) {
   std::string why;
   ASSERT_TRUE(llama_api::available(why)) << why;
-  const std::string text = slurp(std::string(GGUFKIT_SOURCE) + "/examples/tiny-llama.yaml");
   const std::string dir = temp_path("tensor-variants");
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  size_t n = 0, agree = 0, refused = 0, named = 0;
-  for (const Variant& v : variants(text)) {
-    SCOPED_TRACE(v.name);
-    const std::string yaml = dir + "/v.yaml", gguf = dir + "/v" + std::to_string(n++) + ".gguf";
-    std::ofstream(yaml) << v.yaml;
-    write_sketch(read_sketch(yaml, {{"VOCAB", corpus("vocab/ggml-vocab-llama-spm.gguf")}}), gguf);
-    std::string log;
-    const bool loads = llama_api::loads(gguf, why, log);
-    const std::vector<Finding> fs = validate_file(gguf);
-    const Finding* first = nullptr;
-    for (const Finding& f : fs)
-      if (f.severity == Severity::error && !first) first = &f;
-    EXPECT_EQ(loads, first == nullptr) << (first ? first->message : "no error") << "\nllama.cpp: " << why << "\n" << log.substr(0, 2000);
-    agree += loads == (first == nullptr);
-    refused += !loads;
-    if (!loads && first) {
-      // The first error about a tensor: a tensor rule's, or vocab_rows (rows against the
-      // vocabulary, under tokenizer.ggml.tokens, the tensor its item).
-      std::string ours;
-      for (const Finding& f : fs)
-        if (f.severity == Severity::error && ours.empty())
-          ours = f.place.of == Place::Of::tensor ? f.place.name : f.code == Code::vocab_rows ? f.place.item : "";
-      const std::string tensor = named_by_llama(log);
-      if (!tensor.empty()) {
-        EXPECT_EQ(ours, tensor) << first->message;
-        named += ours == tensor;
-      }
+  Tally t;
+  for (const Variant& v : variants(slurp(std::string(GGUFKIT_SOURCE) + "/examples/tiny-llama.yaml"))) judge(v.name, v.yaml, dir, t);
+  EXPECT_EQ(t.n, 21u * 2 + 12 + 2);  // 21 left out, 21 grown, 12 two-dimensional of two sizes swapped, 2 more
+  EXPECT_EQ(t.agree, t.n);
+  EXPECT_EQ(t.refused, t.n - 1);  // only output.weight may be left out: token_embd stands in for it
+  std::printf("tiny llama: %zu tensor variants, %zu agree with llama.cpp's loader, %zu refused, %zu refusals name llama.cpp's tensor\n",
+              t.n, t.agree, t.refused, t.named);
+}
+
+TEST(LlamaCpp, TheExampleOfEachCoveredArchitectureRunsAndEachOfItsVariantsGetsLlamaCppsVerdict) {
+  std::string why;
+  ASSERT_TRUE(llama_api::available(why)) << why;
+  const std::string dir = temp_path("arch-variants");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (const std::string& arch : tensor_table_architectures()) {
+    SCOPED_TRACE(arch);
+    // The example itself, and with experts where the table has them: llama.cpp loads and generates.
+    std::vector<ArchExampleRequest> examples = {{arch, {}, 1}, {arch, {{"expert_count", "4"}, {"expert_used_count", "2"}}, 1}};
+    for (const ArchExampleRequest& req : examples) {
+      const std::string out = dir + "/" + arch + "-example.gguf";
+      std::ofstream(dir + "/e.yaml") << arch_example_sketch(req);
+      write_sketch(read_sketch(dir + "/e.yaml"), out);
+      std::optional<llama_api::Run> r = llama_api::run(out, why);
+      ASSERT_TRUE(r.has_value()) << why;
+      EXPECT_EQ(r->tokens.size(), 8u);
+      EXPECT_EQ(r->n_vocab, 259);
+      std::vector<Finding> fs = validate_file(out);
+      EXPECT_EQ(std::count_if(fs.begin(), fs.end(), [](const Finding& f) { return f.severity != Severity::info; }), 0);
     }
-    std::filesystem::remove(gguf);
+    Tally t;
+    for (const Variant& v : variants(arch_example_sketch({arch, {}, 1}))) judge(v.name, v.yaml, dir, t);
+    EXPECT_EQ(t.agree, t.n);
+    EXPECT_GT(t.refused, t.n / 2);
+    std::printf("%s: %zu tensor variants, %zu agree with llama.cpp's loader, %zu refused, %zu refusals name llama.cpp's tensor\n",
+                arch.c_str(), t.n, t.agree, t.refused, t.named);
   }
-  EXPECT_EQ(n, 21u * 2 + 12 + 2);  // 21 left out, 21 grown, 12 two-dimensional of two sizes swapped, 2 more
-  EXPECT_EQ(agree, n);
-  EXPECT_EQ(refused, n - 1);  // only output.weight may be left out: token_embd stands in for it
-  std::printf("llama: %zu tensor variants, %zu agree with llama.cpp's loader, %zu refused, %zu refusals name llama.cpp's tensor\n",
-              n, agree, refused, named);
 }
