@@ -9,7 +9,10 @@
 #include <cstdio>
 #include <string>
 
+#include "ggufkit/check.h"
 #include "ggufkit/fixture.h"
+#include "ggufkit/tensors.h"
+#include "ggufkit/vocab.h"
 #include "ggufkit/scan.h"
 
 namespace {
@@ -51,6 +54,28 @@ void BM_GgmlParseHeader(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_GgmlParseHeader)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+// The loader's tensor table (issue 43's goal: under 1 ms more for validate of the 339-tensor
+// Qwen-shaped model): the walk that tensor_missing/tensor_shape/tensor_unexpected make,
+// beside the whole rule book's check of the same model, both on a header read once.
+void BM_LoaderTensorTable(benchmark::State& state) {
+  const ggufkit::Scanned s = ggufkit::scan_file(g_file);
+  size_t n = 0;
+  for (auto _ : state) {
+    auto t = ggufkit::loader_tensors(s.model);
+    n = t ? t->size() : 0;
+    benchmark::DoNotOptimize(t);
+  }
+  state.counters["tensors"] = static_cast<double>(n);
+}
+BENCHMARK(BM_LoaderTensorTable)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+void BM_RuleBookCheckModel(benchmark::State& state) {
+  const ggufkit::Scanned s = ggufkit::scan_file(g_file);
+  ggufkit::VocabCache vocabs;  // the vocabulary loaded once, as an edit's plan does
+  for (auto _ : state) benchmark::DoNotOptimize(ggufkit::check_model(s.model, s.layout, false, &vocabs));
+}
+BENCHMARK(BM_RuleBookCheckModel)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 // The fixture factory, in O(header) (goal: at most 3x ggml's header read above): the
 // sparse replica (header copied and checked, the rest a hole), the header exemplar, and
