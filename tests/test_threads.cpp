@@ -75,7 +75,8 @@ void expect_own_notes(int kThreads, int kRounds, bool write = false) {
     if (!write) continue;
     // the first round adds the key (a whole-file write), the other rounds rewrite its value in place
     EXPECT_EQ(written[t], kRounds - 1) << "thread " << t;
-    const ggufkit::Value* round = ggufkit::scan_file(files[t]).model.find("general.round");
+    const ggufkit::Scanned after = ggufkit::scan_file(files[t]);  // held: find() points into it
+    const ggufkit::Value* round = after.model.find("general.round");
     ASSERT_NE(round, nullptr) << "thread " << t;
     EXPECT_EQ(round->as_i64(), kRounds - 1) << "thread " << t;
   }
