@@ -223,7 +223,7 @@ TEST(ArchExample, AnArchitectureWithoutATableOrAKeyWithoutATypeIsRefusedAndNothi
   std::filesystem::remove(out);
   CliRun r = run_cli("example --arch olmo -o " + out);
   EXPECT_EQ(r.code, 2);
-  EXPECT_EQ(r.err, "ggufkit: error: olmo: --arch: the tensor table has no architecture 'olmo'; it covers llama, qwen3\n");
+  EXPECT_EQ(r.err, "ggufkit: error: olmo: --arch: the tensor table has no architecture 'olmo'; it covers gemma, gemma2, gemma3, granite, llama, mistral3, olmo2, phi3, qwen2, qwen2moe, qwen3, qwen3moe, smollm3\n");
   CliRun k = run_cli("example --arch llama --set made_up=3 -o " + out);
   EXPECT_EQ(k.code, 2);
   EXPECT_NE(k.err.find("llama.made_up: not a key of the example nor a single-valued key of the registry"), std::string::npos) << k.err;

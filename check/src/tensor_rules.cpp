@@ -398,7 +398,7 @@ std::optional<std::vector<LoaderTensor>> loader_tensors(const Model& m) {
   std::vector<LoaderTensor> out;
   walk(found->second, env, static_cast<int64_t>(kMaxExampleLayers), present, [&](const Entry& e, const std::string& name) {
     std::optional<std::vector<uint64_t>> dims = shape_of(e, env);
-    out.push_back({name, dims.value_or(std::vector<uint64_t>{}), e.optional, dims.has_value()});
+    out.push_back({name, dims.value_or(std::vector<uint64_t>{}), e.optional, dims.has_value(), !e.without.empty()});
   });
   return out;
 }

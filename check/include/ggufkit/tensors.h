@@ -18,6 +18,7 @@ struct LoaderTensor {
   std::vector<uint64_t> dims;  // innermost first; empty when a hyperparameter it needs is unknown
   bool optional = false;       // taken when there, not missed when not
   bool shaped = false;         // dims known
+  bool instead = false;        // made only where another tensor is not (q, k, v where qkv is not fused)
 };
 
 // The layers an example is made of, at most (a table walk over a model without tensors).
