@@ -12,8 +12,10 @@
 
 #include "ggufkit/check.h"
 #include "ggufkit/edit.h"
+#include "ggufkit/example.h"
 #include "ggufkit/scan.h"
 #include "ggufkit/sketch.h"
+#include "ggufkit/tensors.h"
 #include "helpers.h"
 
 using namespace ggufkit;
@@ -223,9 +225,64 @@ TEST(ArchExample, AnArchitectureWithoutATableOrAKeyWithoutATypeIsRefusedAndNothi
   std::filesystem::remove(out);
   CliRun r = run_cli("example --arch olmo -o " + out);
   EXPECT_EQ(r.code, 2);
-  EXPECT_EQ(r.err, "ggufkit: error: olmo: --arch: the tensor table has no architecture 'olmo'; it covers gemma, gemma2, gemma3, granite, llama, mistral3, olmo2, phi3, qwen2, qwen2moe, qwen3, qwen3moe, smollm3\n");
+  std::string covered;
+  for (const std::string& a : tensor_table_architectures()) covered += (covered.empty() ? "" : ", ") + a;
+  EXPECT_NE(covered.find("gemma, gemma2, gemma3, granite, lfm2, llama, mistral3"), std::string::npos);
+  EXPECT_EQ(r.err, "ggufkit: error: olmo: --arch: the tensor table has no architecture 'olmo'; it covers " + covered + "\n");
   CliRun k = run_cli("example --arch llama --set made_up=3 -o " + out);
   EXPECT_EQ(k.code, 2);
   EXPECT_NE(k.err.find("llama.made_up: not a key of the example nor a single-valued key of the registry"), std::string::npos) << k.err;
   EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// Where a loader asks a layer's own value (hparams.n_head_kv(i)), the table reads the
+// per-layer array's item for that layer: lfm2's layers with no KV heads are convolutions.
+TEST(TensorTable, ALayersOwnHeadCountDecidesItsTensorsWhereTheLoaderAsksPerLayer) {
+  std::string text = arch_example_sketch({"lfm2", {}, 1});
+  ASSERT_NE(text.find("attention.head_count_kv\", type: array, items: u32, value: [0, 2]}"), std::string::npos) << text;
+  auto written = [&](const std::string& name, const std::string& from, const std::string& to) {
+    std::string t = text;
+    replace(t, from, to);
+    const std::string yaml = temp_path(name + ".yaml"), out = temp_path(name + ".gguf");
+    std::ofstream(yaml) << t;
+    write_sketch(read_sketch(yaml), out);
+    return out;
+  };
+  const std::string same = written("lfm2-example", "value: [0, 2]", "value: [0, 2]");
+  EXPECT_TRUE(tensor_findings(same).empty());
+  const Scanned s = scan_file(same);
+  ASSERT_EQ(s.model.tensors.size(), 21u);  // embedding, its norm; a convolution block of 8, an attention block of 11
+  EXPECT_EQ(s.model.tensors.name(7), "blk.0.shortconv.conv.weight");
+  EXPECT_EQ(s.model.tensors[7].dims, (std::vector<uint64_t>{3, 64}));
+  EXPECT_EQ(s.model.tensors.name(18), "blk.1.attn_k.weight");
+  EXPECT_EQ(s.model.tensors[18].dims, (std::vector<uint64_t>{64, 32}));
+
+  // One KV head at layer 1: its k and v are too wide, told with the layer's own values.
+  const std::string narrow = written("lfm2-one-kv-head", "value: [0, 2]", "value: [0, 1]");
+  const std::vector<Finding> fs = tensor_findings(narrow);
+  ASSERT_EQ(fs.size(), 2u);
+  EXPECT_EQ(fs[0].code, Code::tensor_shape);
+  EXPECT_EQ(fs[0].offset, record_of(narrow, "blk.1.attn_k.weight"));
+  EXPECT_EQ(fs[0].message, "blk.1.attn_k.weight is 64x32; llama.cpp expects 64x16 "
+                           "(n_embd 64, n_embd_k_gqa(1) 16 = n_embd_head_k 16 * n_head_kv(1) 1)");
+  EXPECT_EQ(fs[1].place.name, "blk.1.attn_v.weight");
+
+  // Layer 0 made an attention layer: its attention is missing and its convolution unexpected.
+  const std::string swapped = written("lfm2-attention-first", "value: [0, 2]", "value: [2, 2]");
+  std::vector<std::string> missing, unexpected;
+  for (const Finding& f : tensor_findings(swapped))
+    (f.code == Code::tensor_missing ? missing : unexpected).push_back(f.place.name);
+  EXPECT_EQ(missing, (std::vector<std::string>{"blk.0.attn_q_norm.weight", "blk.0.attn_k_norm.weight", "blk.0.attn_q.weight",
+                                               "blk.0.attn_k.weight", "blk.0.attn_v.weight", "blk.0.attn_output.weight"}));
+  EXPECT_EQ(unexpected, (std::vector<std::string>{"blk.0.shortconv.conv.weight", "blk.0.shortconv.in_proj.weight",
+                                                  "blk.0.shortconv.out_proj.weight"}));
+
+  // --set gives the array its items, or one value for every layer.
+  const std::string out = temp_path("example-lfm2.gguf");
+  CliRun r = run_cli("example --arch lfm2 --set attention.head_count_kv=[2,0] -o " + out + " --force");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(scan_file(out).model.tensors.name(7), "blk.0.attn_q_norm.weight");
+  CliRun all = run_cli("example --arch lfm2 --set attention.head_count_kv=2 -o " + out + " --force");
+  ASSERT_EQ(all.code, 0) << all.err;
+  EXPECT_EQ(scan_file(out).model.find("lfm2.attention.head_count_kv")->as_u64(), 2u);
 }

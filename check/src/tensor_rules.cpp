@@ -140,6 +140,7 @@ class Parser {
     if (p_ == start) fail(p_ < s_.size() ? "unexpected '" + std::string(1, s_[p_]) + "'" : "an operand is missing at the end");
     e.op = Expr::var;
     e.name = std::string(s_.substr(start, p_ - start));
+    if (s_.substr(p_, 3) == "(i)") e.name += "(i)", p_ += 3;  // the layer's own value: hparams.X(i)
     return e;
   }
 
@@ -149,12 +150,13 @@ class Parser {
 };
 
 struct Hparam {
-  std::string name;
+  std::string name;     // "(i)" at the end: one value per layer (the layer loop's)
   std::string key;      // with "{arch}" for the architecture
   bool tokens = false;  // the vocabulary's token count, before the key
   std::optional<Expr> value;  // derived: always this
   std::string value_text;     // as the table writes it, to explain a shape
   std::optional<Expr> fallback;  // the key's default
+  bool per_layer() const { return name.size() > 3 && name.compare(name.size() - 3, 3, "(i)") == 0; }
 };
 
 struct Entry {
@@ -180,8 +182,9 @@ Table parse_table() {
   Table t;
   auto example_list = [&](const YamlNode& list, const std::string& where, std::vector<ExampleKey>& out) {
     for (const YamlNode& n : list) {
-      y.fields(n, where, {"key", "type", "value"});
-      out.push_back({y.scalar(n["key"], where), y.scalar(n["type"], where), y.scalar(n["value"], where)});
+      y.fields(n, where, {"key", "type", "items", "value"});
+      out.push_back({y.scalar(n["key"], where), y.scalar(n["type"], where), y.scalar(n["value"], where),
+                     n["items"] ? y.scalar(n["items"], where) : ""});
     }
   };
   example_list(root["example"], "example", t.example);
@@ -244,29 +247,39 @@ std::string replaced(std::string s, std::string_view what, const std::string& wi
   return s;
 }
 
-// A key's integer, or a per-layer array's first (LLAMA_LOAD_LOCALS reads layer 0).
-std::optional<int64_t> key_value(const Model& m, const std::string& key) {
+// A key's integer (a bool as 0 or 1), or a per-layer array's item `layer`: layer 0 for the
+// names LLAMA_LOAD_LOCALS reads, the layer's own for a name(i). An array too short has none.
+std::optional<int64_t> key_value(const Model& m, const std::string& key, size_t layer) {
   const Value* v = m.find(key);
   if (!v) return std::nullopt;
-  if (v->is_integer()) return v->as_i64();
-  if (v->type == ValueType::array && v->size() > 0) {
-    const Value first = v->at(0);
-    if (first.is_integer()) return first.as_i64();
-  }
-  return std::nullopt;
+  auto number = [](const Value& x) -> std::optional<int64_t> {
+    if (x.is_integer()) return x.as_i64();
+    if (x.type == ValueType::boolean) return static_cast<int64_t>(x.as_u64());
+    return std::nullopt;
+  };
+  if (v->type == ValueType::array) return layer < v->size() ? number(v->at(layer)) : std::nullopt;
+  return number(*v);
 }
 
-Env hparams_of(const Model& m, const std::string& arch) {
-  Env env;
+// The hyperparameters in the table's order: the model-wide ones when `layer` is empty, else
+// the per-layer ones (name(i)) of that layer, over the model-wide ones already in `env`.
+void hparams_of(const Model& m, const std::string& arch, Env& env, std::optional<int64_t> layer = std::nullopt) {
   for (const Hparam& h : table().hparams) {
+    if (h.per_layer() != layer.has_value()) continue;
     std::optional<int64_t> v;
     if (h.value) v = eval(*h.value, env);
     if (!v && h.tokens)
       if (const Value* t = m.find("tokenizer.ggml.tokens"); t && t->type == ValueType::array) v = static_cast<int64_t>(t->size());
-    if (!v && !h.key.empty()) v = key_value(m, replaced(h.key, "{arch}", arch));
+    if (!v && !h.key.empty()) v = key_value(m, replaced(h.key, "{arch}", arch), static_cast<size_t>(layer.value_or(0)));
     if (!v && h.fallback) v = eval(*h.fallback, env);
     if (v) env[h.name] = *v;
+    else env.erase(h.name);  // not the layer before's
   }
+}
+
+Env hparams_of(const Model& m, const std::string& arch) {
+  Env env;
+  hparams_of(m, arch, env);
   return env;
 }
 
@@ -282,11 +295,15 @@ std::vector<uint64_t> trimmed(std::vector<uint64_t> d) {
   return d;
 }
 
-// "n_embd 64", or for a derived name its derivation: "n_embd_k_gqa 32 = n_embd_head_k 16 * n_head_kv 2".
+// "n_embd 64", or for a derived name its derivation: "n_embd_k_gqa 32 = n_embd_head_k 16 * n_head_kv 2";
+// a layer's own value with its layer: "n_head_kv(3) 0".
 std::string explained(const std::string& name, const Env& env) {
   auto value = [&](const std::string& n) {
     auto it = env.find(n);
-    return n + " " + (it == env.end() ? std::string("?") : std::to_string(it->second));
+    std::string shown = n;
+    if (auto layer = env.find("i"); layer != env.end() && shown.size() > 3 && shown.compare(shown.size() - 3, 3, "(i)") == 0)
+      shown.replace(shown.size() - 2, 1, std::to_string(layer->second));
+    return shown + " " + (it == env.end() ? std::string("?") : std::to_string(it->second));
   };
   std::string out = value(name);
   for (const Hparam& h : table().hparams) {
@@ -299,8 +316,10 @@ std::string explained(const std::string& name, const Env& env) {
       out += " " + (is_name ? value(word) : word);
       word.clear();
     };
-    for (char c : h.value_text) {
+    for (size_t k = 0; k < h.value_text.size(); ++k) {
+      const char c = h.value_text[k];
       if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') word += c;
+      else if (!word.empty() && h.value_text.compare(k, 3, "(i)") == 0) word += "(i)", k += 2;
       else {
         flush();
         if (c != ' ') out += " " + std::string(1, c);
@@ -311,11 +330,12 @@ std::string explained(const std::string& name, const Env& env) {
   return out;
 }
 
-// The loader's walk over `entries`: for each tensor it creates from a file whose tensors
-// `present` tells (its when, with and without holding), in its order, f(entry, name) with
-// env["i"] the layer. The layer loop stops at `max_layers`.
+// The loader's walk over `m`'s table entries: for each tensor it creates from a file whose
+// tensors `present` tells (its when, with and without holding), in its order, f(entry, name)
+// with env["i"] the layer and the layer's own hyperparameters set. The layer loop stops at
+// `max_layers`.
 template <typename Present, typename F>
-void walk(const std::vector<Entry>& entries, Env& env, int64_t max_layers, Present present, F f) {
+void walk(const Model& m, const std::string& arch, const std::vector<Entry>& entries, Env& env, int64_t max_layers, Present present, F f) {
   auto each = [&](const Entry& e, const std::string& layer) {
     if (!layer.empty()) env["i"] = std::stoll(layer);
     if (e.when) {
@@ -335,10 +355,12 @@ void walk(const std::vector<Entry>& entries, Env& env, int64_t max_layers, Prese
     }
     size_t end = k;  // a run of the layer loop's entries
     while (end < entries.size() && (entries[end].layered || entries[end].once)) ++end;
-    for (int64_t i = 0; i < n_layers; ++i)
+    for (int64_t i = 0; i < n_layers; ++i) {
+      hparams_of(m, arch, env, i);
       for (size_t j = k; j < end; ++j)
         if (entries[j].layered) each(entries[j], std::to_string(i));
         else if (i == 0) each(entries[j], "");
+    }
     k = end;
   }
 }
@@ -396,7 +418,7 @@ std::optional<std::vector<LoaderTensor>> loader_tensors(const Model& m) {
     });
   };
   std::vector<LoaderTensor> out;
-  walk(found->second, env, static_cast<int64_t>(kMaxExampleLayers), present, [&](const Entry& e, const std::string& name) {
+  walk(m, arch, found->second, env, static_cast<int64_t>(kMaxExampleLayers), present, [&](const Entry& e, const std::string& name) {
     std::optional<std::vector<uint64_t>> dims = shape_of(e, env);
     out.push_back({name, dims.value_or(std::vector<uint64_t>{}), e.optional, dims.has_value(), !e.without.empty()});
   });
@@ -436,7 +458,7 @@ std::vector<TensorFinding> tensor_rules(const Model& m) {
   size_t missing = 0;
   constexpr size_t kMaxMissing = 32;
   auto present = [&](const std::string& name) { return index_of(name).has_value(); };
-  walk(found->second, env, static_cast<int64_t>(m.tensors.size()) + 1, present, [&](const Entry& e, const std::string& name) {
+  walk(m, arch, found->second, env, static_cast<int64_t>(m.tensors.size()) + 1, present, [&](const Entry& e, const std::string& name) {
     const std::optional<size_t> at = index_of(name);
     if (!at) {
       if (!e.optional && ++missing <= kMaxMissing)

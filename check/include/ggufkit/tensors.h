@@ -31,9 +31,10 @@ std::optional<std::vector<LoaderTensor>> loader_tensors(const Model& m);
 // The architectures the table covers, sorted.
 std::vector<std::string> tensor_table_architectures();
 
-// A key of the smallest model of an architecture: its name, sketch type and value as YAML.
+// A key of the smallest model of an architecture: its name, sketch type and value as YAML
+// (an array's as a YAML list, its items' type in `items`).
 struct ExampleKey {
-  std::string key, type, value;
+  std::string key, type, value, items;
 };
 // Empty for an architecture the table does not cover.
 std::vector<ExampleKey> example_keys(const std::string& arch);
