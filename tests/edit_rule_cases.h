@@ -42,6 +42,12 @@ inline std::vector<EditRuleCase> edit_rule_cases() {
       {"arch_empty", "edit FILE --set general.architecture=", "", "missing_architecture", "no general.architecture"},
       {"head_count0", "edit FILE --set llama.attention.head_count=0", "", "zero_hparam", "llama.attention.head_count is 0"},
       {"embedding0", "edit FILE --set llama.embedding_length=0", "", "zero_hparam", "llama.embedding_length is 0"},
+      {"experts_used_dense", "edit FILE --set-typed llama.expert_used_count=u32:2", "", "hparam_condition",
+       "llama.expert_used_count is 2 but the model has no experts (no expert_count); llama.cpp aborts"},
+      {"rope_half_head", "edit FILE --set llama.rope.dimension_count=8", "", "hparam_condition",
+       "llama.rope.dimension_count is 8; llama.cpp's llama loader needs the head size, 16 (embedding_length 64 / head_count 4)"},
+      {"nextn3", "edit FILE --set-typed llama.nextn_predict_layers=u32:3", "", "hparam_condition",
+       "llama.nextn_predict_layers is 3, more than the 2 layers; llama.cpp aborts"},
       {"block_count5", "edit FILE --set llama.block_count=5", "", "block_count",
        "llama.block_count = 5 but the tensors are of 2 blocks (blk.0 to blk.1)"},
   };

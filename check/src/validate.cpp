@@ -6,6 +6,7 @@
 #include <functional>
 #include <istream>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "ggufkit/check.h"
@@ -257,6 +258,7 @@ class Validator {
       if (v && v->is_integer() && v->as_u64() == 0)
         add(Code::zero_hparam, Place::key(arch + "." + k), key_at(arch + "." + k), arch + "." + k + " is 0; llama.cpp cannot build a model from it");
     }
+    if (!arch.empty()) loader_conditions(arch);
 
     uint64_t vocab = vocabulary_size(m);
     std::string first;
@@ -365,6 +367,63 @@ class Validator {
     const Value* tensors = m_.find("split.tensors.count");
     return count && count->is_integer() && count->as_u64() > 1 &&
            !(tensors && tensors->is_integer() && tensors->as_u64() == m_.tensors.size());
+  }
+
+  // The conditions llama.cpp's load_hparams puts on the keys every architecture shares
+  // (llama-model.cpp; a GGML_ASSERT there aborts the program that loads the file).
+  void loader_conditions(const std::string& arch) {
+    auto number = [&](const std::string& k, bool largest = false) -> std::optional<uint64_t> {  // a per-layer array's largest
+      const Value* v = m_.find(arch + "." + k);
+      if (!v) return std::nullopt;
+      if (v->is_integer()) return v->as_u64();
+      if (v->type != ValueType::array || !largest) return std::nullopt;
+      std::optional<uint64_t> most;
+      v->each([&](const Value& x) {
+        if (x.is_integer()) most = std::max(most.value_or(0), x.as_u64());
+        return true;
+      });
+      return most;
+    };
+    auto tell = [&](const std::string& k, const std::string& msg, std::string fix = "") {
+      Finding f = finding(Code::hparam_condition, key_at(arch + "." + k), arch + "." + k + msg, Place::key(arch + "." + k));
+      f.fix = std::move(fix);
+      out_.push_back(std::move(f));
+    };
+    constexpr uint64_t kMaxLayers = 512, kMaxExperts = 1024;  // LLAMA_MAX_LAYERS, LLAMA_MAX_EXPERTS
+    const uint64_t layers = number("block_count").value_or(0), experts = number("expert_count").value_or(0);
+    const uint64_t used = number("expert_used_count", true).value_or(0), groups = number("expert_group_count").value_or(0);
+    const uint64_t groups_used = number("expert_group_used_count").value_or(0);
+    if (layers > kMaxLayers) tell("block_count", " is " + std::to_string(layers) + "; llama.cpp takes at most 512 layers and aborts");
+    if (auto nextn = number("nextn_predict_layers"); nextn && *nextn > layers && layers > 0)
+      tell("nextn_predict_layers", " is " + std::to_string(*nextn) + ", more than the " + std::to_string(layers) + " layers; llama.cpp aborts");
+    if (experts > kMaxExperts) tell("expert_count", " is " + std::to_string(experts) + "; llama.cpp takes at most 1024 experts and aborts");
+    if (used > experts)
+      tell("expert_used_count", std::string(" is ") + std::to_string(used) + (experts ? ", more than the " + std::to_string(experts) + " experts" : " but the model has no experts (no expert_count)") +
+               "; llama.cpp aborts",
+           // A dense model's stray key: its removal changes nothing llama.cpp computes.
+           experts == 0 && !has_expert_tensors() ? "ggufkit edit FILE --remove " + shell_quoted(arch + ".expert_used_count") : "");
+    if (experts > 0 && used == 0) tell("expert_used_count", " is 0 or missing with " + std::to_string(experts) + " experts; llama.cpp aborts");
+    if (experts > 0 && groups >= experts && groups > 0)
+      tell("expert_group_count", " is " + std::to_string(groups) + ", not fewer than the " + std::to_string(experts) + " experts; llama.cpp aborts");
+    else if (experts > 0 && groups > 1 && (experts % groups != 0 || groups_used == 0 || groups_used >= groups))
+      tell("expert_group_count", " is " + std::to_string(groups) + " with " + std::to_string(experts) + " experts and expert_group_used_count " +
+               std::to_string(groups_used) + "; llama.cpp needs the experts split evenly and between 1 and " + std::to_string(groups - 1) +
+               " groups used, or aborts");
+    if (experts == 0 && groups > 0) tell("expert_group_count", " is " + std::to_string(groups) + " but the model has no experts; llama.cpp aborts");
+    // llama, deci, falcon and llama-embed rotate the whole head: llama.cpp refuses another width.
+    static const std::set<std::string, std::less<>> whole_head = {"llama", "deci", "falcon", "llama-embed"};
+    const std::optional<uint64_t> heads = number("attention.head_count"), embd = number("embedding_length");
+    if (whole_head.count(arch) && heads && *heads > 0 && embd) {
+      const uint64_t head = number("attention.key_length").value_or(*embd / *heads);
+      if (auto rot = number("rope.dimension_count"); rot && *rot != head)
+        tell("rope.dimension_count", " is " + std::to_string(*rot) + "; llama.cpp's " + arch + " loader needs the head size, " + std::to_string(head) +
+                 (m_.find(arch + ".attention.key_length") ? " (attention.key_length)" : " (embedding_length " + std::to_string(*embd) + " / head_count " + std::to_string(*heads) + ")") +
+                 ", and refuses (\"invalid n_rot\")");
+    }
+  }
+
+  bool has_expert_tensors() const {
+    return std::any_of(m_.tensors.begin(), m_.tensors.end(), [](const Tensor& t) { return t.name.find("_exps.") != std::string::npos; });
   }
 
   // What llama.cpp's loader takes (tensor_rules.h): a missing tensor told at the tensor

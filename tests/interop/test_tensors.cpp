@@ -177,3 +177,61 @@ TEST(LlamaCpp, TheExampleOfEachCoveredArchitectureRunsAndEachOfItsVariantsGetsLl
                 arch.c_str(), t.n, t.agree, t.refused, t.named);
   }
 }
+
+// The loader's conditions on the keys every architecture shares (load_hparams: layer and
+// expert limits, expert counts, expert groups, llama's whole-head rope): where llama.cpp
+// refuses or aborts, validate's first error is hparam_condition; where it loads, no error.
+TEST(LlamaCpp, TheLoadersConditionsOnHyperparametersGetLlamaCppsVerdict) {
+  std::string why;
+  ASSERT_TRUE(llama_api::available(why)) << why;
+  const std::string dir = temp_path("hparam-conditions");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  struct Case {
+    std::string name;
+    std::vector<std::pair<std::string, std::string>> set;  // the example's --set
+    std::string extra;                                      // metadata lines added
+    bool loads;
+  };
+  const std::vector<Case> cases = {
+      {"5 experts used of 4", {{"expert_count", "4"}, {"expert_used_count", "5"}}, "", false},
+      {"4 experts, none used", {{"expert_count", "4"}, {"expert_used_count", "0"}}, "", false},
+      {"4 experts, 2 used", {{"expert_count", "4"}, {"expert_used_count", "2"}}, "", true},
+      {"a dense model with expert_used_count 2", {{"expert_used_count", "2"}}, "", false},
+      {"4 expert groups of 4 experts", {{"expert_count", "4"}, {"expert_used_count", "2"}},
+       "  - {key: llama.expert_group_count, type: u32, value: 4}\n  - {key: llama.expert_group_used_count, type: u32, value: 1}\n", false},
+      {"3 expert groups of 4 experts", {{"expert_count", "4"}, {"expert_used_count", "2"}},
+       "  - {key: llama.expert_group_count, type: u32, value: 3}\n  - {key: llama.expert_group_used_count, type: u32, value: 1}\n", false},
+      {"2 expert groups of 4 experts, 2 used", {{"expert_count", "4"}, {"expert_used_count", "2"}},
+       "  - {key: llama.expert_group_count, type: u32, value: 2}\n  - {key: llama.expert_group_used_count, type: u32, value: 2}\n", false},
+      {"2 expert groups of 4 experts, 1 used", {{"expert_count", "4"}, {"expert_used_count", "2"}},
+       "  - {key: llama.expert_group_count, type: u32, value: 2}\n  - {key: llama.expert_group_used_count, type: u32, value: 1}\n", true},
+      {"a dense model with expert_group_count 2", {}, "  - {key: llama.expert_group_count, type: u32, value: 2}\n", false},
+      {"3 next-token layers of 2", {}, "  - {key: llama.nextn_predict_layers, type: u32, value: 3}\n", false},
+      {"rope over half the head", {{"rope.dimension_count", "8"}}, "", false},
+      {"5 heads of 64", {{"attention.head_count", "5"}, {"attention.head_count_kv", "5"}}, "", false},
+      {"key_length 16 given, rope 16", {}, "  - {key: llama.attention.key_length, type: u32, value: 16}\n", true},
+  };
+  size_t n = 0, agree = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string text = arch_example_sketch({"llama", c.set, 1});
+    const size_t after = text.find('\n', text.find("general.architecture")) + 1;
+    text.insert(after, c.extra);
+    const std::string yaml = dir + "/c.yaml", gguf = dir + "/c" + std::to_string(n++) + ".gguf";
+    std::ofstream(yaml) << text;
+    write_sketch(read_sketch(yaml), gguf);
+    std::string log;
+    const bool loads = llama_api::loads(gguf, why, log);
+    EXPECT_EQ(loads, c.loads) << why;
+    const std::vector<Finding> fs = validate_file(gguf);
+    auto first = std::find_if(fs.begin(), fs.end(), [](const Finding& f) { return f.severity == Severity::error; });
+    EXPECT_EQ(first == fs.end(), loads) << (first == fs.end() ? "no error" : first->message) << "\nllama.cpp: " << why;
+    if (!loads && first != fs.end()) {
+      EXPECT_EQ(first->code, Code::hparam_condition) << first->message;
+    }
+    agree += loads == (first == fs.end());
+  }
+  EXPECT_EQ(agree, cases.size());
+  std::printf("hyperparameter conditions: %zu cases, %zu agree with llama.cpp's loader\n", n, agree);
+}

@@ -27,7 +27,7 @@ class VocabCache;  // vocab.h
 enum class Code : uint8_t {
   read, truncated, header_only, trailing_bytes, nonzero_padding, offset_gap, alignment,
   alignment_too_small, alignment_too_large, missing_architecture, missing_quantization_version,
-  missing_hparam, zero_hparam, invalid_utf8, template_nul, bool_value, nested_array, token_id,
+  missing_hparam, zero_hparam, hparam_condition, invalid_utf8, template_nul, bool_value, nested_array, token_id,
   vocab_length, block_count, missing_vocab, empty_vocab, vocab_refused, unknown_pre_tokenizer, vocab_rows,
   tensor_name, duplicate_tensor_name,
   // what llama.cpp's loader takes (schemas/tensors.yaml)
