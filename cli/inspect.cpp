@@ -20,6 +20,7 @@
 #include "ggufkit/error.h"
 #include "ggufkit/hash.h"
 #include "ggufkit/inspect.h"
+#include "ggufkit/tensors.h"
 #include "ggufkit/text.h"
 #include "ggufkit/vocab.h"
 #include "ggufkit/writer.h"
@@ -205,6 +206,7 @@ int cmd_show(const std::vector<std::string>& args) {
     vocab_error = e.message;
   }
   const RoleFacts role = role_facts(m);
+  const std::optional<LoaderSummary> loader = role.role == Role::model ? loader_summary(m) : std::nullopt;
   if (a->json) {
     JsonOut j(std::cout);
     auto flag = [&](const char* key) {
@@ -228,6 +230,14 @@ int cmd_show(const std::vector<std::string>& args) {
           if (h.value) j.key(h.key).value(*h.value);
       });
       j.key("head_size").num(head_size(m)).key("vocabulary_size").num(vocabulary_size(m));
+      j.key("loader");
+      if (loader)
+        j.object([&] {
+          j.key("expected_tensors").num(loader->expected).key("tied_output").boolean(loader->tied_output).key("left_out").array([&] {
+            for (const std::string& t : loader->left_out) j.str(t);
+          });
+        });
+      else j.null();
       j.key("tokenizer").str(string_value(m, "tokenizer.ggml.model")).key("special_tokens").object([&] {
         for (const SpecialToken& t : special_tokens(m))
           j.key(t.name).object([&] {
@@ -281,6 +291,18 @@ int cmd_show(const std::vector<std::string>& args) {
       std::printf("  %-14s %s\n", h.label.c_str(), brief_value(*h.value).c_str());
     }
   if (any && head_size(m)) std::printf("  %-14s %llu\n", "head size", static_cast<unsigned long long>(head_size(m)));
+  if (loader) {
+    // What llama.cpp's loader takes of it, and the optional tensors it does without.
+    std::printf("\nloader        takes %zu tensors (the file has %zu)%s\n", loader->expected, m.tensors.size(),
+                loader->tied_output ? "; no output.weight: token_embd.weight is the output too" : "");
+    std::string line = "left out     ";
+    for (size_t i = 0; i < loader->left_out.size(); ++i) {
+      const std::string item = " " + loader->left_out[i] + (i + 1 < loader->left_out.size() ? "," : "");
+      if (line.size() + item.size() > 100) std::printf("%s\n", line.c_str()), line = "             ";
+      line += item;
+    }
+    if (!loader->left_out.empty()) std::printf("%s\n", line.c_str());
+  }
   if (m.find("tokenizer.ggml.tokens") || m.find("tokenizer.ggml.model")) {
     std::printf("\nvocabulary    %llu tokens (%s)\n", static_cast<unsigned long long>(vocabulary_size(m)),
                 string_value(m, "tokenizer.ggml.model").c_str());

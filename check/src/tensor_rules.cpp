@@ -162,6 +162,7 @@ struct Hparam {
 struct Entry {
   std::string name;  // "{i}" for the layer
   bool layered = false, optional = false, once = false;
+  bool in_example = false;  // optional to the loader, but the graph uses it: the example writes it
   std::vector<Expr> shape;
   std::optional<Expr> when;
   std::string with, without;
@@ -171,6 +172,8 @@ struct Table {
   std::vector<Hparam> hparams;
   std::vector<ExampleKey> example;  // every architecture's smallest model's keys, "{arch}" in them
   std::unordered_map<std::string, std::vector<ExampleKey>> arch_example;
+  std::vector<std::string> requires_all;  // every architecture's required keys, "{arch}" in them
+  std::unordered_map<std::string, std::vector<std::string>> arch_requires;
   std::unordered_map<std::string, std::vector<Entry>> archs;
   std::set<std::string, std::less<>> known;  // every architecture llama.cpp knows
 };
@@ -178,7 +181,7 @@ struct Table {
 Table parse_table() {
   YamlNode root = load_yaml(std::string(kTensorsYaml), kTable);
   YamlReader y(kTable, ".");
-  y.fields(root, "table", {"hparams", "known", "example", "architectures"});
+  y.fields(root, "table", {"hparams", "known", "example", "requires", "architectures"});
   Table t;
   auto example_list = [&](const YamlNode& list, const std::string& where, std::vector<ExampleKey>& out) {
     for (const YamlNode& n : list) {
@@ -209,22 +212,26 @@ Table parse_table() {
     t.hparams.push_back(std::move(p));
   }
   for (const YamlNode& n : root["known"]) t.known.insert(y.scalar(n, "known"));
+  for (const YamlNode& n : root["requires"]) t.requires_all.push_back(y.scalar(n, "requires"));
   const YamlNode& archs = root["architectures"];
   for (size_t a = 0; a + 1 < archs.items.size(); a += 2) {
     const std::string arch = y.scalar(archs.items[a], "architectures");
     const YamlNode& spec = archs.items[a + 1];
     if (!t.known.count(arch)) y.fail(archs.items[a], arch, "not in known:, the architectures llama.cpp knows");
-    y.fields(spec, arch, {"tensors", "example"});
+    y.fields(spec, arch, {"requires", "tensors", "example"});
     example_list(spec["example"], arch + " example", t.arch_example[arch]);
+    for (const YamlNode& n : spec["requires"]) t.arch_requires[arch].push_back(y.scalar(n, arch + " requires"));
     std::vector<Entry>& out = t.archs[arch];
     for (const YamlNode& n : spec["tensors"]) {
-      y.fields(n, arch, {"name", "shape", "optional", "when", "with", "without", "once"});
+      y.fields(n, arch, {"name", "shape", "optional", "when", "with", "without", "once", "in_example"});
       Entry e;
       e.name = y.scalar(n["name"], arch);
       const std::string where = arch + " " + e.name;
       e.layered = e.name.find("{i}") != std::string::npos;
       if (n["optional"]) e.optional = y.boolean(n["optional"], where);
       if (n["once"]) e.once = y.boolean(n["once"], where);
+      if (n["in_example"]) e.in_example = y.boolean(n["in_example"], where);
+      if (e.in_example && !e.optional) y.fail(n, where, "in_example: is for an optional tensor (the example writes every required one)");
       if (e.once && e.layered) y.fail(n, where, "once: is for a tensor without {i}");
       if (!n["shape"].IsSequence()) y.fail(n, where, "shape: is a list of dimensions");
       for (const YamlNode& d : n["shape"]) e.shape.push_back(expr(d, where));
@@ -356,6 +363,7 @@ void walk(const Model& m, const std::string& arch, const std::vector<Entry>& ent
     size_t end = k;  // a run of the layer loop's entries
     while (end < entries.size() && (entries[end].layered || entries[end].once)) ++end;
     for (int64_t i = 0; i < n_layers; ++i) {
+      env["i"] = i;  // a layer's own value may be derived from i (qwen3next's is_recr(i))
       hparams_of(m, arch, env, i);
       for (size_t j = k; j < end; ++j)
         if (entries[j].layered) each(entries[j], std::to_string(i));
@@ -364,6 +372,22 @@ void walk(const Model& m, const std::string& arch, const std::vector<Entry>& ent
     k = end;
   }
 }
+
+// The file's tensors by name: 8 bytes a tensor (a hash of a million names would take tens).
+class ByName {
+ public:
+  explicit ByName(const Model& m) : m_(m), sorted_(m.tensors.sorted_by_name()) {}
+  std::optional<size_t> find(std::string_view name) const {
+    auto it = std::lower_bound(sorted_.begin(), sorted_.end(), name, [&](uint64_t i, std::string_view n) { return m_.tensors.name(i) < n; });
+    if (it == sorted_.end() || m_.tensors.name(*it) != name) return std::nullopt;
+    return *it;
+  }
+  bool has(std::string_view name) const { return find(name).has_value(); }
+
+ private:
+  const Model& m_;
+  std::vector<uint64_t> sorted_;
+};
 
 std::optional<std::vector<uint64_t>> shape_of(const Entry& e, const Env& env) {
   std::vector<uint64_t> want;
@@ -381,6 +405,16 @@ std::vector<std::string> tensor_table_architectures() {
   std::vector<std::string> out;
   for (const auto& [arch, entries] : table().archs) out.push_back(arch);
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::optional<std::vector<std::string>> required_keys(const std::string& arch) {
+  const Table& t = table();
+  if (!t.archs.count(arch)) return std::nullopt;
+  std::vector<std::string> out;
+  for (const std::string& k : t.requires_all) out.push_back(replaced(k, "{arch}", arch));
+  if (auto it = t.arch_requires.find(arch); it != t.arch_requires.end())
+    for (const std::string& k : it->second) out.push_back(replaced(k, "{arch}", arch));
   return out;
 }
 
@@ -407,21 +441,32 @@ std::optional<std::vector<LoaderTensor>> loader_tensors(const Model& m) {
   auto found = table().archs.find(arch);
   if (found == table().archs.end()) return std::nullopt;
   Env env = hparams_of(m, arch);
-  const std::vector<uint64_t> by_name = m.tensors.sorted_by_name();
-  auto present = [&](const std::string& name) {
-    return std::binary_search(by_name.begin(), by_name.end(), name, [&](const auto& a, const auto& b) {
-      auto text = [&](const auto& x) -> std::string_view {
-        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, uint64_t>) return m.tensors.name(x);
-        else return x;
-      };
-      return text(a) < text(b);
-    });
-  };
+  const ByName by_name(m);
+  auto present = [&](const std::string& name) { return by_name.has(name); };
   std::vector<LoaderTensor> out;
   walk(m, arch, found->second, env, static_cast<int64_t>(kMaxExampleLayers), present, [&](const Entry& e, const std::string& name) {
     std::optional<std::vector<uint64_t>> dims = shape_of(e, env);
-    out.push_back({name, dims.value_or(std::vector<uint64_t>{}), e.optional, dims.has_value(), !e.without.empty()});
+    out.push_back({name, dims.value_or(std::vector<uint64_t>{}), e.optional, dims.has_value(), !e.without.empty(), e.in_example});
   });
+  return out;
+}
+
+std::optional<LoaderSummary> loader_summary(const Model& m) {
+  std::optional<std::vector<LoaderTensor>> all = loader_tensors(m);
+  if (!all) return std::nullopt;
+  const ByName by_name(m);
+  LoaderSummary out;
+  for (const LoaderTensor& t : *all) {
+    const bool here = by_name.has(t.name);
+    out.expected += !t.optional || here;
+    if (here || !t.optional) continue;
+    if (t.name == "output.weight") out.tied_output = true;
+    // blk.7.attn_q.bias -> blk.N.attn_q.bias: one kind for every layer
+    std::string kind = t.name;
+    if (kind.starts_with("blk."))
+      if (size_t dot = kind.find('.', 4); dot != std::string::npos) kind.replace(4, dot - 4, "N");
+    if (std::find(out.left_out.begin(), out.left_out.end(), kind) == out.left_out.end()) out.left_out.push_back(std::move(kind));
+  }
   return out;
 }
 
@@ -439,14 +484,7 @@ std::vector<TensorFinding> tensor_rules(const Model& m) {
                    Place{}, {}, ""});
     return out;
   }
-  // The file's tensors by name: 8 bytes a tensor (a hash of a million names would take tens).
-  const std::vector<uint64_t> by_name = m.tensors.sorted_by_name();
-  auto index_of = [&](const std::string& name) -> std::optional<size_t> {
-    auto it = std::lower_bound(by_name.begin(), by_name.end(), name,
-                               [&](uint64_t i, const std::string& n) { return m.tensors.name(i) < std::string_view(n); });
-    if (it == by_name.end() || m.tensors.name(*it) != name) return std::nullopt;
-    return *it;
-  };
+  const ByName by_name(m);
   Env env = hparams_of(m, arch);
   const bool layered = env.count("n_layer");
   std::vector<bool> taken(m.tensors.size(), false);
@@ -457,9 +495,9 @@ std::vector<TensorFinding> tensor_rules(const Model& m) {
   // file can hold (each takes a tensor at least): past them, every tensor is missing.
   size_t missing = 0;
   constexpr size_t kMaxMissing = 32;
-  auto present = [&](const std::string& name) { return index_of(name).has_value(); };
+  auto present = [&](const std::string& name) { return by_name.has(name); };
   walk(m, arch, found->second, env, static_cast<int64_t>(m.tensors.size()) + 1, present, [&](const Entry& e, const std::string& name) {
-    const std::optional<size_t> at = index_of(name);
+    const std::optional<size_t> at = by_name.find(name);
     if (!at) {
       if (!e.optional && ++missing <= kMaxMissing)
         tell(Finding{Code::tensor_missing, Severity::error, std::nullopt,

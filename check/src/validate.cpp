@@ -14,6 +14,7 @@
 #include "ggufkit/jinja.h"
 #include "ggufkit/scan.h"
 #include "ggufkit/vocab.h"
+#include "ggufkit/tensors.h"
 #include "ggufkit/text.h"
 #include "ggufkit/writer.h"
 #include "key_rules.h"
@@ -249,10 +250,14 @@ class Validator {
     bool quantized = std::any_of(m.tensors.begin(), m.tensors.end(), [](const Tensor& t) { return ggml_type(t.type)->block > 1; });
     if (quantized && !m.find("general.quantization_version"))
       add(Code::missing_quantization_version, Place::key("general.quantization_version"), std::nullopt, "quantized tensors but no general.quantization_version");
-    auto req = required_hparams().find(arch);
-    if (req != required_hparams().end())
+    // The keys the loader reads without a default (the tensor table's, for the architectures
+    // it covers), and those the tensors' shapes cannot do without.
+    std::vector<std::string> required = required_keys(arch).value_or(std::vector<std::string>{});
+    if (auto req = required_hparams().find(arch); req != required_hparams().end())
       for (const std::string& k : req->second)
-        if (!m.find(arch + "." + k)) add(Code::missing_hparam, Place::key(arch + "." + k), std::nullopt, arch + "." + k + " is missing; llama.cpp needs it for " + arch);
+        if (std::find(required.begin(), required.end(), arch + "." + k) == required.end()) required.push_back(arch + "." + k);
+    for (const std::string& k : required)
+      if (!m.find(k)) add(Code::missing_hparam, Place::key(k), std::nullopt, k + " is missing; llama.cpp needs it for " + arch);
     for (const char* k : {"attention.head_count", "embedding_length", "block_count"}) {
       const Value* v = arch.empty() ? nullptr : m.find(arch + "." + k);
       if (v && v->is_integer() && v->as_u64() == 0)

@@ -158,14 +158,21 @@ TEST(LlamaCpp, TheExampleOfEachCoveredArchitectureRunsAndEachOfItsVariantsGetsLl
     SCOPED_TRACE(arch);
     // The example itself, and with experts where the table has them: llama.cpp loads and generates.
     std::vector<ArchExampleRequest> examples = {{arch, {}, 1}, {arch, {{"expert_count", "4"}, {"expert_used_count", "2"}}, 1}};
+    // Encoders (bert, nomic-bert): libllama builds no token-generating graph for them, so
+    // their example only has to load.
+    const bool encoder = arch == "bert" || arch == "nomic-bert";
     for (const ArchExampleRequest& req : examples) {
       const std::string out = dir + "/" + arch + "-example.gguf";
       std::ofstream(dir + "/e.yaml") << arch_example_sketch(req);
       write_sketch(read_sketch(dir + "/e.yaml"), out);
-      std::optional<llama_api::Run> r = llama_api::run(out, why);
-      ASSERT_TRUE(r.has_value()) << why;
-      EXPECT_EQ(r->tokens.size(), 8u);
-      EXPECT_EQ(r->n_vocab, 259);
+      if (encoder) {
+        EXPECT_TRUE(llama_api::loads(out, why)) << why;
+      } else {
+        std::optional<llama_api::Run> r = llama_api::run(out, why);
+        ASSERT_TRUE(r.has_value()) << why;
+        EXPECT_EQ(r->tokens.size(), 8u);
+        EXPECT_EQ(r->n_vocab, 259);
+      }
       std::vector<Finding> fs = validate_file(out);
       EXPECT_EQ(std::count_if(fs.begin(), fs.end(), [](const Finding& f) { return f.severity != Severity::info; }), 0);
     }

@@ -19,6 +19,7 @@ struct LoaderTensor {
   bool optional = false;       // taken when there, not missed when not
   bool shaped = false;         // dims known
   bool instead = false;        // made only where another tensor is not (q, k, v where qkv is not fused)
+  bool in_example = false;     // optional, but the graph needs it: the example writes it
 };
 
 // The layers an example is made of, at most (a table walk over a model without tensors).
@@ -28,6 +29,18 @@ inline constexpr uint32_t kMaxExampleLayers = 1024;
 // where one tensor stands for others, the tensors it has), in the loader's order; nullopt
 // when the table has no entry for the architecture.
 std::optional<std::vector<LoaderTensor>> loader_tensors(const Model& m);
+// What the loader takes from `m`, in brief (show): the number of tensors it takes (its count
+// check), and the optional tensors the file leaves out, each kind once (blk.N.attn_q.bias for
+// every layer); nullopt when the table has no entry for the architecture.
+struct LoaderSummary {
+  size_t expected = 0;
+  std::vector<std::string> left_out;
+  bool tied_output = false;  // no output.weight: token_embd.weight stands in for it
+};
+std::optional<LoaderSummary> loader_summary(const Model& m);
+// The keys llama.cpp's loader refuses a model of `arch` without (read with no default), in the
+// table's order; nullopt for an architecture the table does not cover.
+std::optional<std::vector<std::string>> required_keys(const std::string& arch);
 // The architectures the table covers, sorted.
 std::vector<std::string> tensor_table_architectures();
 
