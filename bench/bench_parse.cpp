@@ -14,6 +14,7 @@
 #include "ggufkit/tensors.h"
 #include "ggufkit/vocab.h"
 #include "ggufkit/scan.h"
+#include "../check/src/tensor_rules.h"  // the rules' own entry, internal to the check library
 
 namespace {
 std::string g_file;
@@ -69,6 +70,20 @@ void BM_LoaderTensorTable(benchmark::State& state) {
   state.counters["tensors"] = static_cast<double>(n);
 }
 BENCHMARK(BM_LoaderTensorTable)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+// The tensor rules themselves (what validate gained): the walk, the name index, the shape
+// checks and the findings, as check_model runs them.
+void BM_TensorRules(benchmark::State& state) {
+  const ggufkit::Scanned s = ggufkit::scan_file(g_file);
+  size_t findings = 0;
+  for (auto _ : state) {
+    auto f = ggufkit::tensor_rules(s.model);
+    findings = f.size();
+    benchmark::DoNotOptimize(f);
+  }
+  state.counters["findings"] = static_cast<double>(findings);
+}
+BENCHMARK(BM_TensorRules)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 void BM_RuleBookCheckModel(benchmark::State& state) {
   const ggufkit::Scanned s = ggufkit::scan_file(g_file);

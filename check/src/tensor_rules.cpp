@@ -168,6 +168,14 @@ struct Entry {
   std::string with, without;
 };
 
+// An architecture's optional_layers: item: in a layer where `when` holds and the file has no
+// tensor `without` ("{i}" the layer), every tensor of the layer loop is optional (the loader
+// probes the file and makes its per-layer flags TENSOR_NOT_REQUIRED).
+struct Relax {
+  Expr when;
+  std::string without;
+};
+
 struct Table {
   std::vector<Hparam> hparams;
   std::vector<ExampleKey> example;  // every architecture's smallest model's keys, "{arch}" in them
@@ -175,6 +183,7 @@ struct Table {
   std::vector<std::string> requires_all;  // every architecture's required keys, "{arch}" in them
   std::unordered_map<std::string, std::vector<std::string>> arch_requires;
   std::unordered_map<std::string, std::vector<Entry>> archs;
+  std::unordered_map<std::string, std::vector<Relax>> relax;
   std::set<std::string, std::less<>> known;  // every architecture llama.cpp knows
 };
 
@@ -218,7 +227,12 @@ Table parse_table() {
     const std::string arch = y.scalar(archs.items[a], "architectures");
     const YamlNode& spec = archs.items[a + 1];
     if (!t.known.count(arch)) y.fail(archs.items[a], arch, "not in known:, the architectures llama.cpp knows");
-    y.fields(spec, arch, {"requires", "tensors", "example"});
+    y.fields(spec, arch, {"requires", "tensors", "example", "optional_layers"});
+    for (const YamlNode& n : spec["optional_layers"]) {
+      const std::string where = arch + " optional_layers";
+      y.fields(n, where, {"when", "without"});
+      t.relax[arch].push_back({expr(n["when"], where), y.scalar(n["without"], where)});
+    }
     example_list(spec["example"], arch + " example", t.arch_example[arch]);
     for (const YamlNode& n : spec["requires"]) t.arch_requires[arch].push_back(y.scalar(n, arch + " requires"));
     std::vector<Entry>& out = t.archs[arch];
@@ -339,19 +353,27 @@ std::string explained(const std::string& name, const Env& env) {
 
 // The loader's walk over `m`'s table entries: for each tensor it creates from a file whose
 // tensors `present` tells (its when, with and without holding), in its order, f(entry, name)
-// with env["i"] the layer and the layer's own hyperparameters set. The layer loop stops at
-// `max_layers`.
+// with env["i"] the layer and the layer's own hyperparameters set, and whether it is optional
+// there (its own or its layer's, `relax`). The layer loop stops at `max_layers`.
 template <typename Present, typename F>
-void walk(const Model& m, const std::string& arch, const std::vector<Entry>& entries, Env& env, int64_t max_layers, Present present, F f) {
+void walk(const Model& m, const std::string& arch, const std::vector<Entry>& entries, const std::vector<Relax>& relax, Env& env,
+          int64_t max_layers, Present present, F f) {
   auto each = [&](const Entry& e, const std::string& layer) {
     if (!layer.empty()) env["i"] = std::stoll(layer);
     if (e.when) {
       std::optional<int64_t> w = eval(*e.when, env);
-      if (!w || !*w) return;  // not created here (or unknown: not judged)
+      if (!w || !*w) return false;  // not created here (or unknown: not judged)
     }
-    if (!e.with.empty() && !present(replaced(e.with, "{i}", layer))) return;
-    if (!e.without.empty() && present(replaced(e.without, "{i}", layer))) return;
-    f(e, replaced(e.name, "{i}", layer));
+    if (!e.with.empty() && !present(replaced(e.with, "{i}", layer))) return false;
+    if (!e.without.empty() && present(replaced(e.without, "{i}", layer))) return false;
+    bool optional = e.optional;
+    if (!layer.empty())
+      for (const Relax& r : relax) {
+        std::optional<int64_t> w = eval(r.when, env);
+        if (w && *w && !present(replaced(r.without, "{i}", layer))) optional = true;
+      }
+    f(e, replaced(e.name, "{i}", layer), optional);
+    return true;
   };
   const auto layers = env.find("n_layer");
   const int64_t n_layers = layers == env.end() ? 0 : std::min(layers->second, max_layers);
@@ -362,12 +384,15 @@ void walk(const Model& m, const std::string& arch, const std::vector<Entry>& ent
     }
     size_t end = k;  // a run of the layer loop's entries
     while (end < entries.size() && (entries[end].layered || entries[end].once)) ++end;
+    // A once entry is created at the first layer whose when holds (gemma4's rope_freqs: the
+    // first full-attention layer); the later layers' are TENSOR_DUPLICATED.
+    std::vector<bool> made(end - k, false);
     for (int64_t i = 0; i < n_layers; ++i) {
       env["i"] = i;  // a layer's own value may be derived from i (qwen3next's is_recr(i))
       hparams_of(m, arch, env, i);
       for (size_t j = k; j < end; ++j)
         if (entries[j].layered) each(entries[j], std::to_string(i));
-        else if (i == 0) each(entries[j], "");
+        else if (!made[j - k]) made[j - k] = each(entries[j], "");
     }
     k = end;
   }
@@ -388,6 +413,12 @@ class ByName {
   const Model& m_;
   std::vector<uint64_t> sorted_;
 };
+
+const std::vector<Relax>& relax_of(const std::string& arch) {
+  static const std::vector<Relax> none;
+  auto it = table().relax.find(arch);
+  return it == table().relax.end() ? none : it->second;
+}
 
 std::optional<std::vector<uint64_t>> shape_of(const Entry& e, const Env& env) {
   std::vector<uint64_t> want;
@@ -444,9 +475,12 @@ std::optional<std::vector<LoaderTensor>> loader_tensors(const Model& m) {
   const ByName by_name(m);
   auto present = [&](const std::string& name) { return by_name.has(name); };
   std::vector<LoaderTensor> out;
-  walk(m, arch, found->second, env, static_cast<int64_t>(kMaxExampleLayers), present, [&](const Entry& e, const std::string& name) {
+  // The whole model's tensors: optional_layers: (a file's probes that relax the loader's flags)
+  // is validate's, or the example of a model with MTP blocks, having no tensors, would have none.
+  walk(m, arch, found->second, {}, env, static_cast<int64_t>(kMaxExampleLayers), present,
+       [&](const Entry& e, const std::string& name, bool optional) {
     std::optional<std::vector<uint64_t>> dims = shape_of(e, env);
-    out.push_back({name, dims.value_or(std::vector<uint64_t>{}), e.optional, dims.has_value(), !e.without.empty(), e.in_example});
+    out.push_back({name, dims.value_or(std::vector<uint64_t>{}), optional, dims.has_value(), !e.without.empty(), e.in_example});
   });
   return out;
 }
@@ -496,10 +530,11 @@ std::vector<TensorFinding> tensor_rules(const Model& m) {
   size_t missing = 0;
   constexpr size_t kMaxMissing = 32;
   auto present = [&](const std::string& name) { return by_name.has(name); };
-  walk(m, arch, found->second, env, static_cast<int64_t>(m.tensors.size()) + 1, present, [&](const Entry& e, const std::string& name) {
+  walk(m, arch, found->second, relax_of(arch), env, static_cast<int64_t>(m.tensors.size()) + 1, present,
+       [&](const Entry& e, const std::string& name, bool optional) {
     const std::optional<size_t> at = by_name.find(name);
     if (!at) {
-      if (!e.optional && ++missing <= kMaxMissing)
+      if (!optional && ++missing <= kMaxMissing)
         tell(Finding{Code::tensor_missing, Severity::error, std::nullopt,
                      name + ": llama.cpp's " + arch + " loader asks for it and the file has no tensor of that name", Place::tensor(name),
                      {}, "the file lacks weights: re-convert the model"});

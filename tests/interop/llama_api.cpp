@@ -1,5 +1,6 @@
 #include "llama_api.h"
 
+#include <cstdio>
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -177,6 +178,7 @@ bool loads(const std::string& path, std::string& why, std::string& log) {
     why = "pipe failed";
     return false;
   }
+  std::fflush(nullptr);  // a child that aborts must not write the parent's buffered output again
   pid_t child = ::fork();
   if (child == 0) {
     ::close(fds[0]);
@@ -210,6 +212,7 @@ bool adapter_loads(const std::string& model, const std::string& adapter, std::st
     why = "pipe failed";
     return false;
   }
+  std::fflush(nullptr);  // a child that aborts must not write the parent's buffered output again
   pid_t child = ::fork();
   if (child == 0) {
     ::close(fds[0]);
