@@ -263,3 +263,44 @@ TEST(LlamaCpp, TheLoadersConditionsOnHyperparametersGetLlamaCppsVerdict) {
   EXPECT_EQ(agree, cases.size());
   std::printf("hyperparameter conditions: %zu cases, %zu agree with llama.cpp's loader\n", n, agree);
 }
+
+// No new errors on the files people have: every corpus file (llama.cpp's own tools wrote
+// them) and every README example that llama.cpp loads as a model gets no error from
+// validate; the ones it does not load are vocabularies, headers and shards read alone.
+TEST(LlamaCpp, EveryCorpusFileAndExampleLlamaCppLoadsHasNoValidateError) {
+  std::string why;
+  ASSERT_TRUE(llama_api::available(why)) << why;
+  const std::string dir = temp_path("corpus-verdicts");
+  std::filesystem::create_directories(dir);
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(corpus("")))
+    if (e.path().extension() == ".gguf") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  for (const char* name : {"tiny-llama", "every-type", "sketch-408"}) {
+    const std::string out = dir + "/" + name + ".gguf";
+    write_sketch(read_sketch(std::string(GGUFKIT_SOURCE) + "/examples/" + name + ".yaml",
+                             {{"VOCAB", corpus("vocab/ggml-vocab-llama-spm.gguf")}}),
+                 out);
+    files.push_back(out);
+  }
+  for (const std::string& a : tensor_table_architectures()) {  // and each covered architecture's example
+    const std::string out = dir + "/example-" + a + ".gguf";
+    std::ofstream(dir + "/e.yaml") << arch_example_sketch({a, {}, 1});
+    write_sketch(read_sketch(dir + "/e.yaml"), out);
+    files.push_back(out);
+  }
+  size_t loaded = 0, refused = 0;
+  for (const std::string& f : files) {
+    SCOPED_TRACE(f);
+    if (!llama_api::loads(f, why)) {
+      ++refused;
+      continue;
+    }
+    ++loaded;
+    // as `ggufkit validate` judges it: a shard with its set, the one model llama.cpp loads
+    for (const auto& [file, finding] : validate(f).findings) EXPECT_NE(finding.severity, Severity::error) << file << ": " << finding.message;
+  }
+  EXPECT_GE(loaded, 28u + 3);  // the examples of the table, the tiny llama and the corpus' whole models
+  std::printf("corpus and examples: %zu files, %zu load in llama.cpp (none with a validate error), %zu do not load as models\n",
+              files.size(), loaded, refused);
+}
