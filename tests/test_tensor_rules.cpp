@@ -317,3 +317,49 @@ TEST(TensorTable, ShowSaysHowManyTensorsTheLoaderTakesAndWhatTheFileLeavesOut) {
   ASSERT_EQ(other.code, 0) << other.err;
   EXPECT_TRUE(YAML::Load(other.out)["loader"].IsNull());
 }
+
+// A header is the attacker's: hyperparameters at the ends of int64 (a u64 embedding length
+// of 2^63 over a head count of 2^64-1 makes the default head size INT64_MIN / -1) and
+// negative signed counts neither crash validate or show nor are quoted as 2^64-1.
+TEST(TensorTable, HyperparametersAtTheEndsOfTheIntegersNeitherCrashNorAreMisquoted) {
+  std::string text = arch_example_sketch({"llama", {}, 1});
+  auto written = [&](const std::string& name, const std::vector<std::pair<std::string, std::string>>& lines) {
+    std::string t = text;
+    for (const auto& [from, to] : lines) replace(t, from, to);
+    const std::string yaml = temp_path(name + ".yaml"), out = temp_path(name + ".gguf");
+    std::ofstream(yaml) << t;
+    write_sketch(read_sketch(yaml), out);
+    return out;
+  };
+  const std::string huge = written("hparams-int64-min", {{"embedding_length\", type: u32, value: 64}", "embedding_length\", type: u64, value: 9223372036854775808}"},
+                                                         {"head_count\", type: u32, value: 4}", "head_count\", type: u64, value: 18446744073709551615}"}});
+  const std::vector<Finding> fs = validate_file(huge);
+  EXPECT_TRUE(std::any_of(fs.begin(), fs.end(), [](const Finding& f) { return f.severity == Severity::error; }));
+  CliRun show = run_cli("show " + huge);
+  EXPECT_EQ(show.code, 0) << show.err;
+  const std::string negative = written("hparams-negative", {{"block_count\", type: u32, value: 2}", "block_count\", type: i32, value: -1}"}});
+  for (const Finding& f : validate_file(negative)) EXPECT_EQ(f.message.find("18446744073709551615"), std::string::npos) << f.message;
+}
+
+// show counts what the loader takes from the file as it is: a deepseek2 file without its
+// multi-token-prediction layer (the loader then makes every MTP tensor optional) takes as
+// many tensors as it has.
+TEST(TensorTable, ShowCountsATrunkOnlyFileAsTheLoaderTakesIt) {
+  std::string text = arch_example_sketch({"deepseek2", {{"block_count", "3"}, {"nextn_predict_layers", "1"}}, 1});
+  std::string trunk;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = text.find('\n', at);
+    const std::string line = text.substr(at, end - at + 1);
+    if (line.find("\"blk.2.") == std::string::npos) trunk += line;
+    at = end + 1;
+  }
+  const std::string yaml = temp_path("deepseek2-trunk.yaml"), out = temp_path("deepseek2-trunk.gguf");
+  std::ofstream(yaml) << trunk;
+  write_sketch(read_sketch(yaml), out);
+  const Scanned s = scan_file(out);
+  EXPECT_EQ(s.model.tensors.size(), 34u);
+  EXPECT_TRUE(tensor_findings(out).empty());
+  const std::optional<LoaderSummary> l = loader_summary(s.model);
+  ASSERT_TRUE(l.has_value());
+  EXPECT_EQ(l->expected, 34u);
+}

@@ -42,16 +42,19 @@ std::optional<int64_t> eval(const Expr& e, const Env& env) {
   }
   std::optional<int64_t> a = eval(e.args[0], env);
   if (!a) return std::nullopt;
+  // A header's values may be anything: what overflows int64 (or traps, INT64_MIN / -1) is unknown.
+  int64_t r = 0;
   if (e.op == Expr::negate) return !*a;
-  if (e.op == Expr::neg) return -*a;
+  if (e.op == Expr::neg) return __builtin_sub_overflow(int64_t{0}, *a, &r) ? std::nullopt : std::optional<int64_t>(r);
   std::optional<int64_t> b = eval(e.args[1], env);
   if (!b) return std::nullopt;
+  const bool traps = *b == 0 || (*b == -1 && *a == INT64_MIN);
   switch (e.op) {
-    case Expr::add: return *a + *b;
-    case Expr::sub: return *a - *b;
-    case Expr::mul: return *a * *b;
-    case Expr::div: return *b == 0 ? std::nullopt : std::optional<int64_t>(*a / *b);
-    case Expr::mod: return *b == 0 ? std::nullopt : std::optional<int64_t>(*a % *b);
+    case Expr::add: return __builtin_add_overflow(*a, *b, &r) ? std::nullopt : std::optional<int64_t>(r);
+    case Expr::sub: return __builtin_sub_overflow(*a, *b, &r) ? std::nullopt : std::optional<int64_t>(r);
+    case Expr::mul: return __builtin_mul_overflow(*a, *b, &r) ? std::nullopt : std::optional<int64_t>(r);
+    case Expr::div: return traps ? std::nullopt : std::optional<int64_t>(*a / *b);
+    case Expr::mod: return traps ? std::nullopt : std::optional<int64_t>(*a % *b);
     case Expr::eq: return *a == *b;
     case Expr::ne: return *a != *b;
     case Expr::lt: return *a < *b;
@@ -270,9 +273,8 @@ std::string replaced(std::string s, std::string_view what, const std::string& wi
 
 // A key's integer (a bool as 0 or 1), or a per-layer array's item `layer`: layer 0 for the
 // names LLAMA_LOAD_LOCALS reads, the layer's own for a name(i). An array too short has none.
-std::optional<int64_t> key_value(const Model& m, const std::string& key, size_t layer) {
-  const Value* v = m.find(key);
-  if (!v) return std::nullopt;
+std::optional<int64_t> key_value(const Value* v, size_t layer) {
+  if (!v || (v->type == ValueType::array && v->elem == ValueType::array)) return std::nullopt;  // an array of arrays: none
   auto number = [](const Value& x) -> std::optional<int64_t> {
     if (x.is_integer()) return x.as_i64();
     if (x.type == ValueType::boolean) return static_cast<int64_t>(x.as_u64());
@@ -282,26 +284,30 @@ std::optional<int64_t> key_value(const Model& m, const std::string& key, size_t 
   return number(*v);
 }
 
+// The model's value of each hyperparameter's key (nullptr: none), looked up once: a layer
+// loop over a million layers asks them a million times.
+std::vector<const Value*> hparam_keys(const Model& m, const std::string& arch) {
+  std::vector<const Value*> out;
+  for (const Hparam& h : table().hparams) out.push_back(h.key.empty() ? nullptr : m.find(replaced(h.key, "{arch}", arch)));
+  return out;
+}
+
 // The hyperparameters in the table's order: the model-wide ones when `layer` is empty, else
 // the per-layer ones (name(i)) of that layer, over the model-wide ones already in `env`.
-void hparams_of(const Model& m, const std::string& arch, Env& env, std::optional<int64_t> layer = std::nullopt) {
-  for (const Hparam& h : table().hparams) {
+void hparams_of(const Model& m, const std::vector<const Value*>& keys, Env& env, std::optional<int64_t> layer = std::nullopt) {
+  const std::vector<Hparam>& all = table().hparams;
+  for (size_t k = 0; k < all.size(); ++k) {
+    const Hparam& h = all[k];
     if (h.per_layer() != layer.has_value()) continue;
     std::optional<int64_t> v;
     if (h.value) v = eval(*h.value, env);
     if (!v && h.tokens)
       if (const Value* t = m.find("tokenizer.ggml.tokens"); t && t->type == ValueType::array) v = static_cast<int64_t>(t->size());
-    if (!v && !h.key.empty()) v = key_value(m, replaced(h.key, "{arch}", arch), static_cast<size_t>(layer.value_or(0)));
+    if (!v) v = key_value(keys[k], static_cast<size_t>(layer.value_or(0)));
     if (!v && h.fallback) v = eval(*h.fallback, env);
     if (v) env[h.name] = *v;
     else env.erase(h.name);  // not the layer before's
   }
-}
-
-Env hparams_of(const Model& m, const std::string& arch) {
-  Env env;
-  hparams_of(m, arch, env);
-  return env;
 }
 
 std::string dims_text(const std::vector<uint64_t>& d) {
@@ -356,8 +362,8 @@ std::string explained(const std::string& name, const Env& env) {
 // with env["i"] the layer and the layer's own hyperparameters set, and whether it is optional
 // there (its own or its layer's, `relax`). The layer loop stops at `max_layers`.
 template <typename Present, typename F>
-void walk(const Model& m, const std::string& arch, const std::vector<Entry>& entries, const std::vector<Relax>& relax, Env& env,
-          int64_t max_layers, Present present, F f) {
+void walk(const Model& m, const std::vector<const Value*>& keys, const std::vector<Entry>& entries, const std::vector<Relax>& relax,
+          Env& env, int64_t max_layers, Present present, F f) {
   auto each = [&](const Entry& e, const std::string& layer) {
     if (!layer.empty()) env["i"] = std::stoll(layer);
     if (e.when) {
@@ -389,11 +395,15 @@ void walk(const Model& m, const std::string& arch, const std::vector<Entry>& ent
     std::vector<bool> made(end - k, false);
     for (int64_t i = 0; i < n_layers; ++i) {
       env["i"] = i;  // a layer's own value may be derived from i (qwen3next's is_recr(i))
-      hparams_of(m, arch, env, i);
+      hparams_of(m, keys, env, i);
       for (size_t j = k; j < end; ++j)
         if (entries[j].layered) each(entries[j], std::to_string(i));
         else if (!made[j - k]) made[j - k] = each(entries[j], "");
     }
+    // after the loop, no layer: a later entry must not see the last one's values
+    env.erase("i");
+    for (const Hparam& h : table().hparams)
+      if (h.per_layer()) env.erase(h.name);
     k = end;
   }
 }
@@ -467,17 +477,22 @@ std::vector<ExampleKey> example_keys(const std::string& arch) {
   return out;
 }
 
-std::optional<std::vector<LoaderTensor>> loader_tensors(const Model& m) {
+namespace {
+
+// The tensors the loader creates for `m`; with `probe`, as it probes this file's tensors
+// (optional_layers:), else the whole model's (the example of a model with MTP blocks, made
+// from keys alone, would otherwise have none of them).
+std::optional<std::vector<LoaderTensor>> loader_walk(const Model& m, bool probe) {
   const std::string arch = architecture(m);
   auto found = table().archs.find(arch);
   if (found == table().archs.end()) return std::nullopt;
-  Env env = hparams_of(m, arch);
+  const std::vector<const Value*> keys = hparam_keys(m, arch);
+  Env env;
+  hparams_of(m, keys, env);
   const ByName by_name(m);
   auto present = [&](const std::string& name) { return by_name.has(name); };
   std::vector<LoaderTensor> out;
-  // The whole model's tensors: optional_layers: (a file's probes that relax the loader's flags)
-  // is validate's, or the example of a model with MTP blocks, having no tensors, would have none.
-  walk(m, arch, found->second, {}, env, static_cast<int64_t>(kMaxExampleLayers), present,
+  walk(m, keys, found->second, probe ? relax_of(arch) : std::vector<Relax>{}, env, static_cast<int64_t>(kMaxExampleLayers), present,
        [&](const Entry& e, const std::string& name, bool optional) {
     std::optional<std::vector<uint64_t>> dims = shape_of(e, env);
     out.push_back({name, dims.value_or(std::vector<uint64_t>{}), optional, dims.has_value(), !e.without.empty(), e.in_example});
@@ -485,8 +500,12 @@ std::optional<std::vector<LoaderTensor>> loader_tensors(const Model& m) {
   return out;
 }
 
+}  // namespace
+
+std::optional<std::vector<LoaderTensor>> loader_tensors(const Model& m) { return loader_walk(m, false); }
+
 std::optional<LoaderSummary> loader_summary(const Model& m) {
-  std::optional<std::vector<LoaderTensor>> all = loader_tensors(m);
+  std::optional<std::vector<LoaderTensor>> all = loader_walk(m, true);
   if (!all) return std::nullopt;
   const ByName by_name(m);
   LoaderSummary out;
@@ -519,7 +538,9 @@ std::vector<TensorFinding> tensor_rules(const Model& m) {
     return out;
   }
   const ByName by_name(m);
-  Env env = hparams_of(m, arch);
+  const std::vector<const Value*> keys = hparam_keys(m, arch);
+  Env env;
+  hparams_of(m, keys, env);
   const bool layered = env.count("n_layer");
   std::vector<bool> taken(m.tensors.size(), false);
   size_t expected = 0;  // the tensors the loader creates from this file
@@ -530,7 +551,7 @@ std::vector<TensorFinding> tensor_rules(const Model& m) {
   size_t missing = 0;
   constexpr size_t kMaxMissing = 32;
   auto present = [&](const std::string& name) { return by_name.has(name); };
-  walk(m, arch, found->second, relax_of(arch), env, static_cast<int64_t>(m.tensors.size()) + 1, present,
+  walk(m, keys, found->second, relax_of(arch), env, static_cast<int64_t>(m.tensors.size()) + 1, present,
        [&](const Entry& e, const std::string& name, bool optional) {
     const std::optional<size_t> at = by_name.find(name);
     if (!at) {

@@ -310,7 +310,7 @@ class Validator {
   void shapes() {
     const Model& m = m_;
     std::string arch = role_ == Role::model ? architecture(m) : "";
-    if (const Value* bc = arch.empty() ? nullptr : m.find(arch + ".block_count"); bc && bc->is_integer()) {
+    if (const Value* bc = arch.empty() ? nullptr : m.find(arch + ".block_count"); bc && bc->is_integer() && !(is_signed(bc->type) && bc->as_i64() < 0)) {
       uint64_t blocks = 0;
       bool any = false;
       for (const Tensor& t : m.tensors) {
@@ -322,7 +322,7 @@ class Validator {
       // with nextn_predict_layers MTP blocks at the end, a file may hold the trunk alone (the
       // loaders of deepseek2 and glm4moe then make every MTP tensor optional)
       const Value* nextn = m.find(arch + ".nextn_predict_layers");
-      const uint64_t n_nextn = nextn && nextn->is_integer() ? nextn->as_u64() : 0;
+      const uint64_t n_nextn = nextn && nextn->is_integer() && nextn->as_i64() > 0 ? nextn->as_u64() : 0;
       const bool trunk_only = n_nextn > 0 && n_nextn < bc->as_u64() && blocks == bc->as_u64() - n_nextn;
       if (any && bc->as_u64() != blocks && !trunk_only)
         add(Code::block_count, Place::key(arch + ".block_count"), key_at(arch + ".block_count"),
@@ -383,14 +383,20 @@ class Validator {
   // The conditions llama.cpp's load_hparams puts on the keys every architecture shares
   // (llama-model.cpp; a GGML_ASSERT there aborts the program that loads the file).
   void loader_conditions(const std::string& arch) {
-    auto number = [&](const std::string& k, bool largest = false) -> std::optional<uint64_t> {  // a per-layer array's largest
+    // A key's count (a per-layer array's largest); none for a negative one: llama.cpp reads
+    // these as u32 and refuses another type, which the key rules say.
+    auto count = [](const Value& x) -> std::optional<uint64_t> {
+      if (!x.is_integer() || (x.as_i64() < 0 && is_signed(x.type))) return std::nullopt;
+      return x.as_u64();
+    };
+    auto number = [&](const std::string& k, bool largest = false) -> std::optional<uint64_t> {
       const Value* v = m_.find(arch + "." + k);
       if (!v) return std::nullopt;
-      if (v->is_integer()) return v->as_u64();
-      if (v->type != ValueType::array || !largest) return std::nullopt;
+      if (v->type != ValueType::array) return count(*v);
+      if (!largest) return std::nullopt;
       std::optional<uint64_t> most;
       v->each([&](const Value& x) {
-        if (x.is_integer()) most = std::max(most.value_or(0), x.as_u64());
+        if (auto n = count(x)) most = std::max(most.value_or(0), *n);
         return true;
       });
       return most;
