@@ -172,7 +172,13 @@ TEST(KeyType, APerLayerArrayOfOnePerBlockIsTakenAndOfAnotherLengthIsNot) {
   p.keys = "  - {key: llama.attention.head_count_kv, type: array, items: i32, value: [2, 1]}\n";
   EXPECT_TRUE(validate_file(model_file("kv-array.gguf", p)).empty());  // gguf-py writes per-layer lists as i32
   p.keys = "  - {key: llama.attention.head_count_kv, type: array, items: bool, value: [true, true]}\n";
-  EXPECT_TRUE(validate_file(model_file("kv-bools.gguf", p)).empty());  // get_arr into std::array takes bools
+  // get_arr into std::array takes bools, each as 1: the type is right, but one KV head no
+  // longer fits k and v sized for two (llama.cpp refuses the shapes, as the tensor table says)
+  const std::vector<Finding> bools = validate_file(model_file("kv-bools.gguf", p));
+  ASSERT_EQ(bools.size(), 4u);
+  for (const Finding& f : bools) EXPECT_EQ(f.code, Code::tensor_shape) << f.message;
+  EXPECT_EQ(bools[0].message, "blk.0.attn_k.weight is 256x256; llama.cpp expects 256x128 "
+                              "(n_embd 256, n_embd_k_gqa 128 = n_embd_head_k 128 * n_head_kv 1)");
   p.keys = "  - {key: llama.attention.head_count_kv, type: array, items: u32, value: [2, 2, 2]}\n";
   const std::string three = model_file("kv-three.gguf", p);
   const Finding f = only(validate_file(three));

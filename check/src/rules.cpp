@@ -29,7 +29,7 @@ constexpr std::array kRules = {
     Rule{Code::missing_hparam, "missing_hparam", error, "a hyperparameter llama.cpp needs for the architecture is missing"},
     Rule{Code::zero_hparam, "zero_hparam", error, "a head count, embedding length or block count of 0"},
     Rule{Code::hparam_condition, "hparam_condition", error,
-         "hyperparameters llama.cpp's loader refuses or aborts on (layer and expert limits, expert counts, rope width)"},
+         "hyperparameters llama.cpp's loader refuses or aborts on (experts used, expert groups, MTP layers, rope width)"},
     Rule{Code::invalid_utf8, "invalid_utf8", warning, "a key, string or tensor name that is not valid UTF-8"},
     Rule{Code::template_nul, "template_nul", error, "a chat template with a NUL byte (llama.cpp cuts it there)"},
     Rule{Code::bool_value, "bool_value", warning, "a bool byte other than 0 or 1"},

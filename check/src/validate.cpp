@@ -410,10 +410,11 @@ class Validator {
     const uint64_t layers = number("block_count").value_or(0), experts = number("expert_count").value_or(0);
     const uint64_t used = number("expert_used_count", true).value_or(0), groups = number("expert_group_count").value_or(0);
     const uint64_t groups_used = number("expert_group_used_count").value_or(0);
-    if (layers > kMaxLayers) tell("block_count", " is " + std::to_string(layers) + "; llama.cpp takes at most 512 layers and aborts");
+    // Over LLAMA_MAX_LAYERS or LLAMA_MAX_EXPERTS is key_range's (schemas/keys.yaml), and llama.cpp
+    // stops there before it asks the rest.
+    if (layers > kMaxLayers || experts > kMaxExperts) return;
     if (auto nextn = number("nextn_predict_layers"); nextn && *nextn > layers && layers > 0)
       tell("nextn_predict_layers", " is " + std::to_string(*nextn) + ", more than the " + std::to_string(layers) + " layers; llama.cpp aborts");
-    if (experts > kMaxExperts) tell("expert_count", " is " + std::to_string(experts) + "; llama.cpp takes at most 1024 experts and aborts");
     if (used > experts)
       tell("expert_used_count", std::string(" is ") + std::to_string(used) + (experts ? ", more than the " + std::to_string(experts) + " experts" : " but the model has no experts (no expert_count)") +
                "; llama.cpp aborts",
