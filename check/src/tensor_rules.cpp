@@ -152,6 +152,9 @@ class Parser {
   size_t p_ = 0;
 };
 
+// "n_head_kv(i)": a layer's own value (hparams.X(i)), set in the layer loop only.
+bool per_layer_name(std::string_view name) { return name.size() > 3 && name.ends_with("(i)"); }
+
 struct Hparam {
   std::string name;     // "(i)" at the end: one value per layer (the layer loop's)
   std::string key;      // with "{arch}" for the architecture
@@ -159,7 +162,7 @@ struct Hparam {
   std::optional<Expr> value;  // derived: always this
   std::string value_text;     // as the table writes it, to explain a shape
   std::optional<Expr> fallback;  // the key's default
-  bool per_layer() const { return name.size() > 3 && name.compare(name.size() - 3, 3, "(i)") == 0; }
+  bool per_layer() const { return per_layer_name(name); }
 };
 
 struct Entry {
@@ -328,7 +331,7 @@ std::string explained(const std::string& name, const Env& env) {
   auto value = [&](const std::string& n) {
     auto it = env.find(n);
     std::string shown = n;
-    if (auto layer = env.find("i"); layer != env.end() && shown.size() > 3 && shown.compare(shown.size() - 3, 3, "(i)") == 0)
+    if (auto layer = env.find("i"); layer != env.end() && per_layer_name(shown))
       shown.replace(shown.size() - 2, 1, std::to_string(layer->second));
     return shown + " " + (it == env.end() ? std::string("?") : std::to_string(it->second));
   };
@@ -364,21 +367,15 @@ std::string explained(const std::string& name, const Env& env) {
 template <typename Present, typename F>
 void walk(const Model& m, const std::vector<const Value*>& keys, const std::vector<Entry>& entries, const std::vector<Relax>& relax,
           Env& env, int64_t max_layers, Present present, F f) {
+  bool relaxed = false;  // the layer the loop is at is one the loader made optional
   auto each = [&](const Entry& e, const std::string& layer) {
-    if (!layer.empty()) env["i"] = std::stoll(layer);
     if (e.when) {
       std::optional<int64_t> w = eval(*e.when, env);
       if (!w || !*w) return false;  // not created here (or unknown: not judged)
     }
     if (!e.with.empty() && !present(replaced(e.with, "{i}", layer))) return false;
     if (!e.without.empty() && present(replaced(e.without, "{i}", layer))) return false;
-    bool optional = e.optional;
-    if (!layer.empty())
-      for (const Relax& r : relax) {
-        std::optional<int64_t> w = eval(r.when, env);
-        if (w && *w && !present(replaced(r.without, "{i}", layer))) optional = true;
-      }
-    f(e, replaced(e.name, "{i}", layer), optional);
+    f(e, replaced(e.name, "{i}", layer), e.optional || (!layer.empty() && relaxed));
     return true;
   };
   const auto layers = env.find("n_layer");
@@ -396,8 +393,13 @@ void walk(const Model& m, const std::vector<const Value*>& keys, const std::vect
     for (int64_t i = 0; i < n_layers; ++i) {
       env["i"] = i;  // a layer's own value may be derived from i (qwen3next's is_recr(i))
       hparams_of(m, keys, env, i);
+      const std::string layer = std::to_string(i);
+      relaxed = std::any_of(relax.begin(), relax.end(), [&](const Relax& r) {
+        std::optional<int64_t> w = eval(r.when, env);
+        return w && *w && !present(replaced(r.without, "{i}", layer));
+      });
       for (size_t j = k; j < end; ++j)
-        if (entries[j].layered) each(entries[j], std::to_string(i));
+        if (entries[j].layered) each(entries[j], layer);
         else if (!made[j - k]) made[j - k] = each(entries[j], "");
     }
     // after the loop, no layer: a later entry must not see the last one's values
@@ -482,14 +484,13 @@ namespace {
 // The tensors the loader creates for `m`; with `probe`, as it probes this file's tensors
 // (optional_layers:), else the whole model's (the example of a model with MTP blocks, made
 // from keys alone, would otherwise have none of them).
-std::optional<std::vector<LoaderTensor>> loader_walk(const Model& m, bool probe) {
+std::optional<std::vector<LoaderTensor>> loader_walk(const Model& m, const ByName& by_name, bool probe) {
   const std::string arch = architecture(m);
   auto found = table().archs.find(arch);
   if (found == table().archs.end()) return std::nullopt;
   const std::vector<const Value*> keys = hparam_keys(m, arch);
   Env env;
   hparams_of(m, keys, env);
-  const ByName by_name(m);
   auto present = [&](const std::string& name) { return by_name.has(name); };
   std::vector<LoaderTensor> out;
   walk(m, keys, found->second, probe ? relax_of(arch) : std::vector<Relax>{}, env, static_cast<int64_t>(kMaxExampleLayers), present,
@@ -502,12 +503,12 @@ std::optional<std::vector<LoaderTensor>> loader_walk(const Model& m, bool probe)
 
 }  // namespace
 
-std::optional<std::vector<LoaderTensor>> loader_tensors(const Model& m) { return loader_walk(m, false); }
+std::optional<std::vector<LoaderTensor>> loader_tensors(const Model& m) { return loader_walk(m, ByName(m), false); }
 
 std::optional<LoaderSummary> loader_summary(const Model& m) {
-  std::optional<std::vector<LoaderTensor>> all = loader_walk(m, true);
-  if (!all) return std::nullopt;
   const ByName by_name(m);
+  std::optional<std::vector<LoaderTensor>> all = loader_walk(m, by_name, true);
+  if (!all) return std::nullopt;
   LoaderSummary out;
   for (const LoaderTensor& t : *all) {
     const bool here = by_name.has(t.name);

@@ -431,8 +431,7 @@ class Validator {
     // llama, deci, falcon and llama-embed rotate the whole head: llama.cpp refuses another width.
     static const std::set<std::string, std::less<>> whole_head = {"llama", "deci", "falcon", "llama-embed"};
     const std::optional<uint64_t> heads = number("attention.head_count"), embd = number("embedding_length");
-    if (whole_head.count(arch) && heads && *heads > 0 && embd) {
-      const uint64_t head = number("attention.key_length").value_or(*embd / *heads);
+    if (const uint64_t head = head_size(m_); whole_head.count(arch) && heads && *heads > 0 && embd && head > 0) {
       if (auto rot = number("rope.dimension_count"); rot && *rot != head)
         tell("rope.dimension_count", " is " + std::to_string(*rot) + "; llama.cpp's " + arch + " loader needs the head size, " + std::to_string(head) +
                  (m_.find(arch + ".attention.key_length") ? " (attention.key_length)" : " (embedding_length " + std::to_string(*embd) + " / head_count " + std::to_string(*heads) + ")") +

@@ -9,6 +9,10 @@
 #include <cstring>
 #include <mutex>
 
+#ifndef GGUFKIT_INTEROP_DIR  // tests/CMakeLists.txt defines it; a lone compile gets the Makefile's default
+#define GGUFKIT_INTEROP_DIR "/root/.cache/ggufkit-interop"
+#endif
+
 namespace llama_api {
 
 namespace {
