@@ -19,7 +19,7 @@ NPM_DIR ?= $(HOME)/.cache/ggufkit-interop
 NPM_PKGS := node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1 @huggingface/gguf@0.4.6
 NPM_STAMP := $(NPM_DIR)/.installed-nlc3.21.1-hf0.4.6
 
-.PHONY: deps interop-deps configure build program python demo test test-release test-asan asan fuzz bench bench-tokenize bench-hash bench-python clean
+.PHONY: deps interop-deps configure build program python demo test test-release test-asan asan fuzz bench bench-tokenize bench-hash bench-surgery bench-python clean
 
 deps:
 	@missing=""; for p in $(DEBS) $(EXTRA_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -98,6 +98,7 @@ bench: build interop-deps
 	bench/run.sh $(BUILD) $(NPM_DIR) $(BENCH_RUNS)
 	bench/tokenize.sh $(BUILD) $(NPM_DIR) $(BENCH_RUNS)
 	bench/hash.sh $(BUILD)
+	bench/surgery.sh $(BUILD)
 	bench/python.sh $(BUILD) $(NPM_DIR) $(BENCH_RUNS)
 
 # The tokenizer against llama.cpp's alone (the "Tokenizer" section of bench/RESULTS.md).
@@ -107,6 +108,10 @@ bench-tokenize: build interop-deps
 # hash --file against sha256sum on the 4.7 GB fixture, warm (the "Hashing" section).
 bench-hash: program
 	bench/hash.sh $(BUILD)
+
+# Keeping half the layers of the fixture against cp + sync (XFS_DIR=a reflink XFS folder: there too).
+bench-surgery: program
+	bench/surgery.sh $(BUILD)
 
 # ggufkit.open from Python against llama.cpp's gguf-py (which needs numpy and PyYAML).
 bench-python: python interop-deps

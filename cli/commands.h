@@ -47,6 +47,7 @@ int cmd_detokenize(const std::vector<std::string>& args);
 // Editing (cli/edit.cpp).
 int cmd_rewrite(const std::vector<std::string>& args);
 int cmd_edit(const std::vector<std::string>& args);
+int cmd_extract_tensors(const std::vector<std::string>& args);  // extract without --vocab-only
 int cmd_realign(const std::vector<std::string>& args);
 int cmd_convert(const std::vector<std::string>& args);
 int cmd_recover(const std::vector<std::string>& args);

@@ -84,4 +84,7 @@ void terminal_progress(Context& ctx);
 void print_map(const Layout& L, uint64_t file_size, bool json, bool header_only = false);
 void map_json(JsonOut& j, const Layout& L, uint64_t file_size);  // the JSON map as one value
 
+// SIZE as llama.cpp's splitter takes it: N, or N followed by M, G (10^6, 10^9), MiB or GiB.
+uint64_t parse_size(const std::string& text);
+
 }  // namespace ggufkit::cli

@@ -39,6 +39,52 @@ std::string change_text(const Change& c) {
   return "";
 }
 
+std::string dims_of(const std::vector<uint64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+std::string type_of(uint32_t t) {
+  const GgmlType* g = ggml_type(t);
+  return g ? g->name : "type " + std::to_string(t);
+}
+
+std::string tensor_change_text(const TensorChange& c) {
+  const std::string from = c.from.empty() ? "" : " (from " + c.from + ")";
+  switch (c.kind) {
+    case TensorChange::removed: return "remove  tensor " + c.name + " " + dims_of(c.dims_before) + " " + type_of(c.type_before);
+    case TensorChange::renamed: return "rename  tensor " + c.name + " -> " + c.to;
+    case TensorChange::sliced: return "slice   tensor " + c.name + " " + dims_of(c.dims_before) + " -> " + dims_of(c.dims_after);
+    case TensorChange::added: return "add     tensor " + c.name + " " + dims_of(c.dims_after) + " " + type_of(c.type_after) + from;
+    case TensorChange::replaced:
+      return "replace tensor " + c.name + " " + dims_of(c.dims_before) + " " + type_of(c.type_before) + " -> " +
+             dims_of(c.dims_after) + " " + type_of(c.type_after) + from;
+  }
+  return "";
+}
+
+void tensor_change_json(JsonOut& j, const TensorChange& c) {
+  static const char* kinds[] = {"removed", "renamed", "sliced", "added", "replaced"};
+  auto dims = [&](const std::vector<uint64_t>& d) {
+    j.array([&] {
+      for (uint64_t x : d) j.num(x);
+    });
+  };
+  j.object([&] {
+    j.key("change").str(kinds[c.kind]).key("tensor").str(c.name);
+    if (c.kind == TensorChange::renamed) j.key("to").str(c.to);
+    if (c.kind != TensorChange::added) j.key("dims_before"), dims(c.dims_before), j.key("type_before").str(type_of(c.type_before));
+    if (c.kind != TensorChange::removed) j.key("dims_after"), dims(c.dims_after), j.key("type_after").str(type_of(c.type_after));
+    if (!c.from.empty()) j.key("from").str(c.from);
+  });
+}
+
+// What an edit changed, a line each: the tensors, then the keys.
+void print_changes(const EditReport& r) {
+  for (const TensorChange& c : r.tensor_changes) std::printf("  %s\n", tensor_change_text(c).c_str());
+  for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());
+}
+
 void change_json(JsonOut& j, const Change& c) {
   static const char* kinds[] = {"set", "add", "remove", "rename", "alignment", "retype"};
   j.object([&] {
@@ -106,10 +152,14 @@ std::string header_written(const std::string& path, const EditReport& r) {
          " bytes differ, at " + std::to_string(r.header_at) + "\n";
 }
 
-void changes_json(JsonOut& j, const std::vector<Change>& changes) {
+void changes_json(JsonOut& j, const EditReport& r) {
   j.key("changes").array([&] {
-    for (const Change& c : changes) change_json(j, c);
+    for (const Change& c : r.changes) change_json(j, c);
   });
+  if (!r.tensor_changes.empty())
+    j.key("tensor_changes").array([&] {
+      for (const TensorChange& c : r.tensor_changes) tensor_change_json(j, c);
+    });
 }
 
 // Where an edit in place goes, as the report says: the header alone, or the whole file and why.
@@ -130,12 +180,12 @@ void print_set(const EditRequest& req, const EditReport& r) {
   if (req.dry_run) {
     std::printf("%s: dry run, nothing written (shard set: %zu files; %s)\n", req.input.c_str(), n,
                 r.every_shard ? "every shard would be written" : "shard 1 alone would be written");
-    for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());
+    print_changes(r);
     if (!where.empty() && !r.every_shard) std::printf("would write %s\n", where.c_str());
     if (r.prompt_before) print_prompts(r);
     return;
   }
-  for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());
+  print_changes(r);
   if (r.written == Written::header) {
     std::printf("%s", header_written(r.files.at(0).path, r).c_str());
     std::printf("shard set: %zu files; shard 1's header written in place, the other %zu untouched\n", n, n - 1);
@@ -160,19 +210,19 @@ void print_json(const EditRequest& req, const EditReport& r) {
       j.key("file").str(req.input).key("changes").array([] {}).key("written").boolean(false);
     } else if (req.dry_run) {
       j.key("dry_run").boolean(true);
-      changes_json(j, r.changes);
+      changes_json(j, r);
       j.key("data_offset").object([&] { j.key("before").num(r.data_offset_before).key("after").num(r.data_offset_after); });
       j.key("file_size").object([&] { j.key("before").num(r.file_size_before).key("after").num(r.file_size_after); });
       if (r.prompt_before) prompts_json(j, r);
     } else if (r.written == Written::header) {
       j.key("file").str(r.files.at(0).path);
-      changes_json(j, r.changes);
+      changes_json(j, r);
       j.key("written").str("header").key("header_bytes").num(r.header_size).key("bytes_written").num(r.header_bytes);
       j.key("at").num(r.header_at);
     } else {
       const WrittenFile& f = r.files.at(0);
       j.key("file").str(f.path);
-      changes_json(j, r.changes);
+      changes_json(j, r);
       j.key("file_size").num(f.file_size).key("data_offset").num(f.data_offset);
       j.key("tensors_verified").num(f.tensors_verified).key("bytes_verified").num(f.bytes_verified);
     }
@@ -202,10 +252,10 @@ void print_file(const EditRequest& req, const EditReport& r) {
   const std::string where = path_text(req, r, "the whole file");
   if (req.dry_run) {
     std::printf("%s: dry run, nothing written\n", req.input.c_str());
-    for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());
+    print_changes(r);
     if (!order_change.empty()) std::printf("  %s\n", order_change.c_str());
     std::printf("%s", dropped_note.c_str());
-    if (r.changes.empty()) std::printf("  no changes: the output would be a byte-for-byte rewrite\n");
+    if (r.changes.empty() && r.tensor_changes.empty()) std::printf("  no changes: the output would be a byte-for-byte rewrite\n");
     if (!where.empty()) std::printf("would write %s\n", where.c_str());
     std::printf("data start  %llu -> %llu\nfile size   %llu -> %llu\n", static_cast<unsigned long long>(r.data_offset_before),
                 static_cast<unsigned long long>(r.data_offset_after), static_cast<unsigned long long>(r.file_size_before),
@@ -214,12 +264,12 @@ void print_file(const EditRequest& req, const EditReport& r) {
     return;
   }
   if (r.written == Written::header) {
-    for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());
+    print_changes(r);
     std::printf("%s", header_written(req.input, r).c_str());
     return;
   }
   const WrittenFile& f = r.files.at(0);
-  for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());
+  print_changes(r);
   if (!order_change.empty()) std::printf("  %s\n", order_change.c_str());
   std::printf("%s", dropped_note.c_str());
   std::printf("%s: %llu bytes, %zu tensors, %zu keys, data start %llu", f.path.c_str(),
@@ -287,6 +337,63 @@ void add_output_options(po::options_description& desc) {
       "write the result even if llama.cpp would refuse it (validate's rules: an alignment below 32, a vocabulary "
       "that disagrees with token ids or token_embd, a missing architecture, ...); for broken fixtures")(
       "json", po::bool_switch(), "print the result as JSON");
+}
+
+void add_surgery_options(po::options_description& desc) {
+  desc.add_options()("remove-tensor", po::value<std::vector<std::string>>()->composing(),
+                     "GLOB: remove the tensors it matches (repeatable; * and ? as in the shell's globs, which match dots too)")(
+      "rename-tensor", po::value<std::vector<std::string>>()->composing(),
+      "OLD=NEW: rename a tensor; with wildcards each of OLD's * and ? is carried to NEW's in order "
+      "('blk.*.ffn_gate_inp.*=blk.*.router.*'); with $1 in NEW, OLD is a regular expression (PCRE2) over the whole name")(
+      "keep-layers", po::value<std::string>(),
+      "RANGES (0-3,10): keep these layers' blk.N.* tensors, renumbered densely in order, and fix block_count, the "
+      "per-layer arrays, leading_dense_block_count and nextn_predict_layers")(
+      "remove-layers", po::value<std::string>(), "RANGES: remove these layers, renumbering the rest as --keep-layers does")(
+      "keep-experts", po::value<std::string>(),
+      "RANGES: keep these experts: every stacked expert tensor (blk.N.ffn_*_exps.*) and the router (ffn_gate_inp, "
+      "exp_probs_b) sliced along the expert dimension, expert_count fixed")(
+      "remove-experts", po::value<std::string>(), "RANGES: remove these experts, slicing as --keep-experts does")(
+      "graft", po::value<std::vector<std::string>>()->composing(),
+      "FROM.gguf[:GLOB]: take the tensors GLOB matches (all without it) from FROM (a file or any shard of a set), "
+      "replacing same-named ones (whose shape must be the same) and adding the others")(
+      "max-tensors", po::value<std::string>(), "write the output as a new set of at most N tensors a shard (-o PREFIX)")(
+      "max-size", po::value<std::string>(), "write the output as a new set of at most SIZE tensor bytes a shard (M, G, MiB, GiB)");
+}
+
+void surgery_of(const po::variables_map& vm, EditRequest& job) {
+  TensorOps& t = job.patch.tensors;
+  if (vm.count("remove-tensor"))
+    for (const auto& g : vm["remove-tensor"].as<std::vector<std::string>>()) t.remove.push_back(g);
+  if (vm.count("rename-tensor"))
+    for (const auto& r : vm["rename-tensor"].as<std::vector<std::string>>()) {
+      auto eq = r.find('=');
+      if (eq == std::string::npos || eq == 0) throw_usage("--rename-tensor expects OLD=NEW, found '" + r + "'");
+      t.rename.push_back({r.substr(0, eq), r.substr(eq + 1)});
+    }
+  for (auto [opt, field] : {std::pair<const char*, std::optional<std::string>*>{"keep-layers", &t.keep_layers},
+                            {"remove-layers", &t.remove_layers}, {"keep-experts", &t.keep_experts}, {"remove-experts", &t.remove_experts}})
+    if (vm.count(opt)) {
+      if (*field) throw_usage(std::string("--") + opt + " is given in the patch too: give it once");
+      *field = vm[opt].as<std::string>();
+    }
+  if (vm.count("graft"))
+    for (const auto& g : vm["graft"].as<std::vector<std::string>>()) {
+      // FROM[:GLOB]: the last colon, when what follows it is not a file (a path may hold one)
+      auto colon = g.rfind(':');
+      struct stat st {};
+      if (colon != std::string::npos && colon > 0 && stat_path(g, st) != 0) t.graft.push_back({g.substr(0, colon), g.substr(colon + 1)});
+      else t.graft.push_back({g, ""});
+    }
+  if (vm.count("max-tensors")) {
+    const std::string n = vm["max-tensors"].as<std::string>();
+    if (n.empty() || n.size() > 12 || n.find_first_not_of("0123456789") != std::string::npos || std::stoull(n) == 0)
+      throw_usage("--max-tensors expects a number of tensors, at least 1; found '" + n + "'");
+    job.max_tensors = std::stoull(n);
+  }
+  if (vm.count("max-size")) {
+    job.max_bytes = parse_size(vm["max-size"].as<std::string>());
+    if (job.max_bytes == 0) throw_usage("--max-size must be more than 0 bytes");
+  }
 }
 
 EditRequest request_of(const po::variables_map& vm) {
@@ -377,6 +484,7 @@ int cmd_edit(const std::vector<std::string>& args) {
       "tokens", po::bool_switch(),
       "with --render: also the prompts' tokens as llama.cpp's chat path feeds them, before and after, and their diff "
       "a token a line (see 'ggufkit template --help')");
+  add_surgery_options(desc);
   add_output_options(desc);
   po::positional_options_description pos;
   pos.add("file", 1);
@@ -455,6 +563,34 @@ int cmd_edit(const std::vector<std::string>& args) {
   }
   if (vm->count("eos-token-id")) job.patch.add_set("tokenizer.ggml.eos_token_id", (*vm)["eos-token-id"].as<std::string>());
   if (vm->count("alignment")) job.patch.set_alignment((*vm)["alignment"].as<std::string>());
+  surgery_of(*vm, job);
+  job.patch.allow_broken = job.allow_broken;
+  return run_edit(job, (*vm)["json"].as<bool>());
+}
+
+int cmd_extract_tensors(const std::vector<std::string>& args) {
+  po::options_description desc("options");
+  desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file (or any shard of a set) to take tensors from")(
+      "tensors,t", po::value<std::vector<std::string>>()->composing(),
+      "GLOB: the tensors to keep (repeatable; * and ? as in the shell's globs, which match dots too)");
+  add_output_options(desc);
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  auto vm = parse(args, desc, pos,
+                  std::string("usage: ggufkit extract FILE --tensors GLOB... -o OUT\n\n"
+                              "Writes a file with FILE's metadata and only the tensors a glob matches, their\n"
+                              "bytes copied unchanged: a multi-token-prediction drafter ('blk.61.*'), a\n"
+                              "projector's tensors, one layer for a test. The result is judged by the rule\n"
+                              "book like any edit's: one llama.cpp would not load (a model missing tensors it\n"
+                              "needs) is refused by name unless --allow-broken.\n\n"
+                              "Example: ggufkit extract model.gguf -t 'token_embd.*' -t 'blk.0.*' -o part.gguf --allow-broken\n\n"
+                              "ggufkit extract FILE --vocab-only -o OUT writes the vocabulary-only file instead\n"
+                              "(see ggufkit extract --vocab-only --help).\n\n") +
+                      kSafety);
+  if (!vm) return 0;
+  if (!vm->count("tensors")) throw_usage("extract: say what to extract: --tensors GLOB (repeatable), or --vocab-only");
+  EditRequest job = request_of(*vm);
+  job.patch.tensors.keep = (*vm)["tensors"].as<std::vector<std::string>>();
   job.patch.allow_broken = job.allow_broken;
   return run_edit(job, (*vm)["json"].as<bool>());
 }

@@ -1,4 +1,5 @@
 // replica and extract: fixtures made from a model's header (the library's fixture.h).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -71,6 +72,7 @@ int cmd_replica(const std::vector<std::string>& args) {
 }
 
 int cmd_extract(const std::vector<std::string>& args) {
+  if (std::find(args.begin(), args.end(), "--vocab-only") == args.end()) return cmd_extract_tensors(args);
   po::options_description desc("options");
   desc.add_options()("file", po::value<std::string>()->required(), "the model (or any shard of a set)")(
       "vocab-only", po::bool_switch(), "the vocabulary-only file (the one kind of extract there is)")(

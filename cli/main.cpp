@@ -42,7 +42,7 @@ const std::vector<Command>& ggufkit::cli::commands() {
       {"detokenize", "reading", "detokenize FILE ID...", "the text token ids stand for, as llama.cpp's llama_detokenize", cmd_detokenize},
       {"map", "reading", "map FILE", "every field of the file with its offset, size and name", cmd_map},
       {"rewrite", "writing", "rewrite FILE -o OUT", "read FILE and write it again with ggufkit's writer", cmd_rewrite},
-      {"edit", "writing", "edit FILE -o OUT", "change metadata (--patch, --set, --chat-template-file, ...)", cmd_edit},
+      {"edit", "writing", "edit FILE -o OUT", "change metadata (--patch, --set, ...) and tensors (--keep-layers, ...)", cmd_edit},
       {"realign", "writing", "realign FILE -a N -o OUT", "re-lay the data at a new alignment", cmd_realign},
       {"convert", "writing", "convert FILE --byte-order big|little -o OUT", "the same model in the other byte order", cmd_convert},
       {"split", "writing", "split MODEL -o PREFIX", "write a shard set, as llama.cpp's gguf-split (--max-tensors N | --max-size SIZE)", cmd_split},
@@ -51,7 +51,7 @@ const std::vector<Command>& ggufkit::cli::commands() {
       {"dump", "writing", "dump FILE", "print a sketch that 'write' turns back into the same bytes", cmd_dump},
       {"example", "writing", "example -o OUT", "write the 408-byte walkthrough file (a demo and a fixture)", cmd_example},
       {"replica", "writing", "replica FILE -o OUT", "FILE without its weights: sparse, zeros or the header alone (--data)", cmd_replica},
-      {"extract", "writing", "extract FILE -o OUT", "--vocab-only: the vocabulary-only file llama.cpp loads with vocab_only", cmd_extract},
+      {"extract", "writing", "extract FILE -o OUT", "-t GLOB: FILE's keys and those tensors; --vocab-only: the vocabulary-only file", cmd_extract},
       {"corrupt", "writing", "corrupt FILE -o DIR", "broken variants of FILE from its span map, with a manifest of verdicts", cmd_corrupt},
       {"recover", "writing", "recover FILE", "finish an interrupted in-place edit (its journal beside FILE); --discard", cmd_recover},
   };

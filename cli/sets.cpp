@@ -12,20 +12,6 @@ namespace ggufkit::cli {
 
 namespace {
 
-// SIZE as llama.cpp's splitter takes it (N followed by M = 10^6 or G = 10^9 bytes), also
-// MiB and GiB, or a plain number of bytes.
-uint64_t parse_size(const std::string& text) {
-  size_t end = 0;
-  while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
-  std::string unit = text.substr(end);
-  uint64_t scale = unit.empty() ? 1 : unit == "M" ? 1000000ull : unit == "G" ? 1000000000ull
-                 : unit == "MiB" ? 1ull << 20 : unit == "GiB" ? 1ull << 30 : 0;
-  if (end == 0 || end > 12 || scale == 0)
-    throw_usage("--max-size expects a number of bytes, or N followed by M, G (10^6, 10^9, as llama.cpp), MiB or GiB; found '" +
-                text + "'");
-  return std::stoull(text.substr(0, end)) * scale;
-}
-
 void print_written(const std::vector<WrittenFile>& rs, bool json) {
   if (json) {
     JsonOut j(std::cout);

@@ -95,6 +95,11 @@ class Change(TypedDict, total=False):
     token: str
     id: int
 
+# One tensor an edit removed, renamed, sliced, added or replaced ("from": a graft's donor file).
+TensorChange = TypedDict("TensorChange", {
+    "change": Literal["removed", "renamed", "sliced", "added", "replaced"], "tensor": str, "to": str,
+    "dims_before": tuple[int, ...], "dims_after": tuple[int, ...], "from": str}, total=False)
+
 class WrittenFile(TypedDict):
     path: str
     file_size: int
@@ -120,13 +125,20 @@ class EditReport(TypedDict, total=False):
     files: list[WrittenFile]
     findings: list[Finding]           # warnings the edit brings in
     notes: list[tuple[str, str]]
+    tensor_changes: list[TensorChange]
 
 def edit(path: PathLike, *, set: Optional[Mapping[str, Any]] = None, remove: Union[None, str, Sequence[str]] = None,
          rename: Optional[Mapping[str, str]] = None, chat_template: Optional[str] = None,
          special_tokens: Optional[Mapping[str, Union[str, int]]] = None, patch: Union[None, PathLike, Mapping[str, Any]] = None,
          out: Optional[PathLike] = None, in_place: bool = False, dry_run: bool = False, force: bool = False,
          allow_broken: bool = False, header_only: bool = False, whole_file: bool = False, verify: bool = True,
-         progress: Optional[Callable[[int, int], None]] = None, break_link: bool = False) -> EditReport: ...
+         progress: Optional[Callable[[int, int], None]] = None, break_link: bool = False,
+         remove_tensors: Union[None, str, Sequence[str]] = None, rename_tensors: Optional[Mapping[str, str]] = None,
+         keep_tensors: Union[None, str, Sequence[str]] = None, keep_layers: Union[None, str, int, Sequence[int]] = None,
+         remove_layers: Union[None, str, int, Sequence[int]] = None, keep_experts: Union[None, str, int, Sequence[int]] = None,
+         remove_experts: Union[None, str, int, Sequence[int]] = None,
+         graft: Union[None, PathLike, tuple[PathLike, str], Sequence[Union[PathLike, tuple[PathLike, str]]]] = None,
+         max_tensors: int = 0, max_bytes: int = 0) -> EditReport: ...
 
 class WriteReport(WrittenFile):
     findings: list[Finding]

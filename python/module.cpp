@@ -461,9 +461,81 @@ void add_to_patch(Patch& p, const py::object& set_arg, const py::object& remove,
   }
 }
 
+// Tensor surgery's arguments into the patch's TensorOps: globs as a str or a list of them,
+// ranges as "0-3,10", an int or a list of ints, grafts as "FROM[:GLOB]" or (FROM, GLOB).
+void add_surgery(TensorOps& t, const py::object& remove_tensors, const py::object& rename_tensors, const py::object& keep_tensors,
+                 const py::object& keep_layers, const py::object& remove_layers, const py::object& keep_experts,
+                 const py::object& remove_experts, const py::object& graft) {
+  auto globs = [](const py::object& o, const char* what, std::vector<std::string>& out) {
+    if (o.is_none()) return;
+    if (PyUnicode_Check(o.ptr())) return out.push_back(name_arg(o, what));
+    for (const py::handle g : o) out.push_back(name_arg(g, std::string(what) + ": a glob"));
+  };
+  globs(remove_tensors, "remove_tensors", t.remove);
+  globs(keep_tensors, "keep_tensors", t.keep);
+  if (!rename_tensors.is_none()) {
+    if (!PyDict_Check(rename_tensors.ptr())) throw_usage("rename_tensors: expected a dict of old name -> new name");
+    for (const auto& [k, v] : py::reinterpret_borrow<py::dict>(rename_tensors)) {
+      const std::string from = name_arg(k, "rename_tensors: a name");
+      t.rename.push_back({from, name_arg(v, "rename_tensors[" + from + "]")});
+    }
+  }
+  auto ranges = [](const py::object& o, const char* what, std::optional<std::string>& out) {
+    if (o.is_none()) return;
+    if (PyUnicode_Check(o.ptr())) return void(out = name_arg(o, what));
+    if (PyLong_Check(o.ptr()) && !PyBool_Check(o.ptr())) return void(out = to_text(o, what));
+    std::string text;
+    for (const py::handle i : o) {
+      if (!PyLong_Check(i.ptr()) || PyBool_Check(i.ptr())) throw_usage(std::string(what) + ": expected \"0-3,10\", an int or a list of ints");
+      text += (text.empty() ? "" : ",") + to_text(py::reinterpret_borrow<py::object>(i), what);
+    }
+    out = text;
+  };
+  ranges(keep_layers, "keep_layers", t.keep_layers);
+  ranges(remove_layers, "remove_layers", t.remove_layers);
+  ranges(keep_experts, "keep_experts", t.keep_experts);
+  ranges(remove_experts, "remove_experts", t.remove_experts);
+  if (!graft.is_none()) {
+    std::vector<py::object> items;
+    if (PyUnicode_Check(graft.ptr()) || PyTuple_Check(graft.ptr()) || !PySequence_Check(graft.ptr())) items.push_back(graft);
+    else
+      for (const py::handle g : graft) items.push_back(py::reinterpret_borrow<py::object>(g));
+    for (const py::object& g : items) {
+      if (PyTuple_Check(g.ptr()) && py::len(g) == 2) {
+        t.graft.push_back({to_path(g[py::int_(0)], "graft"), name_arg(g[py::int_(1)], "graft: a glob")});
+        continue;
+      }
+      const std::string text = to_path(g, "graft");
+      const auto colon = text.rfind(':');
+      struct stat st {};
+      if (colon != std::string::npos && colon > 0 && ::stat(text.c_str(), &st) != 0) t.graft.push_back({text.substr(0, colon), text.substr(colon + 1)});
+      else t.graft.push_back({text, ""});
+    }
+  }
+}
+
+py::list tensor_change_list(const std::vector<TensorChange>& changes) {
+  static const char* kinds[] = {"removed", "renamed", "sliced", "added", "replaced"};
+  py::list out;
+  for (const TensorChange& c : changes) {
+    py::dict d;
+    d["change"] = kinds[c.kind];
+    d["tensor"] = text_str(c.name);
+    if (c.kind == TensorChange::renamed) d["to"] = text_str(c.to);
+    if (c.kind != TensorChange::added) d["dims_before"] = py::tuple(py::cast(c.dims_before));
+    if (c.kind != TensorChange::removed) d["dims_after"] = py::tuple(py::cast(c.dims_after));
+    if (!c.from.empty()) d["from"] = text_str(c.from);
+    out.append(d);
+  }
+  return out;
+}
+
 py::dict edit_job(const py::handle& path, py::object set, py::object remove, py::object rename, py::object chat_template,
                   py::object special_tokens, py::object patch, py::object out, bool in_place, bool dry_run, bool force,
-                  bool allow_broken, bool header_only, bool whole_file, bool verify, py::object progress, bool break_link) {
+                  bool allow_broken, bool header_only, bool whole_file, bool verify, py::object progress, bool break_link,
+                  py::object remove_tensors, py::object rename_tensors, py::object keep_tensors, py::object keep_layers,
+                  py::object remove_layers, py::object keep_experts, py::object remove_experts, py::object graft,
+                  uint64_t max_tensors, uint64_t max_bytes) {
   EditRequest req;
   req.input = to_path(path, "path");
   patch = as_dict(patch);
@@ -472,6 +544,10 @@ py::dict edit_job(const py::handle& path, py::object set, py::object remove, py:
     else req.patch = read_patch(to_path(patch, "patch"));
   }
   add_to_patch(req.patch, set, remove, rename, chat_template, special_tokens);
+  add_surgery(req.patch.tensors, remove_tensors, rename_tensors, keep_tensors, keep_layers, remove_layers, keep_experts,
+              remove_experts, graft);
+  req.max_tensors = max_tensors;
+  req.max_bytes = max_bytes;
   if (!out.is_none()) req.output = to_path(out, "out");
   if (in_place && !out.is_none()) throw_usage("give one of out= and in_place=True");
   if (!in_place && out.is_none() && !dry_run) throw_usage("say where the result goes: out=PATH or in_place=True (or dry_run=True)");
@@ -496,6 +572,7 @@ py::dict edit_job(const py::handle& path, py::object set, py::object remove, py:
   d["unchanged"] = r.unchanged;
   d["written"] = written[static_cast<int>(r.written)];
   d["changes"] = change_list(r.changes);
+  d["tensor_changes"] = tensor_change_list(r.tensor_changes);
   d["data_offset"] = py::make_tuple(r.data_offset_before, r.data_offset_after);
   d["file_size"] = py::make_tuple(r.file_size_before, r.file_size_after);
   d["header_fits"] = r.header_fits;
@@ -951,13 +1028,21 @@ PYBIND11_MODULE(ggufkit, m) {
         py::arg("patch") = py::none(), py::arg("out") = py::none(), py::arg("in_place") = false, py::arg("dry_run") = false,
         py::arg("force") = false, py::arg("allow_broken") = false, py::arg("header_only") = false, py::arg("whole_file") = false,
         py::arg("verify") = true, py::arg("progress") = py::none(), py::arg("break_link") = false,
+        py::arg("remove_tensors") = py::none(), py::arg("rename_tensors") = py::none(), py::arg("keep_tensors") = py::none(),
+        py::arg("keep_layers") = py::none(), py::arg("remove_layers") = py::none(), py::arg("keep_experts") = py::none(),
+        py::arg("remove_experts") = py::none(), py::arg("graft") = py::none(), py::arg("max_tensors") = 0,
+        py::arg("max_bytes") = 0,
         "`ggufkit edit`: set (key -> value, typed as --set types it: an existing key keeps its type, a new one the "
         "registry's), remove (keys), rename (old -> new), chat_template (text), special_tokens (name -> text or id), "
         "patch (a patch file or its dict); then out=PATH or in_place=True (or dry_run=True). A result llama.cpp would "
         "refuse raises ggufkit.Error (code: the rule) and writes nothing. Returns the report: written ('nothing', "
         "'header', 'whole_file'), changes, files, findings, notes. In place through a symbolic link, the file it names is "
         "edited, one in a Hugging Face or Ollama cache's blobs/ refused (code content_store); break_link=True puts the edited "
-        "file in place of the link instead.");
+        "file in place of the link instead. Tensor surgery, as `ggufkit edit` does it (after the keys): "
+        "keep_tensors (globs: `ggufkit extract`), remove_tensors (globs), rename_tensors (old -> new: names, globs, or a "
+        "regular expression with $1), keep_layers / remove_layers and keep_experts / remove_experts (\"0-3,10\", an int or "
+        "a list of ints), graft (\"FROM[:GLOB]\", (FROM, GLOB) or a list of them); max_tensors / max_bytes split the output "
+        "anew. The report's tensor_changes list each tensor removed, renamed, sliced, added or replaced.");
 
   m.def("write", &write_job, py::arg("sketch"), py::arg("out"), py::kw_only(), py::arg("force") = false, py::arg("check") = false,
         py::arg("defines") = py::none(),

@@ -123,6 +123,14 @@ run "edit patch file" edit "$tiny" --patch "$here/../examples/patches/fix-model.
 run "edit set split key" edit "$set3" --set split.count=4 -o e13
 run "edit convert set" convert "$set3" --byte-order big -o e14
 run "edit special" edit "$phi" --special-token eos='<|end|>' -o e7.gguf
+run "edit keep layers" edit "$tiny" --keep-layers 1 -o s1.gguf
+run "edit keep layers json" edit "$tiny" --remove-layers 0 --dry-run --json
+run "edit rename tensor" edit "$tiny" --rename-tensor 'blk.*.attn_q.*=blk.*.q.*' --dry-run
+run "edit remove tensor refused" edit "$tiny" --remove-tensor 'blk.0.ffn_*' -o s2.gguf
+run "edit remove tensor none" edit "$tiny" --remove-tensor 'blk.7.*' -o s3.gguf
+run "edit layers past" edit "$tiny" --keep-layers 0-4 -o s4.gguf
+run "edit set keep layers" edit "$set3" --keep-layers 0 -o s5
+run "extract tensors" extract "$tiny" -t 'token_embd.*' -o s6.gguf
 run "edit render" edit "$phi" --chat-template-file "$corpus/templates/Qwen-Qwen2.5-7B-Instruct.jinja" --dry-run \
   --render "$here/template/conversations/03-several-turns.json"
 cp "$tiny" inplace.gguf

@@ -203,7 +203,7 @@ TEST(EditRefusals, EachIsRefusedWithItsReasonAndTheLine) {
   EXPECT_EQ(e.message, "cannot rename onto general.architecture, which is already there");
   e = patch_error(tiny_llama(), "set: {general.name: x}\nremvoe: [a]\n");
   EXPECT_EQ(e.file, "p.yaml:2:1");
-  EXPECT_EQ(e.message, "unknown field 'remvoe'; expected one of: set, remove, rename, alignment, special_tokens, token_types");
+  EXPECT_EQ(e.message, "unknown field 'remvoe'; expected one of: set, remove, rename, alignment, special_tokens, token_types, tensors");
   e = patch_error(tiny_llama(), "remove: [general.license.link]\n");
   EXPECT_EQ(e.message, "there is no key general.license.link to remove");
   e = patch_error(tiny_llama(), "set: {general.alignment: 64}\n");

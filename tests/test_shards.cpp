@@ -186,7 +186,7 @@ TEST(ShardSet, EachFaultNamesTheShardFileAndTheField) {
   for (const Fault& f : faults) {
     SCOPED_TRACE(f.name);
     std::string d = fresh_dir(std::string("set-fault-") + f.name);
-    std::vector<Model> shards = split_model(whole, {8, 0, false});
+    std::vector<Model> shards = split_model(whole, {8, 0, false, {}, 0});
     if (f.change) f.change(shards);
     for (size_t k = 0; k < shards.size(); ++k)
       if (f.change || k != 1) write_file(shards[k], d + "/" + shard_path("m", static_cast<uint32_t>(k + 1), 3));
@@ -221,7 +221,7 @@ TEST(ShardSet, EachFaultNamesTheShardFileAndTheField) {
   EXPECT_EQ(m.code, 1);
   EXPECT_NE(m.out.find("warning split_keys_in_single_file"), std::string::npos) << m.out;
   std::string many = fresh_dir("set-many");
-  write_file(split_model(whole, {1, 0, false})[0], many + "/" + shard_path("m", 1, 65));  // names 65 shards
+  write_file(split_model(whole, {1, 0, false, {}, 0})[0], many + "/" + shard_path("m", 1, 65));  // names 65 shards
   CliRun t = run_cli("validate " + many + "/" + shard_path("m", 1, 65) + " --json");
   bool too_many = false;
   for (const auto& x : YAML::Load(t.out)["findings"])

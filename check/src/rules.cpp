@@ -50,6 +50,8 @@ constexpr std::array kRules = {
     Rule{Code::tensor_shape, "tensor_shape", error, "a tensor's shape is not the one the loader computes from the hyperparameters"},
     Rule{Code::tensor_unexpected, "tensor_unexpected", error, "a tensor the loader does not take: its tensor count check fails"},
     Rule{Code::tensors_unchecked, "tensors_unchecked", info, "the architecture is not in the tensor table: its tensors are not checked"},
+    Rule{Code::surgery_key, "surgery_key", error,
+         "a key that describes layers or experts a tensor edit could not fix, or that no longer fits what is left"},
     Rule{Code::template_syntax, "template_syntax", warning, "a chat template jinja2 refuses"},
     Rule{Code::template_no_default, "template_no_default", warning, "named chat templates but no tokenizer.chat_template"},
     Rule{Code::special_not_control, "special_not_control", warning,

@@ -25,6 +25,7 @@
 #include "ggufkit/sketch.h"
 #include "ggufkit/vocab.h"
 #include "ggufkit/split.h"
+#include "ggufkit/surgery.h"
 #include "ggufkit/writer.h"
 
 namespace ggufkit {
@@ -77,7 +78,7 @@ std::vector<Finding> gate_findings(const Model& m, VocabCache& vocabs, const Lay
 // `at`: where the values of the keys the patch names lie in the source file (patch_offsets),
 // so that a refusal names the byte of the value it refuses.
 void gate(const EditRequest& req, const std::vector<Finding>& was, const Model& model, const std::vector<Change>& changes,
-          VocabCache& vocabs, EditReport& report, const std::map<std::string, uint64_t>& at = {}) {
+          VocabCache& vocabs, EditReport& report, const std::map<std::string, uint64_t>& at, std::vector<Finding> surgery) {
   auto tell = [&](Finding f) {
     if (req.on_finding) req.on_finding(f);
     report.findings_new.push_back(std::move(f));
@@ -105,6 +106,7 @@ void gate(const EditRequest& req, const std::vector<Finding>& was, const Model& 
     if (const KeySpec* spec = Registry::builtin().find(c.to.empty() ? c.key : c.to, architecture(model)))
       touched.push_back({c.to.empty() ? c.key : c.to, spec->check});
   std::vector<Finding> found = new_findings(was, gate_findings(model, vocabs), touched);  // no spans: the rules, not their offsets
+  for (Finding& f : surgery) found.push_back(std::move(f));  // what tensor surgery could not fix
   for (const Change& c : changes)  // a retype the rule book refuses is told by the change
     if (c.kind == Change::retype && c.before && c.after)
       if (std::optional<Finding> f = retype_finding(c.token, c.id, c.before->as_i64(), c.after->as_i64())) found.push_back(std::move(*f));
@@ -267,6 +269,32 @@ std::vector<Model> shards_of(ShardSet& set, Model&& whole, uint32_t alignment, b
   return out;
 }
 
+// How an edit that moves tensors splits its result: by the request's limits, or as the
+// input set was, each tensor in the shard its bytes come from (a grafted one beside the
+// tensor before it). Its split.* keys are then made anew.
+SplitOptions laid_out(const ShardSet& set, const Model& whole, const EditRequest& req) {
+  SplitOptions o;
+  if (req.max_tensors || req.max_bytes) {
+    o.max_tensors = req.max_tensors;
+    o.max_bytes = req.max_bytes;
+    return o;
+  }
+  std::map<const ByteSource*, uint32_t> shard_of_source;
+  for (uint32_t k = 0; k < set.shards.size(); ++k)
+    for (const Tensor& t : set.shards[k].file.model.tensors) {
+      shard_of_source.emplace(t.source.get(), k);
+      break;  // one source a file
+    }
+  uint32_t at = 0;
+  if (!set.shards.empty() && set.shards[0].file.model.tensors.empty()) at = std::min<uint32_t>(1, set.shards.size() - 1);
+  for (const Tensor& t : whole.tensors) {
+    if (auto it = shard_of_source.find(t.source.get()); it != shard_of_source.end()) at = std::max(at, it->second);
+    o.shard_of.push_back(at);
+  }
+  o.shards = static_cast<uint32_t>(set.shards.size());
+  return o;
+}
+
 }  // namespace
 
 struct EditPlan::State {
@@ -342,6 +370,15 @@ EditPlan plan_edit(const EditRequest& req) {
   const std::map<std::string, uint64_t> offsets = name ? std::map<std::string, uint64_t>{} : patch_offsets(whole, req.patch);
   preview(req, ctx, st.vocabs, whole, report.prompt_before, report.tokens_before);
   report.changes = apply_patch(whole, req.patch, registry, ctx);
+  if (!req.patch.tensors.empty() && req.byte_order) throw_usage("convert and tensor surgery are one at a time: edit, then convert");
+  SurgeryResult surgery = apply_tensor_ops(whole, req.patch.tensors, ctx);
+  for (Change& c : surgery.keys) report.changes.push_back(std::move(c));
+  report.tensor_changes = std::move(surgery.tensors);
+  // Tensors that move, or a new split, lay every file out anew.
+  const bool resplit = req.max_tensors || req.max_bytes;
+  const bool relaid = !report.tensor_changes.empty() || resplit;
+  if (resplit && req.in_place) throw_usage("`max_tensors` and `max_bytes` split the output anew: give an `output` PREFIX, not `in_place`");
+  if (req.max_tensors && req.max_bytes) throw_usage("give one of `max_tensors` and `max_bytes`");
   preview(req, ctx, st.vocabs, whole, report.prompt_after, report.tokens_after);
   if (req.byte_order && *req.byte_order != whole.order) {
     for (size_t i = 0; i < whole.tensors.size(); ++i) {  // refused by name before anything is written
@@ -357,9 +394,9 @@ EditPlan plan_edit(const EditRequest& req) {
     whole.order = *req.byte_order;
   }
   const uint32_t alignment = whole.alignment();
-  report.every_shard = n > 1 && (alignment != alignment_before || req.always_write);
+  report.every_shard = n > 1 && (alignment != alignment_before || req.always_write || relaid);
   for (const Shard& s : set.shards) plan.files.push_back({s.path, s.path, EditPlan::Gets::nothing});
-  if (report.changes.empty() && !report.order_after && !req.always_write) {
+  if (report.changes.empty() && report.tensor_changes.empty() && !report.order_after && !req.always_write && !resplit) {
     report.unchanged = true;
     report.data_offset_after = report.data_offset_before;  // nothing is planned: the file stays as it is
     report.file_size_after = report.file_size_before;
@@ -367,14 +404,21 @@ EditPlan plan_edit(const EditRequest& req) {
   }
   std::vector<InPlace> places;  // in place: where each file written goes
   for (size_t k = 0; req.in_place && k < (report.every_shard ? n : 1); ++k) places.push_back(in_place_target(req, ctx, set.shards[k].path));
-  gate(req, report.findings_before, whole, report.changes, st.vocabs, report, offsets);
-  if (n == 1) st.models.push_back(std::move(whole));
+  gate(req, report.findings_before, whole, report.changes, st.vocabs, report, offsets, std::move(surgery.unfixed));
+  if (n == 1 && !resplit) st.models.push_back(std::move(whole));
+  else if (relaid) st.models = split_model(whole, laid_out(set, whole, req));
   else st.models = shards_of(set, std::move(whole), alignment, alignment != alignment_before);
+  if (st.models.size() != n) {  // a new split: the files written are the new set's
+    if (req.in_place) throw_usage("in place, a set keeps its shards");
+    plan.files.clear();
+    for (size_t k = 0; k < st.models.size(); ++k)
+      plan.files.push_back({k < n ? set.shards[k].path : "", "", EditPlan::Gets::whole_file});
+  }
   // What the source had beyond its fields goes only where the data is re-laid.
   st.first_after = ggufkit::plan(st.models[0]);
   report.data_offset_after = st.first_after.data_offset;
   report.file_size_after = st.first_after.file_size;
-  if (!keeps_tail(st.models[0], st.first_after))
+  if (!relaid && !keeps_tail(st.models[0], st.first_after))
     each_span(first.layout, st.models[0].tensors, [&](const LabeledSpan& sp) {  // a patch changes no tensor
       if (sp.kind == SpanKind::gap || sp.kind == SpanKind::trailing) report.dropped_bytes += sp.span.size;
     });
@@ -382,17 +426,20 @@ EditPlan plan_edit(const EditRequest& req) {
   // when the data moves (a new alignment or byte order) or a rewrite is asked.
   const bool link_replaced = st.link_replaced = !places.empty() && places[0].link_replaced;
   if (report.order_after) report.why_whole = link_replaced ? "the byte order changes, and the link is replaced by the edited file" : "the byte order changes";
+  else if (relaid) report.why_whole = "tensors change: the data is laid out anew";
   else if (report.every_shard) report.why_whole = "every shard is rewritten (the alignment changes)";
-  if (report.every_shard && req.header_only)
-    throw EditRefused(EditRefused::Reason::header_only_every_shard, req.input, "", report.why_whole + "; nothing was written", {});
-  if (!report.order_after && !report.every_shard)
+  if (req.header_only && (report.every_shard || relaid))
+    throw EditRefused(report.every_shard ? EditRefused::Reason::header_only_every_shard : EditRefused::Reason::header_only,
+                      req.input, "", report.why_whole + "; nothing was written", {});
+  if (!report.order_after && !report.every_shard && !relaid)
     st.header = header_path(req, req.in_place ? places[0].file : set.shards[0].path, st.models[0], st.first_after, first.layout,
                             first.model_size, report, link_replaced);
-  for (size_t k = 0; k < n; ++k) {
+  const size_t out = plan.files.size();
+  for (size_t k = 0; k < out; ++k) {
     EditPlan::File& f = plan.files[k];
     if (k > 0 && req.in_place && !report.every_shard) continue;  // the other shards stay as they are
     f.gets = k == 0 && st.header ? EditPlan::Gets::header : EditPlan::Gets::whole_file;
-    f.target = req.in_place ? places[k].file : n == 1 ? req.output : shard_path(req.output, static_cast<uint32_t>(k + 1), static_cast<uint32_t>(n));
+    f.target = req.in_place ? places[k].file : out == 1 ? req.output : shard_path(req.output, static_cast<uint32_t>(k + 1), static_cast<uint32_t>(out));
   }
   for (size_t k = 0; k < places.size(); ++k)
     if (!places[k].link_replaced) note_hard_links(ctx, places[k].file, k == 0 && st.header);
@@ -423,13 +470,13 @@ EditReport commit(EditPlan&& plan) {
     st.locks.clear();
     std::vector<Output> outputs;
     std::vector<std::string> sources;
-    for (size_t k = 0; k < n; ++k) {
-      if (!req.in_place) sources.push_back(plan.files[k].path);  // a new set: never over a source
+    if (!req.in_place) sources = paths_of(st.set);  // a new set: never over a source
+    for (size_t k = 0; k < plan.files.size(); ++k)
       if (plan.files[k].gets == EditPlan::Gets::whole_file) outputs.push_back({&st.models[k], plan.files[k].target});
-    }
     starting(req.write);
-    std::vector<RewriteResult> rs = n == 1 ? std::vector<RewriteResult>{safe_rewrite(st.models[0], req.input, req.output, opt)}
-                                           : safe_write_all(outputs, sources, opt);
+    std::vector<RewriteResult> rs = n == 1 && plan.files.size() == 1
+                                        ? std::vector<RewriteResult>{safe_rewrite(st.models[0], req.input, req.output, opt)}
+                                        : safe_write_all(outputs, sources, opt);
     report.written = Written::whole_file;
     for (size_t k = 0; k < rs.size(); ++k) report.files.push_back(written_file(rs[k], *outputs[k].model));
   }

@@ -294,7 +294,7 @@ Patch parse_patch(const std::string& text, const std::string& name, const std::s
   YamlNode root = load_yaml(text, name);
   YamlReader y(name, base_dir);
   if (!root.IsMap()) y.fail(root, "patch", "expected a mapping with set:, remove:, rename: or alignment:");
-  y.fields(root, "patch", {"set", "remove", "rename", "alignment", "special_tokens", "token_types"});
+  y.fields(root, "patch", {"set", "remove", "rename", "alignment", "special_tokens", "token_types", "tensors"});
   Patch p;
   p.name = name;
   p.base_dir = base_dir;
@@ -335,6 +335,40 @@ Patch parse_patch(const std::string& text, const std::string& name, const std::s
       auto t = token_type_of(y.scalar(v, entry));
       if (!t) y.fail(v, entry, "'" + v.Scalar() + "' is not a token type; the types are " + kTokenTypeNames);
       p.token_types.push_back({text, *t, yaml_where(name, tt.items[i].line, tt.items[i].column)});
+    }
+  }
+  if (const YamlNode& t = root["tensors"]; t) {  // tensor surgery (surgery.h)
+    if (!t.IsMap()) y.fail(t, "tensors", "expected a mapping of keep:, remove:, rename:, keep_layers:, ... or graft:");
+    y.fields(t, "tensors", {"keep", "remove", "rename", "keep_layers", "remove_layers", "keep_experts", "remove_experts", "graft"});
+    p.tensors.from = yaml_where(name, t.line, t.column);
+    auto globs = [&](const char* field, std::vector<std::string>& out) {
+      const YamlNode& g = t[field];
+      if (!g) return;
+      if (g.IsScalar()) out.push_back(y.scalar(g, field));
+      else if (!g.IsSequence()) y.fail(g, field, "expected a glob or a list of globs");
+      else for (const YamlNode& k : g) out.push_back(y.scalar(k, field));
+    };
+    globs("keep", p.tensors.keep);
+    globs("remove", p.tensors.remove);
+    if (const YamlNode& r = t["rename"]; r) {
+      if (!r.IsMap()) y.fail(r, "rename", "expected a mapping of OLD: NEW (names, globs, or a regular expression: $1)");
+      y.keys_once(r, "rename");
+      for (size_t i = 0; i + 1 < r.items.size(); i += 2)
+        p.tensors.rename.push_back({y.scalar(r.items[i], "rename"), y.scalar(r.items[i + 1], "rename")});
+    }
+    for (auto [field, out] : {std::pair{"keep_layers", &p.tensors.keep_layers}, {"remove_layers", &p.tensors.remove_layers},
+                              {"keep_experts", &p.tensors.keep_experts}, {"remove_experts", &p.tensors.remove_experts}})
+      if (const YamlNode& r = t[field]; r) *out = y.scalar(r, field);
+    if (const YamlNode& g = t["graft"]; g) {
+      if (!g.IsSequence()) y.fail(g, "graft", "expected a list of {from: FILE, tensors: GLOB}");
+      for (const YamlNode& e : g) {
+        if (!e.IsMap()) y.fail(e, "graft", "expected {from: FILE, tensors: GLOB}");
+        y.fields(e, "graft", {"from", "tensors"});
+        if (!e["from"]) y.fail(e, "graft", "from: names the donor file");
+        std::string from = y.scalar(e["from"], "graft");
+        if (!from.empty() && from[0] != '/') from = (std::filesystem::path(base_dir) / from).string();
+        p.tensors.graft.push_back({from, e["tensors"] ? y.scalar(e["tensors"], "graft") : std::string()});
+      }
     }
   }
   if (const YamlNode& a = root["alignment"]; a) {

@@ -7,7 +7,7 @@ import pathlib
 import pytest
 
 import ggufkit
-from conftest import SPM, TINY, cli, digest
+from conftest import CORPUS, SPM, TINY, cli, digest
 
 
 def entries(d):
@@ -280,3 +280,36 @@ def test_a_hub_snapshot_is_refused_in_place_and_break_link_replaces_the_link_alo
     assert not snaps[0].is_symlink() and ggufkit.open(snaps[0]).metadata["general.name"] == "x"
     assert snaps[1].is_symlink() and digest(snaps[1]) == name and digest(blob) == name
     assert entries(tmp_path / "blobs") == [name]
+
+
+# Tensor surgery: the module's edit() is the command's, byte for byte.
+def test_keep_layers_does_what_the_command_does(tmp_path):
+    src = tmp_path / "six.gguf"
+    cli("example", "--arch", "llama", "--set", "block_count=6", "-o", src)
+    r = ggufkit.edit(src, keep_layers="0-3", out=tmp_path / "py.gguf")
+    cli("edit", src, "--keep-layers", "0-3", "-o", tmp_path / "cli.gguf")
+    assert digest(tmp_path / "py.gguf") == digest(tmp_path / "cli.gguf")
+    assert ggufkit.open(tmp_path / "py.gguf").metadata["llama.block_count"] == 4
+    removed = [c["tensor"] for c in r["tensor_changes"] if c["change"] == "removed"]
+    assert len(removed) == 18 and all(t.startswith(("blk.4.", "blk.5.")) for t in removed)
+
+
+def test_layers_as_ints_and_a_set_in_and_out(tmp_path):
+    first = CORPUS / "splits" / "metadata-first-00001-of-00004.gguf"
+    r = ggufkit.edit(first, keep_layers=[1], out=tmp_path / "py")
+    cli("edit", first, "--keep-layers", "1", "-o", tmp_path / "cli")
+    assert [f["path"].endswith(f"-0000{k}-of-00004.gguf") for k, f in enumerate(r["files"], 1)] == [True] * 4
+    for k in range(1, 5):
+        assert digest(tmp_path / f"py-0000{k}-of-00004.gguf") == digest(tmp_path / f"cli-0000{k}-of-00004.gguf")
+    whole = ggufkit.open(tmp_path / "py-00001-of-00004.gguf")
+    assert whole.metadata["llama.block_count"] == 1
+
+
+def test_a_wrongly_shaped_graft_raises_naming_both_shapes_and_writes_nothing(tmp_path):
+    src, donor = tmp_path / "a.gguf", tmp_path / "b.gguf"
+    cli("example", "--arch", "llama", "-o", src)
+    cli("example", "--arch", "llama", "--set", "feed_forward_length=96", "-o", donor)
+    with pytest.raises(ggufkit.Error) as e:
+        ggufkit.edit(src, graft=(donor, "blk.0.ffn_up.weight"), out=tmp_path / "out.gguf")
+    assert "the donor's is [64, 96]" in str(e.value) and "this model's [64, 128]" in str(e.value)
+    assert not (tmp_path / "out.gguf").exists()

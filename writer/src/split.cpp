@@ -6,7 +6,9 @@
 namespace ggufkit {
 
 std::vector<Model> split_model(const Model& model, const SplitOptions& o) {
-  if (!o.max_tensors && !o.max_bytes) throw_usage("give `max_tensors` N (at least 1) or `max_bytes` SIZE");
+  const bool given = o.shards > 0;
+  if (!given && !o.max_tensors && !o.max_bytes) throw_usage("give `max_tensors` N (at least 1) or `max_bytes` SIZE");
+  if (given && o.shard_of.size() != model.tensors.size()) throw_usage("`shard_of` names a shard for each tensor");
   for (const KV& kv : model.metadata)
     if (is_split_key(kv.key)) throw_usage("the model has a " + kv.key + " key already: merge the set first");
   const uint64_t n = model.tensors.size();
@@ -33,7 +35,11 @@ std::vector<Model> split_model(const Model& model, const SplitOptions& o) {
   uint64_t bytes = 0;  // the current shard's tensor bytes, each padded to 32 as llama.cpp counts
   for (size_t i = 0; i < n; ++i) {
     uint64_t padded = packed_next(0, model.tensors[i].nbytes(), 32).value_or(~0ull);
-    bool next = o.max_bytes ? bytes + padded > o.max_bytes : (i > 0 && i % o.max_tensors == 0);
+    if (given) {
+      if (o.shard_of[i] >= o.shards || o.shard_of[i] + 1 < shards.size()) throw_usage("`shard_of` goes back or past `shards`");
+      while (shards.size() <= o.shard_of[i]) open_shard();
+    }
+    bool next = given ? false : o.max_bytes ? bytes + padded > o.max_bytes : (i > 0 && i % o.max_tensors == 0);
     if (next) {
       close_check(i);
       open_shard();
@@ -44,6 +50,7 @@ std::vector<Model> split_model(const Model& model, const SplitOptions& o) {
     t.offset.reset();
     shards.back().tensors.push_back(std::move(t));
   }
+  while (given && shards.size() < o.shards) open_shard();
   shards.back().pad_end = model.pad_end;  // the set ends as the model did (llama.cpp pads)
   if (shards.size() > 0xffff) throw_usage(std::to_string(shards.size()) + " shards are more than split.count (a u16) can count");
   const auto count = static_cast<uint64_t>(shards.size());

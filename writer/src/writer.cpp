@@ -118,7 +118,8 @@ class Walker {
       if (!check_) sink_.copy(MemorySource("", {}), 0, n);  // counting: no bytes are touched
       else if (m_.data_order && *m_.data_order != m_.order)
         sink_.copy(SwappedSource(*t.source, swappable(t, path), t.source_offset), t.source_offset, n);
-      else sink_.copy(*t.source, t.source_offset, n);
+      else if (t.pieces.empty()) sink_.copy(*t.source, t.source_offset, n);
+      else copy_pieces(t, path, n);
       end();
       upto = sink_.pos();
     }
@@ -134,6 +135,18 @@ class Walker {
   }
 
  private:
+  // A sliced tensor's ranges, each copied (in the kernel where it can be) and verified as one piece.
+  void copy_pieces(const Tensor& t, const std::string& path, uint64_t n) {
+    uint64_t sum = 0;
+    for (const auto& [at, k] : t.pieces) sum += k;
+    if (sum != n)
+      throw Error(Error::Kind::format, "", std::nullopt, path,
+                  "its pieces hold " + std::to_string(sum) + " bytes, not the " + std::to_string(n) + " its shape takes");
+    if (m_.data_order && *m_.data_order != m_.order)
+      throw Error(Error::Kind::format, "", std::nullopt, path, "a sliced tensor is not converted to another byte order");
+    for (const auto& [at, k] : t.pieces) sink_.copy(*t.source, at, k);
+  }
+
   static const GgmlType& swappable(const Tensor& t, const std::string& path) {
     const GgmlType* gt = ggml_type(t.type);
     if (!gt || !can_swap(*gt))

@@ -32,6 +32,8 @@ enum class Code : uint8_t {
   tensor_name, duplicate_tensor_name,
   // what llama.cpp's loader takes (schemas/tensors.yaml)
   tensor_missing, tensor_shape, tensor_unexpected, tensors_unchecked,
+  // what a tensor edit (surgery.h) could not fix
+  surgery_key,
   template_syntax, template_no_default, special_not_control,
   template_literal_split, double_bos, double_bos_unstripped, turn_end_not_eog,
   // what makes generation stop where it must not, or a token print as something else

@@ -59,7 +59,10 @@ struct EditRequest {
   bool break_link = false;
   bool always_write = false;            // write even without a change (ggufkit rewrite)
   std::optional<ByteOrder> byte_order;  // the model in this byte order (ggufkit convert)
-  Patch patch;                          // the metadata changes (realign: only its alignment)
+  Patch patch;                          // the metadata changes (realign: only its alignment), then its tensors:
+  // The output as a new set of this many tensors, or bytes, a shard (at most one); without
+  // either a set stays in as many shards as it was, each tensor in its shard.
+  uint64_t max_tensors = 0, max_bytes = 0;
   std::optional<jinja::Value> conversation;  // the prompt before and after, in the report
   bool prompt_tokens = false;                // and its tokens on llama.cpp's chat path (chat.h)
   WriteOptions write;
@@ -84,7 +87,8 @@ struct WrittenFile {
 struct EditReport {
   Written written = Written::nothing;
   bool unchanged = false;             // nothing to change: nothing was (or would be) written
-  std::vector<Change> changes;        // what the patch did, in order
+  std::vector<Change> changes;        // what the patch did, in order (the keys tensor surgery fixed last)
+  std::vector<TensorChange> tensor_changes;  // each tensor removed, renamed, sliced, added or replaced
   std::optional<ByteOrder> order_before, order_after;  // a byte-order change
   size_t set_files = 1;               // the files of the set the input belongs to
   bool every_shard = false;           // a set whose every shard is (or would be) rewritten

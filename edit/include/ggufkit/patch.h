@@ -9,6 +9,7 @@
 #include "ggufkit/context.h"
 #include "ggufkit/model.h"
 #include "ggufkit/registry.h"
+#include "ggufkit/surgery.h"
 #include "ggufkit/yaml_tree.h"
 
 namespace ggufkit {
@@ -21,10 +22,13 @@ namespace ggufkit {
 //   alignment: N | default      (default: no general.alignment key, so 32)
 //   special_tokens: {NAME: TEXT, NAME: {id: ID}}   (eos, bos, eot, ..., as llama.cpp names them)
 //   token_types: {TEXT: TYPE}   (normal, unknown, control, user_defined, unused, byte)
+//   tensors: {keep: [GLOB], remove: [GLOB], rename: {OLD: NEW}, keep_layers: RANGES,
+//             remove_layers: RANGES, keep_experts: RANGES, remove_experts: RANGES,
+//             graft: [{from: FILE, tensors: GLOB}]}   (surgery.h)
 //
 // Values stay as YAML until the patch meets a file, because an existing key's type is
 // known only then. Applied in this order: rename, remove, set, special_tokens,
-// token_types, alignment.
+// token_types, alignment; then the edit applies `tensors` (apply_tensor_ops).
 struct Patch {
   struct Set {
     std::string key;
@@ -61,6 +65,7 @@ struct Patch {
   // Key prefixes replaced as a whole (--from-hf's general.base_model. and general.dataset.):
   // the file's keys under one that the patch does not set are removed.
   std::vector<std::string> replaced_groups;
+  TensorOps tensors;                  // tensor surgery, after the keys (surgery.h)
   std::optional<uint64_t> alignment;  // 0: the default (the key removed)
   YamlNode alignment_at;
   std::string alignment_from;         // where the alignment was given
@@ -69,7 +74,8 @@ struct Patch {
   bool allow_broken = false;
 
   bool empty() const {
-    return set.empty() && remove.empty() && rename.empty() && special.empty() && token_types.empty() && replaced_groups.empty() && !alignment;
+    return set.empty() && remove.empty() && rename.empty() && special.empty() && token_types.empty() && replaced_groups.empty() && !alignment &&
+           tensors.empty();
   }
 
   // The command line's shortcuts build the same patch. A key set twice (by the patch and

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ggufkit/format.h"
@@ -400,6 +401,9 @@ struct Tensor {
   // Where the data starts in the data section, when not right after the tensor before it
   // (padded): a gap, which the format allows and llama.cpp refuses. Empty: packed.
   std::optional<uint64_t> offset;
+  // Where the bytes lie when not in one range from source_offset: these ranges (offset, size)
+  // of `source`, in order, adding up to nbytes() (stacked experts sliced by tensor surgery).
+  std::vector<std::pair<uint64_t, uint64_t>> pieces;
 
   // Bytes from the shape and type; throws a format Error naming the tensor if that fails.
   uint64_t nbytes() const;

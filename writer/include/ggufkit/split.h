@@ -12,6 +12,11 @@ struct SplitOptions {
   uint64_t max_bytes = 0;    // when the next tensor (its bytes padded to 32) would take a
                              // shard's tensor bytes past this
   bool metadata_only_first = false;  // shard 1 holds the keys and no tensor
+  // Or a set laid out as given (an edit keeps its input's shards): tensor i goes to shard
+  // shard_of[i] (never less than the tensor's before), of `shards` in all; a shard may then
+  // hold no tensor.
+  std::vector<uint32_t> shard_of;
+  uint32_t shards = 0;
 };
 
 // The shards of a model by llama.cpp's gguf-split rules (shards.h): shard 1 holds every
