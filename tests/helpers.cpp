@@ -82,6 +82,16 @@ CliRun run_cli(const std::string& args, const std::string& prefix, const std::st
   return {code, slurp(out), slurp(err)};
 }
 
+std::vector<uint8_t> tensor_bytes(const ggufkit::Model& m, const std::string& name) {
+  for (const ggufkit::Tensor& t : m.tensors)
+    if (t.name == name) {
+      std::vector<uint8_t> b(t.nbytes());
+      t.source->read_at(t.source_offset, b.data(), b.size());
+      return b;
+    }
+  throw std::runtime_error("no tensor " + name);
+}
+
 const std::string& tiny_llama() {
   static std::string path = [] {
     std::string p = temp_path("tiny-llama.gguf");

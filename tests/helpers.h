@@ -73,6 +73,9 @@ std::vector<std::string> files_in(const std::string& dir);
 // A folder of its own holding a copy of `model` as model.gguf: (folder, model path).
 std::pair<std::string, std::string> fault_dir(const std::string& name, const std::string& model);
 
+// The stored bytes of the model's tensor of that name (throws when it has none).
+std::vector<uint8_t> tensor_bytes(const ggufkit::Model& m, const std::string& name);
+
 // Little-endian f32 bytes of the values, for tensor sources.
 std::vector<uint8_t> f32_bytes(const std::vector<float>& values);
 // Overwrites 8 (or 4) bytes little-endian at an offset of a byte vector.

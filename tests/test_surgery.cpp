@@ -20,15 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<uint8_t> bytes_of(const Model& m, const std::string& name) {
-  for (const Tensor& t : m.tensors)
-    if (t.name == name) {
-      std::vector<uint8_t> b(t.nbytes());
-      t.source->read_at(t.source_offset, b.data(), b.size());
-      return b;
-    }
-  throw std::runtime_error("no tensor " + name);
-}
 
 std::vector<std::string> names_of(const Model& m) {
   std::vector<std::string> out;
@@ -77,7 +68,7 @@ TEST(Surgery, KeepingLayerZeroOfTheTinyLlamaCountsOneBlockAndKeepsEveryTensorByt
   EXPECT_EQ(r.tensor_changes.size(), 9u);
   for (const std::string& name : names_of(res)) {
     EXPECT_EQ(name.rfind("blk.1.", 0), std::string::npos) << name;
-    EXPECT_EQ(bytes_of(res, name), bytes_of(src, name)) << name;
+    EXPECT_EQ(tensor_bytes(res, name), tensor_bytes(src, name)) << name;
   }
   ASSERT_EQ(r.files.size(), 1u);
   EXPECT_EQ(r.files[0].tensors_verified, 12u);
@@ -94,11 +85,11 @@ TEST(Surgery, RemovingLayerZeroMakesTheSourcesLayerOneTheNewLayerZero) {
   for (const std::string& name : names_of(src)) {
     if (name.rfind("blk.1.", 0) != 0) continue;
     const std::string now = "blk.0." + name.substr(6);
-    EXPECT_EQ(bytes_of(res, now), bytes_of(src, name)) << now;
+    EXPECT_EQ(tensor_bytes(res, now), tensor_bytes(src, name)) << now;
     ++layer;
   }
   EXPECT_EQ(layer, 9u);
-  EXPECT_NE(bytes_of(res, "blk.0.attn_q.weight"), bytes_of(src, "blk.0.attn_q.weight"));
+  EXPECT_NE(tensor_bytes(res, "blk.0.attn_q.weight"), tensor_bytes(src, "blk.0.attn_q.weight"));
 }
 
 TEST(Surgery, KeepingExpertsSlicesEachStackedTensorToTheSourcesSlabsOfThoseExperts) {
@@ -113,15 +104,15 @@ TEST(Surgery, KeepingExpertsSlicesEachStackedTensorToTheSourcesSlabsOfThoseExper
   for (const Tensor& t : src.tensors) {
     const bool stacked = t.name.find("_exps.") != std::string::npos || t.name.find("ffn_gate_inp.") != std::string::npos;
     if (!stacked) {
-      EXPECT_EQ(bytes_of(res, t.name), bytes_of(src, t.name)) << t.name;
+      EXPECT_EQ(tensor_bytes(res, t.name), tensor_bytes(src, t.name)) << t.name;
       continue;
     }
     ASSERT_EQ(t.dims.back(), 4u) << t.name;
-    const std::vector<uint8_t> whole = bytes_of(src, t.name);
+    const std::vector<uint8_t> whole = tensor_bytes(src, t.name);
     const size_t slab = whole.size() / 4;
     std::vector<uint8_t> want(whole.begin(), whole.begin() + slab);
     want.insert(want.end(), whole.begin() + 2 * slab, whole.begin() + 3 * slab);
-    EXPECT_EQ(bytes_of(res, t.name), want) << t.name;
+    EXPECT_EQ(tensor_bytes(res, t.name), want) << t.name;
     ++sliced;
   }
   EXPECT_EQ(sliced, 8u);  // gate_inp, gate, up, down in each of 2 layers
@@ -215,12 +206,12 @@ TEST(Surgery, AGraftOfOneLayerFromASecondFileYieldsThoseBytes) {
   size_t replaced = 0;
   for (const std::string& name : names_of(res)) {
     const bool grafted = name.rfind("blk.1.", 0) == 0;
-    EXPECT_EQ(bytes_of(res, name), bytes_of(grafted ? donor : src, name)) << name;
+    EXPECT_EQ(tensor_bytes(res, name), tensor_bytes(grafted ? donor : src, name)) << name;
     replaced += grafted;
   }
   EXPECT_EQ(replaced, 12u);
   EXPECT_EQ(r.tensor_changes.size(), 12u);
-  EXPECT_NE(bytes_of(donor, "blk.1.attn_q.weight"), bytes_of(src, "blk.1.attn_q.weight"));  // the seeds differ
+  EXPECT_NE(tensor_bytes(donor, "blk.1.attn_q.weight"), tensor_bytes(src, "blk.1.attn_q.weight"));  // the seeds differ
 }
 
 TEST(Surgery, AGraftOfAWronglyShapedTensorIsRefusedNamingBothShapesWithNothingWritten) {
@@ -252,7 +243,7 @@ TEST(Surgery, ExtractKeepsTheMetadataAndOnlyTheTensorsAGlobMatches) {
   const Model src = scan_file(tiny_llama()).model, res = scan_file(out).model;
   EXPECT_EQ(res.tensors.size(), 10u);
   EXPECT_EQ(res.metadata.size(), src.metadata.size());
-  for (const std::string& name : names_of(res)) EXPECT_EQ(bytes_of(res, name), bytes_of(src, name)) << name;
+  for (const std::string& name : names_of(res)) EXPECT_EQ(tensor_bytes(res, name), tensor_bytes(src, name)) << name;
 }
 
 // The keys that describe layers, on a model made in memory: counts, per-layer arrays,
@@ -330,7 +321,7 @@ TEST(Surgery, ASetStaysInItsShardsOrIsSplitAnew) {
   EXPECT_EQ(key_u64(out.shards[0].file.model, "split.tensors.count"), 12u);
   for (const std::string& name : names_of(whole)) {
     const std::string was = name.rfind("blk.0.", 0) == 0 ? "blk.1." + name.substr(6) : name;
-    EXPECT_EQ(bytes_of(whole, name), bytes_of(src, was)) << name;
+    EXPECT_EQ(tensor_bytes(whole, name), tensor_bytes(src, was)) << name;
   }
   // Shard 1 held token_embd, output_norm, output and layer 0's first 5: now the first 3 alone.
   EXPECT_EQ(out.shards[0].file.model.tensors.size(), 3u);

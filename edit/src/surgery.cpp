@@ -280,18 +280,25 @@ class Surgeon {
     r_.unfixed.push_back(finding(Code::surgery_key, std::nullopt, key + ": " + why, Place::key(key)));
   }
 
-  void layers() {
-    const bool keeping = ops_.keep_layers.has_value();
-    const uint64_t n = required_count("block_count", keeping ? "keep_layers" : "remove_layers");
-    std::vector<uint32_t> listed = parse_ranges(keeping ? *ops_.keep_layers : *ops_.remove_layers, n,
-                                                keeping ? "keep_layers" : "remove_layers");
+  // The layers (experts) kept, in order, of the `count` the key says there are: the ranges
+  // `keep` gives, or all but those `remove` gives.
+  std::vector<uint32_t> kept_of(const std::optional<std::string>& keep, const std::optional<std::string>& remove,
+                                const std::string& key, const std::string& what, uint64_t& count) {
+    const std::string op = (keep ? "keep_" : "remove_") + what;
+    count = required_count(key, op.c_str());
+    const std::vector<uint32_t> listed = parse_ranges(keep ? *keep : *remove, count, op);
+    if (keep) return listed;
     std::vector<uint32_t> kept;
-    if (keeping) kept = listed;
-    else
-      for (uint32_t i = 0, j = 0; i < n; ++i)
-        if (j < listed.size() && listed[j] == i) ++j;
-        else kept.push_back(i);
-    if (kept.empty()) throw_usage("`remove_layers` would remove every layer of the " + std::to_string(n));
+    for (uint32_t i = 0, j = 0; i < count; ++i)
+      if (j < listed.size() && listed[j] == i) ++j;
+      else kept.push_back(i);
+    if (kept.empty()) throw_usage("`" + op + "` would remove every one of the " + std::to_string(count) + " " + what);
+    return kept;
+  }
+
+  void layers() {
+    uint64_t n = 0;
+    const std::vector<uint32_t> kept = kept_of(ops_.keep_layers, ops_.remove_layers, "block_count", "layers", n);
     std::map<uint64_t, uint64_t> renumber;
     for (size_t k = 0; k < kept.size(); ++k) renumber[kept[k]] = k;
     std::vector<Tensor> out;
@@ -373,17 +380,8 @@ class Surgeon {
   }
 
   void experts() {
-    const bool keeping = ops_.keep_experts.has_value();
-    const char* op = keeping ? "keep_experts" : "remove_experts";
-    const uint64_t e = required_count("expert_count", op);
-    std::vector<uint32_t> listed = parse_ranges(keeping ? *ops_.keep_experts : *ops_.remove_experts, e, op);
-    std::vector<uint32_t> kept;
-    if (keeping) kept = listed;
-    else
-      for (uint32_t i = 0, j = 0; i < e; ++i)
-        if (j < listed.size() && listed[j] == i) ++j;
-        else kept.push_back(i);
-    if (kept.empty()) throw_usage("`remove_experts` would remove every expert of the " + std::to_string(e));
+    uint64_t e = 0;
+    const std::vector<uint32_t> kept = kept_of(ops_.keep_experts, ops_.remove_experts, "expert_count", "experts", e);
     for (Tensor& t : ts_) {
       size_t rest = 0;
       if (!layer_of(t.name, &rest) || !expert_tensor(t.name.substr(rest))) continue;

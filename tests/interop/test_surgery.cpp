@@ -25,15 +25,6 @@ std::string hash_of(const Model& m, const std::string& name) {
   return "no tensor " + name;
 }
 
-std::vector<uint8_t> bytes_of(const Model& m, const std::string& name) {
-  for (const Tensor& t : m.tensors)
-    if (t.name == name) {
-      std::vector<uint8_t> b(t.nbytes());
-      t.source->read_at(t.source_offset, b.data(), b.size());
-      return b;
-    }
-  return {};
-}
 
 std::string edited(const std::string& input, const std::string& name, const std::function<void(EditRequest&)>& fill) {
   EditRequest req;
@@ -87,12 +78,12 @@ TEST(SurgeryInterop, ATinyMoeKeptToTwoOfItsFourExpertsLoadsRunsAndHoldsThoseExpe
   const Model src = scan_file(src_path).model, res = scan_file(out).model;
   size_t sliced = 0;
   for (const Tensor& t : src.tensors) {
-    std::vector<uint8_t> whole = bytes_of(src, t.name);
+    std::vector<uint8_t> whole = tensor_bytes(src, t.name);
     if (t.dims.back() == 4) {  // stacked: experts 0 and 1 are the first half
       whole.resize(whole.size() / 2);
       ++sliced;
     }
-    EXPECT_EQ(bytes_of(res, t.name), whole) << t.name;
+    EXPECT_EQ(tensor_bytes(res, t.name), whole) << t.name;
   }
   EXPECT_EQ(sliced, 8u);
 }
