@@ -377,3 +377,28 @@ TEST(Surgery, ARenameToANameGgmlCannotHoldAndAnAbsurdLayerCountAreRefusedBeforeA
     EXPECT_NE(std::string(e.what()).find("llama.block_count is 1099511627776, past the 1048576"), std::string::npos) << e.what();
   }
 }
+
+TEST(Surgery, InPlaceTheWholeFileIsReplacedAndAHeaderOnlyEditIsRefusedWithTheFileAsItWas) {
+  const std::string path = temp_path("in-place-surgery.gguf");
+  write_file_bytes(path, read_file_bytes(tiny_llama()));
+  EditRequest only;
+  only.input = path;
+  only.in_place = true;
+  only.header_only = true;
+  only.patch.tensors.keep_layers = "0";
+  try {
+    edit(only);
+    FAIL() << "written";
+  } catch (const EditRefused& e) {
+    EXPECT_EQ(e.reason, EditRefused::Reason::header_only);
+    EXPECT_NE(e.message.find("tensors change: the data is laid out anew"), std::string::npos) << e.message;
+  }
+  EXPECT_EQ(read_file_bytes(path), read_file_bytes(tiny_llama()));
+  only.header_only = false;
+  EditReport r = edit(only);
+  EXPECT_EQ(r.written, Written::whole_file);
+  EXPECT_EQ(r.why_whole, "tensors change: the data is laid out anew");
+  const Model res = scan_file(path).model;
+  EXPECT_EQ(res.tensors.size(), 12u);
+  EXPECT_EQ(key_u64(res, "llama.block_count"), 1u);
+}
