@@ -381,8 +381,13 @@ void surgery_of(const po::variables_map& vm, EditRequest& job) {
       // FROM[:GLOB]: the last colon, when what follows it is not a file (a path may hold one)
       auto colon = g.rfind(':');
       struct stat st {};
-      if (colon != std::string::npos && colon > 0 && stat_path(g, st) != 0) t.graft.push_back({g.substr(0, colon), g.substr(colon + 1)});
-      else t.graft.push_back({g, ""});
+      if (colon != std::string::npos && colon > 0 && stat_path(g, st) != 0) {
+        if (colon + 1 == g.size())  // an unset $GLOB must not graft every tensor
+          throw_usage("--graft " + g + ": nothing after the colon; give FROM alone to take every tensor of it");
+        t.graft.push_back({g.substr(0, colon), g.substr(colon + 1)});
+      } else {
+        t.graft.push_back({g, ""});
+      }
     }
   if (vm.count("max-tensors")) {
     const std::string n = vm["max-tensors"].as<std::string>();
@@ -590,6 +595,7 @@ int cmd_extract_tensors(const std::vector<std::string>& args) {
   if (!vm) return 0;
   if (!vm->count("tensors")) throw_usage("extract: say what to extract: --tensors GLOB (repeatable), or --vocab-only");
   EditRequest job = request_of(*vm);
+  if (job.in_place) throw_usage("extract writes a new file: give -o OUT (it never replaces FILE)");
   job.patch.tensors.keep = (*vm)["tensors"].as<std::vector<std::string>>();
   job.patch.allow_broken = job.allow_broken;
   return run_edit(job, (*vm)["json"].as<bool>());

@@ -482,6 +482,7 @@ void add_surgery(TensorOps& t, const py::object& remove_tensors, const py::objec
   }
   auto ranges = [](const py::object& o, const char* what, std::optional<std::string>& out) {
     if (o.is_none()) return;
+    if (out) throw_usage(std::string(what) + ": the patch gives it too; give it once");
     if (PyUnicode_Check(o.ptr())) return void(out = name_arg(o, what));
     if (PyLong_Check(o.ptr()) && !PyBool_Check(o.ptr())) return void(out = to_text(o, what));
     std::string text;
@@ -508,8 +509,12 @@ void add_surgery(TensorOps& t, const py::object& remove_tensors, const py::objec
       const std::string text = to_path(g, "graft");
       const auto colon = text.rfind(':');
       struct stat st {};
-      if (colon != std::string::npos && colon > 0 && ::stat(text.c_str(), &st) != 0) t.graft.push_back({text.substr(0, colon), text.substr(colon + 1)});
-      else t.graft.push_back({text, ""});
+      if (colon != std::string::npos && colon > 0 && ::stat(text.c_str(), &st) != 0) {
+        if (colon + 1 == text.size()) throw_usage("graft: " + text + ": nothing after the colon; give FROM alone to take every tensor of it");
+        t.graft.push_back({text.substr(0, colon), text.substr(colon + 1)});
+      } else {
+        t.graft.push_back({text, ""});
+      }
     }
   }
 }

@@ -258,6 +258,7 @@ TEST(Surgery, TheKeysThatDescribeLayersAreFixedAndAPeriodThatBreaksIsNamed) {
   m.metadata.push_back({"deepseek2.feed_forward_length", Value::array(ValueType::u32, {u32(10), u32(11), u32(12), u32(13)})});
   m.metadata.push_back({"deepseek2.rope.dimension_sections", Value::array(ValueType::u32, {u32(1), u32(2), u32(3), u32(4)})});
   m.metadata.push_back({"deepseek2.attention.sliding_window_pattern", u32(2)});
+  m.metadata.push_back({"deepseek2.classifier.output_labels", Value::strings({"a", "b", "c", "d"})});  // 4, as the layers
   auto src = from_bytes("mem", std::vector<uint8_t>(4 * 16));
   for (uint32_t i = 0; i < 4; ++i) {
     Tensor t;
@@ -280,6 +281,7 @@ TEST(Surgery, TheKeysThatDescribeLayersAreFixedAndAPeriodThatBreaksIsNamed) {
   EXPECT_EQ(ff->at(1).as_u64(), 12u);
   EXPECT_EQ(ff->at(2).as_u64(), 13u);
   EXPECT_EQ(m.find("deepseek2.rope.dimension_sections")->size(), 4u);  // not per layer
+  EXPECT_EQ(m.find("deepseek2.classifier.output_labels")->size(), 4u);  // nor a list of strings
   ASSERT_EQ(r.keys.size(), 3u);  // block_count, leading_dense_block_count, feed_forward_length
   ASSERT_EQ(r.unfixed.size(), 1u);
   EXPECT_EQ(r.unfixed[0].code, "surgery_key");
@@ -401,4 +403,74 @@ TEST(Surgery, InPlaceTheWholeFileIsReplacedAndAHeaderOnlyEditIsRefusedWithTheFil
   const Model res = scan_file(path).model;
   EXPECT_EQ(res.tensors.size(), 12u);
   EXPECT_EQ(key_u64(res, "llama.block_count"), 1u);
+}
+
+// Found by review: a stacked tensor of no bytes (a dimension of 0) took the first of no
+// pieces; one whose bytes do not split into equal slabs was written short.
+TEST(Surgery, AnExpertTensorOfNoBytesIsSlicedByItsShapeAndOneThatDoesNotSplitEvenlyIsRefused) {
+  auto model = [](std::vector<uint64_t> dims, uint32_t type, uint64_t experts) {
+    Model m;
+    m.metadata.push_back({"general.architecture", Value::of_string("qwen3moe")});
+    m.metadata.push_back({"qwen3moe.expert_count", Value::of_u32(static_cast<uint32_t>(experts))});
+    Tensor t;
+    t.name = "blk.0.ffn_up_exps.weight";
+    t.dims = std::move(dims);
+    t.type = type;
+    t.source = from_bytes("mem", std::vector<uint8_t>(256));
+    m.tensors.push_back(t);
+    return m;
+  };
+  TensorOps ops;
+  ops.keep_experts = "1-2";
+  Model empty = model({4, 0, 4}, 0, 4);
+  SurgeryResult r = apply_tensor_ops(empty, ops);
+  ASSERT_EQ(r.tensors.size(), 1u);
+  EXPECT_EQ(empty.tensors[0].dims, (std::vector<uint64_t>{4, 0, 2}));
+  EXPECT_TRUE(empty.tensors[0].pieces.empty());
+  EXPECT_EQ(empty.tensors[0].nbytes(), 0u);
+  Model odd = model({64}, 8, 64);  // q8_0: two blocks of 34 bytes, 68 in all, over 64 experts
+  ops.keep_experts = "0-31";
+  try {
+    apply_tensor_ops(odd, ops);
+    FAIL() << "sliced";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("its 68 bytes do not split into 64 experts' equal slabs"), std::string::npos) << e.what();
+  }
+}
+
+// Found by review: in place, the file a model was read from was taken from its first
+// tensor's source, which a graft had made the donor's: refused as changed, after the write.
+TEST(Surgery, AGraftInPlaceOfTheFirstTensorReplacesTheFileItWasReadFrom) {
+  const std::string path = temp_path("graft-in-place.gguf");
+  write_file_bytes(path, read_file_bytes(tiny_moe(1)));
+  EditRequest req;
+  req.input = path;
+  req.in_place = true;
+  req.patch.tensors.graft = {{tiny_moe(7), "token_embd.weight"}};
+  EditReport r = edit(req);
+  EXPECT_EQ(r.written, Written::whole_file);
+  const Model res = scan_file(path).model, donor = scan_file(tiny_moe(7)).model, src = scan_file(tiny_moe(1)).model;
+  EXPECT_EQ(res.tensors[0].name, "token_embd.weight");
+  EXPECT_EQ(tensor_bytes(res, "token_embd.weight"), tensor_bytes(donor, "token_embd.weight"));
+  EXPECT_EQ(tensor_bytes(res, "output_norm.weight"), tensor_bytes(src, "output_norm.weight"));
+}
+
+TEST(Surgery, AnOutputThatIsTheDonorIsRefusedAndANewSplitIsAlwaysNamedAsAShard) {
+  const std::string donor = temp_path("donor-out.gguf");
+  write_file_bytes(donor, read_file_bytes(tiny_moe(7)));
+  EditRequest req = surgery(tiny_moe(1), donor);
+  req.patch.tensors.graft = {{donor, "blk.0.*"}};
+  try {
+    edit(req);
+    FAIL() << "written over the donor";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is the `graft` donor"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_file_bytes(donor), read_file_bytes(tiny_moe(7)));
+  EditRequest one = surgery(tiny_moe(1), temp_path("one-shard"));
+  one.patch.tensors.keep_layers = "0";
+  one.max_tensors = 100;  // every tensor in one shard: still a set's name and keys
+  EditReport r = edit(one);
+  ASSERT_EQ(r.files.size(), 1u);
+  EXPECT_EQ(r.files[0].path, temp_path("one-shard") + "-00001-of-00001.gguf");
 }

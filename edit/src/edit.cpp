@@ -406,7 +406,11 @@ EditPlan plan_edit(const EditRequest& req) {
   for (size_t k = 0; req.in_place && k < (report.every_shard ? n : 1); ++k) places.push_back(in_place_target(req, ctx, set.shards[k].path));
   gate(req, report.findings_before, whole, report.changes, st.vocabs, report, offsets, std::move(surgery.unfixed));
   if (n == 1 && !resplit) st.models.push_back(std::move(whole));
-  else if (relaid) st.models = split_model(whole, laid_out(set, whole, req));
+  else if (relaid) {
+    st.models = split_model(whole, laid_out(set, whole, req));
+    for (size_t k = 0; k < std::min(n, st.models.size()); ++k)  // each names the shard it replaces (rewrite.h's checks)
+      if (const auto& t = set.shards[k].file.model.tail) st.models[k].tail = SourceTail{t->source, 0, 0, 0, alignment, true};
+  }
   else st.models = shards_of(set, std::move(whole), alignment, alignment != alignment_before);
   if (st.models.size() != n) {  // a new split: the files written are the new set's
     if (req.in_place) throw_usage("in place, a set keeps its shards");
@@ -439,7 +443,13 @@ EditPlan plan_edit(const EditRequest& req) {
     EditPlan::File& f = plan.files[k];
     if (k > 0 && req.in_place && !report.every_shard) continue;  // the other shards stay as they are
     f.gets = k == 0 && st.header ? EditPlan::Gets::header : EditPlan::Gets::whole_file;
-    f.target = req.in_place ? places[k].file : out == 1 ? req.output : shard_path(req.output, static_cast<uint32_t>(k + 1), static_cast<uint32_t>(out));
+    f.target = req.in_place ? places[k].file
+               : out == 1 && !resplit ? req.output
+                                      : shard_path(req.output, static_cast<uint32_t>(k + 1), static_cast<uint32_t>(out));
+    for (const TensorOps::Graft& g : req.patch.tensors.graft)  // a donor is read while the output is written
+      if (struct stat a {}, b {}; !req.in_place && stat_path(g.from, a) == 0 && stat_path(f.target, b) == 0 && a.st_dev == b.st_dev &&
+                                  a.st_ino == b.st_ino)
+        throw_usage(f.target + " is the `graft` donor " + g.from + ": write the result to another file");
   }
   for (size_t k = 0; k < places.size(); ++k)
     if (!places[k].link_replaced) note_hard_links(ctx, places[k].file, k == 0 && st.header);
@@ -475,7 +485,8 @@ EditReport commit(EditPlan&& plan) {
       if (plan.files[k].gets == EditPlan::Gets::whole_file) outputs.push_back({&st.models[k], plan.files[k].target});
     starting(req.write);
     std::vector<RewriteResult> rs = n == 1 && plan.files.size() == 1
-                                        ? std::vector<RewriteResult>{safe_rewrite(st.models[0], req.input, req.output, opt)}
+                                        ? std::vector<RewriteResult>{safe_rewrite(st.models[0], req.input,
+                                                                                  req.in_place ? req.output : plan.files[0].target, opt)}
                                         : safe_write_all(outputs, sources, opt);
     report.written = Written::whole_file;
     for (size_t k = 0; k < rs.size(); ++k) report.files.push_back(written_file(rs[k], *outputs[k].model));

@@ -367,7 +367,9 @@ Patch parse_patch(const std::string& text, const std::string& name, const std::s
         if (!e["from"]) y.fail(e, "graft", "from: names the donor file");
         std::string from = y.scalar(e["from"], "graft");
         if (!from.empty() && from[0] != '/') from = (std::filesystem::path(base_dir) / from).string();
-        p.tensors.graft.push_back({from, e["tensors"] ? y.scalar(e["tensors"], "graft") : std::string()});
+        const std::string glob = e["tensors"] ? y.scalar(e["tensors"], "graft") : std::string();
+        if (e["tensors"] && glob.empty()) y.fail(e["tensors"], "graft", "an empty glob; leave tensors: out to take every tensor");
+        p.tensors.graft.push_back({from, glob});
       }
     }
   }

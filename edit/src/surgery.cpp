@@ -186,7 +186,7 @@ class Surgeon {
     for (Tensor& t : ts_) m_.tensors.push_back(std::move(t));
     if (r_.moved) {
       m_.tensors.pack();
-      m_.tail.reset();  // the source's gaps and trailing bytes belong to a layout that is gone
+      if (m_.tail) m_.tail->relaid = true;  // its gaps and trailing bytes belong to a layout that is gone
     }
     return std::move(r_);
   }
@@ -362,7 +362,8 @@ class Surgeon {
                              std::to_string(p) + " layers from a multiple of " + std::to_string(p));
             break;
           }
-      } else if (v->type == ValueType::array && v->size() == n && s != "rope.dimension_sections") {
+      } else if (v->type == ValueType::array && v->elem != ValueType::string && v->size() == n &&
+                 s != "rope.dimension_sections") {  // a string list (classifier.output_labels) is no per-layer value
         if (v->elem == ValueType::array) {
           unfixed(key, "an array of arrays of one item per layer: its items are not sliced");
           continue;
@@ -389,7 +390,10 @@ class Surgeon {
         throw_usage(t.name + " " + dims_text(t.dims) + ": its outermost dimension is not expert_count " + std::to_string(e) +
                     ", so its experts cannot be sliced");
       const uint64_t bytes = t.nbytes(), slab = bytes / e;
-      std::vector<std::pair<uint64_t, uint64_t>> pieces;
+      if (bytes % e != 0)
+        throw_usage(t.name + " " + dims_text(t.dims) + ": its " + std::to_string(bytes) + " bytes do not split into " +
+                    std::to_string(e) + " experts' equal slabs, so its experts cannot be sliced");
+      std::vector<std::pair<uint64_t, uint64_t>> pieces;  // taken while the tensor is still whole
       for (uint32_t x : kept)
         for (const auto& r : ranges_of(t, x * slab, slab)) {
           if (!pieces.empty() && pieces.back().first + pieces.back().second == r.first) pieces.back().second += r.second;
@@ -397,11 +401,12 @@ class Surgeon {
         }
       std::vector<uint64_t> before = t.dims;
       t.dims.back() = kept.size();
-      t.source_offset = pieces.front().first;
-      t.pieces = pieces.size() == 1 ? std::vector<std::pair<uint64_t, uint64_t>>{} : std::move(pieces);
       t.offset.reset();
       r_.tensors.push_back({TensorChange::sliced, t.name, "", before, t.dims, t.type, t.type, ""});
       r_.moved = true;
+      if (pieces.empty()) continue;  // a dimension of 0: no bytes to take
+      t.source_offset = pieces.front().first;
+      t.pieces = pieces.size() == 1 ? std::vector<std::pair<uint64_t, uint64_t>>{} : std::move(pieces);
     }
     const uint64_t left = kept.size();
     set_key(arch_ + ".expert_count", Value::scalar(arch_key("expert_count")->type, left));

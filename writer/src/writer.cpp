@@ -116,10 +116,10 @@ class Walker {
       if (check_ && !t.source)
         throw Error(Error::Kind::format, "", std::nullopt, path, "the tensor has no data to write");
       if (!check_) sink_.copy(MemorySource("", {}), 0, n);  // counting: no bytes are touched
+      else if (!t.pieces.empty()) copy_pieces(t, path, n);
       else if (m_.data_order && *m_.data_order != m_.order)
         sink_.copy(SwappedSource(*t.source, swappable(t, path), t.source_offset), t.source_offset, n);
-      else if (t.pieces.empty()) sink_.copy(*t.source, t.source_offset, n);
-      else copy_pieces(t, path, n);
+      else sink_.copy(*t.source, t.source_offset, n);
       end();
       upto = sink_.pos();
     }
@@ -347,7 +347,7 @@ Layout plan_with(const Model& model, FieldMarks* marks) {
 }  // namespace
 
 bool keeps_tail(const Model& m, const Layout& L) {
-  if (!m.tail || m.tail->alignment != L.alignment || L.tensor_offsets.size() != m.tensors.size()) return false;
+  if (!m.tail || m.tail->relaid || m.tail->alignment != L.alignment || L.tensor_offsets.size() != m.tensors.size()) return false;
   for (size_t i = 0; i < m.tensors.size(); ++i)
     if (m.tensors[i].source != m.tail->source || m.tensors[i].source_offset != m.tail->data_offset + L.tensor_offsets[i])
       return false;

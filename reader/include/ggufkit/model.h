@@ -475,6 +475,9 @@ struct SourceTail {
   uint64_t data_offset = 0;  // and its data section started
   uint64_t size = 0;         // the source's size
   uint32_t alignment = 32;
+  // The data is laid out anew (tensor surgery): `source` still names the file the model was
+  // read from, but none of its bytes beyond the fields are kept.
+  bool relaid = false;
 };
 
 struct Model {
