@@ -12,6 +12,12 @@
 #ifndef GGUFKIT_BIN
 #define GGUFKIT_BIN "build/ggufkit"
 #endif
+#ifndef GGUFKIT_FAULTY_BIN
+#define GGUFKIT_FAULTY_BIN "build/tests/ggufkit_faulty"
+#endif
+#ifndef GGUFKIT_EXAMPLES_BIN
+#define GGUFKIT_EXAMPLES_BIN "build"
+#endif
 
 #include <cstdint>
 #include <string>
