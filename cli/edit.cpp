@@ -44,10 +44,7 @@ std::string dims_of(const std::vector<uint64_t>& d) {
   for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
   return s + "]";
 }
-std::string type_of(uint32_t t) {
-  const GgmlType* g = ggml_type(t);
-  return g ? g->name : "type " + std::to_string(t);
-}
+std::string type_of(uint32_t t) { return ggml_type_name(t); }
 
 std::string tensor_change_text(const TensorChange& c) {
   const std::string from = c.from.empty() ? "" : " (from " + c.from + ")";

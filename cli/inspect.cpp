@@ -53,13 +53,13 @@ std::string col(const std::string& s, size_t w) { return s.size() >= w ? s + " "
 
 // A tensor's name, dims and type: as text columns, or as the first fields of its JSON object.
 std::string tensor_columns(const Tensor& t) {
-  return col(t.name, 40) + " " + col(shape_text(t.dims), 22) + " " + col(ggml_type(t.type)->name, 8) + " ";
+  return col(t.name, 40) + " " + col(shape_text(t.dims), 22) + " " + col(ggml_type_name(t.type), 8) + " ";
 }
 void tensor_json(JsonOut& j, const Tensor& t) {
   j.key("name").str(t.name).key("dims").array([&] {
     for (uint64_t d : t.dims) j.num(d);
   });
-  j.key("type").str(ggml_type(t.type)->name);
+  j.key("type").str(ggml_type_name(t.type));
 }
 
 // FILE plus a second positional argument (layer N, tensor NAME).
@@ -557,7 +557,7 @@ int cmd_layer(const std::vector<std::string>& args) {
   std::vector<Tensor> mine;
   for (const Tensor& t : s.model.tensors)
     if (auto b = block_of(t.name)) {
-      sig[b->first].push_back(b->second + " " + shape_text(t.dims) + " " + ggml_type(t.type)->name);
+      sig[b->first].push_back(b->second + " " + shape_text(t.dims) + " " + ggml_type_name(t.type));
       if (b->first == n) mine.push_back(t);
     }
   if (mine.empty()) {
@@ -726,7 +726,7 @@ int cmd_tensor(const std::vector<std::string>& args) {
   if (a->json) {
     JsonOut j(std::cout);
     j.object([&] {
-      j.key("name").str(t->name).key("type").str(ggml_type(t->type)->name).key("count").num(st.count);
+      j.key("name").str(t->name).key("type").str(ggml_type_name(t->type)).key("count").num(st.count);
       j.key("min").raw(num(st.min)).key("max").raw(num(st.max)).key("mean").raw(num(st.mean));
       j.key("std").raw(num(st.stddev)).key("nan").num(st.nan).key("inf").num(st.inf).key("head").array([&] {
         for (float x : st.head) j.value(Value::of_f32(x));
@@ -734,7 +734,7 @@ int cmd_tensor(const std::vector<std::string>& args) {
     });
     return 0;
   }
-  std::printf("%s  %s %s%s\n", t->name.c_str(), ggml_type(t->type)->name, shape_text(t->dims).c_str(),
+  std::printf("%s  %s %s%s\n", t->name.c_str(), ggml_type_name(t->type).c_str(), shape_text(t->dims).c_str(),
               a->vm.count("rows") ? (", rows " + a->vm["rows"].as<std::string>()).c_str() : "");
   std::printf("count %llu  min %s  max %s  mean %s  std %s  nan %llu  inf %llu\n",
               static_cast<unsigned long long>(st.count), num(st.min).c_str(), num(st.max).c_str(), num(st.mean).c_str(),
@@ -1008,11 +1008,13 @@ int cmd_validate(const std::vector<std::string>& args) {
   po::options_description desc("options");
   shard_only_option(desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-': a header from standard input), or any shard of a set")(
       "strict", po::bool_switch(), "exit 1 on warnings too")("json", po::bool_switch(), "print JSON"), "a shard alone, not its set")(
-      "base", po::value<std::string>()->value_name("MODEL"), "FILE is a LoRA adapter of MODEL: check its pairs against MODEL's tensors");
+      "base", po::value<std::string>()->value_name("MODEL"), "FILE is a LoRA adapter of MODEL: check its pairs against MODEL's tensors")(
+      "dialect", po::value<std::string>()->value_name("NAME")->default_value("llama.cpp"),
+      "whose loader judges: llama.cpp (mainline), or ik_llama (its own tensor types are warnings, not errors)");
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos,
-                  "usage: ggufkit validate FILE [--base MODEL] [--strict] [--json]\n\n"
+                  "usage: ggufkit validate FILE [--base MODEL] [--dialect ik_llama] [--strict] [--json]\n\n"
                   "Every reader error, and what a reader lets through that breaks later: tensor data\n"
                   "past the end of the file (a cut download), bytes after the last tensor, non-zero\n"
                   "padding, offsets llama.cpp refuses, an alignment below 32 or over 1 MiB, missing\n"
@@ -1020,7 +1022,9 @@ int cmd_validate(const std::vector<std::string>& args) {
                   "embedding length, a block count the blk.N tensors disagree with, special token\n"
                   "ids outside the vocabulary, vocabulary arrays of different lengths, an empty or\n"
                   "missing vocabulary, token_embd/output rows that are not the vocabulary size,\n"
-                  "invalid UTF-8, nested arrays. Edits check the same rules before they write.\n"
+                  "invalid UTF-8, nested arrays, tensor types llama.cpp cannot load (one ggml does\n"
+                  "not know, read as opaque bytes; ik_llama.cpp's own: --dialect ik_llama makes\n"
+                  "those warnings). Edits check the same rules before they write.\n"
                   "A file that is not a model is judged by its role's rules (show names the role):\n"
                   "a LoRA adapter as llama_adapter_lora_init reads it (general.type, adapter.type\n"
                   "lora, adapter.lora.alpha, NAME.lora_a/NAME.lora_b pairs; with --base MODEL also\n"
@@ -1043,8 +1047,12 @@ int cmd_validate(const std::vector<std::string>& args) {
   const std::string file = (*vm)["file"].as<std::string>();
   namespace io = boost::iostreams;
   io::stream<io::file_descriptor_source> in(io::file_descriptor_source(0, io::never_close_handle));
-  const Verdict v =
-      validate(file, shard_only(*vm), &in, vm->count("base") ? (*vm)["base"].as<std::string>() : "", cli_context());
+  Context ctx = cli_context();
+  const std::string dialect = (*vm)["dialect"].as<std::string>();
+  if (dialect == "ik_llama" || dialect == "ik_llama.cpp") ctx.dialect = Dialect::ik_llama;
+  else if (dialect != "llama.cpp" && dialect != "llama_cpp")
+    throw_usage("--dialect " + dialect + ": give llama.cpp (mainline, the default) or ik_llama");
+  const Verdict v = validate(file, shard_only(*vm), &in, vm->count("base") ? (*vm)["base"].as<std::string>() : "", ctx);
   const auto& fs = v.findings;
   const auto& files = v.files;
   const size_t errors = v.errors, warnings = v.warnings;

@@ -122,7 +122,7 @@ bool wants_json(const std::vector<std::string>& args) {
 }
 
 void print_error_json(const char* kind, int code, const std::string& file, const std::optional<uint64_t>& offset,
-                      const std::string& field, const std::string& message) {
+                      const std::string& field, const std::string& message, const std::optional<NotGguf>& not_gguf = {}) {
   JsonOut j(std::cout);
   auto text_or_null = [&](const std::string& s) {
     if (s.empty()) j.null();
@@ -138,6 +138,8 @@ void print_error_json(const char* kind, int code, const std::string& file, const
       j.key("field");
       text_or_null(field);
       j.key("message").str(message);
+      if (not_gguf)  // what the file is instead
+        j.key("not_gguf").object([&] { j.key("kind").str(not_gguf->kind).key("what").str(not_gguf->what).key("remedy").str(not_gguf->remedy); });
     });
   });
 }
@@ -195,11 +197,12 @@ int main(int argc, char** argv) {
               << "\nRun 'ggufkit --help' for the list of commands.\n";
     return 2;
   } catch (const Error& library) {
-    const Error e(library.kind, library.file, library.offset, cli_words(library.field), cli_words(library.message));
+    Error e(library.kind, library.file, library.offset, cli_words(library.field), cli_words(library.message));
+    e.not_gguf = library.not_gguf;
     const int code = exit_code(e, args);
     if (wants_json(args)) {
       static const char* kinds[] = {"", "format", "usage", "io"};
-      print_error_json(kinds[static_cast<int>(e.kind)], code, e.file, e.offset, e.field, e.message);
+      print_error_json(kinds[static_cast<int>(e.kind)], code, e.file, e.offset, e.field, e.message, e.not_gguf);
       return code;
     }
     std::cerr << "ggufkit: error: " << e.what() << "\n";

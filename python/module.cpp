@@ -256,8 +256,7 @@ size_t tensor_index(const Opened& o, const std::string& name) {
 
 TensorRecord tensor_record(const Opened& o, size_t i) {
   const Tensor t = o.model().tensors[i];
-  const GgmlType* g = ggml_type(t.type);
-  TensorRecord r{t.name, g ? g->name : std::to_string(t.type), t.dims, o.view.s.layout.tensor_offsets[i], t.nbytes(), std::nullopt};
+  TensorRecord r{t.name, ggml_type_name(t.type), t.dims, o.view.s.layout.tensor_offsets[i], t.nbytes(), std::nullopt};
   if (o.view.files > 1) r.shard = o.view.shard[i];
   return r;
 }

@@ -58,15 +58,15 @@ std::vector<uint8_t> one_kv(const std::string& key, uint32_t type, const std::fu
 const std::vector<Case>& malformed_cases() {
   static const std::vector<Case> all = {
       // --- header ---
-      {"EmptyFile", "header", [] { return std::vector<uint8_t>{}; }, 0, "head (magic)", "the file is 0 bytes"},
-      {"ShortFile", "header", [] { return cut(Base().bytes(), 10); }, 0, "head (magic)", "the file is 10 bytes, shorter than the 24-byte GGUF head"},
-      {"BadMagic", "header", [] { auto b = Base().bytes(); b[3] = 'L'; b[2] = 'M'; return b; }, 0, "head (magic)", "found 'GGML' (47 47 4d 4c), expected 'GGUF'"},
+      {"EmptyFile", "header", [] { return std::vector<uint8_t>{}; }, 0, "head (magic)", "not a GGUF file: an empty file (0 bytes)"},
+      {"ShortFile", "header", [] { return cut(Base().bytes(), 10); }, 0, "head (magic)", "not a GGUF file: a GGUF file cut short: 10 bytes, where the magic, version and counts alone take 24"},
+      {"BadMagic", "header", [] { auto b = Base().bytes(); b[3] = 'L'; b[2] = 'M'; return b; }, 0, "head (magic)", "not a GGUF file: found 'GGML"},
       {"Version0", "header", [] { Base x; x.version = 0; return x.bytes(); }, 4, "head (version)", "version 0 is not a GGUF version"},
       {"Version1", "header", [] { Base x; x.version = 1; return x.bytes(); }, 4, "head (version)", "this is GGUF v1"},
       {"Version4", "header", [] { Base x; x.version = 4; return x.bytes(); }, 4, "head (version)", "version 4 is newer than this reader knows"},
       {"TensorCount2e62", "header", [] { Base x; x.n_tensors = 1ull << 62; return x.bytes(); }, 8, "head (tensor count)", "4611686018427387904 tensor info records need at least 24 bytes each, but only 240 bytes are left"},
       {"KvCount2e62", "header", [] { Base x; x.n_kv = 1ull << 62; return x.bytes(); }, 16, "head (kv count)", "4611686018427387904 key-value pairs need at least 13 bytes each"},
-      {"CutInsideHead", "header", [] { return cut(Base().bytes(), 23); }, 0, "head (magic)", "the file is 23 bytes"},
+      {"CutInsideHead", "header", [] { return cut(Base().bytes(), 23); }, 0, "head (magic)", "not a GGUF file: a GGUF file cut short: 23 bytes"},
       // --- key/value ---
       {"KeyLength2e63", "kv", [] { return with_u64(24, 1ull << 63); }, 24, "kv[0] (key length)", "a string of 9223372036854775808 bytes is longer than the 64 MiB cap and than the 224 bytes left in the file"},
       {"KeyLengthPastTheEnd", "kv", [] { return with_u64(24, 1000); }, 24, "kv[0] (key length)", "a string of 1000 bytes is longer than the 224 bytes left in the file"},
@@ -92,8 +92,6 @@ const std::vector<Case>& malformed_cases() {
       {"NDims5", "tensor info", [] { Base x; x.n_dims_a = 5; return x.bytes(); }, 111, "tensor[0] a (n_dims)", "n_dims 5 is more than the 4 ggml allows"},
       {"OverflowingDims", "tensor info", [] { Base x; x.n_dims_a = 2; auto b = x.bytes(); poke_u64(b, 115, 1ull << 32); poke_u64(b, 123, 1ull << 32); return b; }, 115, "tensor[0] a (dims)", "the element count overflows 63 bits"},
       {"NegativeDim", "tensor info", [] { return with_u64(115, 1ull << 63); }, 115, "tensor[0] a (dims)", "dim 0 = 9223372036854775808 does not fit in int64"},
-      {"UnknownTensorType", "tensor info", [] { Base x; x.type_a = 43; return x.bytes(); }, 123, "tensor[0] a (type)", "unknown ggml type 43; known types are 0 to 42"},
-      {"RemovedTensorType", "tensor info", [] { Base x; x.type_a = 4; return x.bytes(); }, 123, "tensor[0] a (type)", "ggml type 4 (q4_2) was removed from ggml"},
       {"PartBlock", "tensor info", [] { Base x; x.type_a = 2; x.ne0_a = 33; return x.bytes(); }, 115, "tensor[0] a (dims)", "ne0 = 33 is not a multiple of the q4_0 block of 32"},
       {"CutInsideTheTensorInfos", "tensor info", [] { return cut(Base().bytes(), 150); }, 148, "tensor[1] b (dim #0)", "needs 8 bytes, but the file ends at byte 150"},
       // --- data ---

@@ -296,10 +296,7 @@ class RoleRules {
     for (uint64_t d : t.dims) s += (s.empty() ? "" : "x") + std::to_string(d);
     return s.empty() ? "a scalar" : s;
   }
-  static std::string type_of(const Tensor& t) {
-    const GgmlType* g = ggml_type(t.type);
-    return g ? g->name : "type " + std::to_string(t.type);
-  }
+  static std::string type_of(const Tensor& t) { return ggml_type_name(t.type); }
   void add(Code c, Place p, std::string msg, std::string fix = "") {
     out.push_back(finding(c, std::nullopt, std::move(msg), std::move(p)));
     out.back().fix = std::move(fix);

@@ -53,6 +53,7 @@ class Validator {
 
   std::vector<Finding> run() {
     if (src_) data();
+    if (src_ || model_rules_) types();  // a file's told at their records; a set's by each shard (validate)
     if (model_rules_) {
       metadata();
       shapes();
@@ -245,7 +246,7 @@ class Validator {
     const bool model = role_ == Role::model || role_ == Role::vocab;
     std::string arch = model ? architecture(m) : "";
     if (arch.empty() && model) add(Code::missing_architecture, Place::key("general.architecture"), std::nullopt, "no general.architecture (a string): llama.cpp cannot load the file");
-    bool quantized = std::any_of(m.tensors.begin(), m.tensors.end(), [](const Tensor& t) { return ggml_type(t.type)->block > 1; });
+    bool quantized = std::any_of(m.tensors.begin(), m.tensors.end(), [](const Tensor& t) { const GgmlType* g = ggml_type(t.type); return g && g->block > 1; });
     if (quantized && !m.find("general.quantization_version"))
       add(Code::missing_quantization_version, Place::key("general.quantization_version"), std::nullopt, "quantized tensors but no general.quantization_version");
     // The keys the loader cannot do without: the tensor table's, for the architectures it
@@ -342,6 +343,27 @@ class Validator {
         add(Code::vocab_rows, Place::key("tokenizer.ggml.tokens", t.name), key_at("tokenizer.ggml.tokens"),
             t.name + " has " + std::to_string(t.dims[1]) + " rows but the vocabulary has " + std::to_string(vocab) +
                 " tokens; llama.cpp refuses the shape");
+  }
+
+  // Tensor types mainline llama.cpp cannot load: one no table here knows or sizes (read as
+  // opaque bytes), and ik_llama.cpp's own. Told at the record's type field.
+  void types() {
+    for (size_t i = 0; i < m_.tensors.size(); ++i) {
+      const Tensor t = m_.tensors[i];
+      const GgmlType* g = ggml_type(t.type);
+      if (g && !g->removed && !g->ik) continue;
+      std::optional<uint64_t> at;
+      if (auto r = m_.tensors.record(i)) at = *r + 8 + t.name.size() + 4 + 8 * t.dims.size();
+      const std::string label = "tensor[" + std::to_string(i) + "] " + t.name;
+      if (g && g->ik)
+        add(Code::tensor_type_ik, Place::tensor(t.name), at,
+            label + " is " + g->name + ", an ik_llama.cpp type: mainline llama.cpp cannot load it (ik_llama.cpp can)");
+      else
+        add(Code::tensor_type_unknown, Place::tensor(t.name), at,
+            label + " is " + (g ? std::string(g->name) + " (type " + std::to_string(t.type) + "), removed from ggml"
+                                : ggml_type_name(t.type) + ", a type ggml does not know") +
+                ": llama.cpp refuses to load the file (ggufkit reads its " + std::to_string(t.nbytes()) + " bytes as they are)");
+    }
   }
 
   // Tensor names as ggml takes them: a C string, cut at the first NUL, unique.
@@ -554,6 +576,7 @@ Verdict validate(const std::string& path, bool shard_only, std::istream* in, con
     if (v.files.size() > 1) {  // the model's rules over the set as one model, told against shard 1
       Model whole = set->model();
       for (Finding& x : Validator(whole, plan(whole), 0, nullptr, true, false, base ? &*base : nullptr).run()) {
+        if (x.code == Code::tensor_type_unknown || x.code == Code::tensor_type_ik) continue;  // each shard told its own
         x.offset.reset();  // an offset in no file
         v.findings.push_back({v.files[0], std::move(x)});
       }
@@ -561,7 +584,10 @@ Verdict validate(const std::string& path, bool shard_only, std::istream* in, con
     for (const SetFault& f : faults) v.findings.push_back({f.file, set_finding(f)});  // severities from the rule table
     v.per_file = v.files.size() > 1 || !faults.empty();
   }
-  for (const auto& [where, f] : v.findings) v.errors += f.severity == Severity::error, v.warnings += f.severity == Severity::warning;
+  for (auto& [where, f] : v.findings) {
+    if (f.code == Code::tensor_type_ik && ctx.dialect == Dialect::ik_llama) f.severity = Severity::warning;  // its own loader's
+    v.errors += f.severity == Severity::error, v.warnings += f.severity == Severity::warning;
+  }
   return v;
 }
 

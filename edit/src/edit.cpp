@@ -385,8 +385,8 @@ EditPlan plan_edit(const EditRequest& req) {
       const GgmlType* gt = ggml_type(whole.tensors[i].type);
       if (!gt || !can_swap(*gt))
         throw Error(Error::Kind::format, req.input, std::nullopt, "tensor[" + std::to_string(i) + "] " + whole.tensors[i].name,
-                    std::string("cannot change the byte order of ") + (gt ? gt->name : "an unknown type") +
-                        " data; the types that can be converted are " + swappable_types());
+                      "cannot change the byte order of " + ggml_type_name(whole.tensors[i].type) + " data" +
+                        (gt ? "" : ", a type ggufkit does not know the layout of") + "; the types that can be converted are " + swappable_types());
     }
     report.order_before = whole.order;
     report.order_after = *req.byte_order;
@@ -394,6 +394,13 @@ EditPlan plan_edit(const EditRequest& req) {
     whole.order = *req.byte_order;
   }
   const uint32_t alignment = whole.alignment();
+  if (alignment != alignment_before)
+    for (size_t i = 0; i < whole.tensors.size(); ++i)  // refused by name before anything is written
+      if (const Tensor t = whole.tensors[i]; t.opaque_bytes)
+        throw Error(Error::Kind::format, req.input, std::nullopt, "tensor[" + std::to_string(i) + "] " + t.name,
+                    "cannot realign: " + ggml_type_name(t.type) + " is a type ggufkit cannot size, so its " + std::to_string(*t.opaque_bytes) +
+                        " bytes were measured to the next tensor's data, padding included, and where the tensor ends is not known; "
+                        "realign it with a tool that knows the type (ik_llama.cpp's, or a newer ggufkit)");
   report.every_shard = n > 1 && (alignment != alignment_before || req.always_write || relaid);
   for (const Shard& s : set.shards) plan.files.push_back({s.path, s.path, EditPlan::Gets::nothing});
   if (report.changes.empty() && report.tensor_changes.empty() && !report.order_after && !req.always_write && !resplit) {

@@ -389,6 +389,8 @@ class Surgeon {
       if (t.dims.empty() || t.dims.back() != e)
         throw_usage(t.name + " " + dims_text(t.dims) + ": its outermost dimension is not expert_count " + std::to_string(e) +
                     ", so its experts cannot be sliced");
+      if (t.opaque_bytes)  // measured with the padding after it: where each expert ends is not known
+        throw_usage(t.name + " is " + ggml_type_name(t.type) + ", a type ggufkit cannot size, so its experts cannot be sliced");
       const uint64_t bytes = t.nbytes(), slab = bytes / e;
       if (bytes % e != 0)
         throw_usage(t.name + " " + dims_text(t.dims) + ": its " + std::to_string(bytes) + " bytes do not split into " +

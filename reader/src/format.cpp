@@ -3,6 +3,7 @@
 #include <array>
 #include <cctype>
 #include <limits>
+#include <string>
 
 namespace ggufkit {
 
@@ -40,6 +41,69 @@ constexpr std::array<GgmlType, kGgmlTypeCount> kGgmlTypes{{
     {42, "q2_0", 64, 18, false},
 }};
 
+// ik_llama.cpp's own types (its ggml.h enum, ggml.c type traits and ggml-common.h blocks):
+// id, name, elements and bytes per block, bytes of row scales before each row. Only ids
+// mainline does not use: at 31-33, 36 and 41 mainline's meaning wins (ik's q4_0_4x4 rows
+// and q1_0_g128 are byte-identical there; its i2_s at 36 reads as opaque). The _r4/_r8/_r16
+// types interleave 4, 8 or 16 rows at the same bytes per row as their base type.
+constexpr std::array<GgmlType, 55> kIkTypes{{
+    {97, "q8_0_x4", 32, 34, false, 0, true},
+    {98, "q8_1_x4", 32, 36, false, 0, true},
+    {99, "q8_2_x4", 32, 36, false, 0, true},
+    {133, "q6_0", 32, 26, false, 0, true},
+    {134, "iq1_bn", 64, 13, false, 2, true},
+    {135, "iq2_bn", 64, 16, false, 4, true},
+    {136, "q8_K64", 64, 68, false, 0, true},
+    {137, "iq2_k", 256, 76, false, 0, true},
+    {138, "iq3_k", 256, 110, false, 0, true},
+    {139, "iq4_k", 256, 144, false, 0, true},
+    {140, "iq5_k", 256, 176, false, 0, true},
+    {141, "iq6_k", 256, 212, false, 0, true},
+    {144, "iq4_ks", 256, 136, false, 4, true},
+    {145, "iq2_ks", 256, 70, false, 2, true},
+    {146, "iq4_kss", 256, 128, false, 4, true},
+    {147, "q8_K16", 64, 64, false, 20, true},
+    {148, "q8_K32", 256, 296, false, 0, true},
+    {149, "q8_KR8", 256, 296, false, 0, true},
+    {150, "q8_K128", 128, 140, false, 0, true},
+    {151, "q8_KV", 32, 32, false, 8, true},
+    {152, "iq5_ks", 256, 168, false, 4, true},
+    {153, "iq2_kt", 256, 68, false, 4, true},
+    {154, "iq3_kt", 256, 100, false, 4, true},
+    {155, "iq4_kt", 256, 128, false, 4, true},
+    {156, "iq3_ks", 256, 102, false, 2, true},
+    {157, "iq2_kl", 256, 86, false, 2, true},
+    {158, "iq1_kt", 256, 56, false, 4, true},
+    {202, "q4_0_r8", 32, 18, false, 0, true},
+    {206, "q5_0_r4", 32, 22, false, 0, true},
+    {208, "q8_0_r8", 32, 34, false, 0, true},
+    {210, "q2_k_r4", 256, 84, false, 0, true},
+    {211, "q3_k_r4", 256, 110, false, 0, true},
+    {212, "q4_k_r4", 256, 144, false, 0, true},
+    {213, "q5_k_r4", 256, 176, false, 0, true},
+    {214, "q6_k_r4", 256, 210, false, 0, true},
+    {216, "iq2_xxs_r4", 256, 66, false, 0, true},
+    {217, "iq2_xs_r4", 256, 74, false, 0, true},
+    {218, "iq3_xxs_r4", 256, 98, false, 0, true},
+    {219, "iq1_s_r4", 32, 6, false, 2, true},
+    {220, "iq4_nl_r4", 32, 18, false, 0, true},
+    {221, "iq3_s_r4", 256, 110, false, 0, true},
+    {222, "iq2_s_r4", 256, 82, false, 0, true},
+    {223, "iq4_xs_r8", 256, 136, false, 0, true},
+    {229, "iq1_m_r4", 32, 7, false, 2, true},
+    {230, "bf16_r16", 1, 2, false, 0, true},
+    {233, "q6_0_r4", 32, 26, false, 0, true},
+    {335, "iq2_bn_r4", 64, 16, false, 4, true},
+    {337, "iq2_k_r4", 256, 76, false, 0, true},
+    {338, "iq3_k_r4", 256, 110, false, 0, true},
+    {339, "iq4_k_r4", 256, 144, false, 0, true},
+    {340, "iq5_k_r4", 256, 176, false, 0, true},
+    {344, "iq4_ks_r4", 256, 136, false, 4, true},
+    {352, "iq5_ks_r4", 256, 168, false, 4, true},
+    {398, "q8_KV_r8", 32, 32, false, 4, true},
+    {399, "q8_k_r8", 256, 258, false, 0, true},
+}};
+
 bool iequal(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
@@ -72,13 +136,27 @@ bool is_signed(ValueType t) {
 
 bool is_float(ValueType t) { return t == ValueType::f32 || t == ValueType::f64; }
 
-const GgmlType* ggml_type(uint32_t id) { return id < kGgmlTypeCount ? &kGgmlTypes[id] : nullptr; }
+const GgmlType* ggml_type(uint32_t id) {
+  if (id < kGgmlTypeCount) return &kGgmlTypes[id];
+  for (const auto& t : kIkTypes)
+    if (t.id == id) return &t;
+  return nullptr;
+}
 
 const GgmlType* ggml_type_by_name(std::string_view name) {
   for (const auto& t : kGgmlTypes)
     if (iequal(name, t.name)) return &t;
+  for (const auto& t : kIkTypes)
+    if (iequal(name, t.name)) return &t;
   return nullptr;
 }
+
+std::string ggml_type_name(uint32_t id) {
+  const GgmlType* t = ggml_type(id);
+  return t ? std::string(t->name) : "type " + std::to_string(id);
+}
+
+std::span<const GgmlType> ik_llama_types() { return kIkTypes; }
 
 std::optional<uint64_t> checked_add(uint64_t a, uint64_t b) {
   uint64_t r;
@@ -99,6 +177,25 @@ std::optional<uint64_t> align_up(uint64_t x, uint64_t alignment) {
   return checked_add(x, alignment - rem);
 }
 
+std::optional<uint64_t> element_count(std::span<const uint64_t> dims, std::string* why) {
+  auto fail = [&](std::string msg) -> std::optional<uint64_t> {
+    if (why) *why = std::move(msg);
+    return std::nullopt;
+  };
+  // ggml keeps element counts in int64_t, so the count must stay below INT64_MAX.
+  uint64_t elements = 1;
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      return fail("dim " + std::to_string(i) + " = " + std::to_string(dims[i]) + " does not fit in int64");
+  for (uint64_t d : dims) {
+    auto e = checked_mul(elements, d);
+    if (!e || *e >= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      return fail("the element count overflows 63 bits");
+    elements = *e;
+  }
+  return elements;
+}
+
 std::optional<uint64_t> tensor_nbytes(const GgmlType& type, std::span<const uint64_t> dims,
                                       std::string* why) {
   auto fail = [&](std::string msg) -> std::optional<uint64_t> {
@@ -111,18 +208,13 @@ std::optional<uint64_t> tensor_nbytes(const GgmlType& type, std::span<const uint
   if (ne0 % type.block != 0)
     return fail("ne0 = " + std::to_string(ne0) + " is not a multiple of the " + type.name +
                 " block of " + std::to_string(type.block));
-  // ggml keeps element counts in int64_t, so the count must stay below INT64_MAX.
-  uint64_t elements = 1;
-  for (size_t i = 0; i < dims.size(); ++i)
-    if (dims[i] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-      return fail("dim " + std::to_string(i) + " = " + std::to_string(dims[i]) + " does not fit in int64");
-  for (uint64_t d : dims) {
-    auto e = checked_mul(elements, d);
-    if (!e || *e >= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-      return fail("the element count overflows 63 bits");
-    elements = *e;
-  }
-  auto bytes = checked_mul(elements / type.block, type.size);
+  auto count = element_count(dims, why);
+  if (!count) return std::nullopt;
+  const uint64_t elements = *count;
+  // ik_llama.cpp's row-scaled types hold row_meta bytes before each row's blocks.
+  auto row = checked_mul(ne0 / type.block, type.size);
+  if (row) row = checked_add(*row, type.row_meta);
+  auto bytes = ne0 == 0 ? std::optional<uint64_t>(0) : row ? checked_mul(elements / ne0, *row) : std::nullopt;
   if (!bytes || *bytes >= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
     return fail("the size in bytes overflows 63 bits");
   return bytes;

@@ -23,7 +23,7 @@ template <typename Fn>
 void for_each_piece(const Tensor& t, Fn fn) {
   if (!t.source) throw Error(Error::Kind::format, "", std::nullopt, "tensor " + t.name, "the tensor has no data source");
   const GgmlType* gt = ggml_type(t.type);
-  uint64_t n = t.nbytes(), step = gt ? std::max<uint64_t>(gt->size, kPiece / gt->size * gt->size) : kPiece;
+  uint64_t n = t.nbytes(), step = gt && gt->size ? std::max<uint64_t>(gt->size, kPiece / gt->size * gt->size) : kPiece;
   std::vector<uint8_t> buf(static_cast<size_t>(std::min(n, step)));
   for (uint64_t done = 0; done < n;) {
     size_t k = static_cast<size_t>(std::min(n - done, step));
@@ -74,7 +74,7 @@ std::vector<TypeMix> quant_mix(const Model& m) {
   std::map<uint32_t, TypeMix> by;
   for (const Tensor& t : m.tensors) {
     TypeMix& row = by[t.type];
-    row.type = ggml_type(t.type)->name;
+    row.type = ggml_type_name(t.type);
     row.tensors++;
     row.weights += t.elements();
     row.bytes += t.nbytes();
@@ -237,7 +237,7 @@ Stack stack_of(const Model& m) {
     StackRow& row = st.rows[it->second];
     row.count++;
     row.bytes += bytes;
-    row.types[ggml_type(t.type)->name]++;
+    row.types[ggml_type_name(t.type)]++;
     std::string shape = shape_text(t.dims);
     if (std::find(row.shapes.begin(), row.shapes.end(), shape) == row.shapes.end()) row.shapes.push_back(shape);
   }
@@ -361,7 +361,7 @@ std::vector<Difference> diff_files(const Scanned& x, const Scanned& y, bool layo
   std::map<std::string, size_t> ib;
   for (size_t i = 0; i < mb.tensors.size(); ++i) ib[mb.tensors[i].name] = i;
   std::vector<std::string> ta, tb;
-  auto record = [](const Tensor& t) { return shape_text(t.dims) + " " + ggml_type(t.type)->name; };
+  auto record = [](const Tensor& t) { return shape_text(t.dims) + " " + ggml_type_name(t.type); };
   for (size_t i = 0; i < ma.tensors.size(); ++i) {
     const Tensor& t = ma.tensors[i];
     auto it = ib.find(t.name);
@@ -401,7 +401,7 @@ TensorStats tensor_stats(const Tensor& t, size_t head, ByteOrder order) {
   const GgmlType* gt = ggml_type(t.type);
   if (!gt || !can_decode(*gt))
     throw Error(Error::Kind::format, "", std::nullopt, "tensor " + t.name,
-                std::string("decoding ") + (gt ? gt->name : "this type") + " is not supported");
+                "decoding " + ggml_type_name(t.type) + " is not supported" + (gt ? "" : ": ggufkit does not know the type's layout"));
   TensorStats st;
   double sum = 0, mean = 0, m2 = 0;  // Welford's running mean and sum of squared deviations
   uint64_t finite = 0;

@@ -237,7 +237,14 @@ const Tensor TensorList::operator[](size_t i) const {
   const uint64_t offset = load(p + 4, 8, big_);
   t.source_offset = data_offset_ + offset;
   if (at_[i] & kGap) t.offset = offset;
+  if (!opaque_.empty())
+    if (auto o = opaque_.find(i); o != opaque_.end()) t.opaque_bytes = o->second;
   return t;
+}
+
+void TensorList::set_opaque(size_t i, uint64_t bytes) {
+  if (at_[i] & kOwned) owned_[at_[i] & ~kOwned].opaque_bytes = bytes;
+  else opaque_[i] = bytes;
 }
 
 void TensorList::keep_offset(size_t i, uint64_t offset) {
@@ -261,6 +268,7 @@ void TensorList::push_back(Tensor t) {
 void TensorList::clear() {
   at_.clear();
   owned_.clear();
+  opaque_.clear();
 }
 
 void TensorList::pack() {
@@ -523,6 +531,7 @@ uint64_t Tensor::elements() const {
 }
 
 uint64_t Tensor::nbytes() const {
+  if (opaque_bytes) return *opaque_bytes;
   const GgmlType* t = ggml_type(type);
   std::string why = "type " + std::to_string(type) + " is not a ggml type";
   if (t) {

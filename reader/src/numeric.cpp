@@ -238,12 +238,14 @@ std::optional<std::vector<float>> decode(const GgmlType& type, const uint8_t* p,
 
 std::vector<float> tensor_values(const Tensor& t, ByteOrder order) {
   const GgmlType* gt = ggml_type(t.type);
-  std::string why = "unknown type";
+  std::string why;
+  if (!gt || !can_decode(*gt))  // refused before a byte is read
+    throw Error(Error::Kind::format, t.source ? t.source->name() : "", std::nullopt, "tensor " + t.name,
+                "decoding " + ggml_type_name(t.type) + " is not supported" + (gt ? "" : ": ggufkit does not know the type's layout"));
   if (!t.source) throw Error(Error::Kind::format, "", std::nullopt, "tensor " + t.name, "the tensor has no data source");
   std::vector<uint8_t> bytes(t.nbytes());
   t.source->read_at(t.source_offset, bytes.data(), bytes.size());
-  if (gt)
-    if (auto v = decode(*gt, bytes.data(), t.elements(), &why, order)) return *v;
+  if (auto v = decode(*gt, bytes.data(), t.elements(), &why, order)) return *v;
   throw Error(Error::Kind::format, t.source->name(), t.source_offset, "tensor " + t.name, why);
 }
 

@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "ggufkit/error.h"
+#include "ggufkit/sniff.h"
 #include "ggufkit/path.h"
 #include "ggufkit/shards.h"
 
@@ -82,6 +83,12 @@ class Cursor {
       : file_(std::move(file)), win_(data), p_(data), end_(data + window), size_(size) {}
   Cursor(std::string file, std::istream& in) : file_(std::move(file)), in_(&in), buf_(1 << 16) {
     win_ = p_ = end_ = buf_.data();
+  }
+
+  // Up to n of the first bytes, as far as they are in memory (a stream's: those read).
+  std::span<const uint8_t> first(size_t n) const {
+    if (base_ != 0) return {};
+    return {win_, std::min<size_t>(n, static_cast<size_t>(end_ - win_))};
   }
 
   std::string context;  // "head", "kv[3] general.name", "tensor[0] token_embd.weight"
@@ -342,16 +349,15 @@ class Scanner {
       for (uint32_t d = 0; d < n_dims; ++d) t.dims.push_back(c_.num<uint64_t>({"dim", d}));
       at = c_.pos();
       t.type = c_.num<uint32_t>({"type"});
+      // A type no table here can size (a newer ggml's, another fork's, a removed one) is
+      // read as opaque bytes measured from the offsets (below): the header stays in reach,
+      // and validate says llama.cpp refuses it. Its shape is still held to ggml's bounds.
       const GgmlType* gt = ggml_type(t.type);
-      if (!gt)
-        c_.fail(at, {"type"}, "unknown ggml type " + std::to_string(t.type) + "; known types are 0 to " +
-                                  std::to_string(kGgmlTypeCount - 1));
-      if (gt->removed)
-        c_.fail(at, {"type"}, "ggml type " + std::to_string(t.type) + " (" + gt->name +
-                                  ") was removed from ggml; no reader can size it");
+      const bool opaque = !gt || gt->removed;
       std::string why;
-      auto nbytes = tensor_nbytes(*gt, t.dims, &why);
+      auto nbytes = opaque ? element_count(t.dims, &why) : tensor_nbytes(*gt, t.dims, &why);
       if (!nbytes) c_.fail(dims_at, {"dims"}, why);
+      if (opaque) opaque_.push_back(i);
       L.tensor_offsets.push_back(c_.num<uint64_t>({"offset"}));
       if (each_tensor) span(L, SpanKind::tensor_info, start, c_.context);
       if (c_.owner) {
@@ -369,6 +375,7 @@ class Scanner {
     if (!data_offset) c_.fail(L.header_size, {"padding"}, "the data start overflows 64 bits");
     L.data_offset = *data_offset;
     const auto& size = c_.size();
+    measure_opaque(m, L, size);
     c_.context.clear();
 
     // A file that ends exactly at its data start, with tensor bytes to hold, is a header
@@ -466,27 +473,43 @@ class Scanner {
             "duplicate tensor name '" + t.name + "', first at tensor[" + std::to_string(dup->second) + "]");
   }
 
+  // An opaque tensor's bytes run to the next tensor's data, or for the last to the end of
+  // the data; an offset out of order is the placement check's to refuse (0 bytes here).
+  void measure_opaque(Model& m, const Layout& L, const std::optional<uint64_t>& size) {
+    const auto& offs = L.tensor_offsets;
+    for (uint64_t i : opaque_) {
+      uint64_t end = 0;
+      if (i + 1 < offs.size()) end = offs[i + 1];
+      else if (size) end = *size > L.data_offset ? *size - L.data_offset : 0;
+      else {
+        c_.context = "tensor[" + std::to_string(i) + "] " + std::string(m.tensors.name(i));
+        c_.fail(field_at(m.tensors, i, 4), {"type"},
+                ggml_type_name(m.tensors[i].type) + " is a type this reader cannot size, and the last tensor's bytes run "
+                "to the end of the data, which a stream does not give: read the file itself");
+      }
+      m.tensors.set_opaque(i, end > offs[i] ? end - offs[i] : 0);
+    }
+  }
+
   void span(Layout& L, SpanKind k, uint64_t start, const std::string& path) {
     L.spans.push_back({k, {start, c_.pos() - start}, path});
   }
 
+  // Not a GGUF file: what it is instead, from its first bytes (a download gone wrong, another
+  // format), with what to do.
+  [[noreturn]] void not_gguf() {
+    NotGguf n = sniff_not_gguf(c_.first(kSniffBytes), c_.size(), c_.file());
+    Error e(Error::Kind::format, c_.file(), 0, c_.field({"magic"}), "not a GGUF file: " + n.what + (n.remedy.empty() ? "" : "; " + n.remedy));
+    e.not_gguf = std::move(n);
+    throw e;
+  }
+
   void head(Model& m, Layout& L) {
     c_.context = "head";
-    if (c_.size() && *c_.size() < 24)
-      c_.fail(0, {"magic"}, "the file is " + std::to_string(*c_.size()) +
-                                " bytes, shorter than the 24-byte GGUF head");
+    if (c_.size() && *c_.size() < kGgufHeadBytes) not_gguf();
     char magic[4];
     c_.read(magic, 4, {"magic"});
-    if (std::memcmp(magic, "GGUF", 4) != 0) {
-      std::string shown, hex;
-      for (char ch : magic) {
-        shown += (ch >= 32 && ch < 127) ? ch : '?';
-        char b[4];
-        std::snprintf(b, sizeof b, "%02x", static_cast<unsigned char>(ch));
-        hex += (hex.empty() ? "" : " ") + std::string(b);
-      }
-      c_.fail(0, {"magic"}, "found '" + shown + "' (" + hex + "), expected 'GGUF' (47 47 55 46)");
-    }
+    if (std::memcmp(magic, "GGUF", 4) != 0) not_gguf();
     span(L, SpanKind::magic, 0, "");
     uint32_t v = c_.num<uint32_t>({"version"});
     if (v != 0 && (v & 0xFFFF) == 0) {  // a small version read in the other byte order
@@ -633,6 +656,7 @@ class Scanner {
   const ScanOptions& opt_;
   uint64_t n_tensors_ = 0, n_kv_ = 0;
   std::vector<uint64_t> starts_;  // of the tensor records copied from a stream
+  std::vector<uint64_t> opaque_;  // tensors of a type no table sizes (measure_opaque)
   std::optional<AlignmentAt> alignment_at_;
 };
 

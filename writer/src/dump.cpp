@@ -197,6 +197,7 @@ Doc tensor_doc(const Tensor& t, bool inline_data, const std::optional<std::strin
   if (t.offset) d.add("offset", Doc::of(std::to_string(*t.offset)));
   if (!t.source) throw Error(Error::Kind::usage, "", std::nullopt, "tensor " + t.name, "its data cannot be read back (a stream?)");
   uint64_t n = t.nbytes();
+  if (t.opaque_bytes && !inline_data) d.add("size", Doc::of(std::to_string(n)));  // no shape sizes it
   if (inline_data) {
     std::vector<uint8_t> bytes(n);
     t.source->read_at(t.source_offset, bytes.data(), n);

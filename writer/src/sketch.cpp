@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -145,7 +146,7 @@ class Parser : public YamlReader {
   }
 
   void tensor(const YamlNode& n, const std::string& at, Sketch& s) {
-    fields(n, at, {"name", "type", "dims", "offset", "values", "fill", "bytes", "from", "raw"});
+    fields(n, at, {"name", "type", "dims", "offset", "values", "fill", "bytes", "from", "raw", "size"});
     if (!n["name"]) fail(n, at, "a tensor needs name:");
     Tensor t;
     t.name = string_of(n["name"], at);
@@ -153,15 +154,37 @@ class Parser : public YamlReader {
     if (!n["type"]) fail(n, entry, "a tensor needs type: (f32, f16, q8_0, q4_K, ...)");
     std::string tname = scalar(n["type"], entry);
     const GgmlType* gt = ggml_type_by_name(tname);
-    if (!gt || gt->removed) fail(n["type"], entry, "'" + tname + "' is not a ggml type (f32, f16, bf16, q8_0, q4_0, q4_K, ...)");
-    t.type = gt->id;
+    // A type id (156) as well as a name: one no table sizes, or a removed one, makes an
+    // opaque tensor, whose bytes: or size: give its size (as a reader measures it).
+    if (!gt && !tname.empty() && std::all_of(tname.begin(), tname.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      t.type = static_cast<uint32_t>(unsigned_of(n["type"], entry, 4));
+      gt = ggml_type(t.type);
+    } else if (!gt) {
+      fail(n["type"], entry, "'" + tname + "' is not a ggml type (f32, f16, bf16, q8_0, q4_0, q4_K, ..., or an id: 156)");
+    } else {
+      t.type = gt->id;
+    }
+    const bool opaque = !gt || gt->removed;
     if (!n["dims"] || !n["dims"].IsSequence()) fail(n, entry, "a tensor needs dims: [ne0, ne1, ...], innermost first");
     if (n["dims"].size() > kMaxDims) fail(n["dims"], entry, std::to_string(n["dims"].size()) + " dims; ggml allows 4 (raw: {n_dims: N} writes a broken count)");
     for (const auto& d : n["dims"]) t.dims.push_back(unsigned_of(d, entry, 8));
     if (n["offset"]) t.offset = unsigned_of(n["offset"], entry, 8);  // a gap before it; plan checks it
     std::string why;
-    auto nbytes = tensor_nbytes(*gt, t.dims, &why);
-    if (!nbytes) fail(n["dims"], entry, why);
+    std::optional<uint64_t> nbytes;
+    if (opaque) {
+      if (!element_count(t.dims, &why)) fail(n["dims"], entry, why);
+      const YamlNode& f = n["fill"];
+      if (n["values"] || (f && !(f.IsScalar() && f.Scalar() == "zeros") && !(f.IsMap() && f["random_bytes"])))
+        fail(n, entry, ggml_type_name(t.type) + " has no layout here to encode values: give bytes:, fill: zeros or random_bytes:, or from:");
+      if (n["size"]) nbytes = unsigned_of(n["size"], entry, 8);
+      else if (n["bytes"]) nbytes = hex_of(n["bytes"], entry).size();
+      else fail(n, entry, ggml_type_name(t.type) + " cannot be sized from its shape: give size: (bytes)");
+      t.opaque_bytes = nbytes;
+    } else {
+      if (n["size"]) fail(n["size"], entry, "size: is for a type ggufkit cannot size; a " + std::string(gt->name) + " tensor's size comes from its shape");
+      nbytes = tensor_nbytes(*gt, t.dims, &why);
+      if (!nbytes) fail(n["dims"], entry, why);
+    }
     uint64_t elements = t.elements();
     bool big = s.model.order == ByteOrder::big;
 
@@ -174,11 +197,11 @@ class Parser : public YamlReader {
                            (v.IsSequence() ? std::to_string(v.size()) : std::string("no list")));
       t.source = values_source(v, entry, *gt, elements, *nbytes, big);
     } else if (const YamlNode& f = n["fill"]; f) {
-      t.source = fill(f, entry, *gt, elements, *nbytes, big);
+      t.source = fill(f, entry, gt ? *gt : *ggml_type(0), elements, *nbytes, big);  // opaque: zeros or random bytes only
     } else if (const YamlNode& b = n["bytes"]; b) {
       auto bytes = hex_of(b, entry);
       if (bytes.size() != *nbytes)
-        fail(b, entry, "bytes: " + std::to_string(bytes.size()) + " bytes given; a " + gt->name + " tensor of this shape has " + std::to_string(*nbytes));
+        fail(b, entry, "bytes: " + std::to_string(bytes.size()) + " bytes given; a " + ggml_type_name(t.type) + " tensor of this shape has " + std::to_string(*nbytes));
       t.source = from_bytes(t.name, std::move(bytes));
     } else {
       const YamlNode& fr = n["from"];

@@ -151,7 +151,7 @@ class Walker {
     const GgmlType* gt = ggml_type(t.type);
     if (!gt || !can_swap(*gt))
       throw Error(Error::Kind::format, "", std::nullopt, path,
-                  std::string("cannot change the byte order of ") + (gt ? gt->name : "this type") + " data");
+                    "cannot change the byte order of " + ggml_type_name(t.type) + " data" + (gt ? "" : ": ggufkit does not know the type's layout"));
     return *gt;
   }
 

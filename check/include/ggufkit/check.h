@@ -34,6 +34,8 @@ enum class Code : uint8_t {
   tensor_missing, tensor_shape, tensor_unexpected, tensors_unchecked,
   // what a tensor edit (surgery.h) could not fix
   surgery_key,
+  // tensor types mainline llama.cpp cannot load (read as opaque bytes, or ik_llama.cpp's)
+  tensor_type_unknown, tensor_type_ik,
   template_syntax, template_no_default, special_not_control,
   template_literal_split, double_bos, double_bos_unstripped, turn_end_not_eog,
   // what makes generation stop where it must not, or a token print as something else

@@ -54,6 +54,10 @@ class HeldLocks {
   std::multiset<std::pair<dev_t, ino_t>> held_;
 };
 
+// Whose loader judges a model: mainline llama.cpp's, or ik_llama.cpp's (which loads its own
+// tensor types too).
+enum class Dialect { llama_cpp, ik_llama };
+
 struct Context {
   NoteSink notes;                             // none: notes are dropped (a front door may keep them)
   const std::atomic<bool>* cancel = nullptr;  // set (by a signal handler): stop, change nothing
@@ -64,6 +68,7 @@ struct Context {
   // when a template asks the time; none: the machine's clock.
   std::optional<std::string> source_date_epoch;
   std::shared_ptr<HeldLocks> held = std::make_shared<HeldLocks>();
+  Dialect dialect = Dialect::llama_cpp;
 
   void note(const std::string& file, const std::string& message) const {
     if (notes) notes(file, message);

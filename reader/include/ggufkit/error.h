@@ -8,6 +8,8 @@
 #include <string_view>
 #include <utility>
 
+#include "ggufkit/sniff.h"
+
 namespace ggufkit {
 
 // The one error type of the library. It says where (file, byte offset, field path) and
@@ -24,6 +26,9 @@ class Error : public std::runtime_error {
   std::optional<uint64_t> offset;   // byte offset in the file, when there is one
   std::string field;                // "kv[4] counts.tokens (value)", "tensor[2] x (offset)"
   std::string message;
+  // A file that is not GGUF at all: what it is instead and what to do (sniff.h); the
+  // message says the same in words.
+  std::optional<NotGguf> not_gguf;
 
   int exit_code() const { return static_cast<int>(kind); }
 

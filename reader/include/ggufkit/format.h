@@ -35,19 +35,27 @@ uint32_t value_type_width(ValueType t);
 bool is_signed(ValueType t);
 bool is_float(ValueType t);
 
-// One row of ggml's tensor type table (ggml.h enum ggml_type).
+// One row of ggml's tensor type table (ggml.h enum ggml_type), or of ik_llama.cpp's, which
+// adds its own types at ids mainline does not use.
 struct GgmlType {
   uint32_t id;
-  const char* name;     // ggml_type_name spelling: f32, q4_K, iq2_xxs, mxfp4, ...
+  const char* name;     // ggml_type_name spelling: f32, q4_K, iq2_xxs, mxfp4, iq2_ks, ...
   uint32_t block;       // elements per block
   uint32_t size;        // bytes per block
   bool removed;         // the id once existed and is no longer loadable
+  uint32_t row_meta = 0;  // ik_llama.cpp: bytes each row holds before its blocks (row scales)
+  bool ik = false;        // ik_llama.cpp's own: mainline llama.cpp cannot load it
 };
 inline constexpr uint32_t kGgmlTypeCount = 43;  // GGML_TYPE_COUNT, after MXFP4 = 39, NVFP4, Q1_0, Q2_0
 
-// nullptr for ids past the table; removed ids return their row with removed = true.
+// nullptr for an id no table has (the reader keeps such a tensor as opaque bytes); removed
+// ids return their row with removed = true; ik_llama.cpp's ids their row with ik = true.
 const GgmlType* ggml_type(uint32_t id);
 const GgmlType* ggml_type_by_name(std::string_view name);  // case-insensitive
+// The name every report prints: "q4_K", or "type 156" for an id no table has.
+std::string ggml_type_name(uint32_t id);
+// Every row of ik_llama.cpp's table, in id order.
+std::span<const GgmlType> ik_llama_types();
 
 inline constexpr uint32_t kDefaultAlignment = 32;
 inline constexpr uint32_t kMaxDims = 4;
@@ -69,6 +77,9 @@ std::optional<uint64_t> align_up(uint64_t x, uint64_t alignment);
 // that is not it, validate refuses one llama.cpp would not find, split counts by it.
 std::optional<uint64_t> packed_next(uint64_t offset, uint64_t nbytes, uint64_t alignment);
 
+// Elements of a tensor of this shape, or nullopt with the reason in *why (a dim or the count
+// past int64, as ggml keeps them): the check any shape gets, of a type known or not.
+std::optional<uint64_t> element_count(std::span<const uint64_t> dims, std::string* why = nullptr);
 // Bytes of a tensor of this type and shape, or nullopt with the reason in *why
 // (ne0 not a multiple of the block, an element count or size that overflows).
 std::optional<uint64_t> tensor_nbytes(const GgmlType& type, std::span<const uint64_t> dims,

@@ -404,8 +404,12 @@ struct Tensor {
   // Where the bytes lie when not in one range from source_offset: these ranges (offset, size)
   // of `source`, in order, adding up to nbytes() (stacked experts sliced by tensor surgery).
   std::vector<std::pair<uint64_t, uint64_t>> pieces;
+  // A type no table here can size (an id ggml_type does not know, or a removed one): its
+  // bytes as the reader measured them, the distance to the next tensor's data or, for the
+  // last, to the end of the data. Set, nbytes() is it and the bytes move as they are.
+  std::optional<uint64_t> opaque_bytes;
 
-  // Bytes from the shape and type; throws a format Error naming the tensor if that fails.
+  // Bytes from the shape and type (or opaque_bytes); throws a format Error naming the tensor if that fails.
   uint64_t nbytes() const;
   uint64_t elements() const;
 };
@@ -447,6 +451,8 @@ class TensorList {
   // before it (a gap): a rewrite keeps it there. A viewed tensor keeps only a bit, since
   // its record holds the offset: a header of gaps everywhere costs no more.
   void keep_offset(size_t i, uint64_t offset);
+  // Tensor i's type cannot be sized: its bytes are these (Tensor::opaque_bytes).
+  void set_opaque(size_t i, uint64_t bytes);
   // Where tensor i's info record starts in the file read, while it is viewed there.
   std::optional<uint64_t> record(size_t i) const {
     return at_[i] & kOwned ? std::nullopt : std::optional<uint64_t>(at_[i] & ~kGap);
@@ -463,6 +469,7 @@ class TensorList {
   uint64_t data_offset_ = 0;
   std::vector<uint64_t> at_;
   std::deque<Tensor> owned_;  // a deque: a Tensor's address holds as others are added
+  std::unordered_map<size_t, uint64_t> opaque_;  // a viewed tensor's opaque_bytes, by index
 };
 
 // The bytes a source file had after its header, which no field describes: non-zero
