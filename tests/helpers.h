@@ -18,6 +18,9 @@
 #ifndef GGUFKIT_EXAMPLES_BIN
 #define GGUFKIT_EXAMPLES_BIN "build"
 #endif
+#ifndef GGUFKIT_INTEROP_DIR  // where make interop-deps installs the npm packages by default
+#define GGUFKIT_INTEROP_DIR "/root/.cache/ggufkit-interop"
+#endif
 
 #include <cstdint>
 #include <string>
