@@ -701,6 +701,7 @@ int cmd_tensor(const std::vector<std::string>& args) {
   Tensor part = *t;  // the rows asked for: whole rows are whole blocks, contiguous on disk
   if (a->vm.count("rows")) {
     std::string r = a->vm["rows"].as<std::string>();
+    if (!t->dims.empty() && t->dims[0] == 0) throw_usage("--rows " + r + ": " + t->name + " has 0 columns, so no rows to take");
     uint64_t rows = t->dims.empty() ? 1 : t->elements() / t->dims[0];
     size_t colon = r.find(':');
     auto bound = [&](const std::string& text, uint64_t dflt) -> uint64_t {

@@ -4,10 +4,12 @@
 // layout is refused, by name. ik_llama.cpp's types are known by name and size.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 
 #include "ggufkit/check.h"
+#include "ggufkit/corrupt.h"
 #include "ggufkit/error.h"
 #include "ggufkit/format.h"
 #include "ggufkit/scan.h"
@@ -322,4 +324,155 @@ TEST(NotGgufFile, ValidateOfAFileOfZerosReportsAReadFindingSayingWhatItIs) {
   EXPECT_NE(v.out.find("error read at byte 0"), std::string::npos) << v.out;
   EXPECT_NE(v.out.find("all zero"), std::string::npos) << v.out;
   EXPECT_NE(v.out.find("download the file again"), std::string::npos) << v.out;
+}
+
+namespace {
+// The file offset of tensor i's data-offset field, the record's last eight bytes.
+uint64_t offset_field_at(const std::string& path, size_t i) { return type_field_at(path, i) + 4; }
+void put_u64(std::vector<uint8_t>& b, uint64_t at, uint64_t v) {
+  for (int k = 0; k < 8; ++k) b[at + k] = static_cast<uint8_t>(v >> (8 * k));
+}
+// A sketch of one opaque tensor (`size` bytes) then f32 tensors `rest` (name: dims).
+std::string opaque_then(uint64_t size, const std::string& rest) {
+  return "version: 3\nmetadata:\n  - {key: general.architecture, type: string, value: llama}\ntensors:\n"
+         "  - {name: a.weight, type: 1000, size: " + std::to_string(size) + ", dims: [" + std::to_string(size) +
+         "], fill: {random_bytes: {seed: 1}}}\n" + rest;
+}
+}  // namespace
+
+TEST(OpaqueType, AZeroSizeTensorAtTheSameOffsetIsNoEndSoTheFileIsRefusedAsItsKnownTwinIs) {
+  // z.weight (no bytes) listed after a.weight but placed at a.weight's own offset: with a
+  // known type the reader refuses the overlap. Measured to z's offset, a.weight would be
+  // zero bytes and its data a gap nobody keeps; measured past z it overlaps as its twin does.
+  const std::string rest = "  - {name: z.weight, type: f32, dims: [0], fill: zeros}\n"
+                           "  - {name: b.weight, type: f32, dims: [8], fill: {random_bytes: {seed: 2}}}\n";
+  for (const std::string type : {"1000, size: 256", "f32"}) {
+    std::string text = opaque_then(256, rest);
+    text.replace(text.find("1000, size: 256"), 15, type);
+    text.replace(text.find("dims: [256]"), 11, type == "f32" ? "dims: [64]" : "dims: [256]");
+    const std::string path = write_text("zero-next-" + type.substr(0, 3) + ".gguf", text);
+    std::vector<uint8_t> b = read_file_bytes(path);
+    put_u64(b, offset_field_at(path, 1), 0);
+    write_file_bytes(path, b);
+    try {
+      scan_file(path);
+      ADD_FAILURE() << type << ": read";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("tensor[1] z.weight"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("overlaps tensor[0] a.weight, which ends at offset 256"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(OpaqueType, ASizeThatIsNoMultipleOfTheAlignmentTakesItsPaddingAlongAndARewriteKeepsTheBytes) {
+  // 100 bytes, then 28 of padding to the next tensor at 128: no shape tells the two apart.
+  const std::string path = write_text("opaque-100.gguf", opaque_then(100, "  - {name: b.weight, type: f32, dims: [8], fill: {random_bytes: {seed: 2}}}\n"));
+  Scanned s = scan_file(path);
+  EXPECT_EQ(s.layout.tensor_offsets, (std::vector<uint64_t>{0, 128}));
+  EXPECT_EQ(s.model.tensors[0].opaque_bytes, std::optional<uint64_t>(128));
+  const std::vector<uint8_t> a = tensor_bytes(s.model, "a.weight");
+  EXPECT_TRUE(std::all_of(a.begin() + 100, a.end(), [](uint8_t x) { return x == 0; }));
+  const std::string out = temp_path("opaque-100-edit.gguf");
+  ASSERT_EQ(run_cli("edit " + path + " --set general.name=x -o " + out + " --force").code, 0);
+  Scanned e = scan_file(out);
+  EXPECT_EQ(tensor_bytes(e.model, "a.weight"), a);
+  EXPECT_EQ(tensor_bytes(e.model, "b.weight"), tensor_bytes(s.model, "b.weight"));
+  EXPECT_EQ(e.layout.file_size - e.layout.data_offset, s.layout.file_size - s.layout.data_offset);
+}
+
+TEST(OpaqueType, BytesAfterTheLastOpaqueTensorAreItsOwnAndValidateSaysItCannotTellThemApart) {
+  const std::string path = temp_path("opaque-trailing.gguf");
+  std::vector<uint8_t> b = read_file_bytes(opaque_file());
+  b.insert(b.end(), 100, 0x5a);
+  write_file_bytes(path, b);
+  EXPECT_EQ(scan_file(path).model.tensors[2].opaque_bytes, std::optional<uint64_t>(356));
+  CliRun v = run_cli("validate " + path);
+  EXPECT_NE(v.out.find("tensor[2] c.weight is type 1000, a type ggml does not know"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("the last tensor's 356 bytes are measured to the end of the file: bytes after it, or a file cut short, "
+                       "cannot be told from its own"), std::string::npos) << v.out;
+  // The tensor before it is measured by the next offset and says nothing of the kind.
+  EXPECT_EQ(v.out.find("tensor[0] a.weight is type 1000, a type ggml does not know: llama.cpp refuses to load the file "
+                       "(ggufkit reads its 1024 bytes as they are); the last"), std::string::npos) << v.out;
+}
+
+TEST(OpaqueType, AHeaderExemplarIsRefusedWhenTheLastTensorIsOpaqueAndKeepsTheOthersSizes) {
+  // The exemplar ends at the data start: a last opaque tensor would read back as no bytes.
+  const std::string ex = temp_path("opaque-exemplar.gguf");
+  CliRun r = run_cli("replica " + opaque_file() + " --data none -o " + ex + " --force");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("tensor[2] c.weight: type 1000 is measured to the end of the data: a header exemplar, which ends "
+                       "at the data start, cannot keep its size; make a sparse replica instead"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(ex));
+  // With a sized last tensor the exemplar keeps a.weight's 1024 bytes, measured by offsets.
+  const std::string path = write_text("opaque-first.gguf", opaque_then(1024, "  - {name: b.weight, type: f32, dims: [8], fill: {random_bytes: {seed: 2}}}\n"));
+  ASSERT_EQ(run_cli("replica " + path + " --data none -o " + ex + " --force").code, 0);
+  Scanned s = scan_file(ex);
+  EXPECT_TRUE(s.header_only);
+  EXPECT_EQ(s.model.tensors[0].opaque_bytes, std::optional<uint64_t>(1024));
+  EXPECT_EQ(s.model_size, scan_file(path).source_size);
+}
+
+TEST(OpaqueType, InlineDataOfAnExemplarsHugeOpaqueTensorIsRefusedWithoutAllocatingIt) {
+  // b.weight's offset moved to 2^62 in an exemplar: a.weight measures 2^62 bytes, which
+  // nothing is there to hold. dump --inline-data refuses it rather than allocating.
+  const std::string path = write_text("opaque-huge-src.gguf", opaque_then(1024, "  - {name: b.weight, type: f32, dims: [8], fill: {random_bytes: {seed: 2}}}\n"));
+  const std::string ex = temp_path("opaque-huge.gguf");
+  ASSERT_EQ(run_cli("replica " + path + " --data none -o " + ex + " --force").code, 0);
+  std::vector<uint8_t> b = read_file_bytes(ex);
+  put_u64(b, offset_field_at(ex, 1), uint64_t{1} << 62);
+  write_file_bytes(ex, b);
+  Scanned s = scan_file(ex);
+  EXPECT_EQ(s.model.tensors[0].opaque_bytes, std::optional<uint64_t>(uint64_t{1} << 62));
+  CliRun d = run_cli("dump " + ex + " --inline-data", "ulimit -v 2097152;");
+  EXPECT_EQ(d.code, 2) << d.err;
+  EXPECT_NE(d.err.find(ex + ": at byte " + std::to_string(s.layout.data_offset) + ", tensor data: the file is a header exemplar"),
+            std::string::npos) << d.err;
+  // Past 2^63 - 1, ggml's largest tensor, the measure itself is refused at the next offset.
+  put_u64(b, offset_field_at(ex, 1), uint64_t{1} << 63);
+  write_file_bytes(ex, b);
+  try {
+    scan_file(ex);
+    ADD_FAILURE() << "read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor[0] a.weight (type): type 1000 measures 9223372036854775808 bytes to the next "
+                                         "tensor, more than ggml's largest tensor"), std::string::npos) << e.what();
+  }
+}
+
+TEST(OpaqueType, AStreamCannotSizeALastOpaqueTensorAndSaysToReadTheFile) {
+  CliRun s = run_cli("show - < " + opaque_file());
+  EXPECT_EQ(s.code, 1);
+  EXPECT_NE(s.err.find("type 1000 is a type this reader cannot size, and the last tensor's bytes run to the end of the data, "
+                       "which a stream does not give: read the file itself"), std::string::npos) << s.err;
+}
+
+TEST(OpaqueType, ASplitSetMergesBackToTheSameBytes) {
+  const std::string prefix = temp_path("opaque-merge");
+  ASSERT_EQ(run_cli("split " + opaque_file() + " --max-tensors 1 -o " + prefix + " --force").code, 0);
+  const std::string out = temp_path("opaque-merged.gguf");
+  CliRun m = run_cli("merge " + prefix + "-00001-of-00003.gguf -o " + out + " --force");
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_TRUE(read_file_bytes(out) == read_file_bytes(opaque_file()));
+}
+
+TEST(OpaqueType, CorruptsOracleSaysGgmlRefusesAnIkType) {
+  EXPECT_FALSE(ggml_accepts(ik_file()));
+  EXPECT_FALSE(ggml_accepts(opaque_file()));
+  EXPECT_TRUE(ggml_accepts(known_file()));
+}
+
+TEST(OpaqueType, TensorRowsOfATensorWithNoColumnsIsRefusedNotADivisionByZero) {
+  const std::string path = write_text("zero-cols.gguf", "version: 3\ntensors:\n  - {name: e.weight, type: f32, dims: [0, 4], fill: zeros}\n");
+  CliRun t = run_cli("tensor " + path + " e.weight --rows 0:1");
+  EXPECT_EQ(t.code, 2) << t.err;
+  EXPECT_NE(t.err.find("--rows 0:1: e.weight has 0 columns, so no rows to take"), std::string::npos) << t.err;
+}
+
+TEST(NotGgufFile, AnEmptyStreamIsToldAsEmptyNotAsAShortRead) {
+  CliRun s = run_cli("show - --json < /dev/null");
+  EXPECT_EQ(s.code, 1);
+  EXPECT_NE(s.out.find("\"not_gguf\": {\"kind\": \"empty\""), std::string::npos) << s.out << s.err;
+  CliRun t = run_cli("show -", "printf 'GGUF' |");
+  EXPECT_NE(t.err.find("not a GGUF file"), std::string::npos) << t.err;
+  EXPECT_EQ(t.err.find("needs 4 bytes"), std::string::npos) << t.err;
 }

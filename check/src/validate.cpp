@@ -345,6 +345,11 @@ class Validator {
                 " tokens; llama.cpp refuses the shape");
   }
 
+  // An opaque tensor whose bytes run to the end of the file (no tensor after it sets its end).
+  bool measured_to_end(size_t i, const Tensor& t) const {
+    return t.opaque_bytes && src_ && size_ > L_.data_offset && L_.tensor_offsets[i] + *t.opaque_bytes == size_ - L_.data_offset;
+  }
+
   // Tensor types mainline llama.cpp cannot load: one no table here knows or sizes (read as
   // opaque bytes), and ik_llama.cpp's own. Told at the record's type field.
   void types() {
@@ -362,7 +367,11 @@ class Validator {
         add(Code::tensor_type_unknown, Place::tensor(t.name), at,
             label + " is " + (g ? std::string(g->name) + " (type " + std::to_string(t.type) + "), removed from ggml"
                                 : ggml_type_name(t.type) + ", a type ggml does not know") +
-                ": llama.cpp refuses to load the file (ggufkit reads its " + std::to_string(t.nbytes()) + " bytes as they are)");
+                ": llama.cpp refuses to load the file (ggufkit reads its " + std::to_string(t.nbytes()) + " bytes as they are)" +
+                (measured_to_end(i, t) ? "; the last tensor's " + std::to_string(t.nbytes()) +
+                                             " bytes are measured to the end of the file: bytes after it, or a file cut "
+                                             "short, cannot be told from its own"
+                                       : ""));
     }
   }
 

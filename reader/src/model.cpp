@@ -237,14 +237,20 @@ const Tensor TensorList::operator[](size_t i) const {
   const uint64_t offset = load(p + 4, 8, big_);
   t.source_offset = data_offset_ + offset;
   if (at_[i] & kGap) t.offset = offset;
-  if (!opaque_.empty())
-    if (auto o = opaque_.find(i); o != opaque_.end()) t.opaque_bytes = o->second;
+  if (!opaque_.empty()) {
+    auto o = std::lower_bound(opaque_.begin(), opaque_.end(), std::pair<size_t, uint64_t>{i, 0});
+    if (o != opaque_.end() && o->first == i) t.opaque_bytes = o->second;
+  }
   return t;
 }
 
 void TensorList::set_opaque(size_t i, uint64_t bytes) {
   if (at_[i] & kOwned) owned_[at_[i] & ~kOwned].opaque_bytes = bytes;
-  else opaque_[i] = bytes;
+  else {
+    auto o = std::lower_bound(opaque_.begin(), opaque_.end(), std::pair<size_t, uint64_t>{i, 0});
+    if (o != opaque_.end() && o->first == i) o->second = bytes;
+    else opaque_.insert(o, {i, bytes});
+  }
 }
 
 void TensorList::keep_offset(size_t i, uint64_t offset) {

@@ -91,6 +91,15 @@ class Cursor {
     return {win_, std::min<size_t>(n, static_cast<size_t>(end_ - win_))};
   }
 
+  // A stream's length when it ends before n bytes (its first read takes up to 64 KiB, or
+  // all there is), else nothing: a file's size is known without this.
+  std::optional<uint64_t> stream_shorter_than(size_t n) {
+    if (!in_ || base_ != 0) return std::nullopt;
+    if (p_ == end_ && p_ == win_) refill();
+    const auto got = static_cast<uint64_t>(end_ - win_);
+    return got < n ? std::optional<uint64_t>(got) : std::nullopt;
+  }
+
   std::string context;  // "head", "kv[3] general.name", "tensor[0] token_embd.weight"
   bool swap = false;    // big-endian file
 
@@ -375,7 +384,7 @@ class Scanner {
     if (!data_offset) c_.fail(L.header_size, {"padding"}, "the data start overflows 64 bits");
     L.data_offset = *data_offset;
     const auto& size = c_.size();
-    measure_opaque(m, L, size);
+    measure_opaque(m, L, size, out);
     c_.context.clear();
 
     // A file that ends exactly at its data start, with tensor bytes to hold, is a header
@@ -475,20 +484,35 @@ class Scanner {
 
   // An opaque tensor's bytes run to the next tensor's data, or for the last to the end of
   // the data; an offset out of order is the placement check's to refuse (0 bytes here).
-  void measure_opaque(Model& m, const Layout& L, const std::optional<uint64_t>& size) {
+  void measure_opaque(Model& m, const Layout& L, const std::optional<uint64_t>& size, Scanned& out) {
+    if (opaque_.empty()) return;
     const auto& offs = L.tensor_offsets;
+    // Where each tensor's bytes end at the latest: the offset of the next tensor that holds
+    // any (a tensor of no bytes at the same offset ends nothing: measured to it, the opaque
+    // tensor would be zero bytes and its data a gap no rewrite keeps). One backward pass.
+    std::vector<std::optional<uint64_t>> next(offs.size());
+    std::optional<uint64_t> holder;  // the offset of the nearest holding tensor after i
+    for (size_t i = offs.size(); i-- > 0;) {
+      next[i] = holder;
+      if (std::binary_search(opaque_.begin(), opaque_.end(), i) || m.tensors[i].nbytes() > 0) holder = offs[i];
+    }
     for (uint64_t i : opaque_) {
+      c_.context = "tensor[" + std::to_string(i) + "] " + std::string(m.tensors.name(i));
       uint64_t end = 0;
-      if (i + 1 < offs.size()) end = offs[i + 1];
-      else if (size) end = *size > L.data_offset ? *size - L.data_offset : 0;
-      else {
-        c_.context = "tensor[" + std::to_string(i) + "] " + std::string(m.tensors.name(i));
+      if (next[i]) end = *next[i];
+      else if (size) end = *size > L.data_offset ? *size - L.data_offset : 0, out.opaque_to_end = i;
+      else
         c_.fail(field_at(m.tensors, i, 4), {"type"},
                 ggml_type_name(m.tensors[i].type) + " is a type this reader cannot size, and the last tensor's bytes run "
                 "to the end of the data, which a stream does not give: read the file itself");
-      }
-      m.tensors.set_opaque(i, end > offs[i] ? end - offs[i] : 0);
+      const uint64_t n = end > offs[i] ? end - offs[i] : 0;
+      if (n > static_cast<uint64_t>(INT64_MAX))  // ggml's sizes are int64
+        c_.fail(field_at(m.tensors, i, 4), {"type"},
+                ggml_type_name(m.tensors[i].type) + " measures " + std::to_string(n) +
+                    " bytes to the next tensor, more than ggml's largest tensor (2^63 - 1 bytes)");
+      m.tensors.set_opaque(i, n);
     }
+    c_.context.clear();
   }
 
   void span(Layout& L, SpanKind k, uint64_t start, const std::string& path) {
@@ -497,8 +521,8 @@ class Scanner {
 
   // Not a GGUF file: what it is instead, from its first bytes (a download gone wrong, another
   // format), with what to do.
-  [[noreturn]] void not_gguf() {
-    NotGguf n = sniff_not_gguf(c_.first(kSniffBytes), c_.size(), c_.file());
+  [[noreturn]] void not_gguf(std::optional<uint64_t> size) {
+    NotGguf n = sniff_not_gguf(c_.first(kSniffBytes), size, c_.file());
     Error e(Error::Kind::format, c_.file(), 0, c_.field({"magic"}), "not a GGUF file: " + n.what + (n.remedy.empty() ? "" : "; " + n.remedy));
     e.not_gguf = std::move(n);
     throw e;
@@ -506,10 +530,11 @@ class Scanner {
 
   void head(Model& m, Layout& L) {
     c_.context = "head";
-    if (c_.size() && *c_.size() < kGgufHeadBytes) not_gguf();
+    const std::optional<uint64_t> short_by = c_.size() ? c_.size() : c_.stream_shorter_than(kGgufHeadBytes);
+    if (short_by && *short_by < kGgufHeadBytes) not_gguf(short_by);
     char magic[4];
     c_.read(magic, 4, {"magic"});
-    if (std::memcmp(magic, "GGUF", 4) != 0) not_gguf();
+    if (std::memcmp(magic, "GGUF", 4) != 0) not_gguf(c_.size());
     span(L, SpanKind::magic, 0, "");
     uint32_t v = c_.num<uint32_t>({"version"});
     if (v != 0 && (v & 0xFFFF) == 0) {  // a small version read in the other byte order

@@ -199,9 +199,21 @@ Doc tensor_doc(const Tensor& t, bool inline_data, const std::optional<std::strin
   uint64_t n = t.nbytes();
   if (t.opaque_bytes && !inline_data) d.add("size", Doc::of(std::to_string(n)));  // no shape sizes it
   if (inline_data) {
-    std::vector<uint8_t> bytes(n);
-    t.source->read_at(t.source_offset, bytes.data(), n);
-    d.add("bytes", Doc::str(hex_text(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()))));
+    // Read a piece at a time, the first before the size is judged: an exemplar (or a size
+    // no file holds) is refused by its read, never by an allocation.
+    constexpr uint64_t kPiece = 1 << 20, kMost = uint64_t{256} << 20;
+    std::vector<uint8_t> piece(static_cast<size_t>(std::min(n, kPiece)));
+    std::string hex;
+    for (uint64_t at = 0; at < n; at += piece.size()) {
+      const size_t k = static_cast<size_t>(std::min<uint64_t>(piece.size(), n - at));
+      t.source->read_at(t.source_offset + at, piece.data(), k);
+      if (at == 0 && n > kMost)
+        throw Error(Error::Kind::usage, t.source->name(), std::nullopt, "tensor " + t.name,
+                    std::to_string(n) + " bytes are too many to write inline (at most " + std::to_string(kMost) +
+                        "): dump without inline data refers to the file's bytes");
+      hex += hex_text(std::string_view(reinterpret_cast<const char*>(piece.data()), k));
+    }
+    d.add("bytes", Doc::str(std::move(hex)));
   } else {
     Doc from = new_map(true);
     from.add("file", Doc::str(file_from(t.source->name(), sketch_dir)));

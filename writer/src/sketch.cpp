@@ -154,13 +154,13 @@ class Parser : public YamlReader {
     if (!n["type"]) fail(n, entry, "a tensor needs type: (f32, f16, q8_0, q4_K, ...)");
     std::string tname = scalar(n["type"], entry);
     const GgmlType* gt = ggml_type_by_name(tname);
-    // A type id (156) as well as a name: one no table sizes, or a removed one, makes an
+    // A type id (1000) as well as a name: one no table sizes, or a removed one, makes an
     // opaque tensor, whose bytes: or size: give its size (as a reader measures it).
     if (!gt && !tname.empty() && std::all_of(tname.begin(), tname.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       t.type = static_cast<uint32_t>(unsigned_of(n["type"], entry, 4));
       gt = ggml_type(t.type);
     } else if (!gt) {
-      fail(n["type"], entry, "'" + tname + "' is not a ggml type (f32, f16, bf16, q8_0, q4_0, q4_K, ..., or an id: 156)");
+      fail(n["type"], entry, "'" + tname + "' is not a ggml type (f32, f16, bf16, q8_0, q4_0, q4_K, ..., or an id: 1000)");
     } else {
       t.type = gt->id;
     }

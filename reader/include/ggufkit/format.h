@@ -52,7 +52,7 @@ inline constexpr uint32_t kGgmlTypeCount = 43;  // GGML_TYPE_COUNT, after MXFP4 
 // ids return their row with removed = true; ik_llama.cpp's ids their row with ik = true.
 const GgmlType* ggml_type(uint32_t id);
 const GgmlType* ggml_type_by_name(std::string_view name);  // case-insensitive
-// The name every report prints: "q4_K", or "type 156" for an id no table has.
+// The name every report prints: "q4_K", or "type 1000" for an id no table has.
 std::string ggml_type_name(uint32_t id);
 // Every row of ik_llama.cpp's table, in id order.
 std::span<const GgmlType> ik_llama_types();

@@ -469,7 +469,7 @@ class TensorList {
   uint64_t data_offset_ = 0;
   std::vector<uint64_t> at_;
   std::deque<Tensor> owned_;  // a deque: a Tensor's address holds as others are added
-  std::unordered_map<size_t, uint64_t> opaque_;  // a viewed tensor's opaque_bytes, by index
+  std::vector<std::pair<size_t, uint64_t>> opaque_;  // a viewed tensor's opaque_bytes, by index, sorted
 };
 
 // The bytes a source file had after its header, which no field describes: non-zero

@@ -34,6 +34,9 @@ struct Scanned {
   bool header_only = false;
   // The model's file size: source_size, or for an exemplar the size its header describes.
   uint64_t model_size = 0;
+  // The tensor of a type no table sizes whose bytes were measured to the end of the data
+  // (no tensor after it): bytes after it, or a file cut short, cannot be told from its own.
+  std::optional<uint64_t> opaque_to_end;
 };
 
 // Reads a GGUF header in one forward pass and checks it against the format's rules
