@@ -16,6 +16,7 @@
 #include "json.h"
 
 #include "ggufkit/check.h"
+#include "ggufkit/dialect.h"
 #include "ggufkit/shards.h"
 #include "ggufkit/error.h"
 #include "ggufkit/hash.h"
@@ -132,9 +133,25 @@ std::string role_text(const RoleFacts& r) {
            (r.vision ? ", vision" : "") + (r.audio ? ", audio" : "") + ")";
       break;
     case Role::vocab: s += " (no tensors; a " + num(r.tokens) + "-token " + r.tokenizer + " vocabulary)"; break;
+    case Role::mtp: s += " (a multi-token-prediction drafter: its MTP layers alone, for the model it was made with)"; break;
     case Role::model: break;
   }
   return s;
+}
+
+// show's MTP line: whether the file holds multi-token-prediction layers, and which.
+std::string mtp_text(const MtpFacts& f) {
+  std::string layers;
+  for (uint64_t l : f.layers) layers += (layers.empty() ? "blk." : ", blk.") + std::to_string(l);
+  const std::string n = std::to_string(f.layers.size()) + (f.layers.size() == 1 ? " layer: " : " layers: ") + layers;
+  switch (f.state) {
+    case MtpFacts::State::embedded: return "embedded (" + n + ")";
+    case MtpFacts::State::drafter: return "a drafter only (" + n + "; no trunk blocks)";
+    case MtpFacts::State::absent:
+      return "absent (nextn_predict_layers " + std::to_string(f.claimed) + ", but no blk.N.nextn.* tensor is in the file)";
+    case MtpFacts::State::none: break;
+  }
+  return "";
 }
 
 void role_json(JsonOut& j, const RoleFacts& r) {
@@ -172,7 +189,8 @@ void role_json(JsonOut& j, const RoleFacts& r) {
       });
       break;
     case Role::vocab:
-    case Role::model: break;
+    case Role::model:
+    case Role::mtp: break;
   }
 }
 }  // namespace
@@ -235,6 +253,14 @@ int cmd_show(const std::vector<std::string>& args) {
         j.object([&] {
           j.key("expected_tensors").num(loader->expected).key("tied_output").boolean(loader->tied_output).key("left_out").array([&] {
             for (const std::string& t : loader->left_out) j.str(t);
+          });
+        });
+      else j.null();
+      j.key("mtp");
+      if (role.mtp.state != MtpFacts::State::none)
+        j.object([&] {
+          j.key("state").str(mtp_state_name(role.mtp.state)).key("nextn_predict_layers").num(role.mtp.claimed).key("layers").array([&] {
+            for (uint64_t l : role.mtp.layers) j.num(l);
           });
         });
       else j.null();
@@ -303,6 +329,7 @@ int cmd_show(const std::vector<std::string>& args) {
     }
     if (!loader->left_out.empty()) std::printf("%s\n", line.c_str());
   }
+  if (role.mtp.state != MtpFacts::State::none) std::printf("%sMTP           %s\n", loader ? "" : "\n", mtp_text(role.mtp).c_str());
   if (m.find("tokenizer.ggml.tokens") || m.find("tokenizer.ggml.model")) {
     std::printf("\nvocabulary    %llu tokens (%s)\n", static_cast<unsigned long long>(vocabulary_size(m)),
                 string_value(m, "tokenizer.ggml.model").c_str());
@@ -1009,7 +1036,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   po::options_description desc("options");
   shard_only_option(desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-': a header from standard input), or any shard of a set")(
       "strict", po::bool_switch(), "exit 1 on warnings too")("json", po::bool_switch(), "print JSON"), "a shard alone, not its set")(
-      "base", po::value<std::string>()->value_name("MODEL"), "FILE is a LoRA adapter of MODEL: check its pairs against MODEL's tensors")(
+      "base", po::value<std::string>()->value_name("MODEL"), "FILE is a LoRA adapter of MODEL (its pairs checked against MODEL's tensors) or an MTP drafter for MODEL (the same architecture, width and vocabulary)")(
       "dialect", po::value<std::string>()->value_name("NAME")->default_value("llama.cpp"),
       "whose loader judges: llama.cpp (mainline), or ik_llama (its own tensor types are warnings, not errors)");
   po::positional_options_description pos;
@@ -1031,7 +1058,10 @@ int cmd_validate(const std::vector<std::string>& args) {
                   "lora, adapter.lora.alpha, NAME.lora_a/NAME.lora_b pairs; with --base MODEL also\n"
                   "the architecture and each pair's shape against MODEL's tensor), an importance\n"
                   "matrix as llama-quantize loads it (NAME.in_sum2 and NAME.counts, f32, the chunk\n"
-                  "keys), a projector as mtmd reads its keys (encoders, projector type).\n"
+                  "keys), a projector as mtmd reads its keys (encoders, projector type), an MTP\n"
+                  "drafter (blk.N.nextn.* layers and no trunk: with --base MODEL, MODEL's\n"
+                  "architecture, width and vocabulary). In any model, nextn_predict_layers against\n"
+                  "the blk.N.nextn.* tensors held, both ways (mtp_layers).\n"
                   "Also standard keys of another type or value than llama.cpp reads them with\n"
                   "(schemas/keys.yaml), a general.file_type the tensors contradict, a general.name\n"
                   "that is a hash or a path, a file name (NAME-8B-Q4_K_M.gguf) the metadata\n"
@@ -1049,10 +1079,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   namespace io = boost::iostreams;
   io::stream<io::file_descriptor_source> in(io::file_descriptor_source(0, io::never_close_handle));
   Context ctx = cli_context();
-  const std::string dialect = (*vm)["dialect"].as<std::string>();
-  if (dialect == "ik_llama" || dialect == "ik_llama.cpp") ctx.dialect = Dialect::ik_llama;
-  else if (dialect != "llama.cpp" && dialect != "llama_cpp")
-    throw_usage("--dialect " + dialect + ": give llama.cpp (mainline, the default) or ik_llama");
+  ctx.dialect = dialect_named((*vm)["dialect"].as<std::string>());
   const Verdict v = validate(file, shard_only(*vm), &in, vm->count("base") ? (*vm)["base"].as<std::string>() : "", ctx);
   const auto& fs = v.findings;
   const auto& files = v.files;

@@ -20,6 +20,7 @@
 
 #include "convert.h"
 #include "ggufkit/check.h"
+#include "ggufkit/dialect.h"
 #include "ggufkit/corrupt.h"
 #include "ggufkit/edit.h"
 #include "ggufkit/error.h"
@@ -650,11 +651,13 @@ py::object dump_job(const py::handle& path, bool inline_data) {
   return py::module_::import("json").attr("loads")(py::bytes(text), py::arg("parse_int") = parse_int);
 }
 
-std::vector<FindingRecord> validate_job(const std::string& path, bool shard_only, const std::string& base) {
+std::vector<FindingRecord> validate_job(const std::string& path, bool shard_only, const std::string& base, const std::string& dialect) {
   Verdict v;
+  Context ctx;
+  ctx.dialect = dialect_named(dialect);
   {
     InLibrary nogil;
-    v = validate(path, shard_only, nullptr, base);
+    v = validate(path, shard_only, nullptr, base, ctx);
   }
   std::vector<FindingRecord> out;
   for (const auto& [file, f] : v.findings)
@@ -986,13 +989,14 @@ PYBIND11_MODULE(ggufkit, m) {
           py::arg("name"), "The tensor's values decoded (f32, f16, bf16, q8_0, q4_K, ...): a numpy float32 array, or a list of floats without numpy.")
       .def(
           "validate",
-          [](const File& f, const py::object& base) {
+          [](const File& f, const py::object& base, const std::string& dialect) {
             auto o = f.get();
-            return validate_job(o->where, o->shard_only, base.is_none() ? "" : to_path(base, "base"));
+            return validate_job(o->where, o->shard_only, base.is_none() ? "" : to_path(base, "base"), dialect);
           },
-          py::arg("base") = py::none(),
+          py::arg("base") = py::none(), py::kw_only(), py::arg("dialect") = "llama.cpp",
           "What `ggufkit validate` finds (ggufkit.Finding list), read again from the file (a set's over the shards "
-          "it was opened with); base: the model an adapter is for.")
+          "it was opened with); base: the model an adapter or MTP drafter is for; dialect: 'llama.cpp' or 'ik_llama' "
+          "(whose own tensor types are then warnings).")
       .def("map", [](const File& f) { return map_job(f.get()->where); }, "Every span of the file in order (ggufkit.Span list); a shard's own.")
       .def(
           "tokenize",
@@ -1059,10 +1063,10 @@ PYBIND11_MODULE(ggufkit, m) {
 
   m.def(
       "validate",
-      [](const py::handle& path, bool shard_only, const py::object& base) {
-        return validate_job(to_path(path, "path"), shard_only, base.is_none() ? "" : to_path(base, "base"));
+      [](const py::handle& path, bool shard_only, const py::object& base, const std::string& dialect) {
+        return validate_job(to_path(path, "path"), shard_only, base.is_none() ? "" : to_path(base, "base"), dialect);
       },
-      py::arg("path"), py::kw_only(), py::arg("shard_only") = false, py::arg("base") = py::none(),
+      py::arg("path"), py::kw_only(), py::arg("shard_only") = false, py::arg("base") = py::none(), py::arg("dialect") = "llama.cpp",
       "`ggufkit validate`: every finding (ggufkit.Finding), a set's over every shard.");
 
   m.def("render", &render_job, py::arg("path"), py::arg("conversation"), py::kw_only(), py::arg("name") = "default",

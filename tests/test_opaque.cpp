@@ -283,7 +283,7 @@ TEST(IkLlamaType, ValidateSaysMainlineCannotLoadItAnErrorUnlessTheDialectIsIkLla
   EXPECT_EQ(ik.out.find("\"code\": \"tensor_type_ik\", \"severity\": \"error\""), std::string::npos) << ik.out;
   CliRun bad = run_cli("validate " + ik_file() + " --dialect ollama");
   EXPECT_EQ(bad.code, 2);
-  EXPECT_NE(bad.err.find("--dialect ollama: give llama.cpp (mainline, the default) or ik_llama"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("dialect: 'ollama' is not one: give llama.cpp (mainline, the default) or ik_llama"), std::string::npos) << bad.err;
 }
 
 // What a file that is not GGUF is, as every command that reads one says it (the kinds

@@ -25,7 +25,8 @@ namespace {
 enum class Kind { model, vocab_only, other };
 Kind kind_of(const Model& m, Role role) {  // the file's role (role.h), and a model without tensors
   switch (role) {
-    case Role::model: return m.tensors.empty() ? Kind::vocab_only : Kind::model;
+    case Role::model:
+    case Role::mtp: return m.tensors.empty() ? Kind::vocab_only : Kind::model;
     case Role::vocab: return Kind::vocab_only;
     default: return Kind::other;
   }

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <set>
 
 #include "ggufkit/check.h"
 #include "ggufkit/format.h"
+#include "ggufkit/inspect.h"
 #include "ggufkit/role.h"
 
 namespace ggufkit {
@@ -94,6 +96,52 @@ constexpr std::array kProjectorTypes = {
 class RoleRules {
  public:
   RoleRules(const Model& m, const Model* base) : m_(m), base_(base) {}
+
+  // An MTP drafter against the model it drafts for: the same architecture and width, and
+  // the same vocabulary (its token texts, or the rows of its vocabulary-sized tensors).
+  void drafter() {
+    if (!base_) return;
+    const std::string arch = str_of(m_, "general.architecture"), base_arch = str_of(*base_, "general.architecture");
+    if (arch != base_arch) {
+      add(Code::mtp_base, Place::key("general.architecture"),
+          "the drafter is " + (arch.empty() ? std::string("of no architecture") : arch) + ", its model " +
+              (base_arch.empty() ? std::string("of none") : base_arch) + ": a drafter runs on the hidden states of the model it was trained with");
+      return;
+    }
+    const std::string width = arch + ".embedding_length";
+    const Value *w = m_.find(width), *bw = base_->find(width);
+    if (w && bw && w->is_integer() && bw->is_integer() && w->as_u64() != bw->as_u64())
+      add(Code::mtp_base, Place::key(width),
+          width + " is " + std::to_string(w->as_u64()) + " in the drafter, " + std::to_string(bw->as_u64()) + " in its model");
+    const Value *tok = m_.find("tokenizer.ggml.tokens"), *btok = base_->find("tokenizer.ggml.tokens");
+    auto strings = [](const Value* v) { return v && v->type == ValueType::array && v->elem == ValueType::string; };
+    if (!strings(btok)) return;
+    if (strings(tok)) {
+      if (tok->size() != btok->size()) {
+        add(Code::mtp_base, Place::key("tokenizer.ggml.tokens"),
+            "the drafter's vocabulary has " + std::to_string(tok->size()) + " tokens, its model's " + std::to_string(btok->size()));
+        return;
+      }
+      for (size_t i = 0; i < tok->size(); ++i)
+        if (tok->strs[i] != btok->strs[i]) {
+          add(Code::mtp_base, Place::key("tokenizer.ggml.tokens"),
+              "token " + std::to_string(i) + " is '" + std::string(tok->strs[i]) + "' in the drafter, '" + std::string(btok->strs[i]) +
+                  "' in its model: the two vocabularies differ");
+          return;
+        }
+      return;
+    }
+    for (size_t i = 0; i < m_.tensors.size(); ++i) {  // no vocabulary of its own: its vocabulary-sized tensors
+      const std::string_view n = m_.tensors.name(i);
+      if (!ends_with(n, "nextn.embed_tokens.weight") && !ends_with(n, "nextn.shared_head_head.weight") && n != "token_embd.weight" &&
+          n != "output.weight")
+        continue;
+      const Tensor t = m_.tensors[i];
+      if (t.dims.size() >= 2 && t.dims[1] != btok->size())
+        add_tensor(Code::mtp_base, i, t.name + " has " + std::to_string(t.dims[1]) + " rows, but the model's vocabulary has " +
+                                          std::to_string(btok->size()) + " tokens");
+    }
+  }
 
   // A LoRA adapter, in llama_adapter_lora_init's order: its keys, its tensors' names,
   // then each pair (against the base model's tensors when one is given).
@@ -320,9 +368,93 @@ class RoleRules {
 }  // namespace
 
 std::string_view role_name(Role r) {
-  static constexpr std::array<std::string_view, 5> names = {"model", "vocab", "adapter", "imatrix", "mmproj"};
+  static constexpr std::array<std::string_view, 6> names = {"model", "vocab", "adapter", "imatrix", "mmproj", "mtp"};
   return names[static_cast<size_t>(r)];
 }
+
+std::string_view mtp_state_name(MtpFacts::State s) {
+  static constexpr std::array<std::string_view, 4> names = {"none", "embedded", "absent", "drafter"};
+  return names[static_cast<size_t>(s)];
+}
+
+MtpFacts mtp_facts(const Model& m) {
+  MtpFacts f;
+  const std::string arch = str_of(m, "general.architecture");
+  const Value* n = arch.empty() ? nullptr : m.find(arch + ".nextn_predict_layers");
+  if (n && n->is_integer() && n->as_i64() > 0) f.claimed = n->as_u64();
+  std::set<uint64_t> blocks, layers;
+  for (size_t i = 0; i < m.tensors.size(); ++i) {
+    const std::string_view name = m.tensors.name(i);
+    if (!name.starts_with("blk.")) continue;
+    const auto b = block_of(std::string(name));
+    if (!b) continue;
+    blocks.insert(b->first);
+    if (b->second.starts_with("nextn.")) layers.insert(b->first);
+  }
+  f.layers.assign(layers.begin(), layers.end());
+  f.blocks = blocks.empty() ? 0 : *blocks.rbegin() + 1;
+  // The first MTP layer: the key's count from the end of block_count, else the first held.
+  const Value* bc = arch.empty() ? nullptr : m.find(arch + ".block_count");
+  uint64_t first = UINT64_MAX;
+  if (f.claimed && bc && bc->is_integer() && bc->as_u64() >= f.claimed) first = bc->as_u64() - f.claimed;
+  else if (!f.layers.empty()) first = f.layers.front();
+  f.trunk_blocks = static_cast<uint64_t>(std::distance(blocks.begin(), blocks.lower_bound(first)));
+  if (!f.layers.empty()) f.state = f.trunk_blocks ? MtpFacts::State::embedded : MtpFacts::State::drafter;
+  else if (f.claimed) f.state = MtpFacts::State::absent;
+  return f;
+}
+
+namespace {
+// nextn_predict_layers against the blk.N.nextn.* tensors held, both ways.
+std::vector<Finding> mtp_findings(const Model& m) {
+  std::vector<Finding> out;
+  const MtpFacts f = mtp_facts(m);
+  const std::string arch = str_of(m, "general.architecture");
+  if (arch.empty() || (f.claimed == 0 && f.layers.empty())) return out;
+  const std::string key = arch + ".nextn_predict_layers";
+  const Value* bc = m.find(arch + ".block_count");
+  const std::optional<uint64_t> count = bc && bc->is_integer() ? std::optional<uint64_t>(bc->as_u64()) : std::nullopt;
+  auto range = [](uint64_t a, uint64_t b) { return a + 1 == b ? "blk." + std::to_string(a) : "blk." + std::to_string(a) + " to blk." + std::to_string(b - 1); };
+  auto held = [&] {
+    std::string s;
+    for (uint64_t l : f.layers) s += (s.empty() ? "blk." : ", blk.") + std::to_string(l);
+    return s;
+  };
+  auto add = [&](std::string msg, std::string fix) {
+    out.push_back(finding(Code::mtp_layers, std::nullopt, std::move(msg), Place::key(key)));
+    out.back().fix = std::move(fix);
+  };
+  if (f.layers.empty()) {
+    // The trunk alone (its blocks stop where the MTP layers would start) is a form llama.cpp
+    // loads; MTP blocks held without their nextn.* tensors are not.
+    if (count && *count >= f.claimed && f.blocks > *count - f.claimed)
+      add(key + " = " + std::to_string(f.claimed) + " says " + range(*count - f.claimed, *count) +
+              (f.claimed == 1 ? " is an MTP layer" : " are MTP layers") +
+              ", but the file holds no blk.N.nextn.* tensor: it claims MTP layers it does not have",
+          *count > f.claimed ? "ggufkit edit FILE --keep-layers 0-" + std::to_string(*count - f.claimed - 1) +
+                                   " -o OUT   (the trunk alone; block_count and nextn_predict_layers follow)"
+                             : "");
+    return out;
+  }
+  if (f.claimed == 0) {
+    const bool last = count && f.layers.back() + 1 == *count && f.layers.front() + f.layers.size() == *count;
+    add(held() + " hold" + (f.layers.size() == 1 ? "s" : "") + " MTP tensors (nextn.*), but " + key +
+            (m.find(key) ? " is 0" : " is not set") + ": llama.cpp builds " + (f.layers.size() == 1 ? "it" : "them") +
+            " as trunk blocks and finds tensors it does not take",
+        last ? "ggufkit edit FILE --set " + key + "=" + std::to_string(f.layers.size()) + " -o OUT" : "");
+    return out;
+  }
+  if (count && *count >= f.claimed) {
+    std::vector<uint64_t> want;
+    for (uint64_t l = *count - f.claimed; l < *count; ++l) want.push_back(l);
+    if (want != f.layers)
+      add(key + " = " + std::to_string(f.claimed) + " says " + range(*count - f.claimed, *count) +
+              (f.claimed == 1 ? " is an MTP layer" : " are MTP layers") + ", but the nextn.* tensors are in " + held(),
+          "");
+  }
+  return out;
+}
+}  // namespace
 
 Role role_of(const Model& m) {
   const std::string type = str_of(m, "general.type");
@@ -331,6 +463,7 @@ Role role_of(const Model& m) {
   if (type == "imatrix" || (untold && all_named(m, {".in_sum2", ".counts"}))) return Role::imatrix;
   if (type == "mmproj" || str_of(m, "general.architecture") == "clip") return Role::mmproj;
   if (m.tensors.empty() && m.find("tokenizer.ggml.tokens")) return Role::vocab;
+  if (untold && mtp_facts(m).state == MtpFacts::State::drafter) return Role::mtp;
   return Role::model;
 }
 
@@ -374,8 +507,10 @@ RoleFacts role_facts(const Model& m) {
     }
     case Role::vocab:
     case Role::model:
+    case Role::mtp:
       f.tokenizer = str_of(m, "tokenizer.ggml.model");
       if (const Value* t = m.find("tokenizer.ggml.tokens"); t && t->type == ValueType::array) f.tokens = t->size();
+      if (f.role != Role::vocab) f.mtp = mtp_facts(m);
       break;
   }
   return f;
@@ -386,7 +521,11 @@ std::vector<Finding> role_findings(const Model& m, Role role, const Model* base)
   if (role == Role::adapter) r.adapter();
   if (role == Role::imatrix) r.imatrix();
   if (role == Role::mmproj) r.mmproj();
-  return std::move(r.out);
+  if (role == Role::mtp) r.drafter();
+  std::vector<Finding> out = std::move(r.out);
+  if (role == Role::model || role == Role::mtp)
+    for (Finding& f : mtp_findings(m)) out.push_back(std::move(f));
+  return out;
 }
 
 }  // namespace ggufkit

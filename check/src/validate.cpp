@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "ggufkit/check.h"
+#include "ggufkit/dialect.h"
 #include "ggufkit/error.h"
 #include "ggufkit/jinja.h"
 #include "ggufkit/scan.h"
@@ -43,7 +44,7 @@ class Validator {
   Validator(const Model& m, const Layout& L, uint64_t source_size, const ByteSource* src, bool model_rules = true,
             bool errors_only = false, const Model* base = nullptr, VocabCache* vocabs = nullptr)
       : m_(m), L_(L), size_(source_size), src_(src), model_rules_(model_rules), errors_only_(errors_only), base_(base),
-        role_(base ? Role::adapter : role_of(m)), vocabs_(vocabs ? vocabs : &own_vocabs_) {
+        role_(base && role_of(m) != Role::mtp ? Role::adapter : role_of(m)), vocabs_(vocabs ? vocabs : &own_vocabs_) {
     for (const LabeledSpan& sp : L.spans)
       if (sp.kind == SpanKind::kv_value || sp.kind == SpanKind::kv_key) at_.emplace(sp.path + "/" + span_kind_name(sp.kind), sp.span.offset);
   }
@@ -616,6 +617,12 @@ std::vector<Finding> template_findings(const Model& model, VocabCache* vocabs) {
   } catch (const Error&) {  // validate reports it (vocab_refused); the template rules go by the keys
   }
   return template_rules(model, vocab.get());
+}
+
+Dialect dialect_named(const std::string& name) {
+  if (name == "ik_llama" || name == "ik_llama.cpp") return Dialect::ik_llama;
+  if (name == "llama.cpp" || name == "llama_cpp") return Dialect::llama_cpp;
+  throw Error(Error::Kind::usage, "", std::nullopt, "dialect", "'" + name + "' is not one: give llama.cpp (mainline, the default) or ik_llama");
 }
 
 }  // namespace ggufkit

@@ -103,3 +103,22 @@ def test_the_stubs_name_every_public_name_of_the_module():
             have = {"file", "offset", "field", "code", "kind", "exit_code", "message", "findings"}
         assert have - declared == set(), cls
     assert ggufkit.open.__doc__ and ggufkit.edit.__doc__ and ggufkit.File.tensor_bytes.__doc__
+
+
+def test_validate_takes_the_dialect_whose_loader_judges_as_the_command_does(tmp_path):
+    # iq4_ks is ik_llama.cpp's: an error for mainline, a warning under dialect ik_llama.
+    out = tmp_path / "ik.gguf"
+    ggufkit.write({"version": 3, "metadata": [{"key": "general.architecture", "type": "string", "value": "llama"}],
+                   "tensors": [{"name": "a.weight", "type": "iq4_ks", "dims": [256, 2], "fill": "zeros"}]}, out)
+    def ik(findings):
+        return [(f.code, f.severity, f.offset) for f in findings if f.code == "tensor_type_ik"]
+    main = ik(ggufkit.validate(out))
+    assert [(c, s) for c, s, _ in main] == [("tensor_type_ik", "error")]
+    assert ik(ggufkit.validate(out, dialect="ik_llama")) == [("tensor_type_ik", "warning", main[0][2])]
+    assert ik(ggufkit.open(out).validate(dialect="ik_llama")) == [("tensor_type_ik", "warning", main[0][2])]
+    want = [(f["code"], f["severity"], f.get("offset")) for f in json.loads(cli("validate", "--json", "--dialect", "ik_llama", out, check=False).stdout)["findings"]
+            if f["code"] == "tensor_type_ik"]
+    assert want == [("tensor_type_ik", "warning", main[0][2])]
+    with pytest.raises(ggufkit.Error) as e:
+        ggufkit.validate(out, dialect="ollama")
+    assert "'ollama' is not one: give llama.cpp (mainline, the default) or ik_llama" in str(e.value)

@@ -304,3 +304,29 @@ TEST(LlamaCpp, EveryCorpusFileAndExampleLlamaCppLoadsHasNoValidateError) {
   std::printf("corpus and examples: %zu files, %zu load in llama.cpp (none with a validate error), %zu do not load as models\n",
               files.size(), loaded, refused);
 }
+
+// The MTP forms of a model whose last block is an MTP layer (qwen35 and qwen3next), made
+// with the command line: each gets from validate (no errors, or errors) the verdict
+// llama.cpp's loader gives it. The drafter alone (role mtp) among them.
+TEST(LlamaCpp, TheMtpFormsOfAModelGetLlamaCppsVerdict) {
+  std::string why;
+  ASSERT_TRUE(llama_api::available(why)) << why;
+  for (const std::string arch : {"qwen35", "qwen3next"}) {
+    const std::string full = temp_path("mtp-" + arch + ".gguf");
+    ASSERT_EQ(run_cli("example --arch " + arch + " --set nextn_predict_layers=1 -o " + full + " --force").code, 0);
+    for (const auto& [form, edit] : std::vector<std::pair<std::string, std::string>>{
+             {"embedded", ""}, {"drafter", "--remove-tensor 'blk.0.*'"}, {"no-nextn", "--remove-tensor 'blk.1.nextn.*'"},
+             {"trunk-only", "--remove-tensor 'blk.1.*'"}}) {
+      std::string path = full;
+      if (!edit.empty()) {
+        path = temp_path("mtp-" + arch + "-" + form + ".gguf");
+        ASSERT_EQ(run_cli("edit " + full + " " + edit + " --allow-broken -o " + path + " --force").code, 0) << form;
+      }
+      std::string log;
+      const bool loads = llama_api::loads(path, why, log);
+      const Verdict v = validate(path);
+      EXPECT_EQ(loads, v.errors == 0) << arch << " " << form << ": llama.cpp " << (loads ? "loads" : "refuses: " + why)
+                                      << "; validate has " << v.errors << " errors";
+    }
+  }
+}

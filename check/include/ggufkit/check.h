@@ -36,6 +36,8 @@ enum class Code : uint8_t {
   surgery_key,
   // tensor types mainline llama.cpp cannot load (read as opaque bytes, or ik_llama.cpp's)
   tensor_type_unknown, tensor_type_ik,
+  // multi-token-prediction layers against the key that counts them; a drafter against its model
+  mtp_layers, mtp_base,
   template_syntax, template_no_default, special_not_control,
   template_literal_split, double_bos, double_bos_unstripped, turn_end_not_eog,
   // what makes generation stop where it must not, or a token print as something else
