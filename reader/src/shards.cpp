@@ -122,7 +122,7 @@ ShardSet open_shard_set(const std::string& path, const Context& ctx) {
   std::vector<SetFault> faults;
   ShardSet set = check_shard_set(path, faults, ctx);
   for (const SetFault& f : faults)
-    if (f.code != SetFaultCode::too_many_shards && f.code != SetFaultCode::split_keys_in_single_file)  // warnings: the set opens
+    if (f.code != SetFaultCode::too_many_shards && f.code != SetFaultCode::split_keys_in_single_file)  // a note, a warning: the set opens
       throw Error(Error::Kind::format, f.file, std::nullopt, f.field, f.message);
   return set;
 }
