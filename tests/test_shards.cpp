@@ -229,6 +229,28 @@ TEST(ShardSet, EachFaultNamesTheShardFileAndTheField) {
   EXPECT_TRUE(too_many) << t.out;
 }
 
+// validate given shard 1 of a set whose shard 2 is not GGUF judged shard 1 alone, as if
+// it were a lone file, and passed it: the set was never read.
+TEST(ShardSet, ValidateOfASetWithAShardThatDoesNotReadNamesThatShard) {
+  std::string dir = fresh_dir("set-unreadable");
+  copy_set(dir, 0644);
+  const std::string second = dir + "/m-00002-of-00003.gguf";
+  std::vector<uint8_t> bytes = read_file_bytes(second);
+  std::copy_n("XXXX", 4, bytes.begin());
+  write_file_bytes(second, bytes);
+  CliRun v = run_cli("validate " + dir + "/m-00001-of-00003.gguf");
+  EXPECT_EQ(v.code, 1);
+  EXPECT_EQ(v.out, "");
+  EXPECT_EQ(v.err.rfind("ggufkit: error: " + second + ": at byte 0, head (magic): not a GGUF file: found 'XXXX....'", 0), 0u) << v.err;
+  // Given the broken shard, it is that file's read finding, as for a lone file.
+  CliRun own = run_cli("validate " + second + " --json");
+  EXPECT_EQ(own.code, 1);
+  YAML::Node j = YAML::Load(own.out);
+  ASSERT_EQ(j["findings"].size(), 1u) << own.out;
+  EXPECT_EQ(j["findings"][0]["code"].as<std::string>(), "read");
+  EXPECT_EQ(j["findings"][0]["offset"].as<int>(), 0);
+}
+
 TEST(Split, RefusalsChangeNothing) {
   std::string dir = fresh_dir("split-refusals");
   write_file_bytes(dir + "/m-00002-of-00003.gguf", {1, 2, 3});  // one of the outputs exists

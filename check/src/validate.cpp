@@ -563,7 +563,11 @@ Verdict validate(const std::string& path, bool shard_only, std::istream* in, con
     std::optional<ShardSet> set;
     if (!shard_only) try {
         set = check_shard_set(path, faults, ctx);
-      } catch (const Error&) {  // the file itself does not read: validate_file says where
+      } catch (const Error& e) {
+        // The file itself does not read: validate_file says where. Another shard that does
+        // not (or cannot be opened) leaves the set unjudged: judging the file alone would
+        // pass a broken set.
+        if (e.file != path) throw;
       }
     if (set && set->is_set()) {
       v.files.clear();
