@@ -41,13 +41,24 @@ Model ShardSet::model() const {
   return m;
 }
 
+namespace {
+// A shard's header, read as scan_file reads it. set_journals: the journals beside the set's
+// other shards are looked for too (once a set, with the shard named).
+Scanned read_shard(const std::string& path, bool set_journals, const Context& ctx) {
+  auto src = open_file(path, ctx);
+  const auto hold = src->read_lock();  // the journal looked for and the header read at one moment
+  refuse_journal(path, ctx, set_journals);
+  return scan(src);
+}
+}  // namespace
+
 ShardSet check_shard_set(const std::string& path, std::vector<SetFault>& faults, const Context& ctx) {
   ShardSet set;
   auto fault = [&](const std::string& file, const std::string& field, SetFaultCode code, const std::string& message) {
     faults.push_back({file, field, code, message});
   };
-  Scanned first = scan_file(path, {}, ctx);
   std::optional<ShardName> name = parse_shard_name(path);
+  Scanned first = name ? read_shard(path, true, ctx) : scan_file(path, {}, ctx);
   if (!name) {
     bool split_keys = false;
     for (const KV& kv : first.model.metadata) split_keys |= is_split_key(kv.key);
@@ -75,7 +86,7 @@ ShardSet check_shard_set(const std::string& path, std::vector<SetFault>& faults,
             "is missing: shard " + std::to_string(k) + " of the " + std::to_string(name->count) + " of the set " + path + " belongs to");
       continue;
     }
-    set.shards.push_back({p, k == name->no ? std::move(first) : scan_file(p, {}, ctx)});
+    set.shards.push_back({p, k == name->no ? std::move(first) : read_shard(p, false, ctx)});
     numbers.push_back(k);
   }
   std::map<std::string, std::string> owner;  // tensor name -> the shard that has it
