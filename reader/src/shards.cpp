@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <map>
+#include <memory>
+#include <optional>
 
 #include "ggufkit/error.h"
 #include "ggufkit/path.h"
@@ -42,13 +44,21 @@ Model ShardSet::model() const {
 }
 
 namespace {
-// A shard's header, read as scan_file reads it. set_journals: the journals beside the set's
-// other shards are looked for too (once a set, with the shard named).
+// A shard's header, read as scan_file reads it, and then its file closed: a set of more
+// shards than a process may have files open (1,200 under `ulimit -n 64`) is read one
+// shard at a time. What reads a shard's tensors later opens it again for as long as it
+// reads (FileSource::release). set_journals: the journals beside the set's other shards
+// are looked for too (once a set, with the shard named).
 Scanned read_shard(const std::string& path, bool set_journals, const Context& ctx) {
-  auto src = open_file(path, ctx);
-  const auto hold = src->read_lock();  // the journal looked for and the header read at one moment
-  refuse_journal(path, ctx, set_journals);
-  return scan(src);
+  auto src = std::make_shared<FileSource>(path, ctx);
+  std::optional<Scanned> s;
+  {
+    const auto hold = src->read_lock();  // the journal looked for and the header read at one moment
+    refuse_journal(path, ctx, set_journals);
+    s = scan(src);
+  }
+  src->release();
+  return std::move(*s);
 }
 }  // namespace
 
@@ -58,7 +68,7 @@ ShardSet check_shard_set(const std::string& path, std::vector<SetFault>& faults,
     faults.push_back({file, field, code, message});
   };
   std::optional<ShardName> name = parse_shard_name(path);
-  Scanned first = name ? read_shard(path, true, ctx) : scan_file(path, {}, ctx);
+  Scanned first = name ? read_shard(path, true, ctx) : scan_file(path, {}, ctx);  // a lone file keeps its one descriptor
   if (!name) {
     bool split_keys = false;
     for (const KV& kv : first.model.metadata) split_keys |= is_split_key(kv.key);
