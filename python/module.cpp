@@ -277,7 +277,8 @@ MappedBytes tensor_bytes(const Opened& o, const std::string& name) {
     out.data = d + t.source_offset;
     return out;
   }
-  const int fd = t.source->fd();
+  const auto file = t.source->file();  // open while it is mapped: the map needs it no longer
+  const int fd = file ? *file : -1;
   struct stat st {};
   if (fd < 0 || ::fstat(fd, &st) != 0) throw_io(t.source->name(), "cannot map the tensor's bytes");
   if (static_cast<uint64_t>(st.st_size) < t.source_offset + n)

@@ -38,7 +38,7 @@ TEST(RuleTable, OneRowPerCodeWithUniqueNamesThatRoundTrip) {
   EXPECT_EQ(code_named("token-id"), std::nullopt);
   EXPECT_EQ(rule_of(Code::alignment).severity, Severity::info);
   EXPECT_EQ(rule_of(Code::bool_value).severity, Severity::warning);
-  EXPECT_EQ(rule_of(Code::too_many_shards).severity, Severity::warning);
+  EXPECT_EQ(rule_of(Code::too_many_shards).severity, Severity::info);
   EXPECT_EQ(rule_of(Code::missing_shard).severity, Severity::error);
   EXPECT_EQ(rule_of(Code::adapter_alpha).severity, Severity::warning);  // llama.cpp loads it, scaled otherwise
   EXPECT_EQ(rule_of(Code::lora_shape).severity, Severity::error);

@@ -211,7 +211,7 @@ TEST(ShardSet, EachFaultNamesTheShardFileAndTheField) {
     EXPECT_TRUE(found) << v.out;
   }
   // The sets llama.cpp wrote validate clean from any shard; a lone file with split keys
-  // (llama.cpp's merge) is a warning; more than 64 shards too.
+  // (llama.cpp's merge) is a warning; more than 64 shards is a note.
   for (const char* shard : {"by-count-00003-of-00003.gguf", "metadata-first-00001-of-00004.gguf", "by-size-00002-of-00002.gguf"}) {
     CliRun v = run_cli("validate " + kSplits + "/" + shard);
     EXPECT_EQ(v.code, 0) << v.out;
@@ -225,8 +225,30 @@ TEST(ShardSet, EachFaultNamesTheShardFileAndTheField) {
   CliRun t = run_cli("validate " + many + "/" + shard_path("m", 1, 65) + " --json");
   bool too_many = false;
   for (const auto& x : YAML::Load(t.out)["findings"])
-    too_many |= x["code"].as<std::string>() == "too_many_shards" && x["severity"].as<std::string>() == "warning";
+    too_many |= x["code"].as<std::string>() == "too_many_shards" && x["severity"].as<std::string>() == "info";
   EXPECT_TRUE(too_many) << t.out;
+}
+
+// validate given shard 1 of a set whose shard 2 is not GGUF judged shard 1 alone, as if
+// it were a lone file, and passed it: the set was never read.
+TEST(ShardSet, ValidateOfASetWithAShardThatDoesNotReadNamesThatShard) {
+  std::string dir = fresh_dir("set-unreadable");
+  copy_set(dir, 0644);
+  const std::string second = dir + "/m-00002-of-00003.gguf";
+  std::vector<uint8_t> bytes = read_file_bytes(second);
+  std::copy_n("XXXX", 4, bytes.begin());
+  write_file_bytes(second, bytes);
+  CliRun v = run_cli("validate " + dir + "/m-00001-of-00003.gguf");
+  EXPECT_EQ(v.code, 1);
+  EXPECT_EQ(v.out, "");
+  EXPECT_EQ(v.err.rfind("ggufkit: error: " + second + ": at byte 0, head (magic): not a GGUF file: found 'XXXX....'", 0), 0u) << v.err;
+  // Given the broken shard, it is that file's read finding, as for a lone file.
+  CliRun own = run_cli("validate " + second + " --json");
+  EXPECT_EQ(own.code, 1);
+  YAML::Node j = YAML::Load(own.out);
+  ASSERT_EQ(j["findings"].size(), 1u) << own.out;
+  EXPECT_EQ(j["findings"][0]["code"].as<std::string>(), "read");
+  EXPECT_EQ(j["findings"][0]["offset"].as<int>(), 0);
 }
 
 TEST(Split, RefusalsChangeNothing) {
@@ -462,4 +484,107 @@ TEST(ShardSet, MapAccountAndDiffGivenAnyShardDescribeEveryFileOfTheSet) {
   for (const auto& d : fj["differences"])
     removed_block0 |= d["change"].as<std::string>() == "tensor_removed" && d["key"].as<std::string>().rfind("blk.0.", 0) == 0;
   EXPECT_TRUE(removed_block0) << files.out;
+}
+
+// A set of more shards than llama.cpp opens (64), under as few open files: each shard is
+// opened, read as far as its header and closed again, so 1,200 of them are shown, hashed,
+// validated and edited in place under `ulimit -n 64`, and one missing among them is named.
+// The set is split from a 1,200-tensor sketch: an importance matrix of 600 entries (each an
+// in_sum2 and a counts tensor of one f32), which validate passes clean.
+TEST(LargeSet, TwelveHundredShardsAreShownValidatedAndEditedInPlaceUnderAnOpenFileLimitOf64) {
+  const std::string dir = fresh_dir("set-large");
+  std::string sketch =
+      "metadata:\n"
+      "  - {key: general.type, type: string, value: imatrix}\n"
+      "  - {key: general.name, type: string, value: many}\n"
+      "  - {key: imatrix.datasets, type: array, items: string, value: [d.txt]}\n"
+      "  - {key: imatrix.chunk_count, type: u32, value: 1}\n"
+      "  - {key: imatrix.chunk_size, type: u32, value: 512}\n"
+      "tensors:\n";
+  for (int k = 0; k < 600; ++k)
+    sketch += "  - {name: blk." + std::to_string(k) + ".w.in_sum2, type: f32, dims: [1], values: [" + std::to_string(k) +
+              "]}\n  - {name: blk." + std::to_string(k) + ".w.counts, type: f32, dims: [1], values: [1]}\n";
+  write_file_bytes(dir + "/big.yaml", std::vector<uint8_t>(sketch.begin(), sketch.end()));
+  ASSERT_EQ(run_cli("write " + dir + "/big.yaml -o " + dir + "/whole.gguf").code, 0);
+  CliRun s = run_cli("split " + dir + "/whole.gguf -o " + dir + "/big --max-tensors 1");
+  ASSERT_EQ(s.code, 0) << s.err;
+  ASSERT_EQ(files_in(dir).size(), 2u + 1200u);
+  auto shard = [&](uint32_t k) { return dir + "/" + shard_path("big", k, 1200); };
+  const std::string limit = "ulimit -n 64; ";
+
+  // show and tensors, given the last shard: the whole model, each tensor in its own shard.
+  CliRun show = run_cli("show " + shard(1200) + " --json", limit);
+  ASSERT_EQ(show.code, 0) << show.out << show.err;
+  YAML::Node j = YAML::Load(show.out);
+  EXPECT_EQ(j["files"].as<int>(), 1200);
+  EXPECT_EQ(j["tensor_count"].as<int>(), 1200);
+  EXPECT_EQ(j["kv_count"].as<int>(), 5);
+  EXPECT_EQ(j["name"].as<std::string>(), "many");
+  CliRun t = run_cli("tensors " + shard(600) + " --json", limit);
+  ASSERT_EQ(t.code, 0) << t.err;
+  YAML::Node tensors = YAML::Load(t.out)["tensors"];
+  ASSERT_EQ(tensors.size(), 1200u);
+  EXPECT_EQ(tensors[1199]["name"].as<std::string>(), "blk.599.w.counts");
+  EXPECT_EQ(tensors[1199]["shard"].as<int>(), 1200);
+  EXPECT_EQ(tensors[598]["name"].as<std::string>(), "blk.299.w.in_sum2");
+  EXPECT_EQ(tensors[598]["shard"].as<int>(), 599);
+  // hash reads the tensors' bytes, each shard opened again while it is read: the set's are
+  // the file's, tensor by tensor; and each whole file.
+  CliRun h = run_cli("hash " + shard(1), limit);
+  ASSERT_EQ(h.code, 0) << h.err;
+  EXPECT_EQ(h.out, run_cli("hash " + dir + "/whole.gguf").out);
+  EXPECT_EQ(std::count(h.out.begin(), h.out.end(), '\n'), 1201);
+  CliRun files = run_cli("hash " + shard(1) + " --file", limit);
+  ASSERT_EQ(files.code, 0) << files.err;
+  EXPECT_EQ(std::count(files.out.begin(), files.out.end(), '\n'), 1200);
+  EXPECT_NE(files.out.find("  " + shard(1200) + "\n"), std::string::npos);
+
+  // validate reads every shard; more than 64 is a note, not a warning.
+  CliRun v = run_cli("validate " + shard(1) + " --json", limit);
+  EXPECT_EQ(v.code, 0) << v.out.substr(0, 1000) << v.err;
+  YAML::Node vj = YAML::Load(v.out);
+  EXPECT_EQ(vj["files"].as<int>(), 1200);
+  EXPECT_EQ(vj["errors"].as<int>(), 0);
+  EXPECT_EQ(vj["warnings"].as<int>(), 0);
+  int notes = 0;
+  for (const auto& x : vj["findings"])
+    if (x["code"].as<std::string>() == "too_many_shards") {
+      ++notes;
+      EXPECT_EQ(x["severity"].as<std::string>(), "info");
+      EXPECT_EQ(x["file"].as<std::string>(), shard(1));
+      EXPECT_EQ(x["message"].as<std::string>(), "1200 shards are more than the 64 llama.cpp opens by default");
+    }
+  EXPECT_EQ(notes, 1) << v.out.substr(0, 1000);
+
+  // An edit in place writes shard 1's header; the other 1,199 shards keep their bytes.
+  std::vector<std::vector<uint8_t>> before;
+  for (uint32_t k = 2; k <= 1200; ++k) before.push_back(read_file_bytes(shard(k)));
+  const uint64_t first_size = fs::file_size(shard(1));
+  CliRun e = run_cli("edit " + shard(1) + " --set general.name=edited --in-place", limit);
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(e.out.find("shard set: 1200 files; shard 1's header written in place, the other 1199 untouched"), std::string::npos)
+      << e.out;
+  EXPECT_EQ(fs::file_size(shard(1)), first_size);
+  for (uint32_t k = 2; k <= 1200; ++k) EXPECT_TRUE(read_file_bytes(shard(k)) == before[k - 2]) << k;
+  CliRun again = run_cli("show " + shard(2) + " --json", limit);
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(YAML::Load(again.out)["name"].as<std::string>(), "edited");
+  EXPECT_EQ(YAML::Load(again.out)["tensor_count"].as<int>(), 1200);
+
+  // A missing shard among them is named, by validate and by a reader.
+  fs::remove(shard(600));
+  CliRun m = run_cli("validate " + shard(1) + " --json", limit);
+  EXPECT_EQ(m.code, 1) << m.err;
+  int missing = 0;
+  for (const auto& x : YAML::Load(m.out)["findings"])
+    if (x["code"].as<std::string>() == "missing_shard") {
+      ++missing;
+      EXPECT_EQ(x["file"].as<std::string>(), shard(600));
+      EXPECT_EQ(x["severity"].as<std::string>(), "error");
+      EXPECT_EQ(x["message"].as<std::string>(), "is missing: shard 600 of the 1200 of the set " + shard(1) + " belongs to");
+    }
+  EXPECT_EQ(missing, 1) << m.out.substr(0, 1000);
+  CliRun ms = run_cli("show " + shard(1), limit);
+  EXPECT_EQ(ms.code, 1);
+  EXPECT_EQ(ms.err, "ggufkit: error: " + shard(600) + ": is missing: shard 600 of the 1200 of the set " + shard(1) + " belongs to\n");
 }

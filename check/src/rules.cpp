@@ -106,7 +106,7 @@ constexpr std::array kRules = {
          "the file's name (BaseName-SizeLabel-...-Encoding.gguf) contradicts its metadata"},
     Rule{Code::not_a_shard_name, "not_a_shard_name", error, "split.count over 1 in a file not named PREFIX-0000K-of-0000N.gguf"},
     Rule{Code::split_keys_in_single_file, "split_keys_in_single_file", warning, "split keys in a file of no set"},
-    Rule{Code::too_many_shards, "too_many_shards", warning, "more shards than llama.cpp opens by default"},
+    Rule{Code::too_many_shards, "too_many_shards", info, "more shards than llama.cpp opens by default"},
     Rule{Code::missing_shard, "missing_shard", error, "a shard of the set is not there"},
     Rule{Code::split_no, "split_no", error, "split.no missing, mistyped or not the name's"},
     Rule{Code::split_count, "split_count", error, "split.count missing, mistyped or not the name's"},

@@ -517,11 +517,19 @@ class Validator {
 
 }  // namespace
 
-std::vector<Finding> validate_file(const std::string& path, bool model_rules, const Model* base, const Context& ctx) {
+namespace {
+// set_journals: the journals beside the other shards of its set too (a set's shards are
+// validated after its reader looked for them once).
+std::vector<Finding> validate_one(const std::string& path, bool model_rules, const Model* base, const Context& ctx, bool set_journals) {
   auto src = open_file(path, ctx);
   const auto hold = src->read_lock();
-  refuse_journal(path, ctx);  // a file half-way through an edit is not judged: recover finishes it
+  refuse_journal(path, ctx, set_journals);  // a file half-way through an edit is not judged: recover finishes it
   return validate_source(src, model_rules, base);
+}
+}  // namespace
+
+std::vector<Finding> validate_file(const std::string& path, bool model_rules, const Model* base, const Context& ctx) {
+  return validate_one(path, model_rules, base, ctx, true);
 }
 
 std::vector<Finding> validate_source(const std::shared_ptr<const ByteSource>& src, bool model_rules, const Model* base) {
@@ -573,7 +581,11 @@ Verdict validate(const std::string& path, bool shard_only, std::istream* in, con
     std::optional<ShardSet> set;
     if (!shard_only) try {
         set = check_shard_set(path, faults, ctx);
-      } catch (const Error&) {  // the file itself does not read: validate_file says where
+      } catch (const Error& e) {
+        // The file itself does not read: validate_file says where. Another shard that does
+        // not (or cannot be opened) leaves the set unjudged: judging the file alone would
+        // pass a broken set.
+        if (e.file != path) throw;
       }
     if (set && set->is_set()) {
       v.files.clear();
@@ -582,7 +594,8 @@ Verdict validate(const std::string& path, bool shard_only, std::istream* in, con
       set.reset();  // a lone file is read again by validate_file: not held twice
     }
     for (const std::string& f : v.files)
-      for (Finding& x : validate_file(f, v.files.size() == 1, base ? &*base : nullptr, ctx)) v.findings.push_back({f, std::move(x)});
+      for (Finding& x : validate_one(f, v.files.size() == 1, base ? &*base : nullptr, ctx, v.files.size() == 1))
+        v.findings.push_back({f, std::move(x)});
     if (v.files.size() > 1) {  // the model's rules over the set as one model, told against shard 1
       Model whole = set->model();
       for (Finding& x : Validator(whole, plan(whole), 0, nullptr, true, false, base ? &*base : nullptr).run()) {

@@ -235,16 +235,16 @@ void preview(const EditRequest& req, const Context& ctx, VocabCache& vocabs, con
 }
 
 
-// The names of the files an edit may write, locked before anything is read: a lone file,
-// or every shard a set's name says there is (one missing is the set's reader's to report).
+// The file an edit in place may write into, locked before anything is read: a lone file,
+// or a set's shard 1, which holds the model's keys (one missing is the set's reader's to
+// report). Only shard 1's header is written in place; a rewrite of every shard lets go of
+// the lock before it copies, and locks every shard again to rename, each checked to be the
+// file read. So an edit of a set of 1,200 shards holds one of them open, not 1,200.
 std::vector<std::string> names_to_lock(const std::string& input, const std::optional<ShardName>& name) {
   if (!name) return {input};
-  std::vector<std::string> out;
-  for (uint32_t k = 1; k <= name->count; ++k) {
-    std::string p = shard_path(name->prefix, k, name->count);
-    if (struct stat st {}; k == name->no || stat_path(p, st) == 0) out.push_back(std::move(p));
-  }
-  return out;
+  std::string first = shard_path(name->prefix, 1, name->count);
+  if (struct stat st {}; name->no == 1 || stat_path(first, st) == 0) return {first};
+  return {};
 }
 
 // Each shard as it will be: shard 1 with the model's keys (patched) then its split keys,
@@ -336,7 +336,7 @@ EditPlan plan_edit(const EditRequest& req) {
       s->notes.emplace_back(f, m);
     };
   const Context& ctx = st.ctx;
-  // An edit in place locks every file it may write before it reads them and holds the locks
+  // An edit in place locks the file it may write into before it reads it and holds the lock
   // until it has written the header: a second edit waits, then reads what this one wrote.
   // (A whole-file rewrite lets go while it copies; it locks the files again to rename.)
   const std::optional<ShardName> name = parse_shard_name(req.input);

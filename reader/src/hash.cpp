@@ -109,19 +109,29 @@ struct Job {
   }
 };
 
+// A piece's file, held open while the piece is read (a file released after its header is
+// then opened once a piece, not once a block) and read ahead as one stream (a cold file).
+std::shared_ptr<const int> opened(const Piece& p) {
+  auto file = p.n ? p.src->file() : nullptr;
+  if (file) ::posix_fadvise(*file, static_cast<off_t>(p.offset), static_cast<off_t>(p.n), POSIX_FADV_SEQUENTIAL);
+  return file;
+}
+
 // Feeds fn the pieces' bytes in order, in blocks. A stream of more than a few blocks is
 // read ahead on a second thread (three buffers) while fn hashes the block before.
 template <typename Fn>
 void read_in_order(const std::vector<Piece>& pieces, uint64_t total, Fn&& fn, const std::atomic<bool>& stop) {
   if (total <= 2 * kBlock) {
     std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(total, kBlock)));
-    for (const Piece& p : pieces)
+    for (const Piece& p : pieces) {
+      const auto open = opened(p);
       for (uint64_t off = 0; off < p.n && !stop;) {
         size_t k = static_cast<size_t>(std::min<uint64_t>(p.n - off, kBlock));
         p.src->read_at(p.offset + off, buf.data(), k);
         fn(buf.data(), k);
         off += k;
       }
+    }
     return;
   }
   constexpr size_t kSlots = 3;
@@ -137,7 +147,8 @@ void read_in_order(const std::vector<Piece>& pieces, uint64_t total, Fn&& fn, co
   std::exception_ptr err;
   std::thread reader([&] {
     try {
-      for (const Piece& p : pieces)
+      for (const Piece& p : pieces) {
+        const auto open = opened(p);
         for (uint64_t off = 0; off < p.n;) {
           Slot* s;
           {
@@ -156,6 +167,7 @@ void read_in_order(const std::vector<Piece>& pieces, uint64_t total, Fn&& fn, co
           }
           cv.notify_all();
         }
+      }
     } catch (...) {
       std::lock_guard<std::mutex> l(m);
       err = std::current_exception();
@@ -678,9 +690,10 @@ HashReport hash_files(const HashRequest& r) {
   std::vector<std::shared_ptr<const ByteSource>> whole;  // each file, read from its first byte to its last
   if (r.file_sha256)
     for (HashedFile& f : rep.files) {
-      whole.push_back(open_file(f.path, r.context));
-      f.size = whole.back()->size();
-      if (int fd = whole.back()->fd(); fd >= 0) ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);  // a cold file: read ahead
+      auto file = std::make_shared<FileSource>(f.path, r.context);
+      file->release();  // open only while it is read: a set of 1,200 files is not held open at once
+      f.size = file->size();
+      whole.push_back(std::move(file));
       jobs.push_back(Job{{{whole.back(), 0, f.size}}, {{HashAlgo::sha256, &f.sha256}}});
     }
   uint64_t shown = 0;  // the files' bytes when they are read whole, else the tensors'

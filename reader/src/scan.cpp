@@ -757,10 +757,11 @@ bool journal_trusted(uid_t journal_uid, uid_t file_uid) {
   return journal_uid == 0 || journal_uid == file_uid || journal_uid == ::geteuid();
 }
 
-void refuse_journal(const std::string& given, const Context& ctx) {
+void refuse_journal(const std::string& given, const Context& ctx, bool set_too) {
   struct stat st {};
   std::string path = given;
   std::optional<std::string> found = journal_of(path);
+  if (!found && !set_too) return;
   if (!found) {
     std::optional<std::string> other = set_shard_with_journal(given);
     if (!other) return;

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <map>
+#include <memory>
+#include <optional>
 
 #include "ggufkit/error.h"
 #include "ggufkit/path.h"
@@ -41,13 +43,32 @@ Model ShardSet::model() const {
   return m;
 }
 
+namespace {
+// A shard's header, read as scan_file reads it, and then its file closed: a set of more
+// shards than a process may have files open (1,200 under `ulimit -n 64`) is read one
+// shard at a time. What reads a shard's tensors later opens it again for as long as it
+// reads (FileSource::release). set_journals: the journals beside the set's other shards
+// are looked for too (once a set, with the shard named).
+Scanned read_shard(const std::string& path, bool set_journals, const Context& ctx) {
+  auto src = std::make_shared<FileSource>(path, ctx);
+  std::optional<Scanned> s;
+  {
+    const auto hold = src->read_lock();  // the journal looked for and the header read at one moment
+    refuse_journal(path, ctx, set_journals);
+    s = scan(src);
+  }
+  src->release();
+  return std::move(*s);
+}
+}  // namespace
+
 ShardSet check_shard_set(const std::string& path, std::vector<SetFault>& faults, const Context& ctx) {
   ShardSet set;
   auto fault = [&](const std::string& file, const std::string& field, SetFaultCode code, const std::string& message) {
     faults.push_back({file, field, code, message});
   };
-  Scanned first = scan_file(path, {}, ctx);
   std::optional<ShardName> name = parse_shard_name(path);
+  Scanned first = name ? read_shard(path, true, ctx) : scan_file(path, {}, ctx);  // a lone file keeps its one descriptor
   if (!name) {
     bool split_keys = false;
     for (const KV& kv : first.model.metadata) split_keys |= is_split_key(kv.key);
@@ -75,7 +96,7 @@ ShardSet check_shard_set(const std::string& path, std::vector<SetFault>& faults,
             "is missing: shard " + std::to_string(k) + " of the " + std::to_string(name->count) + " of the set " + path + " belongs to");
       continue;
     }
-    set.shards.push_back({p, k == name->no ? std::move(first) : scan_file(p, {}, ctx)});
+    set.shards.push_back({p, k == name->no ? std::move(first) : read_shard(p, false, ctx)});
     numbers.push_back(k);
   }
   std::map<std::string, std::string> owner;  // tensor name -> the shard that has it
@@ -122,7 +143,7 @@ ShardSet open_shard_set(const std::string& path, const Context& ctx) {
   std::vector<SetFault> faults;
   ShardSet set = check_shard_set(path, faults, ctx);
   for (const SetFault& f : faults)
-    if (f.code != SetFaultCode::too_many_shards && f.code != SetFaultCode::split_keys_in_single_file)  // warnings: the set opens
+    if (f.code != SetFaultCode::too_many_shards && f.code != SetFaultCode::split_keys_in_single_file)  // a note, a warning: the set opens
       throw Error(Error::Kind::format, f.file, std::nullopt, f.field, f.message);
   return set;
 }

@@ -42,6 +42,21 @@ int open_checked(const std::string& path, struct stat& st, bool allow_stream) {
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return fd;
 }
+
+// An open file descriptor, closed when the last pointer to it goes.
+std::shared_ptr<const int> owned_fd(int fd) {
+  int* p = nullptr;
+  try {
+    p = new int(fd);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  return std::shared_ptr<const int>(p, [](const int* q) {  // (the deleter runs if this throws)
+    ::close(*q);
+    delete q;
+  });
+}
 }  // namespace
 
 std::string read_small_file(const std::string& path, uint64_t cap) {
@@ -78,7 +93,7 @@ std::string read_small_file(const std::string& path, uint64_t cap) {
 
 FileSource::FileSource(std::string path, Context ctx) : path_(std::move(path)), ctx_(std::move(ctx)) {
   struct stat st {};
-  fd_ = open_checked(path_, st, false);
+  fd_ = owned_fd(open_checked(path_, st, false));
   size_ = static_cast<uint64_t>(st.st_size);
   dev_ = st.st_dev;
   ino_ = st.st_ino;
@@ -91,8 +106,23 @@ bool FileSource::same_file(const struct stat& st) const {
          static_cast<uint64_t>(st.st_size) == size_ && ns(st.st_mtim) == mtime_ns_ && ns(st.st_ctim) == ctime_ns_;
 }
 
-FileSource::~FileSource() {
-  if (fd_ >= 0) ::close(fd_);
+FileSource::~FileSource() = default;
+
+void FileSource::release() {
+  std::lock_guard<std::mutex> g(fd_m_);
+  lent_ = fd_;  // a use under way goes on with it
+  fd_.reset();
+}
+
+std::shared_ptr<const int> FileSource::file() const {
+  std::lock_guard<std::mutex> g(fd_m_);
+  if (fd_) return fd_;
+  if (auto f = lent_.lock()) return f;
+  struct stat st {};
+  auto f = owned_fd(open_checked(path_, st, false));
+  if (!same_file(st)) changed();
+  lent_ = f;
+  return f;
 }
 
 std::shared_ptr<const uint8_t> ByteSource::prefix(uint64_t n, uint64_t* held) const {
@@ -135,12 +165,13 @@ std::shared_ptr<const uint8_t> FileSource::prefix(uint64_t n, uint64_t* held) co
                                      if (*len) ::munmap(const_cast<uint8_t*>(q), *len);
                                    }};
   {
-    FileLock lock(fd_, path_, FileLock::Mode::shared, ctx_);
+    const auto f = file();
+    FileLock lock(*f, path_, FileLock::Mode::shared, ctx_);
     try {
-      pread_all(fd_, path_, static_cast<uint8_t*>(m) + from, static_cast<size_t>(n - from), from);
+      pread_all(*f, path_, static_cast<uint8_t*>(m) + from, static_cast<size_t>(n - from), from);
     } catch (const Error&) {
       struct stat st {};
-      if (::fstat(fd_, &st) == 0 && !same_file(st)) changed();
+      if (::fstat(*f, &st) == 0 && !same_file(st)) changed();
       throw;
     }
   }
@@ -152,7 +183,13 @@ std::shared_ptr<const uint8_t> FileSource::prefix(uint64_t n, uint64_t* held) co
 }
 
 std::shared_ptr<const void> FileSource::read_lock() const {
-  return std::make_shared<FileLock>(fd_, path_, FileLock::Mode::shared, ctx_);
+  struct Held {
+    std::shared_ptr<const int> file;  // open until the lock on it is let go (members go last first)
+    FileLock lock;
+  };
+  auto f = file();
+  FileLock lock(*f, path_, FileLock::Mode::shared, ctx_);
+  return std::make_shared<Held>(Held{std::move(f), std::move(lock)});
 }
 
 void FileSource::changed() const {
@@ -179,7 +216,7 @@ void FileSource::read_at(uint64_t offset, void* dst, size_t n) const {
     throw_io(path_, "read of " + std::to_string(n) + " bytes at " + std::to_string(offset) +
                         " is past the end of the file (" + std::to_string(size_) + " bytes)");
   }
-  pread_all(fd_, path_, dst, n, offset);
+  pread_all(*file(), path_, dst, n, offset);
 }
 
 ByteSource::Extent file_extent(int fd, uint64_t offset, uint64_t limit) {

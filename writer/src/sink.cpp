@@ -9,6 +9,7 @@
 
 #include "ggufkit/error.h"
 #include "ggufkit/fault.h"
+#include "ggufkit/source.h"
 
 namespace ggufkit {
 
@@ -32,7 +33,7 @@ void Sink::zeros(uint64_t n) {
 void Sink::transfer(const ByteSource& src, uint64_t offset, uint64_t n) {
   // A file is read with pread, not through its map: a file cut short under us then
   // gives a read error instead of SIGBUS.
-  if (const uint8_t* mem = src.fd() < 0 ? src.data() : nullptr) {
+  if (const uint8_t* mem = src.data()) {
     if (offset > src.size() || n > src.size() - offset) src.read_at(offset, nullptr, n);  // throws
     while (n > 0) {  // in pieces, so a map is paged in and out as it goes
       size_t k = static_cast<size_t>(std::min(n, kChunk));
@@ -119,7 +120,7 @@ void FdSink::leave_hole(const ByteSource& src, uint64_t offset, uint64_t at, uin
   // and a file that ends in one has its size.
   if (::ftruncate(fd_, static_cast<off_t>(at + n)) != 0) throw_io(name_, "write failed at byte " + std::to_string(at));
   fault_point("copied", {fd_, at, n});
-  hole(src.fd() >= 0 ? &src : nullptr, offset, at, n);
+  hole(dynamic_cast<const FileSource*>(&src) ? &src : nullptr, offset, at, n);
   tick(at + n);
 }
 
@@ -134,14 +135,14 @@ void FdSink::copy_data(const ByteSource& src, uint64_t offset, uint64_t at, uint
     done += k;
     tick(at + done);
   };
-  if (src.fd() >= 0 && offset <= src.size() && n <= src.size() - offset) {
+  if (const auto file = src.file(); file && offset <= src.size() && n <= src.size() - offset) {
     auto in = static_cast<loff_t>(offset), out = static_cast<loff_t>(at);
     while (done < n) {
       if (int injected = fault_point("write")) {
         errno = injected;
         throw_io(name_, "write failed at byte " + std::to_string(at + done));
       }
-      ssize_t k = ::copy_file_range(src.fd(), &in, fd_, &out, static_cast<size_t>(std::min(n - done, kChunk * 8)), 0);
+      ssize_t k = ::copy_file_range(*file, &in, fd_, &out, static_cast<size_t>(std::min(n - done, kChunk * 8)), 0);
       if (k < 0 && errno == EINTR) continue;
       if (k <= 0) break;  // not supported here, or a short file: on through memory below
       piece(&src, nullptr, static_cast<uint64_t>(k));

@@ -53,8 +53,10 @@ std::string journal_path(const std::string& path);
 // would change, or the user running. Anyone else who can write the folder could have
 // planted it: recover refuses it, and reads go on as if it were not there.
 bool journal_trusted(uid_t journal_uid, uid_t file_uid);
-// Throws the format Error that tells to run recover while a trusted journal lies beside `path`.
-void refuse_journal(const std::string& path, const Context& ctx);
+// Throws the format Error that tells to run recover while a trusted journal lies beside `path`
+// or (set_too) beside another shard of its set. A set's reader looks at the set once, with
+// the shard it was given, and at each other shard's own journal alone: not N shards N times.
+void refuse_journal(const std::string& path, const Context& ctx, bool set_too = true);
 // The shard of `path`'s set (`path` named as a shard) that has a journal when `path` has
 // none: a set's journals come and go one at a time, and every shard leads to them.
 std::optional<std::string> set_shard_with_journal(const std::string& path);

@@ -32,8 +32,9 @@ class ByteSource {
   // the address space beyond back (a header mapped in doubling prefixes took up to twice
   // its size).
   virtual void trim(const uint8_t* held, uint64_t n) const { (void)held, (void)n; }
-  // The file descriptor behind the source, or -1 (lets a sink copy in the kernel).
-  virtual int fd() const { return -1; }
+  // The file behind the source, open while the pointer lives (lets a sink copy in the
+  // kernel), or null.
+  virtual std::shared_ptr<const int> file() const { return nullptr; }
   // Held while a header is read in several prefixes: a file's shared lock, so that no
   // ggufkit edit writes between two of them. Null for a source that needs none.
   virtual std::shared_ptr<const void> read_lock() const { return nullptr; }
@@ -65,9 +66,14 @@ class FileSource final : public ByteSource {
   void read_at(uint64_t offset, void* dst, size_t n) const override;
   std::shared_ptr<const uint8_t> prefix(uint64_t n, uint64_t* held = nullptr) const override;
   void trim(const uint8_t* held, uint64_t n) const override;
-  int fd() const override { return fd_; }
+  std::shared_ptr<const int> file() const override;
   std::shared_ptr<const void> read_lock() const override;
-  Extent extent(uint64_t offset, uint64_t limit) const override { return file_extent(fd_, offset, limit); }
+  Extent extent(uint64_t offset, uint64_t limit) const override { return file_extent(*file(), offset, limit); }
+  // Closes the source's own descriptor once its header is read (a use under way keeps it
+  // to its end): a set of 1,200 shards is read holding none of them open. Each later use
+  // (file(), a read) opens the file again by its name for as long as it lasts, and throws
+  // changed() when the name no longer leads to the file read.
+  void release();
   uint64_t device() const { return dev_; }
   uint64_t inode() const { return ino_; }
   // Whether `st` (of a file open now) is this file as it was opened: the same device and
@@ -79,7 +85,11 @@ class FileSource final : public ByteSource {
  private:
   std::string path_;
   Context ctx_;
-  int fd_ = -1;
+  // The descriptor is closed when its last holder lets go: a source released while a copy
+  // is under way (on another thread) cannot close it under that copy.
+  mutable std::mutex fd_m_;
+  std::shared_ptr<const int> fd_;          // the source's own, until release()
+  mutable std::weak_ptr<const int> lent_;  // after release(): the file as open for the uses under way
   uint64_t size_ = 0, dev_ = 0, ino_ = 0;
   int64_t mtime_ns_ = 0, ctime_ns_ = 0;
   // The longest prefix mapped while it is held: a header read again (the strict re-read,
