@@ -160,6 +160,9 @@ std::shared_ptr<const uint8_t> FileSource::prefix(uint64_t n, uint64_t* held) co
   growing_.reset();
   if (m == MAP_FAILED) m = ::mmap(nullptr, static_cast<size_t>(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) throw std::bad_alloc();
+  // Huge pages where the kernel has them: a first touch of each 4 KiB page costs about 10 us
+  // on a virtual machine, as much as the 5 MB header's whole parse; a 2 MiB page costs one.
+  ::madvise(m, static_cast<size_t>(n), MADV_HUGEPAGE);
   auto len = std::make_shared<size_t>(static_cast<size_t>(n));
   std::shared_ptr<const uint8_t> p{static_cast<const uint8_t*>(m), [len](const uint8_t* q) {
                                      if (*len) ::munmap(const_cast<uint8_t*>(q), *len);

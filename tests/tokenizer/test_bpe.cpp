@@ -207,7 +207,7 @@ TEST(BpeTokenize, ARepeatedMergeKeepsItsFirstRankAsInLlamaCpp) {
   using ggufkit::tokenizer::ValueType;
   auto strings = [](std::vector<std::string_view> items) {
     KeyValue kv;
-    kv.type = ValueType::array, kv.elem = ValueType::string, kv.count = items.size(), kv.strings = std::move(items);
+    kv.type = ValueType::array, kv.elem = ValueType::string, kv.count = items.size(), kv.strings.assign(items.begin(), items.end());
     return kv;
   };
   auto str = [](std::string_view s) {

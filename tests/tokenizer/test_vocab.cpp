@@ -122,9 +122,7 @@ TEST(VocabLoaded, ALoadLikeAnotherSharesItsTablesWhereTheTokensAreTheSame) {
 
   // One token's text changed (995, " world", is "Xworld"): nothing of `before` is taken but
   // the merges, and the answers are those of the vocabulary loaded alone.
-  std::vector<std::string_view> texts(s.keys["tokenizer.ggml.tokens"].strings);
-  texts[995] = "Xworld";
-  s.keys["tokenizer.ggml.tokens"].strings = texts;
+  s.keys["tokenizer.ggml.tokens"].strings[995] = "Xworld";
   const tk::Vocab other = tk::Vocab::load(s, &before), other_alone = tk::Vocab::load(s);
   EXPECT_NE(other.impl().token_to_id.get(), before.impl().token_to_id.get());
   EXPECT_EQ(other.impl().merges.get(), before.impl().merges.get());

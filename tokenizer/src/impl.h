@@ -42,17 +42,17 @@ struct Algorithm {
 // made into ranks when a merge is first looked up: loading a vocabulary to answer what
 // llama.cpp makes of it (show, validate, every edit's check) hashes no 150,000 pairs.
 struct Merges {
-  std::string text;
-  std::vector<size_t> end;  // where each merge's text ends in `text`
+  big_vector<char> text;
+  big_vector<size_t> end;  // where each merge's text ends in `text`
   // llama.cpp's bpe_ranks: a merge's rank by the texts of its two sides. Open addressing on a
   // hash of the two texts, each slot that hash and the rank, the merge's own text confirming
   // a match: built by reading the merges in order (no token looked up, no node a merge).
   struct Ranks {
     struct Slot {
-      uint64_t hash = 0;
-      int rank = -1;  // -1: empty
+      uint32_t tag = 0;  // the hash's high half
+      int rank = -1;     // -1: empty
     };
-    std::vector<Slot> slots;  // a power of two, at most half full
+    big_vector<Slot> slots;  // a power of two, at most three quarters full: 2 MB for 150,000 merges
     static uint64_t hash(std::string_view left, std::string_view right) { return text_hash(left, right); }
   };
   const Ranks& ranks() const;  // made on the first call, from any thread
@@ -60,7 +60,7 @@ struct Merges {
   // byte (none: both empty).
   std::pair<std::string_view, std::string_view> sides(size_t rank) const {
     const size_t from = rank == 0 ? 0 : end[rank - 1];
-    const std::string_view word = std::string_view(text).substr(from, end[rank] - from);
+    const std::string_view word(text.data() + from, end[rank] - from);
     const size_t pos = word.find(' ', 1);
     if (pos == std::string_view::npos) return {};
     return {word.substr(0, pos), word.substr(pos + 1)};
@@ -142,7 +142,7 @@ struct Vocab::Impl {
   // differ in a special id or a name (an edit's check, before and after) build them once.
   std::shared_ptr<const TokenIndex> token_to_id = std::make_shared<TokenIndex>();
   std::shared_ptr<const Merges> merges = std::make_shared<Merges>();
-  std::vector<TokenData> id_to_token;
+  big_vector<TokenData> id_to_token;
   std::vector<int32_t> cache_special_tokens;  // longest text first, as llama.cpp sorts them
   const SpecialIndex& special_index() const;   // made on first use, after the load
   mutable std::once_flag special_index_once;
@@ -166,11 +166,12 @@ struct Vocab::Impl {
     if (left.find(' ') != std::string_view::npos || right.find(' ') != std::string_view::npos) refuse_spaced_merge();
     const Merges::Ranks& m = merges->ranks();
     const uint64_t h = Merges::Ranks::hash(left, right);
+    const auto tag = static_cast<uint32_t>(h >> 32);
     const size_t mask = m.slots.size() - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
       const Merges::Ranks::Slot& slot = m.slots[i];
       if (slot.rank < 0) return -1;
-      if (slot.hash == h && merges->sides(static_cast<size_t>(slot.rank)) == std::pair{left, right}) return slot.rank;
+      if (slot.tag == tag && merges->sides(static_cast<size_t>(slot.rank)) == std::pair{left, right}) return slot.rank;
     }
   }
   [[noreturn]] static void refuse_spaced_merge() {

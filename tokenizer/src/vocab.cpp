@@ -61,16 +61,17 @@ const Loaded& Vocab::loaded() const { return impl_->loaded; }
 const Merges::Ranks& Merges::ranks() const {
   std::call_once(once_, [&] {
     size_t n = 16;
-    while (n < 2 * end.size()) n *= 2;
-    std::vector<Ranks::Slot>& slots = ranks_.slots;
+    while (n < end.size() + end.size() / 3) n *= 2;
+    big_vector<Ranks::Slot>& slots = ranks_.slots;
     slots.assign(n, {});
     for (size_t rank = 0; rank < end.size(); ++rank) {
       const auto both = sides(rank);
       const uint64_t h = Ranks::hash(both.first, both.second);
+      const auto tag = static_cast<uint32_t>(h >> 32);
       size_t i = h & (n - 1);
       // the first of a repeated merge keeps its rank, as llama.cpp's emplace does
-      while (slots[i].rank >= 0 && !(slots[i].hash == h && sides(static_cast<size_t>(slots[i].rank)) == both)) i = (i + 1) & (n - 1);
-      if (slots[i].rank < 0) slots[i] = {h, static_cast<int>(rank)};
+      while (slots[i].rank >= 0 && !(slots[i].tag == tag && sides(static_cast<size_t>(slots[i].rank)) == both)) i = (i + 1) & (n - 1);
+      if (slots[i].rank < 0) slots[i] = {tag, static_cast<int>(rank)};
     }
   });
   return ranks_;
@@ -188,7 +189,7 @@ void read_merges(Vocab::Impl& v, const KeyValue& merges, const Vocab::Impl* like
     bool same = true;
     for (size_t i = 0, at = 0; i < m.end.size() && same; at = m.end[i++]) {
       const std::string_view word = c_str(merges.strings[i]);
-      same = m.end[i] - at == word.size() && std::string_view(m.text).substr(at, word.size()) == word;
+      same = m.end[i] - at == word.size() && std::string_view(m.text.data() + at, word.size()) == word;
     }
     if (same) {
       v.merges = like->merges;
@@ -201,7 +202,8 @@ void read_merges(Vocab::Impl& v, const KeyValue& merges, const Vocab::Impl* like
   m->text.reserve(bytes);
   m->end.reserve(merges.strings.size());
   for (std::string_view word : merges.strings) {
-    m->text.append(c_str(word));
+    const std::string_view w = c_str(word);
+    m->text.insert(m->text.end(), w.begin(), w.end());
     m->end.push_back(m->text.size());
   }
   v.merges = std::move(m);
@@ -797,9 +799,13 @@ std::vector<int32_t> walk_named_tokens(Vocab::Impl& v) {
       {"fim_sep", v.special_fim_sep_id, {"<|file_sep|>"}},
   };
   // Every text those lists (and the end-of-generation list below) hold starts with one of
-  // these bytes: the other tokens, nearly all, are passed over at once.
+  // these bytes, ends with '>', ']' or '[' and is at most 63 bytes long: the other tokens,
+  // nearly all, are passed over at once (a SentencePiece vocabulary's pieces start with
+  // "\xe2\x96\x81" too, but end otherwise).
   auto may_be_listed = [](std::string_view text) {
-    return !text.empty() && (text[0] == '<' || text[0] == '[' || text[0] == '_' || text[0] == '\xe2');
+    if (text.size() < 3 || text.size() > 63) return false;
+    const char first = text.front(), last = text.back();
+    return (first == '<' || first == '[' || first == '_' || first == '\xe2') && (last == '>' || last == ']' || last == '[');
   };
   static const std::vector<std::string_view> eog_texts = {
       "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
@@ -821,8 +827,43 @@ std::vector<int32_t> walk_named_tokens(Vocab::Impl& v) {
       attr |= attr_control;
     }
   };
+  // The walk acts on few tokens: the listed ones and control tokens named "unused". Their
+  // order in the map decides the outcome only when a special id has two texts to be found by,
+  // or when two of them would be warned of (the warnings keep the walk's order); otherwise
+  // they are taken by id, and the map's order (a hash of every text and a replay of its
+  // inserts) is never made.
+  std::vector<int32_t> acted;  // by id
+  bool ordered = false;
+  {
+    std::vector<int> candidates(std::size(by_text), 0);
+    int warned = 0;
+    for (size_t id = 0; id < v.id_to_token.size(); ++id) {
+      const std::string_view text = v.token_to_id->key(static_cast<int32_t>(id));
+      const uint32_t attr = v.id_to_token[id].attr;
+      if (may_be_listed(text)) {
+        acted.push_back(static_cast<int32_t>(id));
+        bool named = false;
+        for (size_t b = 0; b < std::size(by_text); ++b)
+          if (by_text[b].id == null_id && std::find(by_text[b].texts.begin(), by_text[b].texts.end(), text) != by_text[b].texts.end())
+            named = true, ++candidates[b];
+        const bool gpt_oss = text == "<|channel|>" || text == "<|message|>" || text == "<|start|>" || text == "<|constrain|>";
+        const bool eog = std::find(eog_texts.begin(), eog_texts.end(), text) != eog_texts.end();
+        warned += gpt_oss || ((named || eog) && !(attr & attr_control));
+      } else if ((attr & attr_control) && text.find("unused") != std::string_view::npos) {
+        acted.push_back(static_cast<int32_t>(id));
+      }
+    }
+    ordered = warned >= 2 || std::any_of(candidates.begin(), candidates.end(), [](int c) { return c >= 2; });
+  }
+  if (ordered) {  // the same tokens in the map's order
+    std::vector<bool> is_acted(v.id_to_token.size());
+    for (int32_t id : acted) is_acted[static_cast<size_t>(id)] = true;
+    acted.clear();
+    for (int32_t id : v.token_to_id->order())
+      if (is_acted[static_cast<size_t>(id)]) acted.push_back(id);
+  }
   std::vector<int32_t> eog_found;
-  for (const int32_t id : v.token_to_id->order()) {
+  for (const int32_t id : acted) {
     const std::string_view text = v.token_to_id->key(id);
     const bool listed = may_be_listed(text);
     if (listed)
@@ -832,10 +873,9 @@ std::vector<int32_t> walk_named_tokens(Vocab::Impl& v) {
           L.found_by_text[b.name] = id;
           make_control(id, text, warn_by_text);
         }
-    if (text.find("unused") != std::string::npos) {
-      uint32_t& attr = v.id_to_token[static_cast<size_t>(id)].attr;
-      if ((attr & attr_control) && !(attr & attr_unused)) attr |= attr_unused;
-    }
+    if (uint32_t& attr = v.id_to_token[static_cast<size_t>(id)].attr;
+        (attr & attr_control) && !(attr & attr_unused) && text.find("unused") != std::string::npos)
+      attr |= attr_unused;
     if (!listed) continue;
     if (std::find(eog_texts.begin(), eog_texts.end(), text) != eog_texts.end()) {
       eog_found.push_back(id);

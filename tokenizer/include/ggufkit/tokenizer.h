@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ggufkit/big_vector.h"
+
 namespace ggufkit::tokenizer {
 
 // What llama.cpp refuses at load ("unknown pre-tokenizer type: 'x'", "cannot find tokenizer
@@ -37,8 +39,8 @@ struct KeyValue {
   std::string_view str;                    // type string
   ValueType elem = ValueType::u8;          // type array: the element type
   size_t count = 0;                        // type array: the element count
-  std::vector<std::string_view> strings;   // an array of strings: its items
-  std::vector<uint64_t> numbers;           // an array of numbers: each item's bits, zero-extended
+  big_vector<std::string_view> strings;   // an array of strings: its items
+  big_vector<uint64_t> numbers;            // an array of numbers: each item's bits, zero-extended
 };
 
 // The keys llama.cpp reads for the vocabulary, by name: every tokenizer.* key and
