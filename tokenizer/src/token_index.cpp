@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <span>
+#include <utility>
 #include <unordered_map>  // _Prime_rehash_policy
 
 #ifndef __GLIBCXX__
@@ -13,102 +15,201 @@
 namespace ggufkit::tokenizer {
 
 namespace {
+// x % n as a multiply where n is one of the bucket counts libstdc++'s policy grows through
+// from an empty map (a division costs as much as the rest of a node's move), by division
+// for any other.
+template <size_t N>
+size_t mod_by(size_t x) {
+  return x % N;
+}
+size_t mod_any(size_t x, size_t n) { return x % n; }
+using Mod = size_t (*)(size_t);
+Mod mod_for(size_t n) {
+  switch (n) {
+#define GGUFKIT_MOD(N) \
+  case N: return mod_by<N>;
+    GGUFKIT_MOD(1) GGUFKIT_MOD(13) GGUFKIT_MOD(29) GGUFKIT_MOD(59) GGUFKIT_MOD(127) GGUFKIT_MOD(257) GGUFKIT_MOD(541)
+    GGUFKIT_MOD(1109) GGUFKIT_MOD(2357) GGUFKIT_MOD(5087) GGUFKIT_MOD(10273) GGUFKIT_MOD(20753) GGUFKIT_MOD(42043)
+    GGUFKIT_MOD(85229) GGUFKIT_MOD(172933) GGUFKIT_MOD(351061) GGUFKIT_MOD(712697) GGUFKIT_MOD(1447153)
+    GGUFKIT_MOD(2938679) GGUFKIT_MOD(5967347) GGUFKIT_MOD(12117689)
+#undef GGUFKIT_MOD
+    default: return nullptr;
+  }
+}
+
 // The iteration order of a std::unordered_map (libstdc++, unique keys, max_load_factor 1)
 // into which keys with these std::hash codes were inserted one after another (`first_of[i]`:
 // the index of the first insert of the same key, i itself when new; a repeat adds no node).
 // The indices of the nodes, in order.
-std::vector<int32_t> unordered_map_order(const std::vector<size_t>& codes, const std::vector<int32_t>& first_of) {
-  // Nodes are indices; `before` stands for _M_before_begin. next[x]: the node after x (-1:
-  // none); buckets[b]: the node before bucket b's first (-1: empty), as _Hashtable keeps them.
-  const int32_t before = static_cast<int32_t>(codes.size());
-  std::vector<int32_t> next(codes.size() + 1, -1);
-  std::vector<int32_t> buckets(1, -1);  // _M_single_bucket
+//
+// libstdc++ keeps one list of nodes, each bucket's nodes a run of it. An insert into an empty
+// bucket puts the node at the front of the list, into another bucket at the front of that
+// bucket's run; a rehash reinserts the list's nodes in its order by those rules. So after a
+// rehash the runs are in the reverse order of their buckets' first nodes, each run in the
+// reverse order of its nodes, and the inserts since then come before their bucket's run, or
+// at the front for a bucket of their own. Both are made here on arrays, in passes over them in
+// order, where a replay of the linked list would jump through memory for every node moved.
+class MapOrder {
+ public:
+  // Every table in one allocation: each of its pages is zeroed by the kernel when first
+  // touched, and a huge page costs one such zeroing however little of it is used.
+  MapOrder(const big_vector<size_t>& codes, size_t nodes, size_t max_buckets)
+      : codes_(codes), arena_(6 * nodes + 2 * max_buckets, 0) {
+    int32_t* at = arena_.data();
+    auto take = [&](size_t n) { return std::span<int32_t>(std::exchange(at, at + n), n); };
+    nodes_ = take(nodes), bucket_ = take(nodes), seq_ = take(nodes), seq_bucket_ = take(nodes), since_ = take(nodes);
+    before_ = take(nodes), per_bucket_ = take(max_buckets), listed_ = take(max_buckets);
+  }
+
+  void insert(int32_t node) { since_[since_n_++] = node; }
+  // _M_rehash_aux (unique keys): the list as it stands, reinserted into `buckets` buckets.
+  void rehash(size_t buckets) {
+    const size_t n = current();
+    const Mod mod = mod_for(buckets);
+    for (size_t i = 0; i < n; ++i) {
+      const size_t code = codes_[static_cast<size_t>(seq_[i])];
+      seq_bucket_[i] = static_cast<int32_t>(mod ? mod(code) : mod_any(code, buckets));
+      per_bucket_[seq_bucket_[i]] = 0;
+    }
+    born_.clear();
+    for (size_t i = 0; i < n; ++i)
+      if (per_bucket_[seq_bucket_[i]]++ == 0) born_.push_back(seq_bucket_[i]);
+    int32_t end = 0;  // each bucket's count, then where its run ends: the latest born first
+    for (size_t k = born_.size(); k-- > 0;) per_bucket_[born_[k]] = end += per_bucket_[born_[k]];
+    for (size_t i = 0; i < n; ++i) {
+      const auto pos = static_cast<size_t>(--per_bucket_[seq_bucket_[i]]);
+      nodes_[pos] = seq_[i], bucket_[pos] = seq_bucket_[i];
+    }
+    runs_ = n, buckets_ = buckets;
+  }
+  // The list as it stands, in order.
+  big_vector<int32_t> list() {
+    const size_t n = current();
+    return big_vector<int32_t>(seq_.begin(), seq_.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+
+ private:
+  // Writes the list as it stands into seq_ (and each node's bucket into seq_bucket_): the runs
+  // the last rehash left, and the inserts since. Returns its length.
+  size_t current() {
+    const Mod mod = mod_for(buckets_);
+    for (size_t i = 0; i < runs_; ++i) listed_[bucket_[i]] = 1, per_bucket_[bucket_[i]] = -1;
+    for (size_t j = 0; j < since_n_; ++j) per_bucket_[bucket_of(since_[j], mod)] = -1;  // then each bucket's latest insert
+    born_.clear();
+    for (size_t j = 0; j < since_n_; ++j) {
+      const int32_t b = bucket_of(since_[j], mod);
+      if (!listed_[b] && per_bucket_[b] < 0) born_.push_back(b);
+      before_[j] = per_bucket_[b];
+      per_bucket_[b] = static_cast<int32_t>(j);
+    }
+    size_t n = 0;
+    auto inserts_of = [&](int32_t b) {
+      for (int32_t j = per_bucket_[b]; j >= 0; j = before_[static_cast<size_t>(j)]) seq_[n] = since_[static_cast<size_t>(j)], seq_bucket_[n++] = b;
+    };
+    for (size_t k = born_.size(); k-- > 0;) inserts_of(born_[k]);
+    for (size_t i = 0; i < runs_; ++i) {
+      if (i == 0 || bucket_[i] != bucket_[i - 1]) inserts_of(bucket_[i]);
+      seq_[n] = nodes_[i], seq_bucket_[n++] = bucket_[i];
+    }
+    for (size_t i = 0; i < runs_; ++i) listed_[bucket_[i]] = 0;
+    since_n_ = 0;
+    return n;
+  }
+  int32_t bucket_of(int32_t node, Mod mod) const {
+    const size_t code = codes_[static_cast<size_t>(node)];
+    return static_cast<int32_t>(mod ? mod(code) : mod_any(code, buckets_));
+  }
+
+  const big_vector<size_t>& codes_;
+  big_vector<int32_t> arena_;
+  std::span<int32_t> nodes_;       // the list as the last rehash left it: runs_ nodes
+  std::span<int32_t> bucket_;      // and each one's bucket
+  std::span<int32_t> seq_;         // the list as it stands
+  std::span<int32_t> seq_bucket_;
+  std::span<int32_t> since_;       // inserted since the last rehash, in order: since_n_ of them
+  std::span<int32_t> before_;      // for each of those, the one before it in its bucket (-1: none)
+  std::span<int32_t> per_bucket_;  // a bucket's latest insert; in a rehash its count, then its run's end
+  std::span<int32_t> listed_;      // 1: a bucket the runs hold nodes of
+  std::vector<int32_t> born_;      // buckets in the order their first node came
+  size_t since_n_ = 0;
+  size_t runs_ = 0, buckets_ = 1;
+};
+
+template <typename FirstOf>
+big_vector<int32_t> unordered_map_order(const big_vector<size_t>& codes, FirstOf first_of) {
+  // The policy's bucket counts, first, for the size of the tables.
   std::__detail::_Prime_rehash_policy policy;
-  size_t count = 0;
-  for (int32_t node = 0; node < before; ++node) {
-    if (first_of[static_cast<size_t>(node)] != node) continue;  // found: operator[] assigns, adds nothing
-    // _M_insert_unique_node: grow first when the policy says so (_M_rehash_aux, unique keys)
-    if (auto [grow, n] = policy._M_need_rehash(buckets.size(), count, 1); grow) {
-      std::vector<int32_t> fresh(n, -1);
-      int32_t p = next[before];
-      next[before] = -1;
-      size_t bbegin = 0;
-      while (p >= 0) {
-        const int32_t after = next[p];
-        const size_t b = codes[static_cast<size_t>(p)] % n;
-        if (fresh[b] < 0) {
-          next[p] = next[before];
-          next[before] = p;
-          fresh[b] = before;
-          if (next[p] >= 0) fresh[bbegin] = p;
-          bbegin = b;
-        } else {
-          next[p] = next[fresh[b]];
-          next[fresh[b]] = p;
-        }
-        p = after;
-      }
-      buckets = std::move(fresh);
-    }
-    // _M_insert_bucket_begin
-    const size_t b = codes[static_cast<size_t>(node)] % buckets.size();
-    if (buckets[b] >= 0) {
-      next[node] = next[buckets[b]];
-      next[buckets[b]] = node;
-    } else {
-      next[node] = next[before];
-      next[before] = node;
-      if (next[node] >= 0) buckets[codes[static_cast<size_t>(next[node])] % buckets.size()] = node;
-      buckets[b] = before;
-    }
+  size_t buckets = 1, count = 0;  // _M_single_bucket
+  std::vector<std::pair<size_t, size_t>> grows;  // at which insert, to how many buckets
+  for (size_t node = 0; node < codes.size(); ++node) {
+    if (first_of(node) != static_cast<int32_t>(node)) continue;  // found: operator[] assigns, adds nothing
+    // _M_insert_unique_node: grow first when the policy says so
+    if (auto [grow, n] = policy._M_need_rehash(buckets, count, 1); grow) grows.push_back({node, buckets = n});
     ++count;
   }
-  std::vector<int32_t> order;
-  order.reserve(count);
-  for (int32_t p = next[before]; p >= 0; p = next[p]) order.push_back(p);
-  return order;
+  MapOrder map(codes, count, buckets);
+  size_t next = 0;
+  for (size_t node = 0; node < codes.size(); ++node) {
+    if (first_of(node) != static_cast<int32_t>(node)) continue;
+    if (next < grows.size() && grows[next].first == node) map.rehash(grows[next++].second);
+    map.insert(static_cast<int32_t>(node));
+  }
+  return map.list();
 }
 }  // namespace
 
 void TokenIndex::add(std::string_view key) {
-  bytes_.append(key);
+  bytes_.insert(bytes_.end(), key.begin(), key.end());
   ends_.push_back(bytes_.size());
 }
 
 int32_t TokenIndex::find(std::string_view text) const {
   if (slots_.empty()) return -1;
   const size_t mask = slots_.size() - 1;
-  for (size_t i = text_hash(text) & mask;; i = (i + 1) & mask) {
-    if (slots_[i] < 0) return -1;
-    if (key(slots_[i]) == text) return slots_[i];
+  const uint64_t h = text_hash(text);
+  const auto tag = static_cast<uint32_t>(h >> 32);
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    if (slots_[i].id < 0) return -1;
+    if (slots_[i].tag == tag && key(slots_[i].id) == text) return slots_[i].id;
   }
 }
 
 void TokenIndex::build() {
   const size_t n = ends_.size();
-  std::vector<size_t> codes(n);
-  std::vector<int32_t> first_of(n);
   size_t cap = 16;
-  while (cap < 2 * n) cap *= 2;  // at most half full
-  slots_.assign(cap, -1);
+  while (cap < n + n / 3) cap *= 2;  // at most three quarters full (a tag settles nearly every probe)
+  slots_.assign(cap, {-1, 0});
   distinct_ = 0, longest_probe_ = 0;
   for (size_t id = 0; id < n; ++id) {
     const std::string_view k = key(static_cast<int32_t>(id));
-    codes[id] = std::hash<std::string_view>{}(k);  // std::hash<std::string>'s value, for the order
-    size_t i = text_hash(k) & (cap - 1), probes = 1;
-    while (slots_[i] >= 0 && key(slots_[i]) != k) i = (i + 1) & (cap - 1), ++probes;
+    const uint64_t h = text_hash(k);
+    const auto tag = static_cast<uint32_t>(h >> 32);
+    size_t i = h & (cap - 1), probes = 1;
+    while (slots_[i].id >= 0 && !(slots_[i].tag == tag && key(slots_[i].id) == k)) i = (i + 1) & (cap - 1), ++probes;
     longest_probe_ = std::max(longest_probe_, probes);
-    if (slots_[i] < 0) {
-      first_of[id] = static_cast<int32_t>(id);
-      ++distinct_;
-    } else {
-      first_of[id] = first_of[static_cast<size_t>(slots_[i])];
-    }
-    slots_[i] = static_cast<int32_t>(id);  // a repeat: the later id, as operator[] assigns it
+    distinct_ += slots_[i].id < 0;
+    slots_[i] = {static_cast<int32_t>(id), tag};  // a repeat: the later id, as operator[] assigns it
   }
-  order_ = unordered_map_order(codes, first_of);
-  if (distinct_ != n)
-    for (int32_t& id : order_) id = find(key(id));  // a node holds the last id given its key
+}
+
+const big_vector<int32_t>& TokenIndex::order() const {
+  std::call_once(order_once_, [&] {
+    const size_t n = ends_.size();
+    big_vector<size_t> codes(n);
+    for (size_t id = 0; id < n; ++id) codes[id] = std::hash<std::string_view>{}(key(static_cast<int32_t>(id)));  // std::hash<std::string>'s value
+    if (distinct_ == n) {
+      order_ = unordered_map_order(codes, [](size_t id) { return static_cast<int32_t>(id); });
+      return;
+    }
+    // A repeated key's first id (repeats are refused at load: this is for the tests' random
+    // vocabularies and the refusal). A node holds the last id given its key.
+    std::unordered_map<std::string_view, int32_t> first;
+    big_vector<int32_t> first_of(n);
+    for (size_t id = 0; id < n; ++id) first_of[id] = first.emplace(key(static_cast<int32_t>(id)), static_cast<int32_t>(id)).first->second;
+    order_ = unordered_map_order(codes, [&](size_t id) { return first_of[id]; });
+    for (int32_t& id : order_) id = find(key(id));
+  });
+  return order_;
 }
 
 }  // namespace ggufkit::tokenizer

@@ -12,9 +12,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "ggufkit/big_vector.h"
 
 namespace ggufkit::tokenizer {
 
@@ -23,28 +26,36 @@ class TokenIndex {
   void reserve(size_t keys, size_t bytes) { ends_.reserve(keys), bytes_.reserve(bytes); }
   // Appends the next id's key (the text as llama.cpp keeps it in token_to_id).
   void add(std::string_view key);
-  // After the last add: the lookup table and the order.
+  // After the last add: the lookup table.
   void build();
 
   size_t size() const { return ends_.size(); }
   size_t distinct() const { return distinct_; }  // what the map's size() would be
   std::string_view key(int32_t id) const {
     const size_t from = id == 0 ? 0 : ends_[static_cast<size_t>(id) - 1];
-    return std::string_view(bytes_).substr(from, ends_[static_cast<size_t>(id)] - from);
+    return {bytes_.data() + from, ends_[static_cast<size_t>(id)] - from};
   }
   // The id token_to_id gives `text` (of a repeated text, the last, as operator[] leaves it); -1: none.
   int32_t find(std::string_view text) const;
-  // Every distinct key's id, in token_to_id's iteration order.
-  const std::vector<int32_t>& order() const { return order_; }
+  // Every distinct key's id, in token_to_id's iteration order: made on the first call, from
+  // any thread (a load asks for it only when the order can change what it finds).
+  const big_vector<int32_t>& order() const;
   // The most slots a key's insert looked at: small for any keys (the slots are by a seeded hash).
   size_t longest_probe() const { return longest_probe_; }
 
  private:
-  std::string bytes_;
-  std::vector<size_t> ends_;
-  std::vector<int32_t> slots_;  // open addressing by text_hash: an id, or -1
-  std::vector<int32_t> order_;
+  // A slot: an id (-1: empty) and its key's hash's high bits, which settle nearly every
+  // probe without reading the key.
+  struct Slot {
+    int32_t id;
+    uint32_t tag;
+  };
+  big_vector<char> bytes_;
+  big_vector<size_t> ends_;
+  big_vector<Slot> slots_;  // open addressing by text_hash
   size_t distinct_ = 0, longest_probe_ = 0;
+  mutable std::once_flag order_once_;
+  mutable big_vector<int32_t> order_;
 };
 
 }  // namespace ggufkit::tokenizer
