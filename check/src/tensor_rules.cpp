@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -182,66 +183,125 @@ struct Relax {
   std::string without;
 };
 
+// One architecture's part of the table.
+struct Arch {
+  std::vector<Entry> tensors;
+  std::vector<Relax> relax;
+  std::vector<ExampleKey> example;
+  std::vector<std::string> requires_keys;
+};
+
+// The table: what every architecture shares, read at once, and each architecture's part,
+// read when first asked for. The whole table is 128 KB of YAML, 15 ms to parse, and a job
+// asks for one architecture: show and an edit of a header cost as much as ggml's whole
+// header parse before. (Every architecture's part is read by the tests, which make each
+// one's example.)
 struct Table {
   std::vector<Hparam> hparams;
   std::vector<ExampleKey> example;  // every architecture's smallest model's keys, "{arch}" in them
-  std::unordered_map<std::string, std::vector<ExampleKey>> arch_example;
   std::vector<std::string> requires_all;  // every architecture's required keys, "{arch}" in them
-  std::unordered_map<std::string, std::vector<std::string>> arch_requires;
-  std::unordered_map<std::string, std::vector<Entry>> archs;
-  std::unordered_map<std::string, std::vector<Relax>> relax;
   std::set<std::string, std::less<>> known;  // every architecture llama.cpp knows
+  std::set<std::string, std::less<>> hparam_names;  // what an expression may name
+
+  struct Part {
+    std::string_view text;  // from its "  name:" line up to the next architecture's
+    size_t line = 0;        // of that line, 1-based
+    mutable std::once_flag once;
+    mutable Arch arch;
+  };
+  std::map<std::string, Part, std::less<>> archs;  // by name, in place (a once_flag does not move)
+  const Arch* arch(std::string_view name) const;   // nullptr: the table has no such architecture
 };
 
+Expr table_expr(YamlReader& y, const YamlNode& n, const std::string& where, const std::set<std::string, std::less<>>& known) {
+  Expr e = Parser(y.scalar(n, where), where).parse();
+  std::vector<std::string> used;
+  names_in(e, used);
+  for (const std::string& u : used)
+    if (!known.count(u)) y.fail(n, where, "'" + u + "' is not a hyperparameter of the table (or not yet one)");
+  return e;
+}
+
+void example_list(YamlReader& y, const YamlNode& list, const std::string& where, std::vector<ExampleKey>& out) {
+  for (const YamlNode& n : list) {
+    y.fields(n, where, {"key", "type", "items", "value"});
+    out.push_back({y.scalar(n["key"], where), y.scalar(n["type"], where), y.scalar(n["value"], where),
+                   n["items"] ? y.scalar(n["items"], where) : ""});
+  }
+}
+
 Table parse_table() {
-  YamlNode root = load_yaml(std::string(kTensorsYaml), kTable);
+  const std::string_view text = kTensorsYaml;
+  // The architectures: section's entries start at lines "  name:" (two spaces in).
+  const std::string_view marker = "\narchitectures:\n";
+  const size_t section = text.find(marker);
   YamlReader y(kTable, ".");
-  y.fields(root, "table", {"hparams", "known", "example", "requires", "architectures"});
+  if (section == std::string_view::npos) throw Error(Error::Kind::format, kTable, std::nullopt, "architectures", "no architectures: section");
+  YamlNode root = load_yaml(std::string(text.substr(0, section + 1)), kTable);
+  y.fields(root, "table", {"hparams", "known", "example", "requires"});
   Table t;
-  auto example_list = [&](const YamlNode& list, const std::string& where, std::vector<ExampleKey>& out) {
-    for (const YamlNode& n : list) {
-      y.fields(n, where, {"key", "type", "items", "value"});
-      out.push_back({y.scalar(n["key"], where), y.scalar(n["type"], where), y.scalar(n["value"], where),
-                     n["items"] ? y.scalar(n["items"], where) : ""});
-    }
-  };
-  example_list(root["example"], "example", t.example);
-  std::set<std::string> known = {"i"};
-  auto expr = [&](const YamlNode& n, const std::string& where) {
-    Expr e = Parser(y.scalar(n, where), where).parse();
-    std::vector<std::string> used;
-    names_in(e, used);
-    for (const std::string& u : used)
-      if (!known.count(u)) y.fail(n, where, "'" + u + "' is not a hyperparameter of the table (or not yet one)");
-    return e;
-  };
+  example_list(y, root["example"], "example", t.example);
+  t.hparam_names = {"i"};
   for (const YamlNode& h : root["hparams"]) {
     y.fields(h, "hparams", {"name", "key", "tokens", "default", "expr"});
     Hparam p;
     p.name = y.scalar(h["name"], "hparams");
     if (h["key"]) p.key = y.scalar(h["key"], p.name);
     if (h["tokens"]) p.tokens = y.boolean(h["tokens"], p.name);
-    if (h["expr"]) p.value = expr(h["expr"], p.name), p.value_text = y.scalar(h["expr"], p.name);
-    if (h["default"]) p.fallback = expr(h["default"], p.name);
-    known.insert(p.name);
+    if (h["expr"]) p.value = table_expr(y, h["expr"], p.name, t.hparam_names), p.value_text = y.scalar(h["expr"], p.name);
+    if (h["default"]) p.fallback = table_expr(y, h["default"], p.name, t.hparam_names);
+    t.hparam_names.insert(p.name);
     t.hparams.push_back(std::move(p));
   }
   for (const YamlNode& n : root["known"]) t.known.insert(y.scalar(n, "known"));
   for (const YamlNode& n : root["requires"]) t.requires_all.push_back(y.scalar(n, "requires"));
-  const YamlNode& archs = root["architectures"];
-  for (size_t a = 0; a + 1 < archs.items.size(); a += 2) {
-    const std::string arch = y.scalar(archs.items[a], "architectures");
-    const YamlNode& spec = archs.items[a + 1];
-    if (!t.known.count(arch)) y.fail(archs.items[a], arch, "not in known:, the architectures llama.cpp knows");
+
+  size_t line = static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(section + marker.size()), '\n')) + 1;
+  Table::Part* last = nullptr;
+  size_t last_from = 0;
+  for (size_t at = section + marker.size(); at < text.size(); ++line) {
+    size_t eol = text.find('\n', at);
+    if (eol == std::string_view::npos) eol = text.size();
+    const std::string_view l = text.substr(at, eol - at);
+    const size_t colon = l.find(':');
+    if (l.size() > 2 && l.starts_with("  ") && l[2] != ' ' && l[2] != '#' && colon != std::string_view::npos) {
+      const std::string name(l.substr(2, colon - 2));
+      auto bad = [&](const std::string& why) { return Error(Error::Kind::format, kTable, std::nullopt, name, "line " + std::to_string(line) + ": " + why); };
+      if (!t.known.count(name)) throw bad("not in known:, the architectures llama.cpp knows");
+      if (t.archs.count(name)) throw bad("a second entry for the architecture");
+      if (last) last->text = text.substr(last_from, at - last_from);
+      last = &t.archs[name];
+      last->text = text.substr(at);
+      last->line = line;
+      last_from = at;
+    }
+    at = eol + 1;
+  }
+  return t;
+}
+
+const Arch* Table::arch(std::string_view name) const {
+  auto it = archs.find(name);
+  if (it == archs.end()) return nullptr;
+  const Part& part = it->second;
+  std::call_once(part.once, [&] {
+    // Parsed where it lies: blank lines before it, so that an error names the table's line.
+    std::string text(part.line - 2, '\n');
+    text += "architectures:\n";
+    text += part.text;
+    YamlNode root = load_yaml(text, kTable);
+    YamlReader y(kTable, ".");
+    const std::string arch(name);
+    const YamlNode& spec = root["architectures"][arch];
+    Arch& out = part.arch;
     y.fields(spec, arch, {"requires", "tensors", "example", "optional_layers"});
     for (const YamlNode& n : spec["optional_layers"]) {
       const std::string where = arch + " optional_layers";
       y.fields(n, where, {"when", "without"});
-      t.relax[arch].push_back({expr(n["when"], where), y.scalar(n["without"], where)});
+      out.relax.push_back({table_expr(y, n["when"], where, hparam_names), y.scalar(n["without"], where)});
     }
-    example_list(spec["example"], arch + " example", t.arch_example[arch]);
-    for (const YamlNode& n : spec["requires"]) t.arch_requires[arch].push_back(y.scalar(n, arch + " requires"));
-    std::vector<Entry>& out = t.archs[arch];
+    example_list(y, spec["example"], arch + " example", out.example);
+    for (const YamlNode& n : spec["requires"]) out.requires_keys.push_back(y.scalar(n, arch + " requires"));
     for (const YamlNode& n : spec["tensors"]) {
       y.fields(n, arch, {"name", "shape", "optional", "when", "with", "without", "once", "in_example"});
       Entry e;
@@ -254,14 +314,14 @@ Table parse_table() {
       if (e.in_example && !e.optional) y.fail(n, where, "in_example: is for an optional tensor (the example writes every required one)");
       if (e.once && e.layered) y.fail(n, where, "once: is for a tensor without {i}");
       if (!n["shape"].IsSequence()) y.fail(n, where, "shape: is a list of dimensions");
-      for (const YamlNode& d : n["shape"]) e.shape.push_back(expr(d, where));
-      if (n["when"]) e.when = expr(n["when"], where);
+      for (const YamlNode& d : n["shape"]) e.shape.push_back(table_expr(y, d, where, hparam_names));
+      if (n["when"]) e.when = table_expr(y, n["when"], where, hparam_names);
       if (n["with"]) e.with = y.scalar(n["with"], where);
       if (n["without"]) e.without = y.scalar(n["without"], where);
-      out.push_back(std::move(e));
+      out.tensors.push_back(std::move(e));
     }
-  }
-  return t;
+  });
+  return &part.arch;
 }
 
 const Table& table() {
@@ -428,8 +488,8 @@ class ByName {
 
 const std::vector<Relax>& relax_of(const std::string& arch) {
   static const std::vector<Relax> none;
-  auto it = table().relax.find(arch);
-  return it == table().relax.end() ? none : it->second;
+  const Arch* a = table().arch(arch);
+  return a ? a->relax : none;
 }
 
 std::optional<std::vector<uint64_t>> shape_of(const Entry& e, const Env& env) {
@@ -453,24 +513,24 @@ std::vector<std::string> tensor_table_architectures() {
 
 std::optional<std::vector<std::string>> required_keys(const std::string& arch) {
   const Table& t = table();
-  if (!t.archs.count(arch)) return std::nullopt;
+  const Arch* a = t.arch(arch);
+  if (!a) return std::nullopt;
   std::vector<std::string> out;
   for (const std::string& k : t.requires_all) out.push_back(replaced(k, "{arch}", arch));
-  if (auto it = t.arch_requires.find(arch); it != t.arch_requires.end())
-    for (const std::string& k : it->second) out.push_back(replaced(k, "{arch}", arch));
+  for (const std::string& k : a->requires_keys) out.push_back(replaced(k, "{arch}", arch));
   return out;
 }
 
 std::vector<ExampleKey> example_keys(const std::string& arch) {
   const Table& t = table();
-  if (!t.archs.count(arch)) return {};
+  const Arch* a = t.arch(arch);
+  if (!a) return {};
   std::vector<ExampleKey> out;
   for (ExampleKey k : t.example) {
     k.key = replaced(k.key, "{arch}", arch);
     out.push_back(std::move(k));
   }
-  if (auto it = t.arch_example.find(arch); it != t.arch_example.end())
-    for (ExampleKey k : it->second) {
+  for (ExampleKey k : a->example) {
       k.key = replaced(k.key, "{arch}", arch);
       auto same = std::find_if(out.begin(), out.end(), [&](const ExampleKey& o) { return o.key == k.key; });
       if (same != out.end()) *same = std::move(k);
@@ -486,14 +546,14 @@ namespace {
 // from keys alone, would otherwise have none of them).
 std::optional<std::vector<LoaderTensor>> loader_walk(const Model& m, const ByName& by_name, bool probe) {
   const std::string arch = architecture(m);
-  auto found = table().archs.find(arch);
-  if (found == table().archs.end()) return std::nullopt;
+  const Arch* found = table().arch(arch);
+  if (!found) return std::nullopt;
   const std::vector<const Value*> keys = hparam_keys(m, arch);
   Env env;
   hparams_of(m, keys, env);
   auto present = [&](const std::string& name) { return by_name.has(name); };
   std::vector<LoaderTensor> out;
-  walk(m, keys, found->second, probe ? relax_of(arch) : std::vector<Relax>{}, env, static_cast<int64_t>(kMaxExampleLayers), present,
+  walk(m, keys, found->tensors, probe ? relax_of(arch) : std::vector<Relax>{}, env, static_cast<int64_t>(kMaxExampleLayers), present,
        [&](const Entry& e, const std::string& name, bool optional) {
     std::optional<std::vector<uint64_t>> dims = shape_of(e, env);
     out.push_back({name, dims.value_or(std::vector<uint64_t>{}), optional, dims.has_value(), !e.without.empty(), e.in_example});
@@ -530,8 +590,8 @@ std::vector<TensorFinding> tensor_rules(const Model& m) {
   const std::string arch = architecture(m);
   if (arch.empty()) return out;
   const Table& t = table();
-  auto found = t.archs.find(arch);
-  if (found == t.archs.end()) {
+  const Arch* found = t.arch(arch);
+  if (!found) {
     if (!t.known.count(arch)) return out;  // llama.cpp knows no such architecture: not the tensors' business
     tell(Finding{Code::tensors_unchecked, Severity::info, std::nullopt,
                    "tensors not checked for architecture " + arch + ": ggufkit has no table of what llama.cpp's loader takes for it",
@@ -552,7 +612,7 @@ std::vector<TensorFinding> tensor_rules(const Model& m) {
   size_t missing = 0;
   constexpr size_t kMaxMissing = 32;
   auto present = [&](const std::string& name) { return by_name.has(name); };
-  walk(m, keys, found->second, relax_of(arch), env, static_cast<int64_t>(m.tensors.size()) + 1, present,
+  walk(m, keys, found->tensors, relax_of(arch), env, static_cast<int64_t>(m.tensors.size()) + 1, present,
        [&](const Entry& e, const std::string& name, bool optional) {
     const std::optional<size_t> at = by_name.find(name);
     if (!at) {
