@@ -19,7 +19,7 @@ NPM_DIR ?= $(HOME)/.cache/ggufkit-interop
 NPM_PKGS := node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1 @huggingface/gguf@0.4.6
 NPM_STAMP := $(NPM_DIR)/.installed-nlc3.21.1-hf0.4.6
 
-.PHONY: deps interop-deps configure build program python demo test test-release test-asan asan fuzz bench bench-tokenize bench-hash bench-surgery bench-python clean
+.PHONY: deps interop-deps configure build program python demo test test-release test-asan asan fuzz bench bench-header bench-tokenize bench-hash bench-surgery bench-python clean
 
 deps:
 	@missing=""; for p in $(DEBS) $(EXTRA_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -100,6 +100,11 @@ bench: build interop-deps
 	bench/hash.sh $(BUILD)
 	bench/surgery.sh $(BUILD)
 	bench/python.sh $(BUILD) $(NPM_DIR) $(BENCH_RUNS)
+
+# The header jobs (show, validate, edits in place) against ggml's header read ("Header jobs").
+bench-header: program interop-deps
+	cmake --build $(BUILD) -j $(JOBS) --target ggml_header
+	bench/header_jobs.sh $(BUILD) $(NPM_DIR)
 
 # The tokenizer against llama.cpp's alone (the "Tokenizer" section of bench/RESULTS.md).
 bench-tokenize: build interop-deps

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prints a sketch of a Qwen2.5-7B-Instruct Q4_K_M-shaped model: qwen2, 28 blocks,
-# embedding 3584, feed-forward 18944, 28 heads / 4 KV heads, 152,064 tokens and 151,387
-# merges (made-up strings of realistic count), a 2.5 KB chat template, and 339 tensors
+# embedding 3584, feed-forward 18944, 28 heads / 4 KV heads, 152,064 tokens (made-up texts
+# but Qwen's own added tokens and padding) and 151,387 merges (made-up strings of realistic
+# count), a 2.5 KB chat template, and 339 tensors
 # in q4_K, q6_K and f32 with the real shapes, filled with seeded random bytes: about
 # 4.7 GB that cost nothing to describe.
 #
@@ -32,14 +33,24 @@ metadata:
     items: string
     value:
 YAML
-awk -v n=$vocab 'BEGIN { for (i = 0; i < n; i++) printf "      - \"t%x\"\n", i }'
+# Qwen2.5's added tokens at 151,643 on (control, then user-defined from <tool_call>), then
+# the padding tokens up to the embedding's rows, as convert_hf_to_gguf.py writes them.
+added="<|endoftext|> <|im_start|> <|im_end|> <|object_ref_start|> <|object_ref_end|> <|box_start|> <|box_end|>
+<|quad_start|> <|quad_end|> <|vision_start|> <|vision_end|> <|vision_pad|> <|image_pad|> <|video_pad|> <tool_call>
+</tool_call> <|fim_prefix|> <|fim_middle|> <|fim_suffix|> <|fim_pad|> <|repo_name|> <|file_sep|>"
+awk -v n=$vocab -v added="$added" 'BEGIN {
+  split(added, a, /[ \n]+/)
+  for (i = 0; i < n; i++)
+    if (i < 151643) printf "      - \"t%x\"\n", i
+    else if (i - 151642 in a) printf "      - \"%s\"\n", a[i - 151642]
+    else printf "      - \"[PAD%d]\"\n", i }'
 cat <<YAML
   - key: tokenizer.ggml.token_type
     type: array
     items: i32
     value:
 YAML
-awk -v n=$vocab 'BEGIN { for (i = 0; i < n; i++) print "      - 1" }'
+awk -v n=$vocab 'BEGIN { for (i = 0; i < n; i++) print "      - " (i < 151643 ? 1 : i < 151657 ? 3 : i < 151665 ? 4 : 5) }'
 cat <<YAML
   - key: tokenizer.ggml.merges
     type: array
