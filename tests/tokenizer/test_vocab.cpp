@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <unordered_map>
 
 #include "../../tokenizer/src/impl.h"
 #include "ggufkit/scan.h"
@@ -164,6 +165,40 @@ TEST(VocabLoaded, NamedTokensBecomeSpecialIdsEogAndControlAsLlamaCppOverridesThe
   EXPECT_EQ(v.tokenize("a<|channel|>b<|end|>c<|im_end|>", false, false),
             (Ids{263, 1003, 289, 1002, 274, 29966, 29989, 326, 29918, 355, 29989, 29958}));
   EXPECT_EQ(v.tokenize("a<|channel|>b<|end|>c<|im_end|>", false, true), (Ids{263, 1003, 289, 1002, 274, 1006}));
+}
+
+// The load walks the named tokens in the order of llama.cpp's token_to_id (an unordered_map)
+// only where that order decides something: here two tokens each found by its text for a
+// different id, both made control with a warning, so the warnings come in the map's order.
+// The order is that of a real std::unordered_map filled as llama.cpp fills it; with one such
+// token the walk goes by id and ends the same.
+TEST(VocabLoaded, NamedTokensAreWarnedOfInTheOrderOfLlamaCppsMapWhereTheOrderShows) {
+  tk::VocabSpec s = spec("ggml-vocab-llama-spm.gguf");
+  auto& texts = s.keys["tokenizer.ggml.tokens"].strings;
+  texts[1000] = "<|eom_id|>", texts[1001] = "<|file_sep|>";
+  std::unordered_map<std::string, int32_t> map;
+  for (size_t i = 0; i < texts.size(); ++i) map[std::string(texts[i])] = static_cast<int32_t>(i);
+  std::vector<int32_t> want;
+  for (const auto& [text, id] : map)
+    if (id == 1000 || id == 1001) want.push_back(id);
+  auto warned = [](const tk::Vocab& v) {
+    std::vector<int32_t> ids;
+    for (const std::string& w : v.loaded().warnings)
+      if (w.starts_with("control-looking token: ")) ids.push_back(std::stoi(w.substr(23)));
+    return ids;
+  };
+  const tk::Vocab both = tk::Vocab::load(s);
+  ASSERT_EQ(want, (Ids{1001, 1000}));  // against id order: a walk by id would fail
+  EXPECT_EQ(warned(both), want);
+  EXPECT_EQ(both.loaded().found_by_text, (std::map<std::string, int32_t>{{"eom", 1000}, {"fim_sep", 1001}}));
+  EXPECT_EQ(both.loaded().eog, (Ids{2, 1000, 1001}));
+
+  texts[1001] = "\xe2\x96\x81unused";  // one named token left: taken by id
+  const tk::Vocab one = tk::Vocab::load(s);
+  EXPECT_EQ(warned(one), (Ids{1000}));
+  EXPECT_EQ(one.loaded().found_by_text, (std::map<std::string, int32_t>{{"eom", 1000}}));
+  EXPECT_EQ(one.loaded().eog, (Ids{2, 1000}));
+  EXPECT_EQ(one.attr(1001), tk::attr_normal);  // "unused" in a normal token's text changes nothing
 }
 
 // --- the special-token partition ------------------------------------------------------------
