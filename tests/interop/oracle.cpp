@@ -104,9 +104,11 @@ std::vector<std::string> special_literals(const ggufkit::Model& m) {
   const auto* tokens = spec.find("tokenizer.ggml.tokens");
   const auto* types = spec.find("tokenizer.ggml.token_type");
   if (!tokens || !types) return r;
-  for (size_t i = 0; i < tokens->strings.size() && i < types->numbers.size(); ++i) {
-    int32_t t = static_cast<int32_t>(types->numbers[i]);
-    if ((t == 3 || t == 4) && !tokens->strings[i].empty()) r.emplace_back(tokens->strings[i]);
+  size_t i = 0;
+  for (std::string_view text : tokens->strings) {
+    if (i >= types->numbers.size()) break;
+    int32_t t = static_cast<int32_t>(types->numbers[i++]);
+    if ((t == 3 || t == 4) && !text.empty()) r.emplace_back(text);
   }
   return r;
 }

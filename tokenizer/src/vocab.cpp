@@ -187,8 +187,9 @@ void read_merges(Vocab::Impl& v, const KeyValue& merges, const Vocab::Impl* like
   if (like && like->merges->end.size() == merges.strings.size()) {
     const Merges& m = *like->merges;
     bool same = true;
-    for (size_t i = 0, at = 0; i < m.end.size() && same; at = m.end[i++]) {
-      const std::string_view word = c_str(merges.strings[i]);
+    auto item = merges.strings.begin();
+    for (size_t i = 0, at = 0; i < m.end.size() && same; at = m.end[i++], ++item) {
+      const std::string_view word = c_str(*item);
       same = m.end[i] - at == word.size() && std::string_view(m.text.data() + at, word.size()) == word;
     }
     if (same) {
@@ -654,8 +655,9 @@ void read_tokens(Vocab::Impl& v, const VocabSpec& spec, const Vocab::Impl* base)
 
   v.id_to_token.resize(n_tokens);
   std::deque<std::string> named;  // the empty tokens' names ([EMPTY_i]), until indexed
-  for (size_t i = 0; i < n_tokens; ++i) {
-    std::string_view word = c_str(tokens->strings[i]);
+  auto item = tokens->strings.begin();
+  for (size_t i = 0; i < n_tokens; ++i, ++item) {
+    std::string_view word = c_str(*item);
     if (word.empty()) {
       warn(v, format("empty token at index %zu", i));
       word = named.emplace_back("[EMPTY_" + std::to_string(i) + "]");

@@ -7,7 +7,10 @@
 // end-of-generation set; the add-BOS/EOS defaults of each vocabulary type; the
 // pre-tokenizer by llama.cpp's table of names. Unicode comes from PCRE2 and ICU.
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -31,6 +34,78 @@ struct Error : std::runtime_error {
 // GGUF's value types by number (0 u8 ... 12 f64), which llama.cpp's key getters check.
 enum class ValueType : uint32_t { u8, i8, u16, i16, u32, i32, f32, boolean, string, array, u64, i64, f64 };
 
+// An array of strings: views the caller made, or the items as a GGUF file lays them out (each
+// a u64 length, big-endian where `big`, then its bytes), read in order with no array of views
+// made: a vocabulary's 150,000 tokens and as many merges are two such arrays, and a header
+// job reads each once. Editing an item (a test's) first makes the views.
+class Strings {
+ public:
+  Strings() = default;
+  Strings(std::initializer_list<std::string_view> items) : items_(items) {}  // NOLINT: a list converts
+  // `bytes` holds `count` items whose every length the caller has checked.
+  static Strings packed(std::string_view bytes, size_t count, bool big) {
+    Strings s;
+    s.bytes_ = bytes, s.count_ = count, s.big_ = big, s.packed_ = true;
+    return s;
+  }
+
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = std::string_view;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = std::string_view;
+    iterator() = default;
+    iterator(const char* p, bool big, const std::string_view* item) : p_(p), item_(item), big_(big) {}
+    std::string_view operator*() const { return item_ ? *item_ : std::string_view(p_ + 8, static_cast<size_t>(length())); }
+    iterator& operator++() {
+      if (item_) ++item_;
+      else p_ += 8 + length();
+      return *this;
+    }
+    iterator operator++(int) {
+      iterator t = *this;
+      ++*this;
+      return t;
+    }
+    bool operator==(const iterator& o) const { return p_ == o.p_ && item_ == o.item_; }
+
+   private:
+    uint64_t length() const {
+      uint64_t n = 0;
+      for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<uint8_t>(p_[big_ ? 7 - i : i])) << (8 * i);
+      return n;
+    }
+    const char* p_ = nullptr;
+    const std::string_view* item_ = nullptr;
+    bool big_ = false;
+  };
+  iterator begin() const { return packed_ ? iterator(bytes_.data(), big_, nullptr) : iterator(nullptr, false, items_.data()); }
+  iterator end() const {
+    return packed_ ? iterator(bytes_.data() + bytes_.size(), big_, nullptr) : iterator(nullptr, false, items_.data() + items_.size());
+  }
+  size_t size() const { return packed_ ? count_ : items_.size(); }
+  bool empty() const { return size() == 0; }
+  std::string_view& operator[](size_t i) { return unpacked()[i]; }
+  void push_back(std::string_view s) { unpacked().push_back(s); }
+  template <typename It>
+  void assign(It from, It to) {
+    packed_ = false;
+    items_.assign(from, to);
+  }
+
+ private:
+  std::vector<std::string_view>& unpacked() {
+    if (packed_) items_.assign(begin(), end()), packed_ = false;
+    return items_;
+  }
+  std::vector<std::string_view> items_;
+  std::string_view bytes_;
+  size_t count_ = 0;
+  bool big_ = false, packed_ = false;
+};
+
 // One key's value, as the vocabulary is made of them. Views stay valid while the caller's
 // model does; Vocab::load copies what it keeps.
 struct KeyValue {
@@ -39,7 +114,7 @@ struct KeyValue {
   std::string_view str;                    // type string
   ValueType elem = ValueType::u8;          // type array: the element type
   size_t count = 0;                        // type array: the element count
-  big_vector<std::string_view> strings;   // an array of strings: its items
+  Strings strings;                         // an array of strings: its items
   big_vector<uint64_t> numbers;            // an array of numbers: each item's bits, zero-extended
 };
 
