@@ -3,6 +3,8 @@
 // blk.N.nextn.* tensors both ways, and a drafter (role mtp) is checked against its model.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "ggufkit/check.h"
 #include "ggufkit/role.h"
 #include "ggufkit/scan.h"
@@ -140,4 +142,16 @@ TEST(Mtp, ADrafterOnlyFileIsRoleMtpAndIsCheckedAgainstItsModel) {
   for (const auto& [file, x] : bad.findings)
     if (x.code == Code::mtp_base) said.push_back(x.message);
   EXPECT_EQ(said, (std::vector<std::string>{"the drafter's vocabulary has 259 tokens, its model's 3"}));
+  // As many tokens, one of them (200, a byte token) renamed: that one is named.
+  std::string texts = "[\"<unk>\", \"<s>\", \"</s>\"";
+  for (int b = 0; b < 256; ++b) {
+    char t[8];
+    std::snprintf(t, sizeof t, "<0x%02X>", b);
+    texts += std::string(", \"") + (b + 3 == 200 ? "renamed" : t) + "\"";
+  }
+  const std::string renamed = edited("qwen35-renamed-token.gguf", "--set 'tokenizer.ggml.tokens=" + texts + "]'");
+  said.clear();
+  for (const auto& [file, x] : validate(path, false, nullptr, renamed).findings)
+    if (x.code == Code::mtp_base) said.push_back(x.message);
+  EXPECT_EQ(said, (std::vector<std::string>{"token 200 is '<0xC5>' in the drafter, 'renamed' in its model: the two vocabularies differ"}));
 }

@@ -122,10 +122,12 @@ class RoleRules {
             "the drafter's vocabulary has " + std::to_string(tok->size()) + " tokens, its model's " + std::to_string(btok->size()));
         return;
       }
-      for (size_t i = 0; i < tok->size(); ++i)
-        if (tok->strs[i] != btok->strs[i]) {
+      // both lists in step, in order (a read by number walks from an index mark)
+      size_t i = 0;
+      for (auto a = tok->strs.begin(), b = btok->strs.begin(); a != tok->strs.end(); ++a, ++b, ++i)
+        if (*a != *b) {
           add(Code::mtp_base, Place::key("tokenizer.ggml.tokens"),
-              "token " + std::to_string(i) + " is '" + std::string(tok->strs[i]) + "' in the drafter, '" + std::string(btok->strs[i]) +
+              "token " + std::to_string(i) + " is '" + std::string(*a) + "' in the drafter, '" + std::string(*b) +
                   "' in its model: the two vocabularies differ");
           return;
         }
@@ -491,7 +493,7 @@ RoleFacts role_facts(const Model& m) {
       if (const Value* v = m.find("imatrix.chunk_count"); v && v->is_integer()) f.chunk_count = v->as_u64();
       if (const Value* v = m.find("imatrix.chunk_size"); v && v->is_integer()) f.chunk_size = v->as_u64();
       if (const Value* v = m.find("imatrix.datasets"); v && v->type == ValueType::array && v->elem == ValueType::string)
-        for (size_t i = 0; i < v->size(); ++i) f.datasets.emplace_back(v->strs[i]);
+        for (std::string_view d : v->strs) f.datasets.emplace_back(d);
       for (const auto& [name, e] : imatrix_entries(m)) f.covered += e.sums && e.counts;
       break;
     case Role::mmproj: {

@@ -804,6 +804,9 @@ std::vector<int32_t> walk_named_tokens(Vocab::Impl& v) {
   // these bytes, ends with '>', ']' or '[' and is at most 63 bytes long: the other tokens,
   // nearly all, are passed over at once (a SentencePiece vocabulary's pieces start with
   // "\xe2\x96\x81" too, but end otherwise).
+  auto gpt_oss = [](std::string_view text) {  // gpt-oss's tokens printed always
+    return text == "<|channel|>" || text == "<|message|>" || text == "<|start|>" || text == "<|constrain|>";
+  };
   auto may_be_listed = [](std::string_view text) {
     if (text.size() < 3 || text.size() > 63) return false;
     const char first = text.front(), last = text.back();
@@ -848,9 +851,8 @@ std::vector<int32_t> walk_named_tokens(Vocab::Impl& v) {
         for (size_t b = 0; b < std::size(by_text); ++b)
           if (by_text[b].id == null_id && std::find(by_text[b].texts.begin(), by_text[b].texts.end(), text) != by_text[b].texts.end())
             named = true, ++candidates[b];
-        const bool gpt_oss = text == "<|channel|>" || text == "<|message|>" || text == "<|start|>" || text == "<|constrain|>";
         const bool eog = std::find(eog_texts.begin(), eog_texts.end(), text) != eog_texts.end();
-        warned += gpt_oss || ((named || eog) && !(attr & attr_control));
+        warned += gpt_oss(text) || ((named || eog) && !(attr & attr_control));
       } else if ((attr & attr_control) && text.find("unused") != std::string_view::npos) {
         acted.push_back(static_cast<int32_t>(id));
       }
@@ -883,7 +885,7 @@ std::vector<int32_t> walk_named_tokens(Vocab::Impl& v) {
       eog_found.push_back(id);
       make_control(id, text, warn_eog);
     }
-    if (text == "<|channel|>" || text == "<|message|>" || text == "<|start|>" || text == "<|constrain|>") {
+    if (gpt_oss(text)) {
       uint32_t& attr = v.id_to_token[static_cast<size_t>(id)].attr;
       warn_gpt_oss.push_back(format("setting token '%.*s' (%d) attribute to USER_DEFINED (%u), old attributes: %u", static_cast<int>(text.size()), text.data(), id,
                                     static_cast<unsigned>(attr_user_defined), static_cast<unsigned>(attr)));
