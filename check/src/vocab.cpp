@@ -46,7 +46,7 @@ tokenizer::VocabSpec vocab_spec(const Model& m) {
       kv.elem = tokenizer_type(v.elem);
       kv.count = v.size();
       if (v.elem == ValueType::string) {
-        kv.strings = tokenizer::Strings::packed(v.strs.region(), v.strs.size(), v.strs.big());  // read in place
+        kv.strings = tokenizer::Strings::packed(v.strs.region(), v.strs.size(), v.strs.big(), v.strs.keep());  // read in place
       } else if (v.elem != ValueType::array) {
         kv.numbers.reserve(v.nums.size());
         for (size_t k = 0; k < v.nums.size(); ++k) kv.numbers.push_back(v.nums[k]);

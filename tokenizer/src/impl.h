@@ -40,10 +40,15 @@ struct Algorithm {
 
 // The merges as read (each "first second", cut at a NUL as llama.cpp reads a C string),
 // made into ranks when a merge is first looked up: loading a vocabulary to answer what
-// llama.cpp makes of it (show, validate, every edit's check) hashes no 150,000 pairs.
-struct Merges {
-  big_vector<char> text;
-  big_vector<size_t> end;  // where each merge's text ends in `text`
+// llama.cpp makes of it (show, validate, every edit's check) hashes no 150,000 pairs, and
+// when the header's bytes are kept alive for it (Strings::keep) copies none of them either.
+class Merges {
+ public:
+  Merges() = default;
+  explicit Merges(const Strings& merges);
+  // Whether these are `merges`, byte for byte as read (an edit's before and after share them).
+  bool same_as(const Strings& merges) const;
+  size_t size() const { return count_; }
   // llama.cpp's bpe_ranks: a merge's rank by the texts of its two sides. Open addressing on a
   // hash of the two texts, each slot that hash and the rank, the merge's own text confirming
   // a match: built by reading the merges in order (no token looked up, no node a merge).
@@ -58,15 +63,21 @@ struct Merges {
   const Ranks& ranks() const;  // made on the first call, from any thread
   // Merge `rank`'s two sides as llama.cpp reads them: cut at the first space after the first
   // byte (none: both empty).
+  // Valid once ranks() has been called.
   std::pair<std::string_view, std::string_view> sides(size_t rank) const {
-    const size_t from = rank == 0 ? 0 : end[rank - 1];
-    const std::string_view word(text.data() + from, end[rank] - from);
+    const size_t from = rank == 0 ? 0 : end_[rank - 1];
+    const std::string_view word(text_.data() + from, end_[rank] - from);
     const size_t pos = word.find(' ', 1);
     if (pos == std::string_view::npos) return {};
     return {word.substr(0, pos), word.substr(pos + 1)};
   }
 
  private:
+  void copy(const Strings& merges) const;
+  Strings source_;  // the header's array, while its bytes are kept alive; else empty
+  size_t count_ = 0;
+  mutable big_vector<char> text_;
+  mutable big_vector<size_t> end_;  // where each merge's text ends in `text_`
   mutable Ranks ranks_;
   mutable std::once_flag once_;
 };

@@ -60,11 +60,12 @@ const Loaded& Vocab::loaded() const { return impl_->loaded; }
 
 const Merges::Ranks& Merges::ranks() const {
   std::call_once(once_, [&] {
+    if (end_.empty() && count_ > 0) copy(source_);
     size_t n = 16;
-    while (n < end.size() + end.size() / 3) n *= 2;
+    while (n < end_.size() + end_.size() / 3) n *= 2;
     big_vector<Ranks::Slot>& slots = ranks_.slots;
     slots.assign(n, {});
-    for (size_t rank = 0; rank < end.size(); ++rank) {
+    for (size_t rank = 0; rank < end_.size(); ++rank) {
       const auto both = sides(rank);
       const uint64_t h = Ranks::hash(both.first, both.second);
       const auto tag = static_cast<uint32_t>(h >> 32);
@@ -181,33 +182,44 @@ const KeyValue* array_of(const VocabSpec& s, const std::string& key, std::initia
   return kv;
 }
 
-// The merges' texts, each cut at a NUL (Merges::ranks makes them ranks when first asked);
-// those of `like` when they are the same.
-void read_merges(Vocab::Impl& v, const KeyValue& merges, const Vocab::Impl* like) {
-  if (like && like->merges->end.size() == merges.strings.size()) {
-    const Merges& m = *like->merges;
-    bool same = true;
-    auto item = merges.strings.begin();
-    for (size_t i = 0, at = 0; i < m.end.size() && same; at = m.end[i++], ++item) {
-      const std::string_view word = c_str(*item);
-      same = m.end[i] - at == word.size() && std::string_view(m.text.data() + at, word.size()) == word;
-    }
-    if (same) {
-      v.merges = like->merges;
-      return;
-    }
-  }
-  auto m = std::make_shared<Merges>();
+}  // namespace
+
+Merges::Merges(const Strings& merges) : count_(merges.size()) {
+  if (merges.keep()) source_ = merges;  // read when first looked up
+  else copy(merges);                    // the caller's bytes may not outlast the load
+}
+
+// The merges' texts, each cut at a NUL.
+void Merges::copy(const Strings& merges) const {
   size_t bytes = 0;
-  for (std::string_view w : merges.strings) bytes += w.size();
-  m->text.reserve(bytes);
-  m->end.reserve(merges.strings.size());
-  for (std::string_view word : merges.strings) {
+  for (std::string_view w : merges) bytes += w.size();
+  text_.reserve(bytes);
+  end_.reserve(merges.size());
+  for (std::string_view word : merges) {
     const std::string_view w = c_str(word);
-    m->text.insert(m->text.end(), w.begin(), w.end());
-    m->end.push_back(m->text.size());
+    text_.insert(text_.end(), w.begin(), w.end());
+    end_.push_back(text_.size());
   }
-  v.merges = std::move(m);
+}
+
+bool Merges::same_as(const Strings& merges) const {
+  if (merges.size() != count_) return false;
+  if (source_.keep() && merges.keep()) return source_.region() == merges.region();  // both read in place: the bytes decide
+  if (end_.empty() && count_ > 0) return false;  // not yet read: no cheaper answer than a new read
+  auto item = merges.begin();
+  for (size_t i = 0, at = 0; i < end_.size(); at = end_[i++], ++item) {
+    const std::string_view word = c_str(*item);
+    if (end_[i] - at != word.size() || std::string_view(text_.data() + at, word.size()) != word) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// The merges: those of `like` when they are the same.
+void read_merges(Vocab::Impl& v, const KeyValue& merges, const Vocab::Impl* like) {
+  if (like && like->merges && like->merges->same_as(merges.strings)) v.merges = like->merges;
+  else v.merges = std::make_shared<Merges>(merges.strings);
 }
 
 // llama.cpp's token_to_id for the tokens' texts: that of `like` when its texts are the same.

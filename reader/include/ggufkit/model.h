@@ -141,6 +141,9 @@ class StringList {
   // bytes. A writer of the same byte order writes it in one piece.
   std::string_view region() const { return {reinterpret_cast<const char*>(data_), bytes_}; }
   bool big() const { return big_; }
+  // What holds a view's bytes (a header read); null for a list of its own, whose bytes last
+  // only as long as it does.
+  const std::shared_ptr<const void>& keep() const { return keep_; }
 
  private:
   template <typename List>

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <iterator>
 #include <map>
@@ -43,11 +44,15 @@ class Strings {
   Strings() = default;
   Strings(std::initializer_list<std::string_view> items) : items_(items) {}  // NOLINT: a list converts
   // `bytes` holds `count` items whose every length the caller has checked.
-  static Strings packed(std::string_view bytes, size_t count, bool big) {
+  // `keep`, when given, holds the bytes: what the vocabulary keeps of them is then read in
+  // place when first needed, not copied at load.
+  static Strings packed(std::string_view bytes, size_t count, bool big, std::shared_ptr<const void> keep = nullptr) {
     Strings s;
-    s.bytes_ = bytes, s.count_ = count, s.big_ = big, s.packed_ = true;
+    s.bytes_ = bytes, s.count_ = count, s.big_ = big, s.packed_ = true, s.keep_ = std::move(keep);
     return s;
   }
+  const std::shared_ptr<const void>& keep() const { return keep_; }
+  std::string_view region() const { return packed_ ? bytes_ : std::string_view(); }
 
   class iterator {
    public:
@@ -72,10 +77,10 @@ class Strings {
     bool operator==(const iterator& o) const { return p_ == o.p_ && item_ == o.item_; }
 
    private:
-    uint64_t length() const {
-      uint64_t n = 0;
-      for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<uint8_t>(p_[big_ ? 7 - i : i])) << (8 * i);
-      return n;
+    uint64_t length() const {  // one load, not eight: it is read for every token of every load
+      uint64_t n;
+      std::memcpy(&n, p_, 8);
+      return big_ ? __builtin_bswap64(n) : n;  // a little-endian host, as the reader's
     }
     const char* p_ = nullptr;
     const std::string_view* item_ = nullptr;
@@ -101,6 +106,7 @@ class Strings {
     return items_;
   }
   std::vector<std::string_view> items_;
+  std::shared_ptr<const void> keep_;
   std::string_view bytes_;
   size_t count_ = 0;
   bool big_ = false, packed_ = false;
