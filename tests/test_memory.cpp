@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
+#include <elf.h>
 #include <unistd.h>
 
 #include "ggufkit/error.h"
@@ -187,24 +189,38 @@ TEST(TensorSpans, PastTheCapOneInfosAndOneDataSpanCoverThemAndAreTakenApartForPa
   }
 }
 
-// The address space the program's Unicode libraries take when they are mapped (ldd's paths
-// of libicu* and libpcre2*, their file sizes): ICU's 31 MB of data is mapped whether or not a
-// command tokenizes, and is no memory the header makes.
+// The address space the program's Unicode libraries take when they are mapped: ICU's 31 MB of
+// data is mapped whether or not a command tokenizes, and is no memory the header makes. With
+// shared libraries, ldd's paths of libicu* and libpcre2* (their file sizes); when they are
+// linked into the program (its static archives: GGUFKIT_STATIC_CLI), the program's own
+// loadable segments, which hold them.
 uint64_t unicode_libraries_bytes() {
   static const uint64_t bytes = [] {
     uint64_t sum = 0;
+    bool shared = false;
     FILE* p = ::popen(("ldd " + std::string(GGUFKIT_BIN)).c_str(), "r");
     char line[4096];
     while (p && std::fgets(line, sizeof line, p)) {
       std::string l = line;
       size_t arrow = l.find("=> ");
       if (arrow == std::string::npos || (l.find("libicu") == std::string::npos && l.find("libpcre2") == std::string::npos)) continue;
+      shared = true;
       std::string path = l.substr(arrow + 3, l.find(" (", arrow) - arrow - 3);
       std::error_code ec;
       uint64_t n = std::filesystem::file_size(path, ec);
       if (!ec) sum += n;
     }
     if (p) ::pclose(p);
+    if (shared) return sum;
+    std::ifstream elf(GGUFKIT_BIN, std::ios::binary);
+    Elf64_Ehdr eh{};
+    elf.read(reinterpret_cast<char*>(&eh), sizeof eh);
+    for (unsigned i = 0; elf && i < eh.e_phnum; ++i) {
+      Elf64_Phdr ph{};
+      elf.seekg(static_cast<std::streamoff>(eh.e_phoff + uint64_t{i} * eh.e_phentsize));
+      elf.read(reinterpret_cast<char*>(&ph), sizeof ph);
+      if (elf && ph.p_type == PT_LOAD) sum += ph.p_memsz;
+    }
     return sum;
   }();
   return bytes;
