@@ -1,9 +1,11 @@
 // The token index against a real std::unordered_map<std::string, int32_t> filled as llama.cpp
 // fills token_to_id (operator[] in id order): the same iteration order, id for id, and the
-// same id for every text, over every corpus vocabulary and random vocabularies with repeats.
+// same id for every text, over every corpus vocabulary and random vocabularies with repeats;
+// and any subset of the ids put in that order by working out theirs alone.
 // The order decides which special token llama.cpp finds by its text when several are there.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -30,6 +32,20 @@ void expect_same(const std::vector<std::string>& keys, const std::string& what) 
   for (const auto& [text, id] : map) want.push_back(id);
   ASSERT_EQ(index.distinct(), map.size()) << what;
   ASSERT_EQ(std::vector<int32_t>(index.order().begin(), index.order().end()), want) << what;
+  // Subsets in the same order, worked out for them alone: a few ids, dozens, a tenth of all.
+  std::mt19937 rng(static_cast<uint32_t>(keys.size()));
+  for (size_t size : {size_t{2}, size_t{3}, size_t{40}, want.size() / 10, want.size()}) {
+    if (size < 2 || size > want.size()) continue;
+    std::vector<int32_t> subset = want;
+    std::shuffle(subset.begin(), subset.end(), rng);
+    subset.resize(size);
+    std::vector<int32_t> by_id = subset;
+    std::sort(by_id.begin(), by_id.end());
+    std::vector<int32_t> expected;
+    for (int32_t id : want)
+      if (std::binary_search(by_id.begin(), by_id.end(), id)) expected.push_back(id);
+    ASSERT_EQ(index.in_order(by_id), expected) << what << ": " << size << " ids";
+  }
   for (const auto& [text, id] : map) ASSERT_EQ(index.find(text), id) << what << ": " << text;
   EXPECT_EQ(index.find("\x01not a key\x02"), map.count("\x01not a key\x02") ? map["\x01not a key\x02"] : -1) << what;
 }

@@ -135,6 +135,71 @@ class MapOrder {
   size_t runs_ = 0, buckets_ = 1;
 };
 
+// The bucket counts libstdc++'s policy grows through as `count` keys are inserted into an
+// empty map, and the insert before which each rehash comes: level j holds the inserts from
+// start[j] on, in buckets[j] buckets (level 0: the single bucket of an empty map).
+struct Levels {
+  std::vector<size_t> start{0}, buckets{1};
+};
+Levels levels_of(size_t count) {
+  std::__detail::_Prime_rehash_policy policy;
+  Levels l;
+  for (size_t node = 0; node < count; ++node)
+    if (auto [grow, n] = policy._M_need_rehash(l.buckets.back(), node, 1); grow) l.start.push_back(node), l.buckets.push_back(n);
+  return l;
+}
+
+// `want` (distinct nodes, each inserted before level j ended) in the order of the map's list
+// as level j left it. That list holds, front to back: the buckets first filled in level j,
+// the latest first, each its nodes latest first; then the runs the rehash into level j made,
+// in the reverse of the order in which their buckets' nodes first came in the list before it,
+// each its level-j nodes latest first and then its older nodes in the reverse of that list's
+// order. So the nodes of `want`'s buckets are ordered by the list before, for those buckets'
+// older nodes alone: one level down, a set about as small.
+std::vector<int32_t> sorted_at(const big_vector<size_t>& codes, const Levels& l, size_t j, const std::vector<int32_t>& want, size_t count) {
+  if (want.size() < 2) return want;
+  const size_t from = l.start[j], to = j + 1 < l.start.size() ? l.start[j + 1] : count, buckets = l.buckets[j];
+  const Mod mod = mod_for(buckets);
+  auto bucket_of = [&](size_t node) { return mod ? mod(codes[node]) : mod_any(codes[node], buckets); };
+  std::vector<bool> asked(buckets);
+  for (int32_t node : want) asked[bucket_of(static_cast<size_t>(node))] = true;
+  std::vector<int32_t> older;                          // the asked buckets' nodes from before level j
+  std::vector<std::pair<int32_t, size_t>> newer;       // and from level j, by insert, with their bucket
+  for (size_t node = 0; node < to; ++node)
+    if (const size_t b = bucket_of(node); asked[b]) {
+      if (node < from) older.push_back(static_cast<int32_t>(node));
+      else newer.emplace_back(static_cast<int32_t>(node), b);
+    }
+  if (j > 0) older = sorted_at(codes, l, j - 1, older, count);
+  // Each asked bucket: its nodes of level j (by insert) and its older ones (by the list before).
+  struct Bucket {
+    std::vector<int32_t> newer, older;
+  };
+  std::unordered_map<size_t, Bucket> of;
+  std::vector<size_t> runs, born;  // buckets in the order of their first older node; of their first newer node
+  for (int32_t node : older) {
+    Bucket& b = of[bucket_of(static_cast<size_t>(node))];
+    if (b.older.empty()) runs.push_back(bucket_of(static_cast<size_t>(node)));
+    b.older.push_back(node);
+  }
+  for (const auto& [node, bucket] : newer) {
+    Bucket& b = of[bucket];
+    if (b.older.empty() && b.newer.empty()) born.push_back(bucket);
+    b.newer.push_back(node);
+  }
+  std::vector<int32_t> list;
+  for (size_t k = born.size(); k-- > 0;) list.insert(list.end(), of[born[k]].newer.rbegin(), of[born[k]].newer.rend());
+  for (size_t k = runs.size(); k-- > 0;) {
+    const Bucket& b = of[runs[k]];
+    list.insert(list.end(), b.newer.rbegin(), b.newer.rend());
+    list.insert(list.end(), b.older.rbegin(), b.older.rend());
+  }
+  std::vector<int32_t> wanted = want;
+  std::sort(wanted.begin(), wanted.end());
+  std::erase_if(list, [&](int32_t node) { return !std::binary_search(wanted.begin(), wanted.end(), node); });
+  return list;
+}
+
 template <typename FirstOf>
 big_vector<int32_t> unordered_map_order(const big_vector<size_t>& codes, FirstOf first_of) {
   // The policy's bucket counts, first, for the size of the tables.
@@ -190,6 +255,23 @@ void TokenIndex::build() {
     distinct_ += slots_[i].id < 0;
     slots_[i] = {static_cast<int32_t>(id), tag};  // a repeat: the later id, as operator[] assigns it
   }
+}
+
+std::vector<int32_t> TokenIndex::in_order(std::vector<int32_t> ids) const {
+  if (ids.size() < 2) return ids;
+  const size_t n = ends_.size();
+  if (distinct_ != n) {  // repeated keys (refused at load): from the whole order
+    std::vector<bool> asked(n);
+    for (int32_t id : ids) asked[static_cast<size_t>(id)] = true;
+    ids.clear();
+    for (int32_t id : order())
+      if (asked[static_cast<size_t>(id)]) ids.push_back(id);
+    return ids;
+  }
+  big_vector<size_t> codes(n);
+  for (size_t id = 0; id < n; ++id) codes[id] = std::hash<std::string_view>{}(key(static_cast<int32_t>(id)));  // std::hash<std::string>'s value
+  const Levels levels = levels_of(n);
+  return sorted_at(codes, levels, levels.start.size() - 1, ids, n);
 }
 
 const big_vector<int32_t>& TokenIndex::order() const {

@@ -40,6 +40,10 @@ class TokenIndex {
   // Every distinct key's id, in token_to_id's iteration order: made on the first call, from
   // any thread (a load asks for it only when the order can change what it finds).
   const big_vector<int32_t>& order() const;
+  // `ids` (each a distinct key's id, as order() holds them) in that order, worked out for them
+  // alone: a few special tokens' order costs a pass over the hash codes per rehash point, not
+  // a replay of every insert.
+  std::vector<int32_t> in_order(std::vector<int32_t> ids) const;
   // The most slots a key's insert looked at: small for any keys (the slots are by a seeded hash).
   size_t longest_probe() const { return longest_probe_; }
 

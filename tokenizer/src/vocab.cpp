@@ -846,9 +846,8 @@ std::vector<int32_t> walk_named_tokens(Vocab::Impl& v) {
   };
   // The walk acts on few tokens: the listed ones and control tokens named "unused". Their
   // order in the map decides the outcome only when a special id has two texts to be found by,
-  // or when two of them would be warned of (the warnings keep the walk's order); otherwise
-  // they are taken by id, and the map's order (a hash of every text and a replay of its
-  // inserts) is never made.
+  // or when two of them would be warned of (the warnings keep the walk's order); then their
+  // order alone is worked out (TokenIndex::in_order), otherwise they are taken by id.
   std::vector<int32_t> acted;  // by id
   bool ordered = false;
   {
@@ -871,13 +870,7 @@ std::vector<int32_t> walk_named_tokens(Vocab::Impl& v) {
     }
     ordered = warned >= 2 || std::any_of(candidates.begin(), candidates.end(), [](int c) { return c >= 2; });
   }
-  if (ordered) {  // the same tokens in the map's order
-    std::vector<bool> is_acted(v.id_to_token.size());
-    for (int32_t id : acted) is_acted[static_cast<size_t>(id)] = true;
-    acted.clear();
-    for (int32_t id : v.token_to_id->order())
-      if (is_acted[static_cast<size_t>(id)]) acted.push_back(id);
-  }
+  if (ordered) acted = v.token_to_id->in_order(std::move(acted));  // the same tokens in the map's order
   std::vector<int32_t> eog_found;
   for (const int32_t id : acted) {
     const std::string_view text = v.token_to_id->key(id);
