@@ -3,6 +3,7 @@
 // characters, then the adjacent pair whose concatenation is the best-scoring token is merged,
 // again and again; each final symbol is its token, or its bytes as byte tokens.
 #include <climits>
+#include <mutex>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -44,23 +45,15 @@ class Spm final : public Algorithm {
   // neighbours, so it joins a pair of this set; between two characters that are no such pair
   // no merge ever happens, and the text falls apart there into pieces that are tokenized
   // alone, each as the whole text would tokenize it (the queue's order within a piece is
-  // the same). Repeated pieces (words) are then tokenized once.
-  explicit Spm(const Vocab::Impl& v) : v_(v) {
-    for (const TokenData& t : v.id_to_token) {
-      const std::string_view s = t.text;
-      uint64_t prev = 0;
-      for (size_t at = 0; at < s.size();) {
-        size_t n = std::min(utf8_len(s[at]), s.size() - at);
-        uint64_t k = char_key(s, at, n);
-        if (at) pairs_.insert(prev * 0x9E3779B97F4A7C15ull ^ k);
-        prev = k;
-        at += n;
-      }
-    }
-  }
+  // the same). Repeated pieces (words) are then tokenized once. The set is made for the first
+  // long text: a short one (a chat template's prompts, checked by every edit) is merged whole,
+  // as llama.cpp does, for less than a set of every token's pairs costs (10 ms for 262,144).
+  explicit Spm(const Vocab::Impl& v) : v_(v) {}
 
   void tokenize(const std::string& text, std::vector<int32_t>& out) const override {
     if (text.size() > static_cast<size_t>(INT32_MAX)) throw Error("", "a text of more than 2 GiB (llama.cpp's symbol index overflows)");
+    if (text.size() <= kShort) return merge(text, out);
+    std::call_once(pairs_once_, [&] { make_pairs(); });
     std::unordered_map<std::string, std::vector<int32_t>, SeededHash, std::equal_to<>> seen;
     size_t start = 0;
     uint64_t prev = 0;
@@ -91,6 +84,21 @@ class Spm final : public Algorithm {
   }
 
  private:
+  static constexpr size_t kShort = 4096;
+  void make_pairs() const {
+    for (const TokenData& t : v_.id_to_token) {
+      const std::string_view s = t.text;
+      uint64_t prev = 0;
+      for (size_t at = 0; at < s.size();) {
+        size_t n = std::min(utf8_len(s[at]), s.size() - at);
+        uint64_t k = char_key(s, at, n);
+        if (at) pairs_.insert(prev * 0x9E3779B97F4A7C15ull ^ k);
+        prev = k;
+        at += n;
+      }
+    }
+  }
+
   void merge(const std::string& text, std::vector<int32_t>& out) const {
     std::vector<Symbol> symbols;
     symbols.reserve(text.size());
@@ -149,7 +157,8 @@ class Spm final : public Algorithm {
   }
 
   const Vocab::Impl& v_;
-  std::unordered_set<uint64_t> pairs_;
+  mutable std::unordered_set<uint64_t> pairs_;
+  mutable std::once_flag pairs_once_;
 };
 
 }  // namespace
