@@ -48,8 +48,7 @@ tokenizer::VocabSpec vocab_spec(const Model& m) {
       if (v.elem == ValueType::string) {
         kv.strings = tokenizer::Strings::packed(v.strs.region(), v.strs.size(), v.strs.big(), v.strs.keep());  // read in place
       } else if (v.elem != ValueType::array) {
-        kv.numbers.reserve(v.nums.size());
-        for (size_t k = 0; k < v.nums.size(); ++k) kv.numbers.push_back(v.nums[k]);
+        kv.numbers = tokenizer::Numbers::packed(v.nums.region(), v.nums.size(), v.nums.width(), v.nums.big());  // read in place
       }
     }
     spec.keys.emplace(std::string(key), std::move(kv));  // the first of a repeated key, as ggml finds it

@@ -112,6 +112,91 @@ class Strings {
   bool big_ = false, packed_ = false;
 };
 
+// An array of numbers, each item's bits zero-extended: the packed GGUF items read in place
+// (`width` bytes each, big-endian when `big`: a vocabulary's 262,144 scores and types are
+// read once each, not copied first), or items of its own.
+class Numbers {
+ public:
+  Numbers() = default;
+  Numbers(std::initializer_list<uint64_t> items) : items_(items) {}  // NOLINT: a list converts
+  // `bytes` holds `count` items of `width` bytes (1, 2, 4 or 8).
+  static Numbers packed(std::string_view bytes, size_t count, unsigned width, bool big) {
+    Numbers n;
+    n.bytes_ = bytes.data(), n.count_ = count, n.width_ = width, n.big_ = big, n.packed_ = true;
+    return n;
+  }
+  size_t size() const { return packed_ ? count_ : items_.size(); }
+  bool empty() const { return size() == 0; }
+  uint64_t operator[](size_t i) const {
+    if (!packed_) return items_[i];
+    const char* p = bytes_ + i * width_;
+    switch (width_) {
+      case 1: return static_cast<uint8_t>(*p);
+      case 2: {
+        uint16_t v;
+        std::memcpy(&v, p, 2);
+        return big_ ? __builtin_bswap16(v) : v;
+      }
+      case 4: {
+        uint32_t v;
+        std::memcpy(&v, p, 4);
+        return big_ ? __builtin_bswap32(v) : v;
+      }
+      default: {
+        uint64_t v;
+        std::memcpy(&v, p, 8);
+        return big_ ? __builtin_bswap64(v) : v;
+      }
+    }
+  }
+  void push_back(uint64_t bits) {
+    unpack();
+    items_.push_back(bits);
+  }
+
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = uint64_t;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = uint64_t;
+    iterator() = default;
+    iterator(const Numbers* n, size_t i) : n_(n), i_(i) {}
+    uint64_t operator*() const { return (*n_)[i_]; }
+    iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    iterator operator++(int) {
+      iterator t = *this;
+      ++i_;
+      return t;
+    }
+    bool operator==(const iterator& o) const { return i_ == o.i_; }
+
+   private:
+    const Numbers* n_ = nullptr;
+    size_t i_ = 0;
+  };
+  iterator begin() const { return {this, 0}; }
+  iterator end() const { return {this, size()}; }
+
+ private:
+  void unpack() {
+    if (!packed_) return;
+    std::vector<uint64_t> items;
+    items.reserve(count_);
+    for (size_t i = 0; i < count_; ++i) items.push_back((*this)[i]);
+    items_ = std::move(items), packed_ = false;
+  }
+  std::vector<uint64_t> items_;
+  const char* bytes_ = nullptr;
+  size_t count_ = 0;
+  unsigned width_ = 0;
+  bool big_ = false, packed_ = false;
+};
+
 // One key's value, as the vocabulary is made of them. Views stay valid while the caller's
 // model does; Vocab::load copies what it keeps.
 struct KeyValue {
@@ -121,7 +206,7 @@ struct KeyValue {
   ValueType elem = ValueType::u8;          // type array: the element type
   size_t count = 0;                        // type array: the element count
   Strings strings;                         // an array of strings: its items
-  big_vector<uint64_t> numbers;            // an array of numbers: each item's bits, zero-extended
+  Numbers numbers;                         // an array of numbers: each item's bits, zero-extended
 };
 
 // The keys llama.cpp reads for the vocabulary, by name: every tokenizer.* key and
