@@ -245,9 +245,20 @@ void TokenIndex::build() {
   while (cap < n + n / 3) cap *= 2;  // at most three quarters full (a tag settles nearly every probe)
   slots_.assign(cap, {-1, 0});
   distinct_ = 0, longest_probe_ = 0;
+  // The slots are 4 MB for 262,144 texts, so nearly every insert would wait on memory: each
+  // text's hash is made kAhead texts early and its slot fetched meanwhile.
+  constexpr size_t kAhead = 16;
+  uint64_t ahead[kAhead];
+  auto hash_of = [&](size_t id) {
+    const uint64_t h = text_hash(key(static_cast<int32_t>(id)));
+    __builtin_prefetch(&slots_[h & (cap - 1)], 1);
+    return h;
+  };
+  for (size_t id = 0; id < std::min(n, kAhead); ++id) ahead[id] = hash_of(id);
   for (size_t id = 0; id < n; ++id) {
     const std::string_view k = key(static_cast<int32_t>(id));
-    const uint64_t h = text_hash(k);
+    const uint64_t h = ahead[id % kAhead];
+    if (id + kAhead < n) ahead[id % kAhead] = hash_of(id + kAhead);
     const auto tag = static_cast<uint32_t>(h >> 32);
     size_t i = h & (cap - 1), probes = 1;
     while (slots_[i].id >= 0 && !(slots_[i].tag == tag && key(slots_[i].id) == k)) i = (i + 1) & (cap - 1), ++probes;

@@ -65,9 +65,21 @@ const Merges::Ranks& Merges::ranks() const {
     while (n < end_.size() + end_.size() / 3) n *= 2;
     big_vector<Ranks::Slot>& slots = ranks_.slots;
     slots.assign(n, {});
-    for (size_t rank = 0; rank < end_.size(); ++rank) {
+    // As TokenIndex::build: each merge's hash made kAhead merges early, its slot fetched meanwhile.
+    constexpr size_t kAhead = 16;
+    uint64_t ahead[kAhead];
+    auto hash_of = [&](size_t rank) {
       const auto both = sides(rank);
       const uint64_t h = Ranks::hash(both.first, both.second);
+      __builtin_prefetch(&slots[h & (n - 1)], 1);
+      return h;
+    };
+    const size_t count = end_.size();
+    for (size_t rank = 0; rank < std::min(count, kAhead); ++rank) ahead[rank] = hash_of(rank);
+    for (size_t rank = 0; rank < count; ++rank) {
+      const auto both = sides(rank);
+      const uint64_t h = ahead[rank % kAhead];
+      if (rank + kAhead < count) ahead[rank % kAhead] = hash_of(rank + kAhead);
       const auto tag = static_cast<uint32_t>(h >> 32);
       size_t i = h & (n - 1);
       // the first of a repeated merge keeps its rank, as llama.cpp's emplace does
