@@ -279,10 +279,16 @@ std::vector<int32_t> TokenIndex::in_order(std::vector<int32_t> ids) const {
       if (asked[static_cast<size_t>(id)]) ids.push_back(id);
     return ids;
   }
+  std::lock_guard<std::mutex> lock(in_order_m_);  // a second asker of the same waits for the first's answer
+  for (const auto& [asked, answer] : in_order_kept_)
+    if (asked == ids) return answer;
   big_vector<size_t> codes(n);
   for (size_t id = 0; id < n; ++id) codes[id] = std::hash<std::string_view>{}(key(static_cast<int32_t>(id)));  // std::hash<std::string>'s value
   const Levels levels = levels_of(n);
-  return sorted_at(codes, levels, levels.start.size() - 1, ids, n);
+  std::vector<int32_t> answer = sorted_at(codes, levels, levels.start.size() - 1, ids, n);
+  if (in_order_kept_.size() == 2) in_order_kept_.erase(in_order_kept_.begin());
+  in_order_kept_.emplace_back(std::move(ids), answer);
+  return answer;
 }
 
 const big_vector<int32_t>& TokenIndex::order() const {

@@ -60,6 +60,9 @@ class TokenIndex {
   size_t distinct_ = 0, longest_probe_ = 0;
   mutable std::once_flag order_once_;
   mutable big_vector<int32_t> order_;
+  // in_order's last answers, by what was asked: an edit's before and after ask the same.
+  mutable std::mutex in_order_m_;
+  mutable std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> in_order_kept_;
 };
 
 }  // namespace ggufkit::tokenizer
