@@ -609,7 +609,7 @@ bool read_type(Vocab::Impl& v, const VocabSpec& spec, const Vocab::Impl* base) {
     v.special_pad_id = 0, v.special_mask_id = null_id;
     if (const KeyValue* pc = array_of(spec, "tokenizer.ggml.precompiled_charsmap", {ValueType::i8, ValueType::u8})) {
       v.precompiled_charsmap.reserve(pc->numbers.size());
-      for (uint64_t b : pc->numbers) v.precompiled_charsmap.push_back(static_cast<char>(b));
+      for (size_t i = 0; i < pc->numbers.size(); ++i) v.precompiled_charsmap.push_back(static_cast<char>(pc->numbers[i]));
       if (v.precompiled_charsmap.size() < 4)
         throw Error("tokenizer.ggml.precompiled_charsmap", "precompiled_charsmap too small for xcda_blob_size header!");
       uint32_t blob = 0;

@@ -149,47 +149,8 @@ class Numbers {
       }
     }
   }
-  void push_back(uint64_t bits) {
-    unpack();
-    items_.push_back(bits);
-  }
-
-  class iterator {
-   public:
-    using iterator_category = std::forward_iterator_tag;
-    using value_type = uint64_t;
-    using difference_type = std::ptrdiff_t;
-    using pointer = void;
-    using reference = uint64_t;
-    iterator() = default;
-    iterator(const Numbers* n, size_t i) : n_(n), i_(i) {}
-    uint64_t operator*() const { return (*n_)[i_]; }
-    iterator& operator++() {
-      ++i_;
-      return *this;
-    }
-    iterator operator++(int) {
-      iterator t = *this;
-      ++i_;
-      return t;
-    }
-    bool operator==(const iterator& o) const { return i_ == o.i_; }
-
-   private:
-    const Numbers* n_ = nullptr;
-    size_t i_ = 0;
-  };
-  iterator begin() const { return {this, 0}; }
-  iterator end() const { return {this, size()}; }
 
  private:
-  void unpack() {
-    if (!packed_) return;
-    std::vector<uint64_t> items;
-    items.reserve(count_);
-    for (size_t i = 0; i < count_; ++i) items.push_back((*this)[i]);
-    items_ = std::move(items), packed_ = false;
-  }
   std::vector<uint64_t> items_;
   const char* bytes_ = nullptr;
   size_t count_ = 0;
