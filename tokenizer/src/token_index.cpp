@@ -271,7 +271,9 @@ void TokenIndex::build() {
 std::vector<int32_t> TokenIndex::in_order(std::vector<int32_t> ids) const {
   if (ids.size() < 2) return ids;
   const size_t n = ends_.size();
-  if (distinct_ != n) {  // repeated keys (refused at load): from the whole order
+  // From the whole order: for repeated keys (refused at load), and for many ids (a vocabulary
+  // of thousands of control tokens named "unused"), where a replay of every insert is cheaper.
+  if (distinct_ != n || ids.size() > n / 8) {
     std::vector<bool> asked(n);
     for (int32_t id : ids) asked[static_cast<size_t>(id)] = true;
     ids.clear();
