@@ -216,9 +216,13 @@ void Merges::copy(const Strings& merges) const {
 
 bool Merges::same_as(const Strings& merges) const {
   if (merges.size() != count_) return false;
-  if (source_.keep() && merges.keep()) return source_.region() == merges.region();  // both read in place: the bytes decide
-  if (end_.empty() && count_ > 0) return false;  // not yet read: no cheaper answer than a new read
-  auto item = merges.begin();
+  if (source_.keep()) {  // read in place: compared with the header's items, never with what ranks() may be making meanwhile
+    if (merges.keep()) return source_.region() == merges.region();  // both in place: the bytes decide
+    for (auto a = source_.begin(), b = merges.begin(); a != source_.end(); ++a, ++b)
+      if (c_str(*a) != c_str(*b)) return false;
+    return true;
+  }
+  auto item = merges.begin();  // copied when made: text_ and end_ no longer change
   for (size_t i = 0, at = 0; i < end_.size(); at = end_[i++], ++item) {
     const std::string_view word = c_str(*item);
     if (end_[i] - at != word.size() || std::string_view(text_.data() + at, word.size()) != word) return false;
