@@ -399,3 +399,27 @@ TEST(VocabHostile, ANoneVocabularyKeepsItsDummyTokensAsACount) {
 }
 
 }  // namespace
+
+// A packed array of numbers reads each item's bits at its width, in its byte order, and as
+// items of its own: what a vocabulary reads its scores (f32), types (i32) and charsmap (u8) by.
+TEST(VocabNumbers, PackedItemsReadAtTheirWidthInEitherByteOrder) {
+  const std::string little("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10", 16);
+  const auto at = [&](unsigned width, bool big) {
+    std::vector<uint64_t> got;
+    const tk::Numbers n = tk::Numbers::packed(little, 16 / width, width, big);
+    for (size_t i = 0; i < n.size(); ++i) got.push_back(n[i]);
+    return got;
+  };
+  EXPECT_EQ(at(1, false).size(), 16u);
+  EXPECT_EQ(at(1, false)[15], 0x10u);
+  EXPECT_EQ(at(2, false), (std::vector<uint64_t>{0x0201, 0x0403, 0x0605, 0x0807, 0x0a09, 0x0c0b, 0x0e0d, 0x100f}));
+  EXPECT_EQ(at(2, true), (std::vector<uint64_t>{0x0102, 0x0304, 0x0506, 0x0708, 0x090a, 0x0b0c, 0x0d0e, 0x0f10}));
+  EXPECT_EQ(at(4, false), (std::vector<uint64_t>{0x04030201, 0x08070605, 0x0c0b0a09, 0x100f0e0d}));
+  EXPECT_EQ(at(4, true), (std::vector<uint64_t>{0x01020304, 0x05060708, 0x090a0b0c, 0x0d0e0f10}));
+  EXPECT_EQ(at(8, false), (std::vector<uint64_t>{0x0807060504030201, 0x100f0e0d0c0b0a09}));
+  EXPECT_EQ(at(8, true), (std::vector<uint64_t>{0x0102030405060708, 0x090a0b0c0d0e0f10}));
+  const tk::Numbers own{7, 0xffffffffffffffff};
+  EXPECT_EQ(own.size(), 2u);
+  EXPECT_EQ(own[1], 0xffffffffffffffffu);
+}
+
