@@ -406,6 +406,49 @@ TEST(Memory, AQuarterMillionTensorsStayWithinThreeTimesTheHeader) {
   EXPECT_EQ(std::string(sketch.end() - end.size(), sketch.end()), end);
 }
 
+// A header of 2 MiB or more is read into a map a whole number of huge pages long (so that
+// the kernel aligns it, and backs it with a few huge pages rather than a thousand small
+// ones): the prefix holds the file's bytes, whether made at once or grown from a shorter one
+// (kept or let go), and trim() gives back what lies past the header.
+TEST(Memory, APrefixOfAFewMebibytesReadsTheFilesBytesMadeAtOnceOrGrown) {
+  const size_t n = (5u << 20) + 123;  // as Qwen's 5.1 MiB header: not a whole number of pages
+  std::vector<uint8_t> bytes(n + 4096);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+  const std::string path = temp_path("prefix-5mib.bin");
+  write_file_bytes(path, bytes);
+  auto same = [&](const uint8_t* p, size_t k) { return std::memcmp(p, bytes.data(), k) == 0; };
+  {
+    auto src = open_file(path);
+    uint64_t held = 0;
+    auto whole = src->prefix(n, &held);
+    EXPECT_EQ(held, n);
+    EXPECT_TRUE(same(whole.get(), n));
+  }
+  {
+    auto src = open_file(path);
+    uint64_t held = 0;
+    auto part = src->prefix(4u << 20, &held);  // the scanner's first window
+    EXPECT_EQ(held, 4u << 20);
+    EXPECT_TRUE(same(part.get(), 4u << 20));
+    part.reset();  // let go: the next grows it in place
+    auto grown = src->prefix(n, &held);
+    EXPECT_EQ(held, n);
+    EXPECT_TRUE(same(grown.get(), n));
+    src->trim(grown.get(), n - 100);
+    EXPECT_TRUE(same(grown.get(), n - 100));  // the header's bytes stay
+    auto again = src->prefix(n - 100, &held);  // the same map, trimmed
+    EXPECT_EQ(again.get(), grown.get());
+  }
+  {
+    auto src = open_file(path);
+    auto kept = src->prefix(3u << 20);  // kept: the longer one is a map of its own
+    auto longer = src->prefix(n + 4096);
+    EXPECT_NE(kept.get(), longer.get());
+    EXPECT_TRUE(same(kept.get(), 3u << 20));
+    EXPECT_TRUE(same(longer.get(), n + 4096));
+  }
+}
+
 TEST(Memory, ATensorOf256MiBIsNeverMappedSoItsHeaderAloneSetsTheLimit) {
   // A 151-byte header and one f32 tensor of 2^26 elements: 32 MiB of address space and a
   // few hundred bytes must do for every command, so the file's data is never mapped.
