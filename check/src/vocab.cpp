@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "ggufkit/error.h"
+#include "ggufkit/format.h"
 
 namespace ggufkit {
 
@@ -56,10 +57,16 @@ tokenizer::VocabSpec vocab_spec(const Model& m) {
   return spec;
 }
 
-std::optional<tokenizer::Vocab> load_vocab(const Model& m, const std::string& file, const tokenizer::Vocab* like) {
+bool has_chat_template(const Model& m) {
+  for (size_t i = 0; i < m.metadata.size(); ++i)
+    if (is_template_key(m.metadata.key(i))) return true;
+  return false;
+}
+
+std::optional<tokenizer::Vocab> load_vocab(const Model& m, const std::string& file, const tokenizer::Vocab* like, bool for_prompts) {
   if (!m.find("tokenizer.ggml.model")) return std::nullopt;
   try {
-    return tokenizer::Vocab::load(vocab_spec(m), like);
+    return tokenizer::Vocab::load(vocab_spec(m), like, for_prompts);
   } catch (const tokenizer::Error& e) {
     std::optional<uint64_t> at;
     std::string field = e.key;
@@ -119,7 +126,7 @@ std::shared_ptr<const tokenizer::Vocab> VocabCache::rules_vocab(const Model& m) 
       break;
     }
   try {
-    if (std::optional<tokenizer::Vocab> v = load_vocab(m, "", like)) r.vocab = std::make_shared<const tokenizer::Vocab>(std::move(*v));
+    if (std::optional<tokenizer::Vocab> v = load_vocab(m, "", like, for_prompts)) r.vocab = std::make_shared<const tokenizer::Vocab>(std::move(*v));
   } catch (const Error& e) {
     r.refused = e;
   }

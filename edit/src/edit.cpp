@@ -361,6 +361,7 @@ EditPlan plan_edit(const EditRequest& req) {
   // A lone file's model is patched where it lies: a large vocabulary is not copied.
   Model whole = n > 1 ? set.model() : std::move(first.model);
   const uint32_t alignment_before = whole.alignment();
+  st.vocabs.for_prompts = has_chat_template(whole);  // gate_findings tokenizes its prompts
   // The source's own findings (what the edit is not blamed for) are found while the key
   // registry the patch needs is read: both only read. (The future waits in its destructor
   // should the registry throw.) A set's are the whole model's, with no one file's spans.

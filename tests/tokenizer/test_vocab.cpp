@@ -132,6 +132,26 @@ TEST(VocabLoaded, ALoadLikeAnotherSharesItsTablesWhereTheTokensAreTheSame) {
   EXPECT_NE(other.tokenize("Hello world"), before.tokenize("Hello world"));  // " world" is no longer 995
 }
 
+// A load for prompts (validate's, an edit's gate, where the templates' prompts are tokenized
+// next) has BPE's merge ranks made while its tokens load; a plain one leaves them to the
+// first tokenize. Both load and tokenize alike.
+TEST(VocabLoaded, ALoadForPromptsRanksTheMergesAndAnswersAsAPlainOne) {
+  for (const char* name : {"ggml-vocab-gpt-2.gguf", "ggml-vocab-falcon.gguf"}) {
+    const tk::Vocab plain = tk::Vocab::load(spec(name)), for_prompts = tk::Vocab::load(spec(name), nullptr, true);
+    ASSERT_TRUE(plain.impl().merges && for_prompts.impl().merges) << name;
+    EXPECT_FALSE(plain.impl().merges->ranked()) << name;
+    EXPECT_TRUE(for_prompts.impl().merges->ranked()) << name;
+    EXPECT_EQ(json(for_prompts), json(plain)) << name;
+    for (const char* text : {"Hello world<|endoftext|>", " multiple   spaces\n\ttabs", "ünïcödé 123456 tokens!"})
+      EXPECT_EQ(for_prompts.tokenize(text), plain.tokenize(text)) << name << ": " << text;
+    EXPECT_TRUE(plain.impl().merges->ranked()) << name;  // made by its first tokenize
+  }
+  // SentencePiece, which ranks no merges, loads for prompts as it always does.
+  const tk::Vocab spm = tk::Vocab::load(spec("ggml-vocab-llama-spm.gguf"), nullptr, true), spm_plain = load("ggml-vocab-llama-spm.gguf");
+  EXPECT_EQ(json(spm), json(spm_plain));
+  EXPECT_EQ(spm.tokenize("Hello world</s>"), spm_plain.tokenize("Hello world</s>"));
+}
+
 TEST(VocabLoaded, Phi3GivesEveryControlTokenRstripButUnkBosAndEndoftext) {
   tk::Vocab v = load("ggml-vocab-phi-3.gguf");
   EXPECT_EQ(v.attr(32007) & (tk::attr_rstrip | tk::attr_lstrip), tk::attr_rstrip);

@@ -2,6 +2,7 @@
 // The vocabulary as loaded, shared by the algorithms (internal). Field names follow
 // llama.cpp's llama_vocab::impl so a reader can check one against the other.
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -61,6 +62,7 @@ class Merges {
     static uint64_t hash(std::string_view left, std::string_view right) { return text_hash(left, right); }
   };
   const Ranks& ranks() const;  // made on the first call, from any thread
+  bool ranked() const { return ranked_.load(std::memory_order_acquire); }  // whether ranks() has been made
   // Merge `rank`'s two sides as llama.cpp reads them: cut at the first space after the first
   // byte (none: both empty).
   // Valid once ranks() has been called.
@@ -80,6 +82,7 @@ class Merges {
   mutable big_vector<size_t> end_;  // where each merge's text ends in `text_`
   mutable Ranks ranks_;
   mutable std::once_flag once_;
+  mutable std::atomic<bool> ranked_{false};
 };
 
 // The special tokens by their texts, for the partition (vocab.cpp): a polynomial hash mod

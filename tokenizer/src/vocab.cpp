@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <future>
+#include <system_error>
 
 #include "impl.h"
 
@@ -86,6 +88,7 @@ const Merges::Ranks& Merges::ranks() const {
       while (slots[i].rank >= 0 && !(slots[i].tag == tag && sides(static_cast<size_t>(slots[i].rank)) == both)) i = (i + 1) & (n - 1);
       if (slots[i].rank < 0) slots[i] = {tag, static_cast<int>(rank)};
     }
+    ranked_.store(true, std::memory_order_release);
   });
   return ranks_;
 }
@@ -1042,11 +1045,17 @@ void report_loaded(Vocab::Impl& v) {
 
 }  // namespace
 
-Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
+Vocab Vocab::load(const VocabSpec& spec, const Vocab* like, bool for_prompts) {
   const Impl* base = like ? like->impl_.get() : nullptr;
   auto vp = std::make_unique<Impl>();
   Impl& v = *vp;
   if (!read_type(v, spec, base)) return Vocab(std::move(vp));
+  // (Merges reads only its own bytes; the future joins before the load returns or throws.)
+  std::future<void> ranked;
+  if (for_prompts && v.merges) try {
+      ranked = std::async(std::launch::async, [m = v.merges] { m->ranks(); });
+    } catch (const std::system_error&) {  // no thread to be had: built on the first tokenize
+    }
   read_pre_tokenizer(v, spec);
   read_tokens(v, spec, base);
   find_linefeed(v);
@@ -1059,6 +1068,7 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like) {
   // vocabulary makes no 150,000 strings.
   set_named_attributes(v, spec);
   report_loaded(v);
+  if (ranked.valid()) ranked.get();
   return Vocab(std::move(vp));
 }
 

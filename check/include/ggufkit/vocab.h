@@ -18,8 +18,14 @@ namespace ggufkit {
 tokenizer::VocabSpec vocab_spec(const Model& m);
 // Loaded as llama.cpp loads it; `file` names the model in errors. nullopt when the model has
 // no tokenizer.ggml.model (no vocabulary at all: llama.cpp refuses such a model). `like`: as
-// for tokenizer::Vocab::load, a vocabulary whose tables are shared where they are the same.
-std::optional<tokenizer::Vocab> load_vocab(const Model& m, const std::string& file = "", const tokenizer::Vocab* like = nullptr);
+// for tokenizer::Vocab::load, a vocabulary whose tables are shared where they are the same;
+// `for_prompts` too.
+std::optional<tokenizer::Vocab> load_vocab(const Model& m, const std::string& file = "", const tokenizer::Vocab* like = nullptr,
+                                           bool for_prompts = false);
+
+// Whether `m` has a chat template (a key is_template_key names): one the template rules
+// render and tokenize.
+bool has_chat_template(const Model& m);
 
 // The same for the rule book, remembered by one call: validate, the template rules and an
 // edit's check of the model before and after ask for the vocabulary up to four times, and a
@@ -31,6 +37,10 @@ std::optional<tokenizer::Vocab> load_vocab(const Model& m, const std::string& fi
 class VocabCache {
  public:
   std::shared_ptr<const tokenizer::Vocab> rules_vocab(const Model& m);
+  // Whether this cache's owner tokenizes the chat templates' prompts with what it loads
+  // (validate, an edit's gate: has_chat_template): BPE's merge ranks are then built
+  // alongside each load.
+  bool for_prompts = false;
 
  private:
   struct Kept {

@@ -218,7 +218,9 @@ class Vocab {
   // `like`: a vocabulary loaded before, whose tables of token texts and merges are shared
   // where the spec's are the same (an edit's check loads a vocabulary before and after a
   // change of a special id: the second load builds neither); the result is the same.
-  static Vocab load(const VocabSpec& spec, const Vocab* like = nullptr);
+  // `for_prompts`: the caller tokenizes next (a template's prompts), so BPE's merge ranks
+  // are built on a second thread while the tokens load, not on the first tokenize.
+  static Vocab load(const VocabSpec& spec, const Vocab* like = nullptr, bool for_prompts = false);
   Vocab(Vocab&&) noexcept;
   Vocab& operator=(Vocab&&) noexcept;
   ~Vocab();
