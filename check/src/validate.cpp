@@ -47,7 +47,7 @@ class Validator {
         role_(base && role_of(m) != Role::mtp ? Role::adapter : role_of(m)), vocabs_(vocabs ? vocabs : &own_vocabs_) {
     for (const LabeledSpan& sp : L.spans)
       if (sp.kind == SpanKind::kv_value || sp.kind == SpanKind::kv_key) at_.emplace(sp.path + "/" + span_kind_name(sp.kind), sp.span.offset);
-    own_vocabs_.for_prompts = model_rules && !errors_only && has_chat_template(m);  // run() tokenizes its templates' prompts
+    own_vocabs_.for_prompts = !vocabs && model_rules && !errors_only && has_chat_template(m);  // run() tokenizes its templates' prompts
   }
 
   bool header_only = false;  // the file read is a header exemplar (Scanned::header_only)

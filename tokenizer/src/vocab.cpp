@@ -1051,10 +1051,11 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like, bool for_prompts) {
   Impl& v = *vp;
   if (!read_type(v, spec, base)) return Vocab(std::move(vp));
   // (Merges reads only its own bytes; the future joins before the load returns or throws.)
+  // A head start only: what fails here is tried again by the first tokenize.
   std::future<void> ranked;
-  if (for_prompts && v.merges) try {
+  if (for_prompts && v.merges && v.merges->size() > 0 && !v.merges->ranked()) try {
       ranked = std::async(std::launch::async, [m = v.merges] { m->ranks(); });
-    } catch (const std::system_error&) {  // no thread to be had: built on the first tokenize
+    } catch (const std::exception&) {  // no thread to be had
     }
   read_pre_tokenizer(v, spec);
   read_tokens(v, spec, base);
@@ -1068,7 +1069,10 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like, bool for_prompts) {
   // vocabulary makes no 150,000 strings.
   set_named_attributes(v, spec);
   report_loaded(v);
-  if (ranked.valid()) ranked.get();
+  if (ranked.valid()) try {
+      ranked.get();
+    } catch (const std::exception&) {  // (call_once is left unset: the first tokenize builds them)
+    }
   return Vocab(std::move(vp));
 }
 
