@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <algorithm>
 #include <cstdio>
+#include <future>
 #include <optional>
 #include <sstream>
 #include <iostream>
@@ -16,6 +17,7 @@
 
 #include "ggufkit/error.h"
 #include "ggufkit/path.h"
+#include "ggufkit/registry.h"
 #include "ggufkit/text.h"
 #include "commands.h"
 #include "common.h"
@@ -188,6 +190,14 @@ int main(int argc, char** argv) {
   std::string cmd = args[0];
   args.erase(args.begin());
   ::signal(SIGXFSZ, SIG_IGN);  // past a file size limit, write() fails with EFBIG and we clean up
+  // The key registry (2 ms of YAML) is parsed while the command reads its file: nearly
+  // every command's rules ask for it, and the first to ask would wait for the whole parse.
+  // (Its failure is the asker's to report; the future waits for it at the end of main.)
+  std::future<void> registry;
+  try {
+    registry = std::async(std::launch::async, [] { (void)Registry::builtin(); });
+  } catch (const std::exception&) {  // no thread: the first asker parses it
+  }
   try {
     for (const Command& c : commands())
       if (cmd == c.name) return c.run(args);

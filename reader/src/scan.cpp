@@ -697,8 +697,10 @@ Scanned scan(std::shared_ptr<const ByteSource> source, const ScanOptions& option
   // A file: its header is mapped, never its tensor data, so that memory (and address space)
   // goes with the header. A prefix of 4 MiB (or the longer one already mapped), doubled and
   // read again from the start while the header runs past it: a header past 4 MiB read
-  // about twice over, and mapped up to twice its size until it has been read (trim).
-  const uint64_t first = options.header_size ? options.header_size : 4u << 20;
+  // about twice over, and mapped up to twice its size until it has been read (trim). A file
+  // of up to 8 MiB is read whole at once: most such files are all header (a split set's
+  // shard 1, a vocabulary, a header exemplar), which the doubling would parse twice.
+  const uint64_t first = options.header_size ? options.header_size : size <= (8u << 20) ? size : 4u << 20;
   const auto hold = source->read_lock();  // every prefix of one moment
   for (uint64_t window = std::min<uint64_t>(size, first);; window = std::min(size, window * 2)) {
     std::shared_ptr<const uint8_t> head = source->prefix(window, &window);
