@@ -140,12 +140,18 @@ void prompts_json(JsonOut& j, const EditReport& r) {
 const char* order_name(ByteOrder o) { return o == ByteOrder::big ? "big-endian" : "little-endian"; }
 
 
-const char* kHeaderPath = "the header alone, in place (it fits before the data start; no tensor byte moves)";
+// The header path, as the report says it goes: within the room before the data start, or
+// in a file that holds no tensor data, to the header's new end.
+std::string header_path_text(const EditReport& r) {
+  if (r.file_size_after == r.file_size_before) return "the header alone, in place (it fits before the data start; no tensor byte moves)";
+  return "the header alone, in place (the file holds no tensor data, so it ends with its header: " + std::to_string(r.file_size_before) +
+         " bytes before, " + std::to_string(r.file_size_after) + " now)";
+}
 
 // What the header path says it wrote.
 std::string header_written(const std::string& path, const EditReport& r) {
-  if (r.header_bytes == 0) return path + ": no byte of the header differs; nothing was written\n";
-  return path + ": wrote " + kHeaderPath + ": " + std::to_string(r.header_bytes) + " of its " + std::to_string(r.header_size) +
+  if (r.header_bytes == 0 && r.file_size_after == r.file_size_before) return path + ": no byte of the header differs; nothing was written\n";
+  return path + ": wrote " + header_path_text(r) + ": " + std::to_string(r.header_bytes) + " of its " + std::to_string(r.header_size) +
          " bytes differ, at " + std::to_string(r.header_at) + "\n";
 }
 
@@ -162,7 +168,7 @@ void changes_json(JsonOut& j, const EditReport& r) {
 // Where an edit in place goes, as the report says: the header alone, or the whole file and why.
 std::string path_text(const EditRequest& req, const EditReport& r, const char* whole) {
   if (!req.in_place) return "";
-  if (r.header_fits) return kHeaderPath;
+  if (r.header_fits) return header_path_text(r);
   return std::string(whole) + " (" + (req.whole_file ? "--whole-file" : r.why_whole) + ")";
 }
 
@@ -471,7 +477,8 @@ int cmd_edit(const std::vector<std::string>& args) {
       "...) and generation_config.json (general.sampling.*)")(
       "alignment", po::value<std::string>(), "re-lay the data at this alignment (a power of two, or 'default')")(
       "header-only", po::bool_switch(),
-      "with --in-place: write the header alone (when the edited header fits before the data start), or refuse; "
+      "with --in-place: write the header alone (when the edited header fits before the data start, or the file holds no "
+      "tensor data: a set's shard 1 split with --metadata-only-first, a vocabulary), or refuse; "
       "without it such an edit still takes that path, and one that does not fit rewrites the whole file")(
       "whole-file", po::bool_switch(),
       "with --in-place: rewrite the whole file even when the header alone would do (a new inode: hard links "

@@ -159,6 +159,33 @@ TEST(Planted, AJournalWhoseRangeRunsIntoTheTensorDataIsRefusedAndTheFileKept) {
   EXPECT_TRUE(fs::exists(journal));
 }
 
+TEST(Planted, AJournalThatWouldCutAModelWithTensorsToAnotherLengthIsRefusedAndTheFileKept) {
+  // A second journal's head (a header that changes its length, which only a file that is
+  // all header may): every checksum right, its "new header" the model's first bytes, so
+  // that rolling it forward would cut the model to 4 KiB. The model holds tensors: refused.
+  const std::string model = fresh_model("planted-resize"), journal = model + ".ggufkit-journal";
+  const std::vector<uint8_t> file = read_file_bytes(model);
+  struct stat st {};
+  ::stat(model.c_str(), &st);
+  const uint64_t size = file.size(), n_new = 4096, at = n_new;
+  std::vector<uint8_t> j;
+  const std::string magic = "GGUFKIT-JOURNAL2";
+  j.insert(j.end(), magic.begin(), magic.end());
+  for (uint64_t v : {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), size, n_new, size, n_new,
+                     static_cast<uint64_t>(XXH64(file.data(), size, 0)), static_cast<uint64_t>(XXH64(file.data(), n_new, 0)), at,
+                     size - at, uint64_t{0}})
+    put_u64(j, v);
+  j.insert(j.end(), file.begin() + static_cast<long>(at), file.end());  // the old bytes: the model's own
+  put_u64(j, XXH64(j.data(), j.size(), 0));
+  write_file_bytes(journal, j);
+  CliRun r = run_cli("recover " + model);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("it would change the length of a file that holds tensors"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("neither it nor " + model + " was changed"), std::string::npos) << r.err;
+  EXPECT_TRUE(read_file_bytes(model) == file);
+  EXPECT_TRUE(fs::exists(journal));
+}
+
 TEST(Planted, AJournalWhoseOldHeaderDoesNotReadIsUndoneAndTheFileKept) {
   // Its range lies in the header, but its "old bytes" make the name's length absurd: once
   // written the file must read clean, so they are taken out again.
@@ -389,7 +416,7 @@ TEST(Journal, AnInPlaceEditWithNoRoomForItsJournalSaysSoAndChangesNothing) {
   const std::string model = fresh_model("journal-room");
   CliRun r = run_cli("edit " + model + " --eos-token-id 0 --in-place", "GGUFKIT_FAULT=statvfs:fail:28 ", GGUFKIT_FAULTY_BIN);
   EXPECT_EQ(r.code, 3);
-  EXPECT_NE(r.err.find("the journal needs 90 bytes beside the model and 0 are free; nothing was changed"), std::string::npos)
+  EXPECT_NE(r.err.find("the journal needs 114 bytes beside the model and 0 are free; nothing was changed"), std::string::npos)
       << r.err;
   EXPECT_TRUE(read_file_bytes(model) == read_file_bytes(tiny_llama()));
   EXPECT_EQ(files_in(fs::path(model).parent_path().string()), (std::vector<std::string>{"model.gguf"}));

@@ -3,7 +3,9 @@
 // other command until then) never lets a half-written header be read.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <xxhash.h>
 
+#include <cstring>
 #include <filesystem>
 #include <functional>
 
@@ -140,9 +142,9 @@ TEST(HeaderInPlace, AJournalThatDoesNotMatchTheFileIsReportedAndNotApplied) {
   auto journaled = [](const std::string& name) {
     Case c = fresh(name);
     run_cli("edit " + c.model + " --eos-token-id 1 --in-place", "GGUFKIT_FAULT=header-half:kill ", GGUFKIT_FAULTY_BIN);
-    // The journal holds the range alone: 80 bytes of head, the old byte, the new one, and
+    // The journal holds the range alone: 104 bytes of head, the old byte, the new one, and
     // 8 bytes of checksum.
-    EXPECT_EQ(fs::file_size(c.model + ".ggufkit-journal"), 80u + 1 + 1 + 8);
+    EXPECT_EQ(fs::file_size(c.model + ".ggufkit-journal"), 104u + 1 + 1 + 8);
     return c;
   };
   struct Wrong {
@@ -228,4 +230,147 @@ TEST(HeaderInPlace, AShardSetsFirstShardTakesTheHeaderPathAndTheOtherShardsAreNo
   ASSERT_EQ(grow.code, 0) << grow.err;
   EXPECT_NE(grow.out.find("wrote the whole of shard 1 (the header grows past the data start by"), std::string::npos) << grow.out;
   EXPECT_NE(inode_of(first), inodes[0]);
+}
+
+namespace {
+
+// A set split with its keys alone in shard 1 (--metadata-only-first), in a folder of its
+// own, and shard 1 as the same edit writes it to a new set: shard 1 holds no tensor data,
+// so its header may grow or shrink in place.
+struct AllHeader {
+  std::string dir, first;
+  std::vector<std::string> shards;
+  std::vector<uint8_t> before, after;
+};
+AllHeader all_header(const std::string& name, const std::string& edit) {
+  AllHeader c;
+  c.dir = temp_path(name);
+  fs::create_directories(c.dir);
+  EXPECT_EQ(run_cli("split " + tiny_llama() + " -o " + c.dir + "/m --max-tensors 8 --metadata-only-first").code, 0);
+  c.shards = files_in(c.dir);
+  c.first = c.dir + "/" + c.shards.at(0);  // m-00001-of-0000N.gguf
+  c.before = read_file_bytes(c.first);
+  fs::create_directories(c.dir + "-new");
+  EXPECT_EQ(run_cli("edit " + c.first + " " + edit + " -o " + c.dir + "-new/m").code, 0);
+  c.after = read_file_bytes(c.dir + "-new/" + c.shards[0]);
+  fs::remove_all(c.dir + "-new");
+  return c;
+}
+
+}  // namespace
+
+TEST(HeaderInPlace, AShardThatIsAllHeaderGrowsAndShrinksInPlaceToTheBytesOfAWholeRewrite) {
+  const std::string longer = "--set general.name=" + std::string(300, 'x'), back = "--set general.name=tiny";
+  AllHeader c = all_header("hip-all-header", longer);
+  ASSERT_GT(c.after.size(), c.before.size());  // the name grows the header past its padding
+  const ino_t ino = inode_of(c.first);
+  CliRun grow = run_cli("edit " + c.first + " " + longer + " --in-place --header-only");
+  ASSERT_EQ(grow.code, 0) << grow.err;
+  EXPECT_NE(grow.out.find(c.shards[0] + ": wrote the header alone, in place (the file holds no tensor data, so it ends with "
+                          "its header: " + std::to_string(c.before.size()) + " bytes before, " + std::to_string(c.after.size()) +
+                          " now): "),
+            std::string::npos) << grow.out;
+  EXPECT_NE(grow.out.find(" of its " + std::to_string(c.after.size()) + " bytes differ, at "), std::string::npos) << grow.out;
+  EXPECT_EQ(inode_of(c.first), ino);  // written into, not replaced
+  EXPECT_TRUE(read_file_bytes(c.first) == c.after);
+  EXPECT_EQ(files_in(c.dir), c.shards);  // no journal left
+  // And back: the shorter header cuts the file to its end, and the bytes are the first ones
+  // again but for the name ("tiny" where the split's copy had the model's).
+  CliRun shrink = run_cli("edit " + c.first + " " + back + " --in-place --header-only --json");
+  ASSERT_EQ(shrink.code, 0) << shrink.err;
+  EXPECT_EQ(inode_of(c.first), ino);
+  const std::string tiny = c.dir + "-tiny";
+  fs::create_directories(tiny);
+  ASSERT_EQ(run_cli("edit " + c.dir + "/" + c.shards[1] + " " + back + " -o " + tiny + "/m").code, 0);
+  const auto expected = read_file_bytes(tiny + "/" + c.shards[0]);
+  EXPECT_LT(expected.size(), c.after.size());
+  EXPECT_TRUE(read_file_bytes(c.first) == expected);
+  EXPECT_NE(shrink.out.find("\"header_bytes\": " + std::to_string(expected.size())), std::string::npos) << shrink.out;
+  EXPECT_EQ(run_cli("validate " + c.first).code, run_cli("validate " + tiny + "/" + c.shards[0]).code);
+}
+
+TEST(HeaderInPlace, AKillAtEveryStepOfAHeaderThatGrowsOrShrinksLeavesTheOldFileOrTheEditedOneAfterRecover) {
+  // Where the kill lands, and which file recover gives back: grown (a long name) and shrunk
+  // (the long name's file edited back to a short one). A kill before the cut to the new
+  // size leaves the new header whole, and the old one's tail after it when it shrinks.
+  const std::string longer = "--set general.name=" + std::string(300, 'y'), shorter = "--set general.name=t";
+  const std::vector<std::pair<std::string, bool>> points = {{"journal-written", false}, {"header-half", false},
+                                                            {"header-resize", true},    {"header-written", true},
+                                                            {"header-verified", true}};
+  for (const bool grows : {true, false}) {
+    for (const auto& [point, edited] : points) {
+      SCOPED_TRACE(std::string(grows ? "grows, " : "shrinks, ") + point);
+      AllHeader c = all_header("hip-all-kill-" + std::string(grows ? "grow-" : "shrink-") + point, longer);
+      std::vector<uint8_t> before = c.after, after;
+      if (grows) {
+        before = c.before, after = c.after;
+      } else {  // the long name in place first, then the short one from it
+        ASSERT_EQ(run_cli("edit " + c.first + " " + longer + " --in-place").code, 0);
+        ASSERT_TRUE(read_file_bytes(c.first) == c.after);
+        const std::string whole = c.dir + "-whole";
+        fs::create_directories(whole);
+        ASSERT_EQ(run_cli("edit " + c.first + " " + shorter + " -o " + whole + "/m").code, 0);
+        after = read_file_bytes(whole + "/" + c.shards[0]);
+        ASSERT_LT(after.size(), before.size());
+      }
+      const std::string edit = grows ? longer : shorter;
+      CliRun r = run_cli("edit " + c.first + " " + edit + " --in-place", "GGUFKIT_FAULT=" + point + ":kill ", GGUFKIT_FAULTY_BIN);
+      EXPECT_EQ(r.code, 128 + 9);
+      EXPECT_NE(r.err.find("fault point " + point + " reached"), std::string::npos) << r.err;
+      ASSERT_TRUE(fs::exists(c.first + ".ggufkit-journal"));
+      const auto now = read_file_bytes(c.first);
+      if (point == "header-half") {  // torn: neither file
+        EXPECT_FALSE(now == before);
+        EXPECT_FALSE(now == after);
+      }
+      if (point == "header-resize") {  // the new bytes written, the size not yet cut
+        EXPECT_EQ(now.size(), grows ? after.size() : before.size());
+        EXPECT_TRUE(std::equal(after.begin(), after.end(), now.begin()));
+      }
+      EXPECT_EQ(run_cli("show " + c.first).code, 1);  // refused until recover
+      CliRun rec = run_cli("recover " + c.first);
+      ASSERT_EQ(rec.code, 0) << rec.err;
+      EXPECT_NE(rec.out.find(edited ? "the new header was all written; it is kept" : "the old header is back"), std::string::npos)
+          << rec.out;
+      EXPECT_TRUE(read_file_bytes(c.first) == (edited ? after : before));
+      EXPECT_FALSE(fs::exists(c.first + ".ggufkit-journal"));
+      EXPECT_EQ(run_cli("show " + c.first).code, 0);
+    }
+  }
+}
+
+TEST(HeaderInPlace, AJournalOfTheFirstFormatLeftByAnOlderGgufkitIsStillRecovered) {
+  // A kill in the middle of a one-byte edit, its journal rewritten in the first format
+  // (GGUFKIT-JOURNAL1: one size, one header length, one range length), as a ggufkit from
+  // before journals held two sizes left it: recover puts the old byte back.
+  Case c = fresh("hip-journal1");
+  run_cli("edit " + c.model + " --eos-token-id 1 --in-place", "GGUFKIT_FAULT=header-half:kill ", GGUFKIT_FAULTY_BIN);
+  const std::string journal = c.model + ".ggufkit-journal";
+  const std::vector<uint8_t> j2 = read_file_bytes(journal);
+  ASSERT_EQ(j2.size(), 104u + 1 + 1 + 8);
+  ASSERT_EQ(std::string(j2.begin(), j2.begin() + 16), "GGUFKIT-JOURNAL2");
+  auto u64 = [&](size_t at) {
+    uint64_t v;
+    std::memcpy(&v, j2.data() + at, 8);
+    return v;
+  };
+  // dev, ino, size before and after, header length before and after, two checksums, offset,
+  // old and new lengths: the first format kept one of each pair.
+  EXPECT_EQ(u64(32), u64(40));
+  EXPECT_EQ(u64(48), u64(56));
+  EXPECT_EQ(u64(88), 1u);
+  EXPECT_EQ(u64(96), 1u);
+  std::vector<uint8_t> j1;
+  const std::string magic = "GGUFKIT-JOURNAL1";
+  j1.insert(j1.end(), magic.begin(), magic.end());
+  for (size_t at : {16, 24, 32, 48, 64, 72, 80, 88}) j1.insert(j1.end(), j2.begin() + static_cast<long>(at), j2.begin() + static_cast<long>(at + 8));
+  j1.insert(j1.end(), j2.begin() + 104, j2.begin() + 106);  // the old byte, the new one
+  const uint64_t sum = XXH64(j1.data(), j1.size(), 0);
+  for (int i = 0; i < 8; ++i) j1.push_back(static_cast<uint8_t>(sum >> (8 * i)));
+  write_file_bytes(journal, j1);
+  CliRun rec = run_cli("recover " + c.model);
+  ASSERT_EQ(rec.code, 0) << rec.err;
+  EXPECT_NE(rec.out.find("the old header is back"), std::string::npos) << rec.out;
+  EXPECT_TRUE(read_file_bytes(c.model) == c.before);
+  EXPECT_EQ(files_in(c.dir), (std::vector<std::string>{"model.gguf"}));
 }

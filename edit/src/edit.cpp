@@ -212,7 +212,7 @@ std::optional<HeaderEdit> header_path(const EditRequest& req, const std::string&
                       "the edit does not fit in the header: " + why + "; nothing was written", {});
   if (header) {
     report.header_fits = true;
-    report.header_size = header->header_size;
+    report.header_size = header->new_header_size;  // the header written (a file that is all header: its new size)
     report.header_bytes = header->bytes.size();
     report.header_at = header->offset;
   }

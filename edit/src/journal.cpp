@@ -28,36 +28,46 @@ namespace ggufkit {
 
 namespace {
 
-constexpr char kMagic[16] = {'G', 'G', 'U', 'F', 'K', 'I', 'T', '-', 'J', 'O', 'U', 'R', 'N', 'A', 'L', '1'};
-constexpr size_t kFixed = 16 + 8 * 8;  // magic; dev, ino, size, header length, two checksums, offset, length
+// A journal's head: magic; the model's device, inode, size before and after, its header's
+// length before and after, the checksums of the header before and after, where the range
+// starts, and its length before and after. (GGUFKIT-JOURNAL1, still read by recover: one
+// size, one header length, one range length.)
+constexpr char kMagic[16] = {'G', 'G', 'U', 'F', 'K', 'I', 'T', '-', 'J', 'O', 'U', 'R', 'N', 'A', 'L', '2'};
+constexpr char kMagic1[16] = {'G', 'G', 'U', 'F', 'K', 'I', 'T', '-', 'J', 'O', 'U', 'R', 'N', 'A', 'L', '1'};
+constexpr size_t kFixed = 16 + 11 * 8, kFixed1 = 16 + 8 * 8;
 
 // Compares the header as it is emitted with the source's and keeps the one range where they
 // differ: from the first differing byte to the last, the old bytes filling any equal run
-// between two differences. Tensor data is never read (copies are not passed on).
+// between two differences. Tensor data is never read (copies are not passed on). A header
+// of another length (a file that is all header) differs to its end: the bytes past the old
+// one are all new, and a shorter one's range runs to its end.
 class DiffSink final : public Sink {
  public:
   // The old header is mapped once (the reader's own map, still held, when it covers it).
-  DiffSink(const ByteSource& old, uint64_t limit)
-      : old_(old), limit_(std::min(limit, old.size())), head_(old.prefix(limit_)) {}
+  // `limit`: its length; `length`: the new one's.
+  DiffSink(const ByteSource& old, uint64_t limit, uint64_t length)
+      : old_(old), limit_(std::min(limit, old.size())), length_(length), head_(old.prefix(limit_)) {}
   uint64_t first = 0;
   std::vector<uint8_t> bytes;
 
  protected:
   void put(const void* data, size_t n) override {
     const auto* p = static_cast<const uint8_t*>(data);
-    for (uint64_t at = pos(); at < limit_ && n > 0;) {
-      size_t k = static_cast<size_t>(std::min<uint64_t>({n, limit_ - at, 1 << 20}));
+    const uint64_t common = std::min(limit_, length_);
+    for (uint64_t at = pos(); at < length_ && n > 0;) {
+      if (at >= common) {  // past the old header's end: new
+        const size_t k = static_cast<size_t>(std::min<uint64_t>(n, length_ - at));
+        take(at, p, k);
+        at += k, p += k, n -= k;
+        continue;
+      }
+      size_t k = static_cast<size_t>(std::min<uint64_t>({n, common - at, 1 << 20}));
       const uint8_t* o = head_.get() + at;
       if (o != p && std::memcmp(o, p, k) != 0) {
         size_t lo = 0, hi = k;
         while (o[lo] == p[lo]) ++lo;
         while (o[hi - 1] == p[hi - 1]) --hi;
-        if (bytes.empty()) first = at + lo;
-        else if (uint64_t end = first + bytes.size(); end < at + lo) {  // the equal run between, as it was
-          bytes.resize(bytes.size() + (at + lo - end));
-          old_.read_at(end, bytes.data() + (end - first), at + lo - end);
-        }
-        bytes.insert(bytes.end(), p + lo, p + hi);
+        take(at + lo, p + lo, hi - lo);
       }
       at += k;
       p += k;
@@ -65,10 +75,26 @@ class DiffSink final : public Sink {
     }
   }
   void transfer(const ByteSource&, uint64_t, uint64_t) override {}
+  void finish() override {  // a shorter header: its range runs to its end
+    if (length_ >= limit_) return;
+    if (bytes.empty()) first = length_;
+    else fill(length_);
+  }
 
  private:
+  void take(uint64_t at, const uint8_t* p, size_t k) {
+    if (bytes.empty()) first = at;
+    else fill(at);
+    bytes.insert(bytes.end(), p, p + k);
+  }
+  void fill(uint64_t to) {  // the equal run up to `to`, as it was
+    const uint64_t end = first + bytes.size();
+    if (end >= to) return;
+    bytes.resize(bytes.size() + (to - end));
+    old_.read_at(end, bytes.data() + (end - first), to - end);
+  }
   const ByteSource& old_;
-  uint64_t limit_;
+  uint64_t limit_, length_;
   std::shared_ptr<const uint8_t> head_;
 };
 
@@ -128,14 +154,14 @@ int unlink_path(const std::string& path) {
 }
 
 
-// XXH64 of the first n bytes of `file` with [at, at + len) read as `range`: the new
-// header's checksum from the old one and the new bytes (or the other way round).
-uint64_t sum_with(const uint8_t* file, uint64_t n, uint64_t at, const uint8_t* range, size_t len) {
+// XXH64 of the first n bytes of `file` with [at, at + cut) read as `range` (`len` bytes):
+// the new header's checksum from the old one and the new bytes.
+uint64_t sum_with(const uint8_t* file, uint64_t n, uint64_t at, uint64_t cut, const uint8_t* range, size_t len) {
   XXH64_state_t* sum = XXH64_createState();
   XXH64_reset(sum, 0);
   XXH64_update(sum, file, at);
   XXH64_update(sum, range, len);
-  XXH64_update(sum, file + at + len, n - at - len);
+  XXH64_update(sum, file + at + cut, n - at - cut);
   uint64_t h = XXH64_digest(sum);
   XXH64_freeState(sum);
   return h;
@@ -145,6 +171,21 @@ uint64_t sum_with(const uint8_t* file, uint64_t n, uint64_t at, const uint8_t* r
 
 std::optional<HeaderEdit> header_in_place(const Model& model, const Layout& L, const Layout& S, uint64_t source_size,
                                           std::string& why) {
+  // A file with no tensor data, nothing past its header and padding, is all header: it is
+  // rewritten in place from the first byte that differs, to its new end.
+  const bool all_header = S.tensor_offsets.empty() && L.tensor_offsets.empty() && source_size <= S.data_offset &&
+                          L.alignment == S.alignment && model.tail && model.tail->source &&
+                          model.tail->source->size() == source_size && model.tail->data_offset == S.data_offset;
+  if (all_header && (L.data_offset != S.data_offset || L.file_size != source_size)) {
+    const uint64_t n = std::min(L.data_offset, L.file_size);
+    DiffSink sink(*model.tail->source, source_size, n);
+    emit(model, L, sink);
+    if (sink.pos() < n) {  // (emit writes the header and its padding: never short)
+      why = "the header written is shorter than its layout";
+      return std::nullopt;
+    }
+    return HeaderEdit{source_size, n, sink.first, std::move(sink.bytes), model.tail->source};
+  }
   if (L.data_offset != S.data_offset) {
     uint64_t header = L.header_size;
     why = header > S.data_offset
@@ -160,9 +201,9 @@ std::optional<HeaderEdit> header_in_place(const Model& model, const Layout& L, c
   }
   // The header and its padding; a file with no tensors may end right after the header.
   const uint64_t n = std::min(L.data_offset, L.file_size);
-  DiffSink sink(*model.tail->source, n);
+  DiffSink sink(*model.tail->source, n, n);
   emit(model, L, sink);
-  return HeaderEdit{n, sink.first, std::move(sink.bytes), model.tail->source};
+  return HeaderEdit{n, n, sink.first, std::move(sink.bytes), model.tail->source};
 }
 
 
@@ -499,7 +540,9 @@ void write_journal_at(int dir, const std::string& shown, const std::string& name
 
 void write_header_in_place(const std::string& path, const Layout& planned, const HeaderEdit& edit, const Context& ctx) {
   const size_t len = edit.bytes.size();
-  if (len == 0) return;  // not a byte differs
+  const uint64_t n = edit.header_size, n_new = edit.new_header_size, at = edit.offset;
+  const bool resized = n_new != n;  // a file that is all header, to its new end
+  if (len == 0 && !resized) return;  // not a byte differs
   fault_point("in-place");
   Fd f{open_path(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)};
   if (f.fd < 0) throw_io(path, "cannot open for writing in place");
@@ -513,18 +556,19 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
   // over it, or bytes another program wrote, would get this edit's bytes.
   const auto* src = dynamic_cast<const FileSource*>(edit.file.get());
   if (!src || !src->same_file(st)) throw changed_since_read(path);
-  const uint64_t n = edit.header_size, at = edit.offset;
-  if (static_cast<uint64_t>(st.st_size) < n || at > n || len > n - at)
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size < n || at > n || (resized ? size != n || at > n_new || len != n_new - at : len > n - at))
     throw Error(Error::Kind::format, path, std::nullopt, "", "is shorter than its header");
+  const uint64_t old_len = resized ? n - at : len, size_after = size - n + n_new;
   const auto header = edit.file->prefix(n);  // the header as it was read
-  const std::vector<uint8_t> old(header.get() + at, header.get() + at + len);
-  each_piece(f.fd, path, at, len, [&](const uint8_t* p, size_t k, uint64_t off) {  // the bytes to replace, as read
+  const std::vector<uint8_t> old(header.get() + at, header.get() + at + old_len);
+  each_piece(f.fd, path, at, old_len, [&](const uint8_t* p, size_t k, uint64_t off) {  // the bytes to replace, as read
     if (std::memcmp(p, old.data() + (off - at), k) != 0) throw changed_since_read(path);
   });
 
   // (a) The journal: its room checked first, then written whole under no name, flushed, named.
   const std::string journal = journal_path(path);
-  const uint64_t need = kFixed + 2 * static_cast<uint64_t>(len) + 8;
+  const uint64_t need = kFixed + old_len + static_cast<uint64_t>(len) + 8;
   {
     std::string dir = std::filesystem::path(journal).parent_path().string();
     struct statvfs vs {};
@@ -536,19 +580,19 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
                       " are free; nothing was changed (free some room, or edit with -o to another disk)");
   }
   std::string head(kMagic, sizeof kMagic);
-  for (uint64_t v : {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size), n,
-                     static_cast<uint64_t>(XXH64(header.get(), n, 0)), sum_with(header.get(), n, at, edit.bytes.data(), len),
-                     at, static_cast<uint64_t>(len)})
+  for (uint64_t v : {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), size, size_after, n, n_new,
+                     static_cast<uint64_t>(XXH64(header.get(), n, 0)), sum_with(header.get(), n, at, old_len, edit.bytes.data(), len),
+                     at, old_len, static_cast<uint64_t>(len)})
     put_u64(head, v);
   Sum sum;
   sum.add(head.data(), head.size());
-  sum.add(old.data(), len);
+  sum.add(old.data(), old_len);
   sum.add(edit.bytes.data(), len);
   std::string tail;
   put_u64(tail, sum.get());
   try {
     write_journal(journal, {{reinterpret_cast<const uint8_t*>(head.data()), head.size()},
-                            {old.data(), len},
+                            {old.data(), old_len},
                             {edit.bytes.data(), len},
                             {reinterpret_cast<const uint8_t*>(tail.data()), tail.size()}});
   } catch (const Error& e) {
@@ -561,12 +605,17 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
     write_at(f.fd, path, edit.bytes.data(), len / 2, at);
     fault_point("header-half");
     write_at(f.fd, path, edit.bytes.data() + len / 2, len - len / 2, at + len / 2);
+    if (resized) {  // a longer header made the file longer as it was written; a shorter one is cut to its end
+      fault_point("header-resize");
+      if (failed(fault_point("ftruncate")) || ::ftruncate(f.fd, static_cast<off_t>(size_after)) != 0)
+        throw_io(path, "cannot set the file's size to " + std::to_string(size_after) + " bytes");
+    }
     // (c) The strict re-read of the header, from the file as it is now, runs while the file
     // is flushed: it is checked against the plan once both are done.
     const std::string self = "/proc/self/fd/" + std::to_string(f.fd);
     auto back = in_background([&] {
       ScanOptions exact;
-      exact.header_size = n;
+      exact.header_size = n_new;
       return scan(open_file(self, ctx), exact);
     });
     try {
@@ -586,15 +635,18 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
       same = std::memcmp(now.data(), edit.bytes.data() + i, k) == 0;
     }
     const Scanned read = back.get();  // a format Error if it does not read
-    if (!same || read.layout.data_offset != planned.data_offset || read.layout.tensor_offsets != planned.tensor_offsets ||
+    struct stat now_st {};
+    if (!same || ::fstat(f.fd, &now_st) != 0 || static_cast<uint64_t>(now_st.st_size) != size_after ||
+        read.layout.data_offset != planned.data_offset || read.layout.tensor_offsets != planned.tensor_offsets ||
         read.model_size != planned.file_size) {
       errno = 0;
       throw_io(path, "verification failed: the header written in place does not read back as planned");
     }
     fault_point("header-verified");
-  } catch (const Error& e) {  // put the old bytes back; the journal stays if even that fails
+  } catch (const Error& e) {  // put the old bytes back, at the old size; the journal stays if even that fails
     try {
-      write_at(f.fd, path, old.data(), len, at);
+      write_at(f.fd, path, old.data(), old_len, at);
+      if (resized && ::ftruncate(f.fd, static_cast<off_t>(size)) != 0) throw_io(path, "cannot set the file's size back");
       flush(f.fd, path);
     } catch (const Error&) {
       throw Error(e.kind, e.file, e.offset, e.field,
@@ -652,7 +704,8 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
     fault_point("set-trusted");
     return finish_set(set, journal, js, ms, discard, ctx);
   }
-  if (std::memcmp(magic, kMagic, 16) != 0) throw refuse("it is not a ggufkit journal");
+  const bool v1 = std::memcmp(magic, kMagic1, 16) == 0;
+  if (!v1 && std::memcmp(magic, kMagic, 16) != 0) throw refuse("it is not a ggufkit journal");
 
   Fd f{open_path(path, O_RDWR | O_CLOEXEC)};
   if (f.fd < 0) throw_io(path, "cannot open for writing");
@@ -660,23 +713,33 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
   if (::fstat(f.fd, &st) != 0) throw_io(path, "cannot stat");
   // Its size is checked against its own head before the rest is read; then it is read a
   // piece at a time, so a journal of any size costs a MiB.
-  if (static_cast<uint64_t>(js.st_size) < kFixed + 8) throw refuse("it is cut short (" + std::to_string(js.st_size) + " bytes)");
-  std::string h(kFixed, '\0');
-  pread_all(j.fd, journal, h.data(), kFixed, 0);
-  const uint64_t n = get_u64(h, 40), at = get_u64(h, 64), len = get_u64(h, 72), size = static_cast<uint64_t>(js.st_size);
-  if (len > (size - kFixed - 8) / 2 || size != kFixed + 2 * len + 8)
+  const size_t fixed = v1 ? kFixed1 : kFixed;
+  if (static_cast<uint64_t>(js.st_size) < fixed + 8) throw refuse("it is cut short (" + std::to_string(js.st_size) + " bytes)");
+  std::string h(fixed, '\0');
+  pread_all(j.fd, journal, h.data(), fixed, 0);
+  // (A first journal has one size, one header length and one range length.)
+  const uint64_t size_before = get_u64(h, 32), size_after = v1 ? size_before : get_u64(h, 40);
+  const uint64_t n = get_u64(h, v1 ? 40 : 48), n_new = v1 ? n : get_u64(h, 56);
+  const uint64_t sum_old = get_u64(h, v1 ? 48 : 64), sum_new = get_u64(h, v1 ? 56 : 72);
+  const uint64_t at = get_u64(h, v1 ? 64 : 80), old_len = get_u64(h, v1 ? 72 : 88), len = v1 ? old_len : get_u64(h, 96);
+  const uint64_t size = static_cast<uint64_t>(js.st_size), file_size = static_cast<uint64_t>(st.st_size);
+  if (old_len > size - fixed - 8 || len > size - fixed - 8 - old_len || size != fixed + old_len + len + 8)
     throw refuse("its size (" + std::to_string(size) + " bytes) is not what its head says");
-  if (len > static_cast<uint64_t>(st.st_size))  // its range must fit in the file: no header is larger
+  if (std::min(old_len, len) > file_size)  // one of its ranges lies in the file as it is: no header is larger
     throw refuse("its size (" + std::to_string(size) + " bytes) is more than a journal of " + path + " can be");
   Sum whole;
   each_piece(j.fd, journal, 0, size - 8, [&](const uint8_t* p, size_t k, uint64_t) { whole.add(p, k); });
   uint64_t recorded = 0;
   pread_all(j.fd, journal, &recorded, 8, size - 8);
   if (whole.get() != recorded) throw refuse("its checksum does not match its bytes");
+  // A header that changes its length is a file's whole (it holds no tensor data): the file
+  // is either size, or between them where a kill cut the longer one's writing short.
+  const bool resized = n_new != n;
   if (get_u64(h, 16) != static_cast<uint64_t>(st.st_dev) || get_u64(h, 24) != static_cast<uint64_t>(st.st_ino) ||
-      get_u64(h, 32) != static_cast<uint64_t>(st.st_size))
+      file_size < std::min(size_before, size_after) || file_size > std::max(size_before, size_after))
     throw refuse("it is the journal of another file (device, inode or size differ)");
-  if (n > static_cast<uint64_t>(st.st_size) || at > n || len > n - at)
+  if (resized ? size_before != n || size_after != n_new || at > std::min(n, n_new) || old_len != n - at || len != n_new - at
+              : size_before != size_after || n > file_size || at > n || len > n - at || old_len != len)
     throw refuse("its range (" + std::to_string(len) + " bytes at " + std::to_string(at) + ") does not lie inside the header (" +
                  std::to_string(n) + " bytes)");
 
@@ -686,42 +749,49 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
   try {
     Scanned cur = scan(open_file(path, ctx));
     const uint64_t end = std::min(cur.layout.data_offset, cur.source_size);
-    if (at + len > end)
-      throw refuse("its range (" + std::to_string(len) + " bytes at " + std::to_string(at) +
-                   ") runs past the end of the file's header (byte " + std::to_string(end) + "): it would be written outside it");
+    if (resized ? !cur.layout.tensor_offsets.empty() : at + len > end)
+      throw refuse(resized ? "it would change the length of a file that holds tensors (" + std::to_string(cur.layout.tensor_offsets.size()) +
+                                 ")"
+                           : "its range (" + std::to_string(len) + " bytes at " + std::to_string(at) +
+                                 ") runs past the end of the file's header (byte " + std::to_string(end) +
+                                 "): it would be written outside it");
   } catch (const Error& e) {
     if (e.file == journal) throw;
   }
-  Sum now, rolled;  // the header as it is, and as it is with the journal's old bytes in the range
-  each_piece(f.fd, path, 0, n, [&](const uint8_t* p, size_t k, uint64_t off) {
-    now.add(p, k);
-    // The parts outside [at, at + len) go into `rolled` as they are.
-    uint64_t lo = std::max(off, at), hi = std::min<uint64_t>(off + k, at + len);
-    if (lo >= hi) return rolled.add(p, k);
-    rolled.add(p, static_cast<size_t>(lo - off));
-    if (lo == at) each_piece(j.fd, journal, kFixed, len, [&](const uint8_t* q, size_t m, uint64_t) { rolled.add(q, m); });
-    rolled.add(p + (hi - off), static_cast<size_t>(off + k - hi));
-  });
-  if (now.get() == get_u64(h, 56)) {
-    // The new header is all there.
-    if (std::string why; !reads_clean(ctx, path, n, &why)) throw refuse("the header it says is complete does not read: " + why);
+  // The header as it is (when the file holds all of it), and as it is with the journal's old
+  // bytes in the range.
+  Sum now, rolled;
+  if (file_size >= n_new) each_piece(f.fd, path, 0, n_new, [&](const uint8_t* p, size_t k, uint64_t) { now.add(p, k); });
+  each_piece(f.fd, path, 0, at, [&](const uint8_t* p, size_t k, uint64_t) { rolled.add(p, k); });
+  each_piece(j.fd, journal, fixed, old_len, [&](const uint8_t* q, size_t m, uint64_t) { rolled.add(q, m); });
+  each_piece(f.fd, path, at + old_len, n - at - old_len, [&](const uint8_t* p, size_t k, uint64_t) { rolled.add(p, k); });
+  if (file_size >= n_new && now.get() == sum_new) {
+    // The new header is all there: it must read, ending where the journal says, before a
+    // shorter one's file is cut to its end (what lies past it is the old header's tail).
+    if (std::string why; !reads_clean(ctx, path, n_new, &why)) throw refuse("the header it says is complete does not read: " + why);
+    if (file_size != size_after && ::ftruncate(f.fd, static_cast<off_t>(size_after)) != 0) throw_io(path, "cannot set the file's size");
     flush(f.fd, path);
     if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal (the file itself is recovered)");
     flush_folder(journal);
     return Recovery::kept_new;
   }
-  if (rolled.get() != get_u64(h, 48))
+  if (rolled.get() != sum_old)
     throw refuse("the file's header is neither the old one nor the new one, even outside the " + std::to_string(len) +
                  " bytes at " + std::to_string(at) + " the edit wrote");
-  // The old header but for the range: the old bytes go back, and what was there is kept
-  // until the file reads clean with them.
-  std::vector<uint8_t> was(static_cast<size_t>(len));
+  // The old header but for the range: the old bytes go back (at the old size), and what was
+  // there is kept until the file reads clean with them.
+  std::vector<uint8_t> was(static_cast<size_t>(resized ? file_size - at : len));
   pread_all(f.fd, path, was.data(), was.size(), at);
-  each_piece(j.fd, journal, kFixed, len,
-             [&](const uint8_t* p, size_t k, uint64_t off) { write_at(f.fd, path, p, k, at + (off - kFixed)); });
+  auto put_back = [&](const std::vector<uint8_t>& bytes, uint64_t to_size) {
+    if (resized && ::ftruncate(f.fd, static_cast<off_t>(to_size)) != 0) throw_io(path, "cannot set the file's size");
+    write_at(f.fd, path, bytes.data(), bytes.size(), at);
+  };
+  if (resized && ::ftruncate(f.fd, static_cast<off_t>(size_before)) != 0) throw_io(path, "cannot set the file's size");
+  each_piece(j.fd, journal, fixed, old_len,
+             [&](const uint8_t* p, size_t k, uint64_t off) { write_at(f.fd, path, p, k, at + (off - fixed)); });
   flush(f.fd, path);
   if (std::string why; !reads_clean(ctx, path, n, &why)) {
-    write_at(f.fd, path, was.data(), was.size(), at);
+    put_back(was, file_size);
     flush(f.fd, path);
     throw refuse("the old header it holds does not read (" + why + "); the file is as it was");
   }

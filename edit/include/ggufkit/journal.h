@@ -18,8 +18,12 @@ namespace ggufkit {
 // What an edit changes in a header that stays where it is: the bytes of [offset, offset +
 // bytes.size()) of the first `header_size` bytes (the header and its padding, up to the
 // data start). Everything else in the file stays as it is.
+// A file that holds no tensor data (a split set's shard 1, a vocabulary) is all header, and
+// its header may grow or shrink: `new_header_size` is then its new length and size, and the
+// range runs to the end of both (its old bytes: [offset, header_size)).
 struct HeaderEdit {
   uint64_t header_size = 0;
+  uint64_t new_header_size = 0;
   uint64_t offset = 0;
   std::vector<uint8_t> bytes;
   // The file as it was read (its map is reused for the checksums and the re-read).
@@ -29,16 +33,17 @@ struct HeaderEdit {
 // The header `model` (planned as `planned`) would have in the place of the one it was read
 // from (model.tail: the file, `source` its layout as read, `source_size` its size): when
 // the new header, padded to the alignment, ends exactly where the data starts now and
-// every tensor stays where it is, the one range of bytes that differs (empty when none
-// does). Otherwise nullopt, and `why` says by how much it misses. Tensor data is not read.
+// every tensor stays where it is, or when neither file holds a tensor (and the old one
+// nothing past its header), the one range of bytes that differs (empty when none does).
+// Otherwise nullopt, and `why` says by how much it misses. Tensor data is not read.
 // The byte order must be the file's (a conversion moves every byte).
 std::optional<HeaderEdit> header_in_place(const Model& model, const Layout& planned, const Layout& source,
                                           uint64_t source_size, std::string& why);
 
 // Writes `edit` into the model at `path`: (a) a journal (journal_path) with the old and the
 // new bytes of the range, checksums of the whole old and new header, and the model's
-// device, inode and size, flushed with its folder; (b) the new bytes over the old,
-// flushed; (c) the file re-read: the range must read back as written, and the strict
+// device, inode and old and new sizes, flushed with its folder; (b) the new bytes over the
+// old, the file cut to its new size when its header shrinks, flushed; (c) the file re-read: the range must read back as written, and the strict
 // reader must find `planned`'s data start and tensor offsets in it; (d) the journal
 // removed and the folder flushed. The tensor data is neither read nor written. A failure
 // puts the old bytes back; a crash leaves the journal, which recover() (and every
