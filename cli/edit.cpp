@@ -143,14 +143,14 @@ const char* order_name(ByteOrder o) { return o == ByteOrder::big ? "big-endian" 
 // The header path, as the report says it goes: within the room before the data start, or
 // in a file that holds no tensor data, to the header's new end.
 std::string header_path_text(const EditReport& r) {
-  if (r.file_size_after == r.file_size_before) return "the header alone, in place (it fits before the data start; no tensor byte moves)";
+  if (!r.header_resized) return "the header alone, in place (it fits before the data start; no tensor byte moves)";
   return "the header alone, in place (the file holds no tensor data, so it ends with its header: " + std::to_string(r.file_size_before) +
          " bytes before, " + std::to_string(r.file_size_after) + " now)";
 }
 
 // What the header path says it wrote.
 std::string header_written(const std::string& path, const EditReport& r) {
-  if (r.header_bytes == 0 && r.file_size_after == r.file_size_before) return path + ": no byte of the header differs; nothing was written\n";
+  if (r.header_bytes == 0 && !r.header_resized) return path + ": no byte of the header differs; nothing was written\n";
   return path + ": wrote " + header_path_text(r) + ": " + std::to_string(r.header_bytes) + " of its " + std::to_string(r.header_size) +
          " bytes differ, at " + std::to_string(r.header_at) + "\n";
 }

@@ -234,27 +234,45 @@ TEST(HeaderInPlace, AShardSetsFirstShardTakesTheHeaderPathAndTheOtherShardsAreNo
 
 namespace {
 
-// A set split with its keys alone in shard 1 (--metadata-only-first), in a folder of its
-// own, and shard 1 as the same edit writes it to a new set: shard 1 holds no tensor data,
-// so its header may grow or shrink in place.
+// A file that holds no tensor data, in a folder of its own: shard 1 of a set split with its
+// keys alone in it (--metadata-only-first), padded to its data start; or a vocabulary alone
+// (extract --vocab-only), which ends right after its header. And the file as the same edit
+// writes it anew. Its header may grow or shrink in place.
 struct AllHeader {
   std::string dir, first;
   std::vector<std::string> shards;
   std::vector<uint8_t> before, after;
 };
-AllHeader all_header(const std::string& name, const std::string& edit) {
+std::vector<uint8_t> edited(const AllHeader& c, const std::string& edit);
+AllHeader all_header(const std::string& name, const std::string& edit, bool vocab = false) {
   AllHeader c;
   c.dir = temp_path(name);
   fs::create_directories(c.dir);
-  EXPECT_EQ(run_cli("split " + tiny_llama() + " -o " + c.dir + "/m --max-tensors 8 --metadata-only-first").code, 0);
-  c.shards = files_in(c.dir);
-  c.first = c.dir + "/" + c.shards.at(0);  // m-00001-of-0000N.gguf
+  if (vocab) {
+    c.first = c.dir + "/vocab.gguf";
+    EXPECT_EQ(run_cli("extract " + tiny_llama() + " --vocab-only -o " + c.first).code, 0);
+    fs::permissions(c.first, fs::perms::owner_write, fs::perm_options::add);
+    c.shards = {"vocab.gguf"};
+  } else {
+    EXPECT_EQ(run_cli("split " + tiny_llama() + " -o " + c.dir + "/m --max-tensors 8 --metadata-only-first").code, 0);
+    c.shards = files_in(c.dir);
+    c.first = c.dir + "/" + c.shards.at(0);  // m-00001-of-0000N.gguf
+  }
   c.before = read_file_bytes(c.first);
-  fs::create_directories(c.dir + "-new");
-  EXPECT_EQ(run_cli("edit " + c.first + " " + edit + " -o " + c.dir + "-new/m").code, 0);
-  c.after = read_file_bytes(c.dir + "-new/" + c.shards[0]);
-  fs::remove_all(c.dir + "-new");
+  c.after = edited(c, edit);
   return c;
+}
+
+// `c`'s file as `edit` makes it of the file as it is now, written anew (not in place).
+std::vector<uint8_t> edited(const AllHeader& c, const std::string& edit) {
+  const std::string out = c.dir + "-new";
+  fs::remove_all(out);
+  fs::create_directories(out);
+  const bool vocab = c.shards.size() == 1;
+  EXPECT_EQ(run_cli("edit " + c.first + " " + edit + " -o " + out + (vocab ? "/vocab.gguf" : "/m")).code, 0);
+  std::vector<uint8_t> bytes = read_file_bytes(out + "/" + c.shards[0]);
+  fs::remove_all(out);
+  return bytes;
 }
 
 }  // namespace
@@ -297,20 +315,19 @@ TEST(HeaderInPlace, AKillAtEveryStepOfAHeaderThatGrowsOrShrinksLeavesTheOldFileO
   const std::vector<std::pair<std::string, bool>> points = {{"journal-written", false}, {"header-half", false},
                                                             {"header-resize", true},    {"header-written", true},
                                                             {"header-verified", true}};
+  for (const bool vocab : {false, true})
   for (const bool grows : {true, false}) {
-    for (const auto& [point, edited] : points) {
-      SCOPED_TRACE(std::string(grows ? "grows, " : "shrinks, ") + point);
-      AllHeader c = all_header("hip-all-kill-" + std::string(grows ? "grow-" : "shrink-") + point, longer);
+    for (const auto& [point, edited_kept] : points) {
+      const bool edited = edited_kept;
+      SCOPED_TRACE(std::string(vocab ? "vocabulary, " : "shard 1, ") + (grows ? "grows, " : "shrinks, ") + point);
+      AllHeader c = all_header("hip-all-kill-" + std::string(vocab ? "vocab-" : "") + (grows ? "grow-" : "shrink-") + point, longer, vocab);
       std::vector<uint8_t> before = c.after, after;
       if (grows) {
         before = c.before, after = c.after;
       } else {  // the long name in place first, then the short one from it
         ASSERT_EQ(run_cli("edit " + c.first + " " + longer + " --in-place").code, 0);
         ASSERT_TRUE(read_file_bytes(c.first) == c.after);
-        const std::string whole = c.dir + "-whole";
-        fs::create_directories(whole);
-        ASSERT_EQ(run_cli("edit " + c.first + " " + shorter + " -o " + whole + "/m").code, 0);
-        after = read_file_bytes(whole + "/" + c.shards[0]);
+        after = ::edited(c, shorter);
         ASSERT_LT(after.size(), before.size());
       }
       const std::string edit = grows ? longer : shorter;

@@ -213,6 +213,7 @@ std::optional<HeaderEdit> header_path(const EditRequest& req, const std::string&
   if (header) {
     report.header_fits = true;
     report.header_size = header->new_header_size;  // the header written (a file that is all header: its new size)
+    report.header_resized = header->new_header_size != header->header_size;
     report.header_bytes = header->bytes.size();
     report.header_at = header->offset;
   }
@@ -475,7 +476,8 @@ EditReport commit(EditPlan&& plan) {
     write_header_in_place(plan.files[0].path, st.first_after, *st.header, st.ctx);
     report.written = Written::header;
     const Model& m = st.models[0];
-    report.files.push_back({plan.files[0].path, st.set.shards[0].file.source_size, st.first_after.data_offset, m.tensors.size(),
+    const uint64_t size = st.set.shards[0].file.source_size - st.header->header_size + st.header->new_header_size;  // all header: resized
+    report.files.push_back({plan.files[0].path, size, st.first_after.data_offset, m.tensors.size(),
                             m.metadata.size(), 0, 0});
   } else if (!req.dry_run && !report.unchanged) {
     RewriteOptions opt = rewrite_options(req.write, st.ctx, req.write.force || req.in_place);

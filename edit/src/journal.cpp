@@ -289,12 +289,16 @@ int open_journal(const std::string& journal, struct stat& js) {
 }
 
 // The file reads clean with the strict reader, its header ending at `n` (0: anywhere).
-bool reads_clean(const Context& ctx, const std::string& path, uint64_t n, std::string* why = nullptr) {
+bool reads_clean(const Context& ctx, const std::string& path, uint64_t n, std::string* why = nullptr, bool tensorless = false) {
   try {
     Scanned s = scan(open_file(path, ctx));
     uint64_t end = std::min(s.layout.data_offset, s.source_size);
     if (n && end != n) {
       if (why) *why = "its header ends at byte " + std::to_string(end) + ", not at the journal's " + std::to_string(n);
+      return false;
+    }
+    if (tensorless && !s.model.tensors.empty()) {  // a header that changed its length is a whole file's
+      if (why) *why = "it holds " + std::to_string(s.model.tensors.size()) + " tensors";
       return false;
     }
     return true;
@@ -725,23 +729,33 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
   const uint64_t size = static_cast<uint64_t>(js.st_size), file_size = static_cast<uint64_t>(st.st_size);
   if (old_len > size - fixed - 8 || len > size - fixed - 8 - old_len || size != fixed + old_len + len + 8)
     throw refuse("its size (" + std::to_string(size) + " bytes) is not what its head says");
-  if (std::min(old_len, len) > file_size)  // one of its ranges lies in the file as it is: no header is larger
+  // One of its ranges lies in the file as it is (no header is larger), the other at most a
+  // GiB past it: its checksum reads at most that much.
+  if (std::min(old_len, len) > file_size || std::max(old_len, len) > file_size + (1ull << 30))
     throw refuse("its size (" + std::to_string(size) + " bytes) is more than a journal of " + path + " can be");
   Sum whole;
   each_piece(j.fd, journal, 0, size - 8, [&](const uint8_t* p, size_t k, uint64_t) { whole.add(p, k); });
   uint64_t recorded = 0;
   pread_all(j.fd, journal, &recorded, 8, size - 8);
   if (whole.get() != recorded) throw refuse("its checksum does not match its bytes");
-  // A header that changes its length is a file's whole (it holds no tensor data): the file
-  // is either size, or between them where a kill cut the longer one's writing short.
+  // Its head against the file. A header that changes its length is a file's whole (it holds
+  // no tensor data): the file is either size, or between them where a kill cut the longer
+  // one's writing short; its range leaves the counts (the first 24 bytes) as they are, and
+  // the file's tensor count is 0.
   const bool resized = n_new != n;
   if (get_u64(h, 16) != static_cast<uint64_t>(st.st_dev) || get_u64(h, 24) != static_cast<uint64_t>(st.st_ino) ||
       file_size < std::min(size_before, size_after) || file_size > std::max(size_before, size_after))
     throw refuse("it is the journal of another file (device, inode or size differ)");
-  if (resized ? size_before != n || size_after != n_new || at > std::min(n, n_new) || old_len != n - at || len != n_new - at
+  if (resized ? size_before != n || size_after != n_new || at < 24 || at > std::min(n, n_new) || old_len != n - at || len != n_new - at
               : size_before != size_after || n > file_size || at > n || len > n - at || old_len != len)
     throw refuse("its range (" + std::to_string(len) + " bytes at " + std::to_string(at) + ") does not lie inside the header (" +
                  std::to_string(n) + " bytes)");
+  if (resized) {
+    uint64_t counts[3] = {};
+    pread_all(f.fd, path, counts, sizeof counts, 0);
+    if (counts[1] != 0)
+      throw refuse("it would change the length of a file that holds tensors (its tensor count is not 0)");
+  }
 
   // Where the header ends, when the file reads as it is (an edit cut short in a value
   // still reads): the range must lie before it, never in the tensor data. (The header it
@@ -765,23 +779,46 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
   each_piece(f.fd, path, 0, at, [&](const uint8_t* p, size_t k, uint64_t) { rolled.add(p, k); });
   each_piece(j.fd, journal, fixed, old_len, [&](const uint8_t* q, size_t m, uint64_t) { rolled.add(q, m); });
   each_piece(f.fd, path, at + old_len, n - at - old_len, [&](const uint8_t* p, size_t k, uint64_t) { rolled.add(p, k); });
-  if (file_size >= n_new && now.get() == sum_new) {
-    // The new header is all there: it must read, ending where the journal says, before a
-    // shorter one's file is cut to its end (what lies past it is the old header's tail).
-    if (std::string why; !reads_clean(ctx, path, n_new, &why)) throw refuse("the header it says is complete does not read: " + why);
-    if (file_size != size_after && ::ftruncate(f.fd, static_cast<off_t>(size_after)) != 0) throw_io(path, "cannot set the file's size");
-    flush(f.fd, path);
-    if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal (the file itself is recovered)");
-    flush_folder(journal);
-    return Recovery::kept_new;
+  const bool is_new = file_size >= n_new && now.get() == sum_new, is_old = rolled.get() == sum_old;
+  // A header that changed its length: every byte from the range on is the old one's or the
+  // new one's at its place (past the old end, zeros where a crash lost the write), so that
+  // nothing but what the edit wrote is cut or written over.
+  if (resized) {
+    bool mine = true;
+    std::vector<uint8_t> o(1 << 20), w(1 << 20);
+    each_piece(f.fd, path, at, file_size - at, [&](const uint8_t* p, size_t k, uint64_t off) {
+      const uint64_t ko = off < n ? std::min<uint64_t>(k, n - off) : 0, kw = off < n_new ? std::min<uint64_t>(k, n_new - off) : 0;
+      if (ko) pread_all(j.fd, journal, o.data(), ko, fixed + (off - at));
+      if (kw) pread_all(j.fd, journal, w.data(), kw, fixed + old_len + (off - at));
+      for (size_t i = 0; i < k && mine; ++i)
+        mine = (i < ko && p[i] == o[i]) || (i < kw && p[i] == w[i]) || (off + i >= n && p[i] == 0);
+    });
+    if (!mine)
+      throw refuse("the file's bytes from " + std::to_string(at) + " on are neither the old header's nor the new one's");
   }
-  if (rolled.get() != sum_old)
+  // What is there from the range on, put back should neither header read.
+  std::vector<uint8_t> was(static_cast<size_t>(resized ? file_size - at : len));
+  pread_all(f.fd, path, was.data(), was.size(), at);
+  if (is_new) {
+    // The new header is all there: a shorter one's file is cut to its end (what lies past it
+    // is the old header's tail, which the journal holds), and it must read, ending where the
+    // journal says; if it does not, the old one goes back, when it can.
+    if (resized && file_size != size_after && ::ftruncate(f.fd, static_cast<off_t>(size_after)) != 0)
+      throw_io(path, "cannot set the file's size");
+    std::string why;
+    if (reads_clean(ctx, path, n_new, &why, resized)) {
+      flush(f.fd, path);
+      if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal (the file itself is recovered)");
+      flush_folder(journal);
+      return Recovery::kept_new;
+    }
+    if (!is_old) throw refuse("the header it says is complete does not read: " + why);
+  }
+  if (!is_old)
     throw refuse("the file's header is neither the old one nor the new one, even outside the " + std::to_string(len) +
                  " bytes at " + std::to_string(at) + " the edit wrote");
   // The old header but for the range: the old bytes go back (at the old size), and what was
   // there is kept until the file reads clean with them.
-  std::vector<uint8_t> was(static_cast<size_t>(resized ? file_size - at : len));
-  pread_all(f.fd, path, was.data(), was.size(), at);
   auto put_back = [&](const std::vector<uint8_t>& bytes, uint64_t to_size) {
     if (resized && ::ftruncate(f.fd, static_cast<off_t>(to_size)) != 0) throw_io(path, "cannot set the file's size");
     write_at(f.fd, path, bytes.data(), bytes.size(), at);
@@ -790,7 +827,7 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
   each_piece(j.fd, journal, fixed, old_len,
              [&](const uint8_t* p, size_t k, uint64_t off) { write_at(f.fd, path, p, k, at + (off - fixed)); });
   flush(f.fd, path);
-  if (std::string why; !reads_clean(ctx, path, n, &why)) {
+  if (std::string why; !reads_clean(ctx, path, n, &why, resized)) {
     put_back(was, file_size);
     flush(f.fd, path);
     throw refuse("the old header it holds does not read (" + why + "); the file is as it was");

@@ -98,6 +98,7 @@ struct EditReport {
   // In place: the header alone (its size, the bytes that differ, where they start), or
   // why the whole file is (or would be) rewritten.
   bool header_fits = false;
+  bool header_resized = false;  // a file that holds no tensor data: its header, and so the file, grows or shrinks
   uint64_t header_size = 0, header_bytes = 0, header_at = 0;
   std::string why_whole;
   std::vector<WrittenFile> files;     // what was written, in order
