@@ -799,6 +799,11 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
   // What is there from the range on, put back should neither header read.
   std::vector<uint8_t> was(static_cast<size_t>(resized ? file_size - at : len));
   pread_all(f.fd, path, was.data(), was.size(), at);
+  auto put_back = [&] {
+    if (resized && ::ftruncate(f.fd, static_cast<off_t>(file_size)) != 0) throw_io(path, "cannot set the file's size");
+    write_at(f.fd, path, was.data(), was.size(), at);
+    flush(f.fd, path);
+  };
   if (is_new) {
     // The new header is all there: a shorter one's file is cut to its end (what lies past it
     // is the old header's tail, which the journal holds), and it must read, ending where the
@@ -812,24 +817,22 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
       flush_folder(journal);
       return Recovery::kept_new;
     }
-    if (!is_old) throw refuse("the header it says is complete does not read: " + why);
+    if (!is_old) {
+      if (resized && file_size != size_after) put_back();
+      throw refuse("the header it says is complete does not read: " + why);
+    }
   }
   if (!is_old)
     throw refuse("the file's header is neither the old one nor the new one, even outside the " + std::to_string(len) +
                  " bytes at " + std::to_string(at) + " the edit wrote");
   // The old header but for the range: the old bytes go back (at the old size), and what was
   // there is kept until the file reads clean with them.
-  auto put_back = [&](const std::vector<uint8_t>& bytes, uint64_t to_size) {
-    if (resized && ::ftruncate(f.fd, static_cast<off_t>(to_size)) != 0) throw_io(path, "cannot set the file's size");
-    write_at(f.fd, path, bytes.data(), bytes.size(), at);
-  };
   if (resized && ::ftruncate(f.fd, static_cast<off_t>(size_before)) != 0) throw_io(path, "cannot set the file's size");
   each_piece(j.fd, journal, fixed, old_len,
              [&](const uint8_t* p, size_t k, uint64_t off) { write_at(f.fd, path, p, k, at + (off - fixed)); });
   flush(f.fd, path);
   if (std::string why; !reads_clean(ctx, path, n, &why, resized)) {
-    put_back(was, file_size);
-    flush(f.fd, path);
+    put_back();
     throw refuse("the old header it holds does not read (" + why + "); the file is as it was");
   }
   if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal (the file itself is recovered)");
