@@ -600,7 +600,7 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
                             {edit.bytes.data(), len},
                             {reinterpret_cast<const uint8_t*>(tail.data()), tail.size()}});
   } catch (const Error& e) {
-    throw Error(e.kind, e.file, e.offset, e.field, e.message + "; nothing was changed");
+    throw e.with_note("; nothing was changed");
   }
   fault_point("journal-written");
 
@@ -653,12 +653,11 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
       if (resized && ::ftruncate(f.fd, static_cast<off_t>(size)) != 0) throw_io(path, "cannot set the file's size back");
       flush(f.fd, path);
     } catch (const Error&) {
-      throw Error(e.kind, e.file, e.offset, e.field,
-                  e.message + "; the old header could not be put back: run 'ggufkit recover " + path + "'");
+      throw e.with_note("; the old header could not be put back: run 'ggufkit recover " + path + "'");
     }
     unlink_path(journal);
     flush_folder(journal);
-    throw Error(e.kind, e.file, e.offset, e.field, e.message + "; the old header was put back");
+    throw e.with_note("; the old header was put back");
   }
   // (d) Done: the journal goes.
   if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal (the edit itself is complete)");

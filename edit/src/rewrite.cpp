@@ -294,7 +294,7 @@ std::unique_ptr<PendingFile> write_verified(const Model& model, const std::strin
     cancelled(opt, target);
     return out;
   } catch (const Error& e) {
-    throw Error(e.kind, e.file.empty() ? target : e.file, e.offset, e.field, e.message + note);
+    throw e.with_note(note, target);
   }
 }
 
@@ -352,7 +352,7 @@ RewriteResult safe_rewrite(const Model& model, const std::string& source, const 
     auto locks = lock_replaced({{&model, target}}, opt.in_place, opt.ctx);
     out->commit();
   } catch (const Error& e) {
-    throw Error(e.kind, e.file.empty() ? target : e.file, e.offset, e.field, e.message + note);
+    throw e.with_note(note, target);
   }
   return result;
 }
@@ -408,7 +408,7 @@ std::vector<RewriteResult> safe_write_all(const std::vector<Output>& outputs, co
       }
     }
   } catch (const Error& e) {
-    throw Error(e.kind, e.file, e.offset, e.field, e.message + note);
+    throw e.with_note(note);
   }
   if (!renames.empty()) {
     for (auto& p : pending) p->keep_on_failure(true);  // put_set_in_place removes what it leaves
@@ -418,7 +418,7 @@ std::vector<RewriteResult> safe_write_all(const std::vector<Output>& outputs, co
   try {
     pending[0]->commit();
   } catch (const Error& e) {
-    throw Error(e.kind, e.file, e.offset, e.field, e.message + note);
+    throw e.with_note(note);
   }
   return results;
 }

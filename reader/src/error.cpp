@@ -35,9 +35,19 @@ void throw_usage(const std::string& message) {
   throw Error(Error::Kind::usage, "", std::nullopt, "", message);
 }
 
+Error Error::with_note(const std::string& note, const std::string& in_file) const {
+  Error e(kind, file.empty() ? in_file : file, offset, field, message + note);
+  e.not_gguf = not_gguf;
+  e.sys_errno = sys_errno;
+  return e;
+}
+
 void throw_io(const std::string& file, const std::string& message) {
-  std::string reason = errno ? std::string(": ") + std::strerror(errno) : std::string();
-  throw Error(Error::Kind::io, file, std::nullopt, "", message + reason);
+  const int err = errno;
+  std::string reason = err ? std::string(": ") + std::strerror(err) : std::string();
+  Error e(Error::Kind::io, file, std::nullopt, "", message + reason);
+  e.sys_errno = err;
+  throw e;
 }
 
 std::string reworded(std::string_view text, const std::function<std::string(std::string_view name)>& word) {

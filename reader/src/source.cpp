@@ -37,7 +37,9 @@ int open_checked(const std::string& path, struct stat& st, bool allow_stream) {
                                                                   : nullptr;
   if (kind) {
     ::close(fd);
-    throw Error(Error::Kind::usage, path, std::nullopt, "", std::string("is ") + kind + ", not a regular file");
+    Error e(Error::Kind::usage, path, std::nullopt, "", std::string("is ") + kind + ", not a regular file");
+    if (S_ISDIR(st.st_mode)) e.sys_errno = EISDIR;
+    throw e;
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return fd;

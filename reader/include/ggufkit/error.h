@@ -29,8 +29,16 @@ class Error : public std::runtime_error {
   // A file that is not GGUF at all: what it is instead and what to do (sniff.h); the
   // message says the same in words.
   std::optional<NotGguf> not_gguf;
+  // The system's reason, for callers that type errors by it (Python's FileNotFoundError,
+  // PermissionError, IsADirectoryError): errno as throw_io found it, EISDIR for a folder
+  // given as a file; 0 when the error is not the system's.
+  int sys_errno = 0;
 
   int exit_code() const { return static_cast<int>(kind); }
+
+  // The same error (its errno and what the file is instead kept) with `note` added to its
+  // message, and `file` as its file when it names none: what a step that adds context throws.
+  Error with_note(const std::string& note, const std::string& file = "") const;
 
   // "FILE: at byte N, FIELD: MESSAGE", made from the fields as they stand when asked: a
   // caller that sets the offset or field after the error is made changes the message too.
