@@ -38,20 +38,24 @@ YamlNode scalar_node(const std::string& text) {
 }  // namespace
 
 namespace {
-[[noreturn]] void refuse_twice(const Patch::Set& s, const std::string& key) {
-  throw Error(Error::Kind::format, "command line", std::nullopt, "set " + key,
-              key + " is set twice: at " + s.from + " and on the command line; give it once");
+// Where add_*'s values came from, as errors name it, and the phrase that says it.
+std::string origin(const Patch& p) { return p.caller == Patch::Caller::python ? "arguments" : "command line"; }
+std::string given_there(const Patch& p) { return p.caller == Patch::Caller::python ? "in the arguments" : "on the command line"; }
+
+[[noreturn]] void refuse_twice(const Patch& p, const Patch::Set& s, const std::string& key) {
+  throw Error(Error::Kind::format, origin(p), std::nullopt, "set " + key,
+              key + " is set twice: at " + s.from + " and " + given_there(p) + "; give it once");
 }
 void refuse_twice(const Patch& p, const std::string& key) {
   for (const Patch::Set& s : p.set)
-    if (s.key == key) refuse_twice(s, key);
+    if (s.key == key) refuse_twice(p, s, key);
 }
 
 // The text of --set VALUE read as a patch reads it: "My Model" loses its quotes, [1, 2] is
 // a list, {type: f32, value: 1} names a type. An empty VALUE is the empty string.
-YamlNode yaml_value(const std::string& key, const std::string& text) {
+YamlNode yaml_value(const Patch& p, const std::string& key, const std::string& text) {
   if (text.empty()) return scalar_node("");
-  YamlNode n = load_yaml(text, "command line (--set " + key + ")");
+  YamlNode n = load_yaml(text, p.caller == Patch::Caller::python ? "arguments (set['" + key + "'])" : "command line (--set " + key + ")");
   if (n.IsNull()) return scalar_node(text);  // "#..." or "~": the text itself
   return n;
 }
@@ -59,7 +63,7 @@ YamlNode yaml_value(const std::string& key, const std::string& text) {
 
 void Patch::add_set(const std::string& key, const std::string& text) {
   refuse_twice(*this, key);
-  set.push_back({key, yaml_value(key, text)});
+  set.push_back({key, yaml_value(*this, key, text), origin(*this)});
 }
 
 void Patch::add_set_typed(const std::string& key, const std::string& type, const std::string& text) {
@@ -71,8 +75,8 @@ void Patch::add_set_typed(const std::string& key, const std::string& type, const
   else
     m.items = {scalar_node("type"), scalar_node(type)};
   m.items.push_back(scalar_node("value"));
-  m.items.push_back(yaml_value(key, text));
-  set.push_back({key, std::move(m)});
+  m.items.push_back(yaml_value(*this, key, text));
+  set.push_back({key, std::move(m), origin(*this)});
 }
 
 void Patch::add_set_file(const std::string& key, const std::string& path) {
@@ -85,15 +89,15 @@ void Patch::add_set_file(const std::string& key, const std::string& path) {
   std::error_code ec;
   const fs::path abs = fs::path(path).is_relative() ? fs::absolute(path, ec) : fs::path(path);
   m.items = {scalar_node("file"), scalar_node(ec ? path : abs.string())};
-  set.push_back({key, std::move(m)});
+  set.push_back({key, std::move(m), origin(*this)});
 }
 
 void Patch::add_special(const std::string& name, const std::string& value, bool by_id) {
   for (const Special& s : special)
     if (s.name == name)
-      throw Error(Error::Kind::format, "command line", std::nullopt, "special token " + name,
-                  name + " is given twice: at " + s.from + " and on the command line; give it once");
-  special.push_back({name, scalar_node(value), by_id});
+      throw Error(Error::Kind::format, origin(*this), std::nullopt, "special token " + name,
+                  name + " is given twice: at " + s.from + " and " + given_there(*this) + "; give it once");
+  special.push_back({name, scalar_node(value), by_id, origin(*this)});
 }
 
 std::optional<int32_t> token_type_of(const std::string& name) {
@@ -110,13 +114,13 @@ void Patch::add_token_type(const std::string& text, const std::string& type) {
   const std::string entry = "token type \"" + text + "\"";
   for (const TokenType& t : token_types)
     if (t.text == text)
-      throw Error(Error::Kind::format, "command line", std::nullopt, entry,
-                  "\"" + text + "\" is retyped twice: at " + t.from + " and on the command line; give it once");
+      throw Error(Error::Kind::format, origin(*this), std::nullopt, entry,
+                  "\"" + text + "\" is retyped twice: at " + t.from + " and " + given_there(*this) + "; give it once");
   auto t = token_type_of(type);
   if (!t)
-    throw Error(Error::Kind::format, "command line", std::nullopt, entry,
+    throw Error(Error::Kind::format, origin(*this), std::nullopt, entry,
                 "'" + type + "' is not a token type; the types are " + kTokenTypeNames);
-  token_types.push_back({text, *t});
+  token_types.push_back({text, *t, origin(*this)});
 }
 
 namespace {
@@ -254,7 +258,7 @@ void Patch::add_from_hf(const std::string& path) {
   std::unordered_map<std::string, size_t> given;
   for (size_t i = 0; i < set.size(); ++i) given.emplace(set[i].key, i);
   for (hf::Entry& e : taken) {
-    if (auto it = given.find(e.key); it != given.end()) refuse_twice(set[it->second], e.key);
+    if (auto it = given.find(e.key); it != given.end()) refuse_twice(*this, set[it->second], e.key);
     given.emplace(e.key, set.size());
     set.push_back({e.key, std::move(e.value), e.from, e.version_of});
   }
@@ -275,10 +279,10 @@ uint64_t alignment_of(YamlReader& y, const YamlNode& n) {
 
 void Patch::set_alignment(const std::string& text) {
   if (alignment)
-    throw Error(Error::Kind::format, "command line", std::nullopt, "alignment",
+    throw Error(Error::Kind::format, origin(*this), std::nullopt, "alignment",
                 "the alignment is given twice: " + (*alignment ? std::to_string(*alignment) : std::string("default")) +
-                    " at " + alignment_from + " and " + text + " on the command line; give it once");
-  alignment_from = "command line";
+                    " at " + alignment_from + " and " + text + " " + given_there(*this) + "; give it once");
+  alignment_from = origin(*this);
   alignment_at = scalar_node(text);
   YamlReader y(name, base_dir);
   try {
@@ -599,8 +603,9 @@ class Applier : YamlReader {
       kv->value = std::move(v);
     } else {
       if (!type && !spec) {  // a key new to the file and the registry: typed as its value reads
-        const std::string how = "give its type: --set-typed " + s.key + "=f32:VALUE on the command line, " +
-                                "{type: f32, value: ...} in a patch";
+        const std::string how = p_.caller == Patch::Caller::python
+                                    ? "give its type: set={'" + s.key + "': {'type': 'f32', 'value': ...}}"
+                                    : "give its type: --set-typed " + s.key + "=f32:VALUE on the command line, {type: f32, value: ...} in a patch";
         // (not one this patch adds: two new keys alike are no typo)
         if (std::string near = nearest_key(m_, s.key, [&](const std::string& k) { return fresh_.count(k) > 0; }); !near.empty())
           fail(n, entry, s.key + " is not in the file nor in the key registry (did you mean " + near + "?); to add it, " + how);
@@ -610,7 +615,8 @@ class Applier : YamlReader {
         if (*type == ValueType::array) items = inferred->second;
         ctx_.note(yaml_where(name(), n.line, n.column),
              entry + ": a new key, stored as " + type_text(*type, items.value_or(ValueType::u8)) +
-                 " as its value reads (--set-typed or {type: ...} chooses another)");
+                 " as its value reads (" + (p_.caller == Patch::Caller::python ? "set={'" + s.key + "': {'type': ..., 'value': ...}}" : std::string("--set-typed or {type: ...}")) +
+                 " chooses another)");
       }
       check_key(s.key, n, entry);
       ValueType t = type.value_or(spec ? spec->type : ValueType::u8);
@@ -689,7 +695,9 @@ class Applier : YamlReader {
         std::string ids;
         for (uint64_t h : hits) ids += (ids.empty() ? "" : ", ") + std::to_string(h);
         refuse("\"" + printable(text) + "\" is more than one token (ids " + ids +
-                                  "); give the one meant by id: --special-token-id " + sp.name + "=ID, or {id: ID} in a patch");
+               "); give the one meant by id: " +
+               (p_.caller == Patch::Caller::python ? "special_tokens={'" + sp.name + "': ID}"
+                                                   : "--special-token-id " + sp.name + "=ID, or {id: ID} in a patch"));
       }
       id = hits[0];
     }

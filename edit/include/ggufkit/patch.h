@@ -57,6 +57,9 @@ struct Patch {
     YamlNode at;          // where it was written, for errors
   };
   std::string name = "command line";  // the patch file, for errors
+  // Who calls add_* (the command line's flags, or Python's keyword arguments): the words
+  // of errors about what it gave and of the advice on how to give it otherwise.
+  enum class Caller { command_line, python } caller = Caller::command_line;
   std::string base_dir = ".";         // file: paths are relative to it
   std::vector<Set> set;
   std::vector<Named> remove, rename;
