@@ -44,10 +44,6 @@ auto refused_as_format(const std::string& file, F f) {
 constexpr uint64_t kTextCap = 64u << 20;
 std::string read_all(const std::string& path) { return read_small_file(path == "-" ? "/dev/stdin" : path, kTextCap); }
 
-// The most detokenize makes: ids whose text is longer (a GPT-2 token outside the byte map
-// repeats its whole text once per character) are refused rather than made.
-constexpr size_t kDetokenizedCap = 256u << 20;
-
 }  // namespace
 
 int cmd_tokenize(const std::vector<std::string>& args) {
@@ -160,22 +156,17 @@ int cmd_detokenize(const std::vector<std::string>& args) {
     }
   }
   tokenizer::Vocab vocab = vocab_of(file, shard_only(*vm));
-  std::vector<int32_t> ids;
+  std::vector<int64_t> ids;
   ids.reserve(words.size());
   for (std::string_view w : words) {
     long long id = -1;
     const char* from = w.data() + (w.size() > 1 && w[0] == '+' ? 1 : 0);  // as stoll took it
     auto [end, ec] = std::from_chars(from, w.data() + w.size(), id);
     if (w.empty() || end != w.data() + w.size() || ec != std::errc()) throw_usage("not a token id: '" + clipped(w) + "'");
-    if (id < 0 || static_cast<unsigned long long>(id) >= vocab.size())
-      throw Error(Error::Kind::format, file, std::nullopt, "tokenizer.ggml.tokens",
-                  "token id " + clipped(w) + " is not in the vocabulary (its " + std::to_string(vocab.size()) + " tokens are ids 0 to " +
-                      std::to_string(vocab.size() - 1) + ")");
-    ids.push_back(static_cast<int32_t>(id));
+    ids.push_back(id);
   }
-  const std::string text = refused_as_format(file, [&] {
-    return vocab.detokenize(ids, (*vm)["remove-special"].as<bool>(), !(*vm)["no-unparse-special"].as<bool>(), kDetokenizedCap);
-  });
+  const std::string text =
+      detokenize_ids(vocab, file, ids, (*vm)["remove-special"].as<bool>(), !(*vm)["no-unparse-special"].as<bool>());
   if ((*vm)["json"].as<bool>()) {
     JsonOut j(std::cout);
     j.object([&] { j.key("text"); piece_json(j, text); });

@@ -4,6 +4,8 @@
 
 #include <deque>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "ggufkit/error.h"
 #include "ggufkit/format.h"
@@ -55,6 +57,24 @@ tokenizer::VocabSpec vocab_spec(const Model& m) {
     spec.keys.emplace(std::string(key), std::move(kv));  // the first of a repeated key, as ggml finds it
   }
   return spec;
+}
+
+std::string detokenize_ids(const tokenizer::Vocab& v, const std::string& file, std::span<const int64_t> ids, bool remove_special,
+                           bool unparse_special) {
+  std::vector<int32_t> in;
+  in.reserve(ids.size());
+  for (int64_t id : ids) {
+    if (id < 0 || static_cast<uint64_t>(id) >= v.size())
+      throw Error(Error::Kind::format, file, std::nullopt, "tokenizer.ggml.tokens",
+                  "token id " + std::to_string(id) + " is not in the vocabulary (its " + std::to_string(v.size()) +
+                      " tokens are ids 0 to " + std::to_string(static_cast<int64_t>(v.size()) - 1) + ")");
+    in.push_back(static_cast<int32_t>(id));
+  }
+  try {
+    return v.detokenize(in, remove_special, unparse_special, kDetokenizedCap);
+  } catch (const tokenizer::Error& e) {  // the model's fault (a text past the cap): exit 1, naming the key
+    throw Error(Error::Kind::format, file, std::nullopt, e.key, e.what());
+  }
 }
 
 bool has_chat_template(const Model& m) {

@@ -228,7 +228,9 @@ void run_job(const Job& j, std::atomic<uint64_t>& done, const std::atomic<bool>&
 // in the strings it names (so the order of the answers is the caller's, never the
 // threads'). The first job (in the caller's order) that failed throws its error. Progress
 // is told in `shown` bytes (the model's, or the files'), however many streams read them.
-void run_jobs(const std::vector<Job>& jobs, const std::function<void(uint64_t, uint64_t)>& progress, uint64_t shown = 0) {
+// `cancel` (a caller's Ctrl-C, seen where progress is told) stops every thread: an Error.
+void run_jobs(const std::vector<Job>& jobs, const std::function<void(uint64_t, uint64_t)>& progress, uint64_t shown = 0,
+              const std::atomic<bool>* cancel = nullptr) {
   uint64_t total = 0;
   std::vector<size_t> order(jobs.size());
   std::iota(order.begin(), order.end(), size_t{0});
@@ -273,11 +275,13 @@ void run_jobs(const std::vector<Job>& jobs, const std::function<void(uint64_t, u
         progress(static_cast<uint64_t>(share * static_cast<double>(shown)), shown);
         l.lock();
       }
+      if (cancel && *cancel) stop = true;
     }
   }
   for (std::thread& t : threads) t.join();
   for (const std::exception_ptr& e : errs)
     if (e) std::rethrow_exception(e);
+  if (cancel && *cancel) throw Error(Error::Kind::io, "", std::nullopt, "", "stopped: the hashing was cancelled");
   if (progress) progress(shown, shown);
 }
 
@@ -702,7 +706,7 @@ HashReport hash_files(const HashRequest& r) {
   else
     for (size_t k = 0; k < rep.files.size(); ++k)
       for (size_t i = 0; i < rep.files[k].tensors; ++i) shown += o.set.shards[k].file.model.tensors[i].nbytes();
-  run_jobs(jobs, r.progress, shown);
+  run_jobs(jobs, r.progress, shown, r.context.cancel);
   if (r.check)
     for (size_t k = 0; k < rep.files.size(); ++k) check_file(k, want[k], types[k], rep);
   return rep;

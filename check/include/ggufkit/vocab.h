@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
+#include <string>
 
 #include "ggufkit/error.h"
 #include "ggufkit/model.h"
@@ -22,6 +24,15 @@ tokenizer::VocabSpec vocab_spec(const Model& m);
 // `for_prompts` too.
 std::optional<tokenizer::Vocab> load_vocab(const Model& m, const std::string& file = "", const tokenizer::Vocab* like = nullptr,
                                            bool for_prompts = false);
+
+// The longest text detokenize_ids makes: ids whose text is longer (a GPT-2 token outside the
+// byte map repeats its whole text once per character) are refused rather than made.
+inline constexpr size_t kDetokenizedCap = 256u << 20;
+// llama_detokenize of ids a caller gave (`ggufkit detokenize`, Python's detokenize()): an id
+// that is not one of the vocabulary's is a format Error naming `file`, tokenizer.ggml.tokens
+// and the id (llama.cpp would read past its table), and so is what the tokenizer refuses.
+std::string detokenize_ids(const tokenizer::Vocab& v, const std::string& file, std::span<const int64_t> ids, bool remove_special,
+                           bool unparse_special);
 
 // Whether `m` has a chat template (a key is_template_key names): one the template rules
 // render and tokenize.

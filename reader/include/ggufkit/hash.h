@@ -59,7 +59,7 @@ struct HashRequest {
   // Told, on the calling thread, how many bytes are hashed and of how many: the files'
   // (file_sha256) or the tensor data's, however many digests read each byte.
   std::function<void(uint64_t done, uint64_t total)> progress;
-  Context context;  // the call's locks
+  Context context;  // the call's locks, and its cancel flag (checked where progress is told)
 };
 
 struct HashedFile {
