@@ -12,7 +12,8 @@ CORPUS ?= ../shared/corpus
 # -Werror in CI (CI=true), plain warnings by hand.
 WERROR := $(if $(filter true,$(CI)),ON,OFF)
 DEBS := cmake g++ make libboost-program-options-dev libboost-iostreams-dev libyaml-cpp-dev libgtest-dev libxxhash-dev libssl-dev libpcre2-dev libicu-dev python3-jinja2 \
-        pybind11-dev python3-dev python3-pytest python3-numpy locales
+        pybind11-dev python3-dev python3-pytest python3-numpy python3-yaml \
+        python3-setuptools python3-wheel python3-build python3-venv locales
 FUZZ_DEBS := clang libclang-rt-14-dev
 # The interop tests' npm packages, pinned, installed outside the source tree.
 NPM_DIR ?= $(HOME)/.cache/ggufkit-interop

@@ -1,14 +1,20 @@
 #include "convert.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <unordered_map>
 #include <vector>
 
+#include "ggufkit/encode.h"
 #include "ggufkit/error.h"
 #include "ggufkit/format.h"
+#include "ggufkit/numeric.h"
 #include "ggufkit/text.h"
 
 namespace ggufkit::python {
@@ -84,6 +90,164 @@ std::string repr_text(const py::handle& o) {
   py::object b = py::reinterpret_steal<py::object>(PyUnicode_AsEncodedString(r.ptr(), "utf-8", "backslashreplace"));
   if (!b) throw py::error_already_set();
   return std::string(PyBytes_AS_STRING(b.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(b.ptr())));
+}
+
+// ---- numpy arrays ----------------------------------------------------------------------
+
+// An array as numpy's __array_interface__ describes it: found and read without importing
+// numpy (which need not be installed), from numpy or any library that speaks the protocol.
+struct ArrayArg {
+  py::object owner;  // holds the memory `data` points into
+  char kind = 0;     // 'f' float, 'i' signed, 'u' unsigned, 'b' bool
+  size_t width = 0;  // bytes an element
+  bool big = false;  // the elements' byte order
+  std::vector<uint64_t> shape;
+  uint64_t count = 1;
+  const uint8_t* data = nullptr;
+  std::string dtype;  // numpy's name of it, for messages
+};
+
+bool is_array(const py::handle& o) { return PyObject_HasAttrString(o.ptr(), "__array_interface__") == 1; }
+
+std::string shape_text(const std::vector<uint64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+// The array behind `o`; a usage Error naming `what` for a dtype with no GGUF type (complex,
+// object, datetime, str, structured, float128) and for a strided view, whose bytes are not
+// its elements in order.
+ArrayArg array_arg(const py::handle& o, const std::string& what) {
+  ArrayArg a;
+  a.owner = py::reinterpret_borrow<py::object>(o);
+  const py::dict ai = o.attr("__array_interface__");
+  const std::string ts = py::str(ai["typestr"]);
+  const py::object dt = py::getattr(o, "dtype", py::none());
+  a.dtype = dt.is_none() ? ts : std::string(py::str(dt));
+  if (ts.size() >= 3) {
+    a.kind = ts[1];
+    std::from_chars(ts.data() + 2, ts.data() + ts.size(), a.width);
+  }
+  const size_t w = a.width;
+  const bool known = (a.kind == 'f' && (w == 2 || w == 4 || w == 8)) ||
+                     ((a.kind == 'i' || a.kind == 'u') && (w == 1 || w == 2 || w == 4 || w == 8)) || (a.kind == 'b' && w == 1);
+  if (!known)
+    throw_usage(what + ": a numpy array of " + a.dtype + " has no GGUF type (float16, float32, float64, int8-int64, uint8-uint64, bool)");
+  a.big = ts[0] == '>' || (ts[0] == '=' && PY_BIG_ENDIAN);
+  for (const py::handle d : py::tuple(ai["shape"])) {
+    a.shape.push_back(d.cast<uint64_t>());
+    a.count *= a.shape.back();
+  }
+  // numpy gives strides only for an array that is not C-contiguous; a dimension of one
+  // element may have any stride.
+  const py::object strides = ai.attr("get")("strides");
+  if (!strides.is_none() && a.count > 0) {
+    const py::tuple st(strides);
+    int64_t want = static_cast<int64_t>(w);
+    for (size_t i = a.shape.size(); i-- > 0;) {
+      if (a.shape[i] > 1 && st[i].cast<int64_t>() != want)
+        throw_usage(what + ": the numpy array is not contiguous (a slice with a step, or a transpose): give numpy.ascontiguousarray(x)");
+      want *= static_cast<int64_t>(a.shape[i]);
+    }
+  }
+  const py::object data = ai.attr("get")("data");
+  if (!PyTuple_Check(data.ptr())) throw_usage(what + ": the array gives no pointer to its memory (__array_interface__'s data)");
+  a.data = reinterpret_cast<const uint8_t*>(py::tuple(data)[0].cast<uintptr_t>());
+  return a;
+}
+
+[[noreturn]] void refuse_0d(const std::string& what) {
+  throw_usage(what + ": a 0-d numpy array (a numpy scalar): give x.item() for one value, or an array of one dimension or more");
+}
+
+// Element i's bits, as a number in this machine's order.
+uint64_t element_bits(const ArrayArg& a, uint64_t i) {
+  const uint8_t* p = a.data + i * a.width;
+  uint64_t v = 0;
+  for (size_t b = 0; b < a.width; ++b) v |= static_cast<uint64_t>(p[b]) << (8 * (a.big ? a.width - 1 - b : b));
+  return v;
+}
+
+// A float element's value (float16 and float32 widened exactly).
+double float_value(const ArrayArg& a, uint64_t bits) {
+  if (a.width == 2) return f16_to_f32(static_cast<uint16_t>(bits));
+  if (a.width == 4) {
+    float f;
+    const auto u = static_cast<uint32_t>(bits);
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  double d;
+  std::memcpy(&d, &bits, 8);
+  return d;
+}
+
+// Any element's value as a double (what the library's encoder takes).
+double element_value(const ArrayArg& a, uint64_t i) {
+  const uint64_t v = element_bits(a, i);
+  if (a.kind == 'f') return float_value(a, v);
+  if (a.kind != 'i') return static_cast<double>(v);
+  const int shift = static_cast<int>(64 - 8 * a.width);
+  return static_cast<double>(static_cast<int64_t>(v << shift) >> shift);
+}
+
+// Element i as the sketch reads a number: what the same value in a Python list gives
+// (a float keeps a ".0", so that an integer type refuses it as it refuses 1.0). A NaN is
+// {bits: N} when `nan_bits` (the element type is the array's own, so its payload is kept).
+void element_text(const ArrayArg& a, uint64_t i, bool nan_bits, std::string& out) {
+  const uint64_t v = element_bits(a, i);
+  char buf[64];
+  std::to_chars_result r{buf, std::errc()};
+  if (a.kind == 'b' && v <= 1) {
+    out += v ? "true" : "false";
+    return;
+  }
+  if (a.kind == 'i') {
+    const int shift = static_cast<int>(64 - 8 * a.width);
+    r = std::to_chars(buf, buf + sizeof buf, static_cast<int64_t>(v << shift) >> shift);
+  } else if (a.kind != 'f') {
+    r = std::to_chars(buf, buf + sizeof buf, v);  // unsigned, or a bool byte other than 0 or 1
+  } else {
+    const double d = float_value(a, v);
+    if (std::isnan(d)) {
+      out += nan_bits ? "{\"bits\": " + std::to_string(v) + "}" : std::string("nan");
+      return;
+    }
+    if (std::isinf(d)) {
+      out += d < 0 ? "-inf" : "inf";
+      return;
+    }
+    r = std::to_chars(buf, buf + sizeof buf, d);  // the shortest text that reads back the same
+    if (std::string_view(buf, static_cast<size_t>(r.ptr - buf)).find_first_of(".e") == std::string_view::npos) {
+      *r.ptr++ = '.';
+      *r.ptr++ = '0';
+    }
+  }
+  out.append(buf, r.ptr);
+}
+
+void list_text(const ArrayArg& a, bool nan_bits, std::string& out) {
+  out += '[';
+  for (uint64_t i = 0; i < a.count; ++i) {
+    if (i) out += ", ";
+    element_text(a, i, nan_bits, out);
+  }
+  out += ']';
+}
+
+// What sketch_arrays puts in a sketch in place of a metadata array or a tensor's values
+// that go as a list: the array, which to_text writes as the flat list of its elements,
+// held by a capsule no caller's value can be.
+struct ArrayText {
+  ArrayArg a;
+  bool nan_bits = false;
+};
+constexpr const char* kArrayText = "ggufkit.array_text";
+
+py::object array_text(ArrayText t) {
+  return py::capsule(new ArrayText(std::move(t)), kArrayText,
+                     [](PyObject* c) { delete static_cast<ArrayText*>(PyCapsule_GetPointer(c, kArrayText)); });
 }
 
 // A value's text. A list or dict met again (a list holding one list twice, that one
@@ -196,9 +360,17 @@ int Walk::emit_value(const py::handle& o, int depth) {
       item(v);
     }
     out += '}';
+  } else if (PyCapsule_IsValid(o.ptr(), kArrayText)) {
+    const auto* t = static_cast<const ArrayText*>(PyCapsule_GetPointer(o.ptr(), kArrayText));
+    list_text(t->a, t->nan_bits, out);
+  } else if (is_array(o)) {  // a value elsewhere (edit's set=): a 1-d array is the list of its elements
+    const ArrayArg a = array_arg(o, what);
+    if (a.shape.empty()) refuse_0d(what);
+    if (a.shape.size() != 1) throw_usage(what + ": a numpy array of shape " + shape_text(a.shape) + " here: give a 1-d array (or a list)");
+    list_text(a, false, out);
   } else {
     throw_usage(what + ": cannot be given a " + py::str(py::type::of(o).attr("__name__")).cast<std::string>() +
-                " (None, bool, int, float, str, bytes, list, tuple or dict)");
+                " (None, bool, int, float, str, bytes, list, tuple, dict or a numpy array)");
   }
   return height;
 }
@@ -208,6 +380,204 @@ int Walk::emit_value(const py::handle& o, int depth) {
 std::string to_text(const py::handle& value, const std::string& what) {
   std::string out;
   emit(value, what, 0, out);
+  return out;
+}
+
+namespace {
+
+// Element types of the array's own dtype: a metadata array's items and a tensor's type
+// ("" when GGUF or ggml has none: float16 metadata; unsigned and bool tensors).
+std::string metadata_type(const ArrayArg& a) {
+  if (a.kind == 'b') return "bool";
+  if (a.kind == 'f') return a.width == 2 ? "" : "f" + std::to_string(8 * a.width);
+  return std::string(1, a.kind) + std::to_string(8 * a.width);
+}
+std::string tensor_type(const ArrayArg& a) {
+  if (a.kind == 'f') return "f" + std::to_string(8 * a.width);
+  return a.kind == 'i' ? "i" + std::to_string(8 * a.width) : "";
+}
+
+py::dict copy_dict(const py::dict& d) {
+  PyObject* c = PyDict_Copy(d.ptr());
+  if (!c) throw py::error_already_set();
+  return py::reinterpret_steal<py::dict>(c);
+}
+
+// A str field of an entry, or "" when it has none (or one that is not a str).
+std::string str_field(const py::dict& e, const char* name) {
+  if (!e.contains(name)) return "";
+  const py::object v = e[name];
+  return PyUnicode_Check(v.ptr()) ? name_bytes(v).value_or("") : "";
+}
+
+// - {key: K, value: ARRAY}: type array, items from the dtype unless given.
+py::object metadata_entry(const py::dict& e, const std::string& at) {
+  const ArrayArg a = array_arg(e["value"], at);
+  if (a.shape.empty()) refuse_0d(at);
+  if (a.shape.size() != 1)
+    throw_usage(at + ": a metadata array is flat, and this numpy array has shape " + shape_text(a.shape) + ": give x.reshape(-1)");
+  py::dict c = copy_dict(e);
+  const std::string type = e.contains("type") ? str_field(e, "type") : "array";
+  if (type != "array") throw_usage(at + ": type " + type + " takes one value, not a numpy array: give type array, or x.item()");
+  c["type"] = "array";
+  std::string items = str_field(e, "items");
+  if (!e.contains("items")) {
+    items = metadata_type(a);
+    if (items.empty()) throw_usage(at + ": a numpy array of " + a.dtype + " has no GGUF metadata type: give items (f32, f64), or x.astype(numpy.float32)");
+    c["items"] = items;
+  }
+  c["value"] = array_text({a, items == metadata_type(a)});
+  return c;
+}
+
+// The elements a list of dims holds; nothing for what is not a list of ints in range (the
+// library says what is wrong with it).
+std::optional<uint64_t> dims_count(const py::object& dims) {
+  if (!PyList_Check(dims.ptr()) && !PyTuple_Check(dims.ptr())) return std::nullopt;
+  uint64_t n = 1;
+  for (const py::handle d : dims) {
+    if (!PyLong_Check(d.ptr()) || PyBool_Check(d.ptr())) return std::nullopt;
+    const unsigned long long x = PyLong_AsUnsignedLongLong(d.ptr());
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      return std::nullopt;
+    }
+    if (x != 0 && n > UINT64_MAX / x) return std::nullopt;
+    n *= x;
+  }
+  return n;
+}
+
+// The array's bytes with each element in the file's byte order.
+void append_raw(ArrayBytes& out, const ArrayArg& a, bool big_file) {
+  const size_t n = a.count * a.width;
+  if (a.width == 1 || a.big == big_file) return out.append(a.data, n);
+  std::vector<uint8_t> buf(std::min<size_t>(n, 1 << 20));  // a whole number of elements
+  for (size_t at = 0; at < n; at += buf.size()) {
+    const size_t m = std::min(buf.size(), n - at);
+    for (size_t i = 0; i < m; ++i) buf[i] = a.data[at + i - i % a.width + (a.width - 1 - i % a.width)];
+    out.append(buf.data(), m);
+  }
+}
+
+// The array's elements encoded to `type` by the library's encoder, a piece at a time: the
+// bytes a values list of the same numbers gives.
+void append_encoded(ArrayBytes& out, const ArrayArg& a, const GgmlType& type, bool big_file) {
+  const uint64_t piece = uint64_t{type.block} * 8192;
+  std::vector<double> values;
+  std::vector<uint8_t> bytes;
+  for (uint64_t at = 0; at < a.count; at += piece) {
+    const uint64_t n = std::min(piece, a.count - at);
+    values.resize(n);
+    for (uint64_t i = 0; i < n; ++i) values[i] = element_value(a, at + i);
+    bytes.resize(n / type.block * type.size);
+    encode(type, values.data(), n, bytes.data(), big_file);
+    out.append(bytes.data(), bytes.size());
+  }
+}
+
+// - {name: N, values: ARRAY}: type from the dtype and dims from the shape unless given. Its
+// data goes to the library as bytes (from: the arrays' file) when the type is its dtype's,
+// or one the library encodes numbers to (f16, bf16, q8_0, ...: encoded here as a values
+// list would be); else as a values list (integer types, whose range the library checks).
+py::object tensor_entry(const py::dict& e, const std::string& at, bool big_file, ArrayBytes& bytes) {
+  const ArrayArg a = array_arg(e["values"], at);
+  if (a.shape.empty()) refuse_0d(at);
+  if (a.shape.size() > 4) throw_usage(at + ": a numpy array of shape " + shape_text(a.shape) + " has " + std::to_string(a.shape.size()) + " dims; ggml allows 4");
+  py::dict c = copy_dict(e);
+  const std::string own = tensor_type(a);
+  if (!e.contains("type")) {
+    if (own.empty())
+      throw_usage(at + ": a numpy array of " + a.dtype + " has no ggml type of its own (float16, float32, float64, int8-int64): give type (f32, bf16, q8_0, ...)");
+    c["type"] = own;
+  }
+  if (!e.contains("dims")) {
+    py::list dims;
+    for (size_t i = a.shape.size(); i-- > 0;) dims.append(a.shape[i]);  // ggml's order: innermost first
+    c["dims"] = dims;
+  } else if (const std::optional<uint64_t> n = dims_count(e["dims"]); n && *n != a.count) {
+    // dims of its own (a flat array as a matrix) must hold its elements: the library would
+    // speak of bytes the caller never gave.
+    throw_usage(at + ": dims " + repr_text(e["dims"]) + " hold " + std::to_string(*n) + " elements; the numpy array has " +
+                std::to_string(a.count));
+  }
+  const std::string type = str_field(c, "type");
+  const GgmlType* gt = type.empty() ? nullptr : ggml_type_by_name(type);
+  const bool other = e.contains("fill") || e.contains("bytes") || e.contains("from");  // the library says to give one
+  const bool raw = gt && !own.empty() && gt == ggml_type_by_name(own);
+  const bool encoded = gt && !raw && can_encode(*gt) && !(gt->block == 1 && gt->name[0] == 'i') && !(big_file && gt->block > 1) && a.count % gt->block == 0;
+  if (other || (!raw && !encoded)) {
+    c["values"] = array_text({a, false});
+    return c;
+  }
+  const uint64_t offset = bytes.size();
+  if (raw) append_raw(bytes, a, big_file);
+  else append_encoded(bytes, a, *gt, big_file);
+  PyDict_DelItemString(c.ptr(), "values");
+  py::dict from;
+  from["file"] = bytes.path();
+  from["offset"] = offset;
+  c["from"] = from;
+  return c;
+}
+
+}  // namespace
+
+ArrayBytes::~ArrayBytes() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int ArrayBytes::fd() {
+  if (fd_ < 0) fd_ = ::memfd_create("ggufkit-arrays", MFD_CLOEXEC);
+  if (fd_ < 0) throw_io("memfd", "cannot make a file in memory for the arrays' bytes");
+  return fd_;
+}
+
+std::string ArrayBytes::path() { return "/proc/self/fd/" + std::to_string(fd()); }
+
+void ArrayBytes::append(const void* data, size_t n) {
+  const int to = fd();
+  py::gil_scoped_release nogil;  // a copy as long as the arrays: other threads run meanwhile
+  for (auto p = static_cast<const char*>(data); n > 0;) {
+    const ssize_t w = ::write(to, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) throw_io(path(), "cannot hold the arrays' bytes in memory");
+    p += w;
+    n -= static_cast<size_t>(w);
+    size_ += static_cast<uint64_t>(w);
+  }
+}
+
+py::object sketch_arrays(const py::object& sketch, ArrayBytes& bytes) {
+  if (!PyDict_Check(sketch.ptr())) return sketch;
+  const py::dict s = py::reinterpret_borrow<py::dict>(sketch);
+  const bool big_file = str_field(s, "byte_order") == "big";
+  py::dict out = copy_dict(s);
+  // Each list of entries copied, an entry given an array replaced by a copy made explicit:
+  // the caller's dicts are left as they were.
+  auto entries = [&](const char* list, const char* name_key, const char* array_key, auto&& fix) {
+    if (!s.contains(list) || !PyList_Check(py::object(s[list]).ptr())) return;
+    // A copy to walk: the GIL is let go while an array's bytes are copied.
+    const auto given = py::reinterpret_steal<py::list>(PySequence_List(py::object(s[list]).ptr()));
+    if (!given) throw py::error_already_set();
+    py::list copy;
+    size_t i = 0;
+    for (const py::handle e : given) {
+      if (PyDict_Check(e.ptr())) {
+        const py::dict d = py::reinterpret_borrow<py::dict>(e);
+        if (d.contains(array_key) && is_array(d[array_key])) {
+          const std::string name = str_field(d, name_key);
+          copy.append(fix(d, std::string(list) + "[" + std::to_string(i++) + "]" + (name.empty() ? "" : " " + name)));
+          continue;
+        }
+      }
+      copy.append(e);
+      ++i;
+    }
+    out[list] = copy;
+  };
+  entries("metadata", "key", "value", [&](const py::dict& e, const std::string& at) { return metadata_entry(e, at); });
+  entries("tensors", "name", "values", [&](const py::dict& e, const std::string& at) { return tensor_entry(e, at, big_file, bytes); });
   return out;
 }
 

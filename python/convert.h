@@ -20,10 +20,41 @@ namespace py = pybind11;
 py::object to_python(const Value& v);
 
 // A Python value as YAML flow text: None, bool, int, float (nan, inf, -inf), str (quoted: a
-// string, never a number), bytes ({hex: ...}), list or tuple, dict with str keys. Anything
+// string, never a number), bytes ({hex: ...}), list or tuple, dict with str keys, a 1-d
+// numpy array (the list of its elements), and what sketch_arrays puts in. Anything
 // else, a str that is not UTF-8 (a lone surrogate), or nesting past 64 levels is a usage
 // Error naming `what`.
 std::string to_text(const py::handle& value, const std::string& what);
+
+// The bytes of a sketch's numpy tensors, for the library to read as a file: an anonymous
+// file in memory (memfd), which the sketch names /proc/self/fd/N in a tensor's from:, made
+// when first asked for and closed when this goes. (A sketch's text is capped at 64 MiB; a
+// tensor's data is not.)
+class ArrayBytes {
+ public:
+  ArrayBytes() = default;
+  ArrayBytes(const ArrayBytes&) = delete;
+  ArrayBytes& operator=(const ArrayBytes&) = delete;
+  ~ArrayBytes();
+  void append(const void* data, size_t n);  // lets the GIL go while it copies
+  uint64_t size() const { return size_; }
+  std::string path();
+
+ private:
+  int fd();
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
+// A sketch dict with its numpy arrays (anything with __array_interface__; numpy itself is
+// never imported) made explicit, in a copy: a metadata entry's `value` array gets type
+// array and items from its dtype; a tensor's `values` array gets type from its dtype and
+// dims from its shape (reversed: ggml's innermost first), and its data goes into `bytes`
+// (from:) when the type is the dtype's or one the library encodes numbers to. Entries that
+// give type, items or dims keep them. A dtype with no GGUF type, a strided view, a 0-d
+// array, a tensor of more than 4 dims, a metadata array of more than one dim are usage
+// Errors naming the entry ("tensors[2] w: ..."). `bytes` must outlive the sketch's use.
+py::object sketch_arrays(const py::object& sketch, ArrayBytes& bytes);
 
 // A str, bytes or os.PathLike as a path (os.fspath); a usage Error naming `what` otherwise,
 // or when it holds a NUL byte (the system would cut the name there).

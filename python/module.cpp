@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common.h"
 #include "convert.h"
 #include "ggufkit/check.h"
 #include "ggufkit/dialect.h"
@@ -37,81 +38,6 @@ namespace ggufkit::python {
 
 namespace {
 
-PyObject* g_error = nullptr;  // ggufkit.Error, a ValueError
-
-// The thread in locale `l` (uselocale) while it lives, then back in the one it had.
-class UseLocale {
- public:
-  explicit UseLocale(locale_t l) : old_(::uselocale(l)) {}
-  ~UseLocale() { ::uselocale(old_); }
-  UseLocale(const UseLocale&) = delete;
-  UseLocale& operator=(const UseLocale&) = delete;
-
- private:
-  locale_t old_;
-};
-
-// The library reads and prints numbers with the C library (strtod, snprintf), which follows
-// LC_NUMERIC: after a program's locale.setlocale(LC_ALL, "de_DE.UTF-8") it would read a
-// template's 0.1 as 0. While it works, its thread is in the C locale; the library's
-// background threads take their caller's locale (in_background).
-struct CLocale : UseLocale {
-  CLocale() : UseLocale(c_locale()) {}
-  static locale_t c_locale() {
-    static const locale_t c = ::newlocale(LC_ALL_MASK, "C", nullptr);
-    return c;
-  }
-};
-
-// A call into the library: the GIL let go, then the C locale (undone in the reverse order).
-struct InLibrary {
-  py::gil_scoped_release nogil;
-  CLocale c;
-};
-
-const char* kind_name(Error::Kind k) { return k == Error::Kind::format ? "format" : k == Error::Kind::usage ? "usage" : "io"; }
-
-py::object finding_object(const Finding& f, const std::string& file);
-
-// A library message as Python says it: the request fields it names (`force`) as the
-// keyword arguments that set them (force=True).
-std::string py_words(std::string_view text) {
-  return reworded(text, [](std::string_view name) {
-    for (const char* flag : {"force", "allow_broken", "in_place", "discard"})
-      if (name == flag) return std::string(name) + "=True";
-    return std::string(name);
-  });
-}
-
-// Raises ggufkit.Error with the command's message and where: file, offset, field, code
-// (a refusing rule's code, else the error's kind: format, usage, io), findings.
-void raise_error(const Error& library) {
-  // what() is made from the fields as they stand (a refused edit names its field and
-  // offset after it is made), as the command prints it, in Python's words.
-  const Error e(library.kind, library.file, library.offset, py_words(library.field), py_words(library.message));
-  py::object err = py::reinterpret_borrow<py::object>(g_error)(message_str(e.what()));
-  err.attr("file") = e.file.empty() ? py::object(py::none()) : py::object(text_str(e.file));
-  err.attr("offset") = e.offset ? py::object(py::int_(*e.offset)) : py::object(py::none());
-  err.attr("field") = text_str(e.field);
-  err.attr("kind") = py::str(kind_name(e.kind));
-  err.attr("exit_code") = py::int_(e.exit_code());
-  err.attr("message") = message_str(e.message);
-  py::list findings;
-  std::string code = kind_name(e.kind);
-  if (const auto* r = dynamic_cast<const EditRefused*>(&library)) {
-    for (const Finding& f : r->findings) {
-      if (f.severity == Severity::error && code == kind_name(e.kind)) code = code_name(f.code);
-      findings.append(finding_object(f, e.file));
-    }
-    if (r->reason == EditRefused::Reason::template_syntax && code == kind_name(e.kind)) code = "template_syntax";
-    if (r->reason == EditRefused::Reason::header_only || r->reason == EditRefused::Reason::header_only_every_shard) code = "header_only";
-    if (r->reason == EditRefused::Reason::content_store) code = "content_store";
-  }
-  err.attr("code") = py::str(code);
-  err.attr("findings") = findings;
-  PyErr_SetObject(g_error, err.ptr());
-}
-
 // ---- records ------------------------------------------------------------------------
 
 struct TensorRecord {
@@ -125,17 +51,6 @@ struct SpanRecord {
   std::string kind, field;
   uint64_t offset = 0, size = 0;
 };
-
-struct FindingRecord {
-  std::string file, code, severity, field, item, message, fix;
-  std::optional<uint64_t> offset;
-  std::vector<int32_t> ids;
-};
-
-py::object finding_object(const Finding& f, const std::string& file) {
-  return py::cast(FindingRecord{file, std::string(code_name(f.code)), std::string(severity_name(f.severity)), f.place.name, f.place.item,
-                                f.message, f.fix, f.offset, f.ids});
-}
 
 // ---- an open file -----------------------------------------------------------------------
 
@@ -293,10 +208,34 @@ MappedBytes tensor_bytes(const Opened& o, const std::string& name) {
   return out;
 }
 
-std::vector<float> tensor_values(const Opened& o, const std::string& name) {
+// A tensor's decoded values and their numpy shape: ggml's dims reversed (outermost first),
+// as gguf-py shapes them.
+struct Values {
+  std::vector<float> v;
+  std::vector<py::ssize_t> shape;
+};
+
+Values tensor_values(const Opened& o, const std::string& name) {
   const Tensor t = o.model().tensors[tensor_index(o, name)];
   if (o.view.s.header_only) tensor_bytes(o, name);  // says why there are no values
-  return ggufkit::tensor_values(t, o.model().data_order.value_or(o.model().order));
+  Values out{ggufkit::tensor_values(t, o.model().data_order.value_or(o.model().order)), {}};
+  for (size_t i = t.dims.size(); i-- > 0;) out.shape.push_back(static_cast<py::ssize_t>(t.dims[i]));
+  return out;
+}
+
+// The values as nested lists of that shape (what ndarray.tolist() gives), for a Python
+// without numpy.
+py::object nested_list(const float* p, const std::vector<py::ssize_t>& shape, size_t d) {
+  if (d == shape.size()) return py::float_(*p);  // a tensor of no dims: one value
+  py::ssize_t stride = 1;
+  for (size_t k = d + 1; k < shape.size(); ++k) stride *= shape[k];
+  py::list out(static_cast<size_t>(shape[d]));
+  for (py::ssize_t i = 0; i < shape[d]; ++i) {
+    PyObject* x = d + 1 == shape.size() ? PyFloat_FromDouble(p[i]) : nested_list(p + i * stride, shape, d + 1).release().ptr();
+    if (!x) throw py::error_already_set();
+    PyList_SET_ITEM(out.ptr(), i, x);
+  }
+  return out;
 }
 
 class File {
@@ -351,73 +290,6 @@ py::list change_list(const std::vector<Change>& changes) {
     out.append(d);
   }
   return out;
-}
-
-py::dict file_dict(const WrittenFile& f) {
-  py::dict d;
-  d["path"] = text_str(f.path);
-  d["file_size"] = f.file_size;
-  d["data_offset"] = f.data_offset;
-  d["tensors"] = f.tensors;
-  d["keys"] = f.keys;
-  d["tensors_verified"] = f.tensors_verified;
-  d["bytes_verified"] = f.bytes_verified;
-  return d;
-}
-
-py::list findings_list(const std::vector<Finding>& fs, const std::string& file) {
-  py::list out;
-  for (const Finding& f : fs) out.append(finding_object(f, file));
-  return out;
-}
-
-// Ctrl-C during a long write: the progress callback, which the writer calls as it goes,
-// asks Python for its signals and cancels the job (nothing is changed: a write is put in
-// place only after its last check of the cancel flag) when one is raised; so does an
-// exception from the caller's own progress callable, which is then raised as it was.
-struct Interrupts {
-  explicit Interrupts(py::object progress) : user(std::move(progress)), caller(::uselocale(nullptr)) {
-    if (!user.is_none() && !PyCallable_Check(user.ptr())) throw_usage("progress: expected a callable progress(written, total), or None");
-  }
-  std::atomic<bool> cancel{false};
-  std::shared_ptr<py::error_already_set> raised;  // KeyboardInterrupt, or the callable's
-  py::object user;                                // the caller's progress(written, total), or None
-  locale_t caller;                                // the caller's code runs in the caller's locale
-  void attach(Context& ctx) {
-    ctx.cancel = &cancel;
-    ctx.progress = [this](uint64_t written, uint64_t total) {
-      py::gil_scoped_acquire gil;
-      if (raised) return;
-      UseLocale theirs(caller);
-      try {
-        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-        if (!user.is_none()) user(written, total);
-      } catch (py::error_already_set& e) {
-        raised = std::make_shared<py::error_already_set>(std::move(e));
-        cancel = true;
-      }
-    };
-  }
-  // Runs the job without the GIL; what the callback caught is raised after it.
-  template <typename F>
-  auto run(F f) {
-    try {
-      InLibrary nogil;
-      auto r = f();
-      if (!raised) return r;
-    } catch (...) {
-      if (!raised) throw;
-    }
-    raised->restore();
-    throw py::error_already_set();
-  }
-};
-
-// A Mapping that is not a dict (a MappingProxyType, a KeyMap) as a dict; anything else as it is.
-py::object as_dict(const py::object& o) {
-  if (o.is_none() || PyDict_Check(o.ptr())) return o;
-  if (py::isinstance(o, py::module_::import("collections.abc").attr("Mapping"))) return py::dict(o);
-  return o;
 }
 
 // Python's keys and values into the patch, as the command's options build it.
@@ -549,6 +421,8 @@ py::dict edit_job(const py::handle& path, py::object set, py::object remove, py:
     if (PyDict_Check(patch.ptr())) req.patch = parse_patch(to_text(patch, "patch"), "patch", ".");
     else req.patch = read_patch(to_path(patch, "patch"));
   }
+  req.patch.caller = Patch::Caller::python;  // its errors name keywords, not flags
+  if (patch.is_none()) req.patch.name = "arguments";
   add_to_patch(req.patch, set, remove, rename, chat_template, special_tokens);
   add_surgery(req.patch.tensors, remove_tensors, rename_tensors, keep_tensors, keep_layers, remove_layers, keep_experts,
               remove_experts, graft);
@@ -601,9 +475,10 @@ py::dict edit_job(const py::handle& path, py::object set, py::object remove, py:
 py::dict write_job(const py::object& sketch_arg, const py::handle& out, bool force, bool check, py::object defines_arg) {
   const py::object sketch = as_dict(sketch_arg), defines = as_dict(defines_arg);
   WriteSketchRequest req;
+  ArrayBytes arrays;  // the numpy tensors' data, which the library reads while it writes
   if (PyDict_Check(sketch.ptr())) {
     req.sketch = "sketch";
-    req.text = to_text(sketch, "sketch");
+    req.text = to_text(sketch_arrays(sketch, arrays), "sketch");  // numpy arrays made explicit
   } else {
     req.sketch = to_path(sketch, "sketch");
   }
@@ -703,35 +578,6 @@ py::str render_job(const py::handle& path, const py::object& conversation_arg, c
   return text_str(prompt);
 }
 
-std::shared_ptr<const tokenizer::Vocab> vocab_of(const std::string& file, const Model& m) {
-  try {
-    std::optional<tokenizer::Vocab> v = load_vocab(m, file);
-    if (!v) throw Error(Error::Kind::format, file, std::nullopt, "tokenizer.ggml.model", "the file has no vocabulary to tokenize with");
-    return std::make_shared<const tokenizer::Vocab>(std::move(*v));
-  } catch (const tokenizer::Error& e) {
-    throw Error(Error::Kind::format, file, std::nullopt, e.key, e.what());
-  }
-}
-
-std::vector<int32_t> tokenize_with(const std::string& file, const tokenizer::Vocab& v, const std::string& text, bool add_special,
-                                   bool parse_special) {
-  try {
-    return v.tokenize(text, add_special, parse_special);
-  } catch (const tokenizer::Error& e) {
-    throw Error(Error::Kind::format, file, std::nullopt, e.key, e.what());
-  }
-}
-
-std::string text_arg(const py::handle& text) {
-  if (PyBytes_Check(text.ptr())) return text.cast<std::string>();
-  Py_ssize_t n = 0;
-  const char* s = PyUnicode_Check(text.ptr()) ? PyUnicode_AsUTF8AndSize(text.ptr(), &n) : nullptr;
-  if (!s) {
-    PyErr_Clear();
-    throw_usage("text: expected a str (UTF-8) or bytes");
-  }
-  return std::string(s, static_cast<size_t>(n));
-}
 
 py::dict replica_job(const py::handle& path, const py::handle& out, const std::string& data, bool force, bool shard_only,
                      py::object progress) {
@@ -830,7 +676,7 @@ std::string fields_repr(const char* name, const T& self, std::initializer_list<c
 using namespace ggufkit;
 using namespace ggufkit::python;
 
-PYBIND11_MODULE(ggufkit, m) {
+PYBIND11_MODULE(_ggufkit, m) {
   m.doc() =
       "ggufkit: read, check, write and safely edit GGUF files (llama.cpp's model format).\n\n"
       "  f = ggufkit.open('model.gguf')          # a shard opens its whole set\n"
@@ -888,6 +734,12 @@ PYBIND11_MODULE(ggufkit, m) {
       .def_property_readonly("fix", [](const FindingRecord& f) { return text_str(f.fix); })
       .def_readonly("ids", &FindingRecord::ids)
       .def("__repr__", [](const FindingRecord& f) { return fields_repr("Finding", f, {"code", "severity", "offset", "field", "message"}); });
+
+  py::class_<Values>(m, "_TensorValues", py::buffer_protocol())
+      .def_buffer([](Values& v) {
+        return py::buffer_info(v.v.data(), static_cast<py::ssize_t>(sizeof(float)), py::format_descriptor<float>::format(), 1,
+                               {static_cast<py::ssize_t>(v.v.size())}, {static_cast<py::ssize_t>(sizeof(float))}, false);
+      });
 
   py::class_<MappedBytes>(m, "_TensorBuffer", py::buffer_protocol())
       .def_buffer([](MappedBytes& b) {
@@ -971,23 +823,28 @@ PYBIND11_MODULE(ggufkit, m) {
           [](const File& f, const py::object& name) -> py::object {
             auto o = f.get();
             const std::string n = name_arg(name, "name");
-            std::vector<float> v;
+            Values v;
             {
               InLibrary nogil;
               v = tensor_values(*o, n);
             }
+            py::module_ np;
             try {
-              py::module_ np = py::module_::import("numpy");
-              py::object a = np.attr("empty")(v.size(), np.attr("float32"));
-              py::buffer_info info = py::buffer(a).request(true);
-              std::memcpy(info.ptr, v.data(), v.size() * sizeof(float));
-              return a;
+              np = py::module_::import("numpy");
             } catch (const py::error_already_set& e) {
               if (!e.matches(PyExc_ImportError)) throw;
+              return nested_list(v.v.data(), v.shape, 0);
             }
-            return py::cast(v);
+            // numpy reads the vector's memory in place (no copy), the array keeping it.
+            const std::vector<py::ssize_t> shape = std::move(v.shape);
+            if (v.v.empty()) return np.attr("zeros")(py::tuple(py::cast(shape)), np.attr("float32"));
+            py::object flat = np.attr("frombuffer")(py::cast(std::move(v)), np.attr("float32"));
+            return flat.attr("reshape")(py::tuple(py::cast(shape)));
           },
-          py::arg("name"), "The tensor's values decoded (f32, f16, bf16, q8_0, q4_K, ...): a numpy float32 array, or a list of floats without numpy.")
+          py::arg("name"),
+          "The tensor's values decoded (f32, f16, bf16, q8_0, q4_K, ...) to float32, shaped as numpy shapes it: "
+          "outermost first (ggml's dims reversed, as gguf-py's tensor.data: dims [4096, 64] give (64, 4096)). A "
+          "numpy array, or nested lists of that shape without numpy.")
       .def(
           "validate",
           [](const File& f, const py::object& base, const std::string& dialect) {
@@ -1056,6 +913,9 @@ PYBIND11_MODULE(ggufkit, m) {
   m.def("write", &write_job, py::arg("sketch"), py::arg("out"), py::kw_only(), py::arg("force") = false, py::arg("check") = false,
         py::arg("defines") = py::none(),
         "`ggufkit write`: the file a sketch describes (a dict in the JSON sketch format, or a sketch file's path). "
+        "A tensor's values and a metadata array may be numpy arrays: the dtype gives the type (float32 f32, float64 f64, "
+        "float16 f16, int8-int64 i8-i64; for metadata also uint8-uint64 and bool) and a tensor's shape its dims, reversed, unless "
+        "the entry gives them (type: bf16, q8_0, ... encodes the values). "
         "Broken sketches are written as asked unless check=True. Returns the file written and validate's findings.");
 
   m.def("dump", &dump_job, py::arg("path"), py::kw_only(), py::arg("inline_data") = false,
@@ -1096,4 +956,5 @@ PYBIND11_MODULE(ggufkit, m) {
         "`ggufkit corrupt`: broken variants of the file into dir, each with what ggml, llama.cpp and ggufkit make of it.");
 
   m.attr("__version__") = GGUFKIT_VERSION;
+  def_jobs(m);
 }

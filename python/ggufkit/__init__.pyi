@@ -75,7 +75,8 @@ class File:
     def tensor_bytes(self, name: str) -> memoryview:
         """The tensor's bytes as stored: a read-only view of the mapped file, no copy."""
     def tensor_values(self, name: str) -> Any:
-        """Decoded to float32: a numpy array when numpy imports, else a list of floats."""
+        """Decoded to float32, shaped outermost first (ggml's dims reversed, as gguf-py's tensor.data):
+        a numpy ndarray when numpy imports, else nested lists of that shape."""
     def validate(self, base: Optional[PathLike] = None, *, dialect: Literal["llama.cpp", "ik_llama"] = "llama.cpp") -> list[Finding]: ...
     def map(self) -> list[Span]: ...
     def tokenize(self, text: Union[str, bytes], add_special: bool = True, parse_special: bool = True) -> list[int]: ...
@@ -144,7 +145,10 @@ class WriteReport(WrittenFile):
     findings: list[Finding]
 
 def write(sketch: Union[PathLike, Mapping[str, Any]], out: PathLike, *, force: bool = False, check: bool = False,
-          defines: Optional[Mapping[str, str]] = None) -> WriteReport: ...
+          defines: Optional[Mapping[str, str]] = None) -> WriteReport:
+    """`ggufkit write`: a sketch (a file, or a dict in the JSON sketch format) to a GGUF file. A tensor's
+    `values` and a metadata array's `value` may be numpy arrays: the dtype gives `type`/`items` and the
+    shape (reversed) gives `dims`, unless the entry gives them."""
 def dump(path: PathLike, *, inline_data: bool = False) -> dict[str, Any]: ...
 def validate(path: PathLike, *, shard_only: bool = False, base: Optional[PathLike] = None,
              dialect: Literal["llama.cpp", "ik_llama"] = "llama.cpp") -> list[Finding]: ...
@@ -155,3 +159,93 @@ def replica(path: PathLike, out: PathLike, *, data: Literal["sparse", "zeros", "
             shard_only: bool = False, progress: Optional[Callable[[int, int], None]] = None) -> dict[str, Any]: ...
 def extract_vocab(path: PathLike, out: PathLike, *, force: bool = False) -> dict[str, Any]: ...
 def corrupt(path: PathLike, dir: PathLike, *, seed: int = 1, count: Optional[int] = None, force: bool = False) -> list[dict[str, Any]]: ...
+
+# ---- the command's other jobs: each returns what the command prints with --json ----------
+
+class SplitFile(TypedDict):
+    file: str
+    tensors: int
+    file_size: int
+    tensors_verified: int
+
+class FilesReport(TypedDict):
+    files: list[SplitFile]
+
+def split(path: PathLike, prefix: PathLike, *, max_tensors: Optional[int] = None, max_size: Optional[int] = None,
+          metadata_only_first: bool = False, verify: bool = True, force: bool = False,
+          progress: Optional[Callable[[int, int], None]] = None) -> FilesReport:
+    """`ggufkit split`: the model as PREFIX-00001-of-0000N.gguf, ... (gguf-split's convention), a new
+    shard every max_tensors tensors or before its tensor bytes pass max_size bytes (give one)."""
+def merge(path: PathLike, out: PathLike, *, verify: bool = True, force: bool = False,
+          progress: Optional[Callable[[int, int], None]] = None) -> FilesReport:
+    """`ggufkit merge`: a shard set (any of its shards) as one file, without the split.* keys."""
+
+class BeforeAfter(TypedDict):
+    before: int
+    after: int
+
+class RewriteChange(TypedDict, total=False):
+    change: Literal["set", "add", "remove", "rename", "alignment", "retype"]
+    key: str
+    to: str
+    before: str                  # the value as the command shows it
+    after: str
+
+class RewriteReport(TypedDict, total=False):
+    """`realign --json` / `convert --json`: which keys appear depends on what was done."""
+    file: str
+    changes: list[RewriteChange]
+    written: Union[bool, Literal["header"]]   # False: nothing to change
+    dry_run: bool
+    data_offset: Union[int, BeforeAfter]      # a dry run's: before and after
+    file_size: Union[int, BeforeAfter]
+    tensors_verified: int
+    bytes_verified: int
+    header_bytes: int
+    bytes_written: int
+    at: int
+    set_files: int
+    files: list[WrittenFile]
+
+def realign(path: PathLike, alignment: Union[int, str], out: Optional[PathLike] = None, *, in_place: bool = False,
+            dry_run: bool = False, force: bool = False, allow_broken: bool = False, verify: bool = True,
+            break_link: bool = False, progress: Optional[Callable[[int, int], None]] = None) -> RewriteReport:
+    """`ggufkit realign`: re-lay the data at alignment N (a power of two; 'default': 32, no key)."""
+def convert(path: PathLike, byte_order: Literal["big", "little"], out: Optional[PathLike] = None, *, in_place: bool = False,
+            dry_run: bool = False, force: bool = False, allow_broken: bool = False, verify: bool = True,
+            break_link: bool = False, progress: Optional[Callable[[int, int], None]] = None) -> RewriteReport:
+    """`ggufkit convert`: the same model in the other byte order (as gguf_convert_endian.py writes it)."""
+
+def hash(path: PathLike, *, algo: Union[None, str, Sequence[str]] = None, file: bool = False, tensors: bool = False,
+         manifest: bool = False, check: Optional[PathLike] = None, shard_only: bool = False,
+         progress: Optional[Callable[[int, int], None]] = None) -> dict[str, Any]:
+    """`ggufkit hash --json`: {'algo', 'all', 'tensors': [{'name', ALGO: hex}]} (algo 'xxh64', 'sha1',
+    'sha256'); file=True: {'files': [{'file', 'bytes', 'sha256'}]} (tensors=True: both);
+    manifest=True: {'lines': [{'algo', 'hash', 'name'}]} as llama-gguf-hash writes them (algo: a list,
+    or 'all'); check=MANIFEST: {'manifest', 'present', 'ok', 'other_lines', 'lines': [...]}."""
+
+Difference = TypedDict("Difference", {"change": str, "key": str, "type": str, "a": Any, "b": Any}, total=False)
+
+class DiffReport(TypedDict):
+    same: bool
+    a_files: int
+    b_files: int
+    differences: list[Difference]
+
+def diff(a: PathLike, b: PathLike, *, shard_only: bool = False, exit_code: bool = False) -> DiffReport:
+    """`ggufkit diff --json`: everything by which b differs from a; exit_code=True raises
+    ggufkit.Error (code 'differ', exit_code 1, with .differences) when they differ."""
+
+class DetokenizeReport(TypedDict):
+    text: str                    # bytes that are not UTF-8 as surrogate escapes
+
+def detokenize(path: PathLike, ids: Sequence[int], *, remove_special: bool = False, unparse_special: bool = True,
+               shard_only: bool = False) -> DetokenizeReport:
+    """`ggufkit detokenize --json`: the text the ids stand for, as llama_detokenize gives it."""
+
+class RecoverReport(TypedDict):
+    file: str
+    recovery: Literal["none", "rolled_back", "kept_new", "set_finished", "discarded"]
+
+def recover(path: PathLike, *, discard: bool = False) -> RecoverReport:
+    """`ggufkit recover`: finish an in-place edit a crash cut short (its journal beside the file)."""

@@ -103,8 +103,8 @@ def test_python_values_are_typed_as_the_command_line_types_set_values(tmp_path, 
 
 def test_a_new_key_s_type_is_noted_and_a_typed_value_chooses_another(tmp_path, spm_copy):
     r = ggufkit.edit(spm_copy, set={"my.float": 2.5}, dry_run=True)
-    assert r["notes"] == [("command line:1:1", "set my.float: a new key, stored as f32 as its value reads "
-                                               "(--set-typed or {type: ...} chooses another)")]
+    assert r["notes"] == [("arguments:1:1", "set my.float: a new key, stored as f32 as its value reads "
+                                            "(set={'my.float': {'type': ..., 'value': ...}} chooses another)")]
     out = tmp_path / "f.gguf"
     ggufkit.edit(spm_copy, set={"my.float": {"type": "f64", "value": 2.5}, "my.f32s": {"type": "array", "items": "f32", "value": [0.5, 1e-5]}},
                  out=out)

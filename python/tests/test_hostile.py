@@ -161,9 +161,9 @@ def test_a_path_that_is_not_utf8_is_given_back_as_os_fsdecode_gives_it(tmp_path)
     out = os.fsencode(tmp_path) + b"/out-\xfe.gguf"
     r = ggufkit.edit(p, set={"general.name": "x"}, out=out)  # the report, not an exception after the write
     assert r["written"] == "whole_file" and r["files"][0]["path"] == os.fsdecode(out)
-    with pytest.raises(ggufkit.Error) as e:
+    with pytest.raises(FileNotFoundError) as e:
         ggufkit.open(os.fsencode(tmp_path) + b"/missing-\xfd.gguf")
-    assert e.value.kind == "io" and e.value.file == os.fsdecode(os.fsencode(tmp_path) + b"/missing-\xfd.gguf")
+    assert e.value.kind == "io" and e.value.filename == os.fsdecode(os.fsencode(tmp_path) + b"/missing-\xfd.gguf")
 
 
 @pytest.mark.parametrize("tail", [b"/a.gguf\0\xff", b"/a.gguf\0b"])

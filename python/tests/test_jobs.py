@@ -90,7 +90,7 @@ def test_replica_extract_and_corrupt_write_what_the_commands_write(tmp_path):
 
 
 def test_the_stubs_name_every_public_name_of_the_module():
-    stub = pathlib.Path(ggufkit.__file__).with_name("ggufkit.pyi")
+    stub = pathlib.Path(ggufkit.__file__).with_name("__init__.pyi")
     tree = ast.parse(stub.read_text())
     names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     public = {n for n in dir(ggufkit) if not n.startswith("_")}

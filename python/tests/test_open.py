@@ -85,7 +85,7 @@ def test_big_endian_file_matches_cli_and_its_little_endian_source(tmp_path, src)
     assert dict(fb.types.items()) == dict(fl.types.items())
     assert [(t.name, t.dims, t.type) for t in fb.tensors] == [(t.name, t.dims, t.type) for t in fl.tensors]
     for t in fl.tensors:  # the values decode the same from either order, the bytes are turned over
-        assert list(fb.tensor_values(t.name)) == list(fl.tensor_values(t.name)), t.name
+        assert fb.tensor_values(t.name).tolist() == fl.tensor_values(t.name).tolist(), t.name
         if t.type == "f32":
             assert fb.tensor_bytes(t.name).tobytes()[:4] == fl.tensor_bytes(t.name).tobytes()[:4][::-1]
 
@@ -149,13 +149,13 @@ def test_tensor_values_decode_f32_f16_and_q8_0():
     norm = f.tensor_values("output_norm.weight")
     assert list(norm) == [1.0] * 64
     q = f.tensor_values("blk.0.attn_q.weight")  # f16
-    assert len(q) == 64 * 64
+    assert q.shape == (64, 64)  # outermost first, as numpy and gguf-py shape it
     raw = f.tensor_bytes("blk.0.attn_q.weight").tobytes()
-    assert [float(x) for x in q[:8]] == [x[0] for x in struct.iter_unpack("<e", raw[:16])]
+    assert [float(x) for x in q[0, :8]] == [x[0] for x in struct.iter_unpack("<e", raw[:16])]
     ffn = f.tensor_values("blk.0.ffn_up.weight")  # q8_0: scale * int8 per block of 32
     blk = f.tensor_bytes("blk.0.ffn_up.weight").tobytes()[:34]
     d = struct.unpack("<e", blk[:2])[0]
-    assert [float(x) for x in ffn[:32]] == [d * q8 for q8 in struct.unpack("<32b", blk[2:34])]
+    assert [float(x) for x in ffn[0, :32]] == [d * q8 for q8 in struct.unpack("<32b", blk[2:34])]
 
 
 def test_tensor_values_without_numpy_is_a_list(monkeypatch):

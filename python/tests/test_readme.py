@@ -22,6 +22,14 @@ def test_the_test_suite_example_passes(tmp_path):
     assert ggufkit.open(tmp_path / "tiny.gguf").metadata["tokenizer.ggml.eos_token_id"] == 2
 
 
+def test_the_numpy_example_passes(tmp_path):
+    code = next(b for b in blocks() if "def test_reader_decodes_a_matrix" in b)
+    scope = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    scope["test_reader_decodes_a_matrix"](tmp_path)
+    assert ggufkit.open(tmp_path / "m.gguf").tensor("w").nbytes == 48
+
+
 def test_the_publishing_example_fixes_the_template_in_place(tmp_path, capsys, monkeypatch):
     code = next(b for b in blocks() if "chat_template=fixed" in b)
     (tmp_path / "model.gguf").write_bytes(TINY.read_bytes())

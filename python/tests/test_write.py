@@ -55,7 +55,7 @@ def test_a_sketch_dict_written_and_opened_gives_its_values_back(tmp_path):
     assert math.copysign(1, got["t.f64"]) == -1.0
     assert f.alignment == 64 and f.data_offset % 64 == 0
     assert [(t.name, t.dims, t.type, t.offset, t.nbytes) for t in f.tensors] == [("w", [4, 2], "f32", 0, 32), ("b", [3], "f16", 64, 6)]
-    assert list(f.tensor_values("w")) == [0.5, -1.5, 2, 3, 4, 5, 6, 7]
+    assert f.tensor_values("w").tolist() == [[0.5, -1.5, 2, 3], [4, 5, 6, 7]]  # dims [4, 2]: 2 rows of 4
     assert list(f.tensor_values("b")) == [1.0, 1.0, 1.0]
     # write judges what it wrote as validate does
     assert [(x.code, x.offset) for x in r["findings"]] == [(x.code, x.offset) for x in ggufkit.validate(out)]
