@@ -135,17 +135,23 @@ PendingFile::PendingFile(std::string target, mode_t mode, bool replace, Context 
   if (dir_.empty()) dir_ = target_[0] == '/' ? "/" : ".";
   base_ = fs::path(target_).filename().string();
   struct stat st {};
-  auto refuse = [&](const std::string& why) { throw Error(Error::Kind::usage, target_, std::nullopt, "", why); };
-  if (base_.empty() || base_ == "." || base_ == "..") refuse("names a folder, not a file");
+  // sys_errno: the system's reason, for callers that type errors by it (Python's).
+  auto refuse = [&](const std::string& why, int sys_errno = 0) {
+    Error e(Error::Kind::usage, target_, std::nullopt, "", why);
+    e.sys_errno = sys_errno;
+    throw e;
+  };
+  if (base_.empty() || base_ == "." || base_ == "..") refuse("names a folder, not a file", EISDIR);
   if (base_.size() > NAME_MAX)
     refuse("the name is " + std::to_string(base_.size()) + " bytes, longer than the " + std::to_string(NAME_MAX) +
            " a file name may have");
   // Everything from here is done relative to the folder's descriptor: a path of any length works.
   folder_ = open_path(dir_, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (folder_ < 0) refuse("there is no folder " + dir_);
+  if (folder_ < 0 && (errno == ENOENT || errno == ENOTDIR)) refuse("there is no folder " + dir_, errno);
+  if (folder_ < 0) throw_io(dir_, "cannot open the folder to write " + target_ + " in");
   const bool exists = ::fstatat(folder_, base_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
   if (exists) {
-    if (S_ISDIR(st.st_mode)) refuse("is a folder; give a file name");
+    if (S_ISDIR(st.st_mode)) refuse("is a folder; give a file name", EISDIR);
     if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
       refuse("exists and is not a regular file (a device, pipe or socket); ggufkit replaces only regular files");
     if (!replace_) refuse("exists; give `force` to replace it");
