@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <memory>
+#include <utility>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -104,7 +106,8 @@ struct ArrayArg {
   std::vector<uint64_t> shape;
   uint64_t count = 1;
   const uint8_t* data = nullptr;
-  std::string dtype;  // numpy's name of it, for messages
+  std::string dtype;                   // numpy's name of it, for messages
+  std::shared_ptr<Py_buffer> buffer;  // the export `data` is read through, released with the GIL
 };
 
 bool is_array(const py::handle& o) { return PyObject_HasAttrString(o.ptr(), "__array_interface__") == 1; }
@@ -117,7 +120,10 @@ std::string shape_text(const std::vector<uint64_t>& shape) {
 
 // The array behind `o`; a usage Error naming `what` for a dtype with no GGUF type (complex,
 // object, datetime, str, structured, float128) and for a strided view, whose bytes are not
-// its elements in order.
+// its elements in order. The dtype comes from __array_interface__; the memory, its shape
+// and its length from the buffer protocol, whose export the array holds while it lives (a
+// numpy array cannot be resized or freed under it, and no pointer a foreign object claims
+// is read).
 ArrayArg array_arg(const py::handle& o, const std::string& what) {
   ArrayArg a;
   a.owner = py::reinterpret_borrow<py::object>(o);
@@ -135,25 +141,30 @@ ArrayArg array_arg(const py::handle& o, const std::string& what) {
   if (!known)
     throw_usage(what + ": a numpy array of " + a.dtype + " has no GGUF type (float16, float32, float64, int8-int64, uint8-uint64, bool)");
   a.big = ts[0] == '>' || (ts[0] == '=' && PY_BIG_ENDIAN);
-  for (const py::handle d : py::tuple(ai["shape"])) {
-    a.shape.push_back(d.cast<uint64_t>());
-    a.count *= a.shape.back();
-  }
-  // numpy gives strides only for an array that is not C-contiguous; a dimension of one
-  // element may have any stride.
-  const py::object strides = ai.attr("get")("strides");
-  if (!strides.is_none() && a.count > 0) {
-    const py::tuple st(strides);
-    int64_t want = static_cast<int64_t>(w);
-    for (size_t i = a.shape.size(); i-- > 0;) {
-      if (a.shape[i] > 1 && st[i].cast<int64_t>() != want)
-        throw_usage(what + ": the numpy array is not contiguous (a slice with a step, or a transpose): give numpy.ascontiguousarray(x)");
-      want *= static_cast<int64_t>(a.shape[i]);
+  auto view = std::shared_ptr<Py_buffer>(new Py_buffer{}, [](Py_buffer* b) {
+    if (b->obj) {
+      py::gil_scoped_acquire gil;
+      PyBuffer_Release(b);
     }
+    delete b;
+  });
+  if (PyObject_GetBuffer(o.ptr(), view.get(), PyBUF_C_CONTIGUOUS) != 0) {
+    PyErr_Clear();
+    throw_usage(what + ": the numpy array is not contiguous (a slice with a step, or a transpose): give numpy.ascontiguousarray(x)");
   }
-  const py::object data = ai.attr("get")("data");
-  if (!PyTuple_Check(data.ptr())) throw_usage(what + ": the array gives no pointer to its memory (__array_interface__'s data)");
-  a.data = reinterpret_cast<const uint8_t*>(py::tuple(data)[0].cast<uintptr_t>());
+  if (static_cast<size_t>(view->itemsize) != w || view->ndim < 0 || (view->ndim > 0 && !view->shape))
+    throw_usage(what + ": the array's memory does not hold its " + a.dtype + " elements");
+  for (int i = 0; i < view->ndim; ++i) {
+    const auto d = static_cast<uint64_t>(view->shape[i]);
+    if (d != 0 && a.count > UINT64_MAX / d) throw_usage(what + ": the array's shape holds more elements than can be counted");
+    a.shape.push_back(d);
+    a.count *= d;
+  }
+  if (a.count > UINT64_MAX / w || a.count * w != static_cast<uint64_t>(view->len))
+    throw_usage(what + ": the array's memory (" + std::to_string(view->len) + " bytes) does not hold its " + std::to_string(a.count) +
+                " elements");
+  a.data = static_cast<const uint8_t*>(view->buf);
+  a.buffer = std::move(view);
   return a;
 }
 
@@ -430,22 +441,31 @@ py::object metadata_entry(const py::dict& e, const std::string& at) {
   return c;
 }
 
-// The elements a list of dims holds; nothing for what is not a list of ints in range (the
-// library says what is wrong with it).
-std::optional<uint64_t> dims_count(const py::object& dims) {
-  if (!PyList_Check(dims.ptr()) && !PyTuple_Check(dims.ptr())) return std::nullopt;
+// dims given beside an array: a list or tuple of ints (numpy's too), as a list of Python ints
+// and the elements it holds; a usage Error naming `at` for anything else, since the bytes
+// taken for the tensor are its dims' worth.
+std::pair<py::list, uint64_t> given_dims(const py::object& dims, const std::string& at) {
+  const auto refuse = [&] { throw_usage(at + ": dims " + repr_text(dims) + ": expected a list of ints (innermost first)"); };
+  if (!PyList_Check(dims.ptr()) && !PyTuple_Check(dims.ptr())) refuse();
+  py::list out;
   uint64_t n = 1;
   for (const py::handle d : dims) {
-    if (!PyLong_Check(d.ptr()) || PyBool_Check(d.ptr())) return std::nullopt;
-    const unsigned long long x = PyLong_AsUnsignedLongLong(d.ptr());
+    if (PyBool_Check(d.ptr())) refuse();
+    py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(d.ptr()));  // int, numpy.int64, ...
+    if (!i) {
+      PyErr_Clear();
+      refuse();
+    }
+    const unsigned long long x = PyLong_AsUnsignedLongLong(i.ptr());
     if (PyErr_Occurred()) {
       PyErr_Clear();
-      return std::nullopt;
+      refuse();
     }
-    if (x != 0 && n > UINT64_MAX / x) return std::nullopt;
+    if (x != 0 && n > UINT64_MAX / x) refuse();
     n *= x;
+    out.append(i);
   }
-  return n;
+  return {out, n};
 }
 
 // The array's bytes with each element in the file's byte order.
@@ -495,11 +515,14 @@ py::object tensor_entry(const py::dict& e, const std::string& at, bool big_file,
     py::list dims;
     for (size_t i = a.shape.size(); i-- > 0;) dims.append(a.shape[i]);  // ggml's order: innermost first
     c["dims"] = dims;
-  } else if (const std::optional<uint64_t> n = dims_count(e["dims"]); n && *n != a.count) {
-    // dims of its own (a flat array as a matrix) must hold its elements: the library would
-    // speak of bytes the caller never gave.
-    throw_usage(at + ": dims " + repr_text(e["dims"]) + " hold " + std::to_string(*n) + " elements; the numpy array has " +
-                std::to_string(a.count));
+  } else {
+    // dims of its own (a flat array as a matrix) must hold its elements exactly: the
+    // tensor's bytes are its dims' worth, taken from the arrays' shared store.
+    auto [dims, n] = given_dims(e["dims"], at);
+    if (n != a.count)
+      throw_usage(at + ": dims " + repr_text(e["dims"]) + " hold " + std::to_string(n) + " elements; the numpy array has " +
+                  std::to_string(a.count));
+    c["dims"] = dims;
   }
   const std::string type = str_field(c, "type");
   const GgmlType* gt = type.empty() ? nullptr : ggml_type_by_name(type);

@@ -30,6 +30,20 @@ def cli(*args, check=True):
     return r
 
 
+def sigint_at_first_progress():
+    """A progress callable that raises SIGINT the first time it is called, as a terminal's
+    Ctrl-C would in the middle of a write."""
+    import signal
+    seen = []
+
+    def interrupt(written, total):
+        seen.append(written)
+        if len(seen) == 1:
+            signal.raise_signal(signal.SIGINT)
+
+    return interrupt
+
+
 def cli_json(*args):
     return json.loads(cli(*args).stdout)
 

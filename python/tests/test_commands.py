@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 import ggufkit
-from conftest import BIN, CORPUS, SPM, TINY, cli, cli_json, digest
+from conftest import BIN, CORPUS, SPM, TINY, cli, cli_json, digest, sigint_at_first_progress
 
 SPLITS = CORPUS / "splits"
 BY_COUNT = SPLITS / "by-count-00001-of-00003.gguf"
@@ -240,15 +240,8 @@ def test_an_exception_from_progress_cancels_the_write_and_nothing_is_left(py_dir
 
 
 def test_ctrl_c_during_a_merge_cancels_it_and_raises_keyboard_interrupt(py_dir):
-    seen = []
-
-    def interrupt(written, total):
-        seen.append(written)
-        if len(seen) == 1:
-            signal.raise_signal(signal.SIGINT)  # as the terminal's Ctrl-C would
-
     with pytest.raises(KeyboardInterrupt):
-        ggufkit.merge(BY_COUNT, py_dir / "m.gguf", progress=interrupt)
+        ggufkit.merge(BY_COUNT, py_dir / "m.gguf", progress=sigint_at_first_progress())
     assert files_in(py_dir) == []
 
 

@@ -7,7 +7,7 @@ import pathlib
 import pytest
 
 import ggufkit
-from conftest import CORPUS, SPM, TINY, cli, digest
+from conftest import CORPUS, SPM, TINY, cli, digest, sigint_at_first_progress
 
 
 def entries(d):
@@ -226,17 +226,9 @@ def test_an_exception_from_progress_cancels_the_write_and_is_raised(tmp_path):
 
 
 def test_ctrl_c_during_a_write_cancels_it_and_raises_keyboard_interrupt(tmp_path):
-    import signal
     out = tmp_path / "out.gguf"
-    seen = []
-
-    def interrupt(written, total):
-        seen.append(written)
-        if len(seen) == 1:
-            signal.raise_signal(signal.SIGINT)  # as the terminal's Ctrl-C would
-
     with pytest.raises(KeyboardInterrupt):
-        ggufkit.edit(TINY, set={"general.name": "never written"}, out=out, progress=interrupt)
+        ggufkit.edit(TINY, set={"general.name": "never written"}, out=out, progress=sigint_at_first_progress())
     assert list(tmp_path.iterdir()) == []
 
 

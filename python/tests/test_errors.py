@@ -3,8 +3,11 @@ errno (with .filename), what is wrong in a file is ggufkit.Error (with .offset, 
 .code), and messages name the keyword arguments a caller gives, never the command's flags."""
 import errno
 import os
+import pathlib
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -40,28 +43,40 @@ def run_as_nobody(code):
     return subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, env=os.environ)
 
 
-def test_no_permission_is_permission_error_for_reading_and_for_writing(tmp_path):
-    os.chmod(tmp_path, 0o755)  # the folder open to everyone, the file to no one
-    locked = tmp_path / "locked.gguf"
+@pytest.fixture
+def open_folder():
+    """A folder everyone may reach (pytest's own are its user's alone), removed after."""
+    d = tempfile.mkdtemp(prefix="ggufkit-perm-", dir="/tmp")
+    os.chmod(d, 0o755)
+    yield pathlib.Path(d)
+    shutil.rmtree(d)
+
+
+def test_no_permission_is_permission_error_for_reading_and_for_writing(open_folder):
+    locked = open_folder / "locked.gguf"
     locked.write_bytes(SPM.read_bytes())
-    os.chmod(locked, 0o000)
+    os.chmod(locked, 0o000)  # a file no one else may read
     r = run_as_nobody(f"""
 try:
     ggufkit.open({str(locked)!r})
 except PermissionError as e:
-    print(e.errno, e.filename, e.code)
+    print(e.errno, e.filename, e.code, e.strerror)
 """)
-    assert r.stdout.split() == [str(errno.EACCES), str(locked), "io"], r.stderr
-    # Writing into a folder the caller may not write to: PermissionError, nothing written.
+    assert r.stdout.split()[:6] == [str(errno.EACCES), str(locked), "io", "cannot", "open", "for"], r.stderr
+    # Reading allowed, writing into the folder not (it is root's, 755): PermissionError on
+    # writing, nothing written.
     os.chmod(locked, 0o644)
+    out = open_folder / "out.gguf"
     r = run_as_nobody(f"""
 try:
-    ggufkit.edit({str(locked)!r}, set={{"general.name": "x"}}, out={str(tmp_path / "out.gguf")!r})
+    ggufkit.edit({str(locked)!r}, set={{"general.name": "x"}}, out={str(out)!r})
 except PermissionError as e:
-    print(e.errno, e.code)
+    print(e.errno, e.code, e.filename)
 """)
-    assert r.stdout.split() == [str(errno.EACCES), "io"], r.stderr
-    assert sorted(os.listdir(tmp_path)) == ["locked.gguf"]
+    if os.geteuid() != 0:
+        pytest.skip("writing as another user needs root to become one")  # this user owns the folder
+    assert r.stdout.split() == [str(errno.EACCES), "io", str(out)], r.stderr
+    assert sorted(os.listdir(open_folder)) == ["locked.gguf"]
 
 
 def test_a_broken_file_is_ggufkit_error_with_offset_field_and_code(tmp_path):
@@ -90,3 +105,16 @@ def test_messages_name_keywords_not_flags(tmp_path):
     with pytest.raises(ggufkit.Error) as e:
         ggufkit.edit(SPM, set={"zz.new": []}, dry_run=True)
     assert "set={'zz.new': {'type': 'f32', 'value': ...}}" in str(e.value) and "--set-typed" not in str(e.value)
+
+
+def test_an_output_that_is_a_folder_or_in_no_folder_is_the_systems_error(tmp_path):
+    with pytest.raises(IsADirectoryError) as e:
+        ggufkit.merge(TINY, tmp_path)
+    assert (e.value.errno, e.value.filename) == (errno.EISDIR, str(tmp_path))
+    assert str(e.value).startswith(f"[Errno {errno.EISDIR}] is a folder; give a file name")
+    out = tmp_path / "no-such-folder" / "out.gguf"
+    with pytest.raises(FileNotFoundError) as e:
+        ggufkit.edit(TINY, set={"general.name": "x"}, out=out)
+    assert (e.value.errno, e.value.filename) == (errno.ENOENT, str(out))
+    assert f"there is no folder {tmp_path / 'no-such-folder'}" in str(e.value)
+    assert os.listdir(tmp_path) == []

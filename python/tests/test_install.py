@@ -9,6 +9,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
 
 import pytest
@@ -45,9 +46,10 @@ def run(*args, cwd=None):
     return r.stdout
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def source(tmp_path_factory):
-    """The source tree as a clone has it: no build trees, nothing built."""
+    """The source tree as a clone has it: no build trees, nothing built (a copy for each test,
+    so that pip's build does not reuse the wheel's)."""
     dst = tmp_path_factory.mktemp("src") / "ggufkit"
     skip = shutil.ignore_patterns("build", "build-*", ".git", "dist", "*.egg-info", "__pycache__", ".pytest_cache")
     shutil.copytree(SOURCE, dst, ignore=skip, symlinks=True)
@@ -98,15 +100,18 @@ def test_pip_install_of_the_source_folder_builds_without_a_network(source, tmp_p
 
 
 def test_cmake_install_puts_the_package_into_the_prefixs_site_packages(tmp_path):
-    # The build tree whose module these tests import (PYTHONPATH=BUILD/python).
+    # The build tree whose module these tests import (PYTHONPATH=BUILD/python), installed to
+    # a prefix given only then: the package goes to that prefix's site-packages.
     tree = pathlib.Path(os.environ["PYTHONPATH"].split(os.pathsep)[0]).parent
-    cache = (tree / "CMakeCache.txt").read_text()
-    rel = next(line.split("=", 1)[1] for line in cache.splitlines() if line.startswith("GGUFKIT_PYTHON_DIR:"))
     prefix = tmp_path / "prefix"
     run("cmake", "--install", tree, "--prefix", prefix)
-    site = prefix / rel
-    assert "-packages" in rel and (site / "ggufkit" / "bin" / "ggufkit").is_file()
+    # The prefix's site folder by the interpreter's scheme (Debian's says dist-packages).
+    site = pathlib.Path(sysconfig.get_path("platlib", "posix_prefix", vars={"base": str(prefix), "platbase": str(prefix)}))
+    assert site.parent.parent == prefix / "lib"
+    assert (site / "ggufkit" / "bin" / "ggufkit").is_file() and os.access(site / "ggufkit" / "bin" / "ggufkit", os.X_OK)
     assert len(list((site / "ggufkit").glob("_ggufkit*.so"))) == 1
+    assert sorted(p.name for p in (site / "ggufkit").iterdir() if not p.name.startswith("_ggufkit")) == [
+        "__init__.py", "__init__.pyi", "__main__.py", "bin", "py.typed"]
     env = dict(clean_env(), PYTHONPATH=str(site))
     r = subprocess.run([sys.executable, "-c", "import ggufkit, sys; print(ggufkit.__file__, ggufkit.__version__)"],
                        capture_output=True, text=True, env=env, cwd=tmp_path)

@@ -341,3 +341,38 @@ def test_edit_refuses_an_array_that_is_no_list_of_values(spm_copy):
     with pytest.raises(ggufkit.Error) as e:
         ggufkit.edit(spm_copy, set={"x.c": np.zeros(2, np.complex128)}, dry_run=True)
     assert str(e.value) == f"set[x.c]: a numpy array of complex128 {NO_TYPE}"
+
+
+def test_dims_beside_an_array_must_be_ints_that_hold_its_elements_exactly(tmp_path):
+    # A tensor's bytes are its dims' worth from the arrays' shared store: dims that are no
+    # list of ints, or hold more elements, would take the next tensor's bytes.
+    out = tmp_path / "d.gguf"
+    b = {"name": "b", "values": np.ones(4, np.float32)}
+    with pytest.raises(ggufkit.Error) as e:
+        ggufkit.write({"tensors": [{"name": "a", "values": np.zeros(4, np.float32), "dims": np.array([8])}, b]}, out)
+    assert (e.value.code, str(e.value)) == ("usage", "tensors[0] a: dims array([8]): expected a list of ints (innermost first)")
+    with pytest.raises(ggufkit.Error) as e:
+        ggufkit.write({"tensors": [{"name": "a", "values": np.zeros(4, np.float32), "dims": [8]}, b]}, out)
+    assert str(e.value) == "tensors[0] a: dims [8] hold 8 elements; the numpy array has 4"
+    assert not out.exists()
+    ggufkit.write({"tensors": [{"name": "a", "values": np.arange(4, dtype=np.float32), "dims": (np.int64(2), 2)}, b]}, out)
+    f = ggufkit.open(out)
+    assert f.tensor("a").dims == [2, 2] and f.tensor_values("a").tolist() == [[0, 1], [2, 3]]
+    assert f.tensor_values("b").tolist() == [1, 1, 1, 1]
+
+
+def test_an_array_interface_claiming_more_memory_than_it_exports_is_refused(tmp_path):
+    # The memory is read through the buffer protocol, never through a pointer a foreign
+    # object claims: a shape of 2**30 floats over 16 bytes is refused, not read.
+    import ctypes
+    backing = ctypes.create_string_buffer(16)
+
+    class Claims:
+        __array_interface__ = {"typestr": "<f4", "shape": (1 << 30,), "data": (ctypes.addressof(backing), False), "version": 3}
+
+    for sketch, at in (({"metadata": [{"key": "x", "value": Claims()}]}, "metadata[0] x"),
+                       ({"tensors": [{"name": "t", "values": Claims()}]}, "tensors[0] t")):
+        with pytest.raises(ggufkit.Error) as e:
+            ggufkit.write(sketch, tmp_path / "c.gguf")
+        assert e.value.code == "usage" and str(e.value).startswith(at + ": the numpy array is not contiguous")
+    assert not (tmp_path / "c.gguf").exists()
