@@ -831,25 +831,6 @@ int cmd_diff(const std::vector<std::string>& args) {
 
 namespace {
 
-// --algo: one name (the tensor checksums) or, for --manifest and --check, a comma list or all.
-std::vector<HashAlgo> hash_algos(const std::string& text, bool list) {
-  if (list && text == "all") return {HashAlgo::xxh64, HashAlgo::sha1, HashAlgo::sha256};
-  std::vector<HashAlgo> out;
-  for (size_t at = 0; at <= text.size();) {
-    size_t comma = list ? text.find(',', at) : std::string::npos;
-    std::string name = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-    std::optional<HashAlgo> a = hash_algo_named(name);
-    if (!a || (!list && *a == HashAlgo::uuid))
-      throw_usage(list ? "--algo is a comma list of xxh64, sha1, sha256 and uuid, or all; found '" + name + "'"
-                       : *a == HashAlgo::uuid ? std::string("a uuid names a whole file: --algo uuid is for --manifest and --check")
-                                              : "--algo must be xxh64, sha1 or sha256, found '" + text + "'");
-    if (std::find(out.begin(), out.end(), *a) == out.end()) out.push_back(*a);
-    if (comma == std::string::npos) break;
-    at = comma + 1;
-  }
-  return out;
-}
-
 // Llama-gguf-hash's words for a line's outcome.
 const char* check_word(CheckStatus s) {
   switch (s) {
@@ -902,22 +883,10 @@ int cmd_hash(const std::vector<std::string>& args) {
   if (!vm) return 0;
   const bool manifest = (*vm)["manifest"].as<bool>(), file = (*vm)["file"].as<bool>(), json = (*vm)["json"].as<bool>();
   const bool check = vm->count("check") > 0;
-  if (manifest && check) throw_usage("--manifest writes a manifest and --check reads one: give one of them");
-  if (file && (manifest || check))
-    throw_usage(std::string("--file is the whole file's SHA-256, which a llama-gguf-hash manifest does not hold: ") +
-                (manifest ? "--manifest" : "--check") + " goes without it");
-  HashRequest req;
-  req.path = (*vm)["FILE"].as<std::string>();
-  req.shard_only = shard_only(*vm);
   const bool tensors = !file || (*vm)["tensors"].as<bool>();
-  const std::string algo_text = vm->count("algo") ? (*vm)["algo"].as<std::string>() : "";
-  if (manifest) req.algos = hash_algos(algo_text.empty() ? "all" : algo_text, true);
-  else if (check) req.algos = algo_text.empty() ? std::vector<HashAlgo>{} : hash_algos(algo_text, true);
-  else if (tensors) req.algos = hash_algos(algo_text.empty() ? "xxh64" : algo_text, false);
-  else if (!algo_text.empty()) throw_usage("--file is always SHA-256: --algo is for the tensor checksums (--tensors)");
-  req.per_file = manifest;
-  req.file_sha256 = file;
-  if (check) req.check = (*vm)["check"].as<std::string>();
+  HashRequest req = hash_request((*vm)["FILE"].as<std::string>(), vm->count("algo") ? (*vm)["algo"].as<std::string>() : "", file,
+                                 (*vm)["tensors"].as<bool>(), manifest,
+                                 check ? std::optional<std::string>((*vm)["check"].as<std::string>()) : std::nullopt, shard_only(*vm));
   // On a terminal, a long run shows how far it is, as edit does.
   int shown = -1;
   const bool bar = ::isatty(2);

@@ -24,7 +24,8 @@ PyObject* g_error = nullptr;  // ggufkit.Error, a ValueError
 // keyword arguments that set them (force=True).
 std::string py_words(std::string_view text) {
   return reworded(text, [](std::string_view name) {
-    for (const char* flag : {"force", "allow_broken", "in_place", "discard"})
+    if (name == "per_file") return std::string("manifest=True");
+    for (const char* flag : {"force", "allow_broken", "in_place", "discard", "file", "tensors"})
       if (name == flag) return std::string(name) + "=True";
     return std::string(name);
   });

@@ -99,7 +99,6 @@ std::string repr_text(const py::handle& o) {
 // An array as numpy's __array_interface__ describes it: found and read without importing
 // numpy (which need not be installed), from numpy or any library that speaks the protocol.
 struct ArrayArg {
-  py::object owner;  // holds the memory `data` points into
   char kind = 0;     // 'f' float, 'i' signed, 'u' unsigned, 'b' bool
   size_t width = 0;  // bytes an element
   bool big = false;  // the elements' byte order
@@ -126,7 +125,6 @@ std::string shape_text(const std::vector<uint64_t>& shape) {
 // is read).
 ArrayArg array_arg(const py::handle& o, const std::string& what) {
   ArrayArg a;
-  a.owner = py::reinterpret_borrow<py::object>(o);
   const py::dict ai = o.attr("__array_interface__");
   const std::string ts = py::str(ai["typestr"]);
   const py::object dt = py::getattr(o, "dtype", py::none());

@@ -191,34 +191,15 @@ py::dict convert_job(const py::handle& path, const std::string& byte_order, cons
 
 // ---- hash ---------------------------------------------------------------------------
 
-// algo: one name (the tensor checksums) or, for a manifest and its check, a list (a str with
-// commas, or a list of str) or 'all'.
-std::vector<HashAlgo> hash_algos(const py::object& algo, bool list) {
-  std::vector<std::string> names;
-  if (PyUnicode_Check(algo.ptr())) {
-    const std::string text = name_arg(algo, "algo");
-    if (list && text == "all") return {HashAlgo::xxh64, HashAlgo::sha1, HashAlgo::sha256};
-    for (size_t at = 0;;) {
-      const size_t comma = list ? text.find(',', at) : std::string::npos;
-      names.push_back(text.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-      if (comma == std::string::npos) break;
-      at = comma + 1;
-    }
-  } else if (list && !PyBytes_Check(algo.ptr()) && py::isinstance<py::iterable>(algo)) {
-    for (const py::handle a : algo) names.push_back(name_arg(py::reinterpret_borrow<py::object>(a), "algo"));
-  } else {
-    throw_usage(list ? "algo: expected a list of xxh64, sha1, sha256 and uuid (or a str of them with commas), or 'all'"
-                     : "algo: expected 'xxh64', 'sha1' or 'sha256'");
-  }
-  std::vector<HashAlgo> out;
-  for (const std::string& name : names) {
-    const std::optional<HashAlgo> a = hash_algo_named(name);
-    if (a == HashAlgo::uuid && !list) throw_usage("a uuid names a whole file: algo='uuid' is for manifest=True and check=MANIFEST");
-    if (!a) throw_usage(list ? "algo: each is one of xxh64, sha1, sha256 and uuid, or give 'all'; found '" + name + "'"
-                             : "algo must be 'xxh64', 'sha1' or 'sha256', found '" + name + "'");
-    if (std::find(out.begin(), out.end(), *a) == out.end()) out.push_back(*a);
-  }
-  return out;
+// algo: a name, names with commas or 'all' (as the command's --algo), or a list of names.
+std::string algo_text(const py::object& algo) {
+  if (algo.is_none()) return "";
+  if (PyUnicode_Check(algo.ptr())) return name_arg(algo, "algo");
+  if (PyBytes_Check(algo.ptr()) || !py::isinstance<py::iterable>(algo))
+    throw_usage("algo: expected a name (xxh64, sha1, sha256, uuid), names with commas, 'all', or a list of names");
+  std::string text;
+  for (const py::handle a : algo) text += (text.empty() ? "" : ",") + name_arg(py::reinterpret_borrow<py::object>(a), "algo");
+  return text;
 }
 
 py::object hex_or_none(const std::string& s) { return s.empty() ? py::object(py::none()) : py::object(py::str(s)); }
@@ -252,21 +233,9 @@ py::dict check_dict(const HashReport& rep) {
 
 py::dict hash_job(const py::handle& path, const py::object& algo, bool file, bool tensors_too, bool manifest, const py::object& check,
                   bool shard_only, py::object progress) {
-  if (manifest && !check.is_none()) throw_usage("manifest=True writes a manifest and check=MANIFEST reads one: give one of them");
-  if (file && (manifest || !check.is_none()))
-    throw_usage(std::string("file=True is the whole file's SHA-256, which a llama-gguf-hash manifest does not hold: ") +
-                (manifest ? "manifest=True" : "check=MANIFEST") + " goes without it");
-  HashRequest req;
-  req.path = to_path(path, "path");
-  req.shard_only = shard_only;
+  HashRequest req = hash_request(to_path(path, "path"), algo_text(algo), file, tensors_too, manifest,
+                                 check.is_none() ? std::nullopt : std::optional<std::string>(to_path(check, "check")), shard_only);
   const bool tensors = !file || tensors_too;
-  if (manifest) req.algos = algo.is_none() ? hash_algos(py::str("all"), true) : hash_algos(algo, true);
-  else if (!check.is_none()) req.algos = algo.is_none() ? std::vector<HashAlgo>{} : hash_algos(algo, true);
-  else if (tensors) req.algos = hash_algos(algo.is_none() ? py::str("xxh64") : algo, false);
-  else if (!algo.is_none()) throw_usage("file=True is always SHA-256: algo is for the tensor checksums (tensors=True)");
-  req.per_file = manifest;
-  req.file_sha256 = file;
-  if (!check.is_none()) req.check = to_path(check, "check");
   Interrupts irq(std::move(progress));
   irq.attach(req.context);
   req.progress = req.context.progress;  // hashing tells its progress on the calling thread

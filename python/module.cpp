@@ -578,7 +578,6 @@ py::str render_job(const py::handle& path, const py::object& conversation_arg, c
   return text_str(prompt);
 }
 
-
 py::dict replica_job(const py::handle& path, const py::handle& out, const std::string& data, bool force, bool shard_only,
                      py::object progress) {
   ReplicaRequest req;

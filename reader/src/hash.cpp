@@ -492,6 +492,43 @@ std::optional<HashAlgo> hash_algo_named(std::string_view name) {
   return std::nullopt;
 }
 
+std::vector<HashAlgo> hash_algos(std::string_view text, bool list) {
+  if (list && text == "all") return {HashAlgo::xxh64, HashAlgo::sha1, HashAlgo::sha256};
+  std::vector<HashAlgo> out;
+  for (size_t at = 0; at <= text.size();) {
+    const size_t comma = list ? text.find(',', at) : std::string_view::npos;
+    const std::string name(text.substr(at, comma == std::string_view::npos ? std::string_view::npos : comma - at));
+    const std::optional<HashAlgo> a = hash_algo_named(name);
+    if (!a || (!list && *a == HashAlgo::uuid))
+      throw_usage(list ? "`algo` is a comma list of xxh64, sha1, sha256 and uuid, or all; found '" + name + "'"
+                  : a  ? std::string("a uuid names a whole file: `algo` uuid is for `per_file` and `check`")
+                       : "`algo` must be xxh64, sha1 or sha256, found '" + std::string(text) + "'");
+    if (std::find(out.begin(), out.end(), *a) == out.end()) out.push_back(*a);
+    if (comma == std::string_view::npos) break;
+    at = comma + 1;
+  }
+  return out;
+}
+
+HashRequest hash_request(std::string path, std::string_view algo, bool file, bool tensors, bool manifest,
+                         std::optional<std::string> check, bool shard_only) {
+  if (manifest && check) throw_usage("`per_file` writes a manifest and `check` reads one: give one of them");
+  if (file && (manifest || check))
+    throw_usage(std::string("`file` is the whole file's SHA-256, which a llama-gguf-hash manifest does not hold: ") +
+                (manifest ? "`per_file`" : "`check`") + " goes without it");
+  HashRequest req;
+  req.path = std::move(path);
+  req.shard_only = shard_only;
+  if (manifest) req.algos = hash_algos(algo.empty() ? "all" : algo, true);
+  else if (check) req.algos = algo.empty() ? std::vector<HashAlgo>{} : hash_algos(algo, true);
+  else if (!file || tensors) req.algos = hash_algos(algo.empty() ? "xxh64" : algo, false);
+  else if (!algo.empty()) throw_usage("`file` is always SHA-256: `algo` is for the tensor checksums (`tensors`)");
+  req.per_file = manifest;
+  req.file_sha256 = file;
+  req.check = std::move(check);
+  return req;
+}
+
 std::string digest_hex(HashAlgo algo, const uint8_t* data, size_t n) {
   Digest d(algo);
   d.update(data, n);

@@ -62,6 +62,19 @@ struct HashRequest {
   Context context;  // the call's locks, and its cancel flag (checked where progress is told)
 };
 
+// The algorithms `algo` names, as the command's --algo and Python's algo= give them: one
+// name for the tensor checksums, or, for a manifest and its check (`list`), names with
+// commas or "all" (xxh64, sha1, sha256). A usage Error naming `algo` otherwise.
+std::vector<HashAlgo> hash_algos(std::string_view algo, bool list);
+
+// The request the command's options (and Python's keywords) make: the tensor checksums
+// (the default; with `file` only when `tensors` too), the files' SHA-256 (`file`), a manifest
+// (`per_file`) or its check (`check`), each algo "" taking its default. What says nothing
+// (a manifest and its check, the file's SHA-256 with either, an algo for the file's alone)
+// is a usage Error naming those fields.
+HashRequest hash_request(std::string path, std::string_view algo, bool file, bool tensors, bool manifest,
+                         std::optional<std::string> check, bool shard_only);
+
 struct HashedFile {
   std::string path;   // a shard's path is made from the name given (shard_path)
   uint64_t size = 0;
