@@ -22,9 +22,72 @@
 #include "ggufkit/inspect.h"
 #include "ggufkit/source.h"
 #include "ggufkit/shards.h"
+#include "ggufkit/sniff.h"
 #include "ggufkit/text.h"
 
 namespace ggufkit::cli {
+
+namespace {
+const po::option_description* option_named(const po::options_description& desc, const std::string& word) {
+  if (word.rfind("--", 0) == 0) return desc.find_nothrow(word.substr(2), false);
+  if (word.size() == 2 && word[0] == '-') return desc.find_nothrow(word, false);
+  return nullptr;
+}
+
+bool is_positional(const po::positional_options_description& pos, const std::string& name) {
+  for (unsigned i = 0; i < std::min(pos.max_total_count(), 8u); ++i)
+    if (pos.name_for_position(i) == name) return true;
+  return false;
+}
+
+// An option whose value is NAME=TEXT (its help starts so: "KEY=VALUE: ...").
+bool takes_pair(const po::option_description& o) {
+  const std::string& d = o.description();
+  size_t i = 0;
+  while (i < d.size() && std::isupper(static_cast<unsigned char>(d[i]))) ++i;
+  return i > 0 && i < d.size() && d[i] == '=';
+}
+
+// Words the parser had no place for, answered with the form they meant: gguf-py's
+// `--special-token eos '</s>'` (two words where ours takes eos='</s>'), a required option's
+// value given bare (`realign FILE 64`), gguf_set_metadata.py's `FILE KEY VALUE`.
+std::string surplus_hint(const std::vector<std::string>& args, const po::options_description& desc,
+                         const po::positional_options_description& pos) {
+  auto bare = [](const std::string& w) { return w.empty() || w[0] != '-' || w == "-"; };
+  std::vector<std::string> words;  // the positional words, in order
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      words.insert(words.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    if (bare(a)) {
+      words.push_back(a);
+      continue;
+    }
+    const po::option_description* o = a.find('=') == std::string::npos ? option_named(desc, a) : nullptr;
+    if (!o || o->semantic()->max_tokens() == 0 || i + 1 >= args.size()) continue;
+    if (takes_pair(*o) && i + 2 < args.size() && args[i + 1].find('=') == std::string::npos && bare(args[i + 1]) && bare(args[i + 2]))
+      return "; write it " + a + " " + shell_word(args[i + 1]) + "=" + shell_word(args[i + 2]);
+    ++i;  // its value
+  }
+  const unsigned room = pos.max_total_count();
+  if (words.size() <= room) return "";
+  const std::vector<std::string> surplus(words.begin() + room, words.end());
+  if (surplus.size() == 2 && desc.find_nothrow("set", false))
+    return "; write it --set " + shell_word(surplus[0]) + "=" + shell_word(surplus[1]);
+  if (surplus.size() == 1)
+    for (const auto& o : desc.options()) {
+      if (is_positional(pos, o->long_name()) || !o->semantic()->is_required() || o->long_name().empty()) continue;
+      const std::string flag = "--" + o->long_name();
+      const bool given = std::any_of(args.begin(), args.end(), [&](const std::string& a) {
+        return a == flag || a.rfind(flag + "=", 0) == 0 || (option_named(desc, a) == o.get());
+      });
+      if (!given && o->semantic()->max_tokens() > 0) return "; write it " + flag + " " + shell_word(surplus[0]);
+    }
+  return "";
+}
+}  // namespace
 
 std::optional<po::variables_map> parse(const std::vector<std::string>& args, po::options_description& desc,
                                        const po::positional_options_description& pos, const std::string& help) {
@@ -39,6 +102,14 @@ std::optional<po::variables_map> parse(const std::vector<std::string>& args, po:
       return std::nullopt;
     }
     po::notify(vm);
+  } catch (po::unknown_option& e) {
+    std::vector<std::string> names;
+    for (const auto& o : desc.options())  // (not FILE and its kind: they are given bare)
+      if (!o->long_name().empty() && !is_positional(pos, o->long_name())) names.push_back("--" + o->long_name());
+    const std::string hint = did_you_mean(nearest_names(e.get_option_name(), names, 2));
+    throw po::error(e.what() + (hint.empty() ? "" : "; " + hint));
+  } catch (po::too_many_positional_options_error& e) {
+    throw po::error(e.what() + surplus_hint(args, desc, pos));
   } catch (po::error_with_option_name& e) {
     // A positional argument is named as the usage line names it (FILE, N), never by the
     // internal option name the parser gives it.

@@ -12,6 +12,7 @@
 #include "ggufkit/edit.h"
 #include "ggufkit/journal.h"
 #include "ggufkit/path.h"
+#include "ggufkit/sniff.h"
 #include "ggufkit/text.h"
 #include "commands.h"
 #include "common.h"
@@ -451,12 +452,15 @@ int cmd_edit(const std::vector<std::string>& args) {
   desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file to edit")(
       "patch,p", po::value<std::string>(), "a patch file (YAML: set, remove, rename, special_tokens, token_types, alignment)")(
       "set", po::value<std::vector<std::string>>()->composing(),
-      "KEY=VALUE: set a key (keeps an existing key's type); VALUE is read as YAML, as in a patch: "
-      "'general.name=\"My Model\"' stores My Model, [1, 2] is a list")(
+      "KEY=VALUE: set a key (an existing key keeps its type); a string key's VALUE is the text as it is "
+      "('general.name=Llama: the tiny one'), any other key's is read as YAML (2, true, [1, 2])")(
+      "set-yaml", po::value<std::vector<std::string>>()->composing(),
+      "KEY=VALUE: set a key to VALUE read as YAML, as in a patch: '\"quoted text\"', [1, 2], {type: f32, value: 1}")(
       "set-typed", po::value<std::vector<std::string>>()->composing(),
       "KEY=TYPE:VALUE: add a key of the given type (u8 ... f64, bool, string, array[u32], ...)")(
       "remove", po::value<std::vector<std::string>>()->composing(), "KEY: remove a key")(
       "rename", po::value<std::vector<std::string>>()->composing(), "OLD=NEW: rename a key")(
+      "chat-template", po::value<std::string>(), "TEXT: set tokenizer.chat_template to TEXT, as it is")(
       "chat-template-file", po::value<std::string>(),
       "set tokenizer.chat_template from a file ('-' for standard input; pipes and /dev/fd/N are read whole)")(
       "eos-token-id", po::value<std::string>(), "set tokenizer.ggml.eos_token_id")(
@@ -535,8 +539,17 @@ int cmd_edit(const std::vector<std::string>& args) {
   if (vm->count("set"))
     for (const auto& s : (*vm)["set"].as<std::vector<std::string>>()) {
       auto [k, v] = pair(s, "--set");
-      job.patch.add_set(k, v);
+      job.patch.add_set_text(k, v);
     }
+  if (vm->count("set-yaml"))
+    for (const auto& s : (*vm)["set-yaml"].as<std::vector<std::string>>()) {
+      auto [k, v] = pair(s, "--set-yaml");
+      std::string quoted;  // an error about the value says how to give it as text
+      for (char c : v) quoted += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+      job.patch.add_set(k, v, " (the value '" + v + "' is read as YAML; to give text, quote it: --set-yaml " + shell_word(k) + "=" +
+                                  shell_word("\"" + quoted + "\"") + ", or give it with --set, which takes a string key's value as it is)");
+    }
+  if (vm->count("chat-template")) job.patch.add_set_text("tokenizer.chat_template", (*vm)["chat-template"].as<std::string>());
   if (vm->count("from-hf")) job.patch.add_from_hf((*vm)["from-hf"].as<std::string>());
   for (const char* opt : {"special-token", "special-token-id"})
     if (vm->count(opt))

@@ -30,20 +30,6 @@ const Topic kTopics[] = {
     {"json", "what every command prints with --json (schemas/json.md)", &kHelp_json},
 };
 
-// Optimal string alignment distance: edits, and a swap of two neighbours counts as one
-// ("shwo" is one from "show").
-size_t distance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i)
-    for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  return d[a.size()][b.size()];
-}
-
 std::string man_escape(std::string s) {
   std::string out;
   for (char c : s) {
@@ -106,14 +92,7 @@ std::vector<std::string> similar_names(const std::string& word, bool with_topics
   for (const Command& c : commands()) names.push_back(c.name);
   if (with_topics)
     for (const Topic& t : kTopics) names.push_back(t.name);
-  size_t best = 3;  // more than 2 edits away is no suggestion
-  std::vector<std::string> out;
-  for (const std::string& n : names) {
-    size_t d = n.rfind(word, 0) == 0 && word.size() >= 2 ? 1 : distance(word, n);
-    if (d < best) best = d, out.clear();
-    if (d == best) out.push_back(n);
-  }
-  return out;
+  return nearest_names(word, names, 2);  // more than 2 edits away is no suggestion
 }
 
 int cmd_help(const std::vector<std::string>& args) {

@@ -724,7 +724,13 @@ int cmd_tensor(const std::vector<std::string>& args) {
   std::optional<Tensor> t;
   for (size_t i = 0; i < s.model.tensors.size(); ++i)
     if (s.model.tensors.name(i) == a->second) t = s.model.tensors[i];
-  if (!t) throw Error(Error::Kind::format, a->file, std::nullopt, "tensor", "there is no tensor named '" + a->second + "'");
+  if (!t) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < s.model.tensors.size(); ++i) names.emplace_back(s.model.tensors.name(i));
+    const std::string hint = did_you_mean(nearest_names(a->second, names, std::max<size_t>(2, a->second.size() / 4)));
+    throw Error(Error::Kind::format, a->file, std::nullopt, "tensor",
+                "there is no tensor named '" + a->second + "'" + (hint.empty() ? "" : "; " + hint));
+  }
   Tensor part = *t;  // the rows asked for: whole rows are whole blocks, contiguous on disk
   if (a->vm.count("rows")) {
     std::string r = a->vm["rows"].as<std::string>();
@@ -1004,14 +1010,16 @@ int cmd_hash(const std::vector<std::string>& args) {
 int cmd_validate(const std::vector<std::string>& args) {
   po::options_description desc("options");
   shard_only_option(desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-': a header from standard input), or any shard of a set")(
-      "strict", po::bool_switch(), "exit 1 on warnings too")("json", po::bool_switch(), "print JSON"), "a shard alone, not its set")(
+      "strict", po::bool_switch(), "exit 1 on warnings too")("json", po::bool_switch(), "print JSON (every finding, whatever --quiet or --verbose say)"), "a shard alone, not its set")(
+      "verbose,v", po::bool_switch(), "also print the findings that are normal for most files (info: an alignment that happens to be larger)")(
+      "quiet,q", po::bool_switch(), "print only the findings that fail the file (errors; with --strict, warnings too); the exit code is the same")(
       "base", po::value<std::string>()->value_name("MODEL"), "FILE is a LoRA adapter of MODEL (its pairs checked against MODEL's tensors) or an MTP drafter for MODEL (the same architecture, width and vocabulary)")(
       "dialect", po::value<std::string>()->value_name("NAME")->default_value("llama.cpp"),
       "whose loader judges: llama.cpp (mainline), or ik_llama (its own tensor types are warnings, not errors)");
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos,
-                  "usage: ggufkit validate FILE [--base MODEL] [--dialect ik_llama] [--strict] [--json]\n\n"
+                  "usage: ggufkit validate FILE [--base MODEL] [--dialect ik_llama] [--strict] [--quiet | --verbose] [--json]\n\n"
                   "Every reader error, and what a reader lets through that breaks later: tensor data\n"
                   "past the end of the file (a cut download), bytes after the last tensor, non-zero\n"
                   "padding, offsets llama.cpp refuses, an alignment below 32 or over 1 MiB, missing\n"
@@ -1041,9 +1049,10 @@ int cmd_validate(const std::vector<std::string>& args) {
                   "split_keys_in_single_file for a lone file); --shard-only checks the file named alone.\n"
                   "'-' reads a header from standard input: its model's rules, the data unread.\n"
                   "Each finding has a code, a\n"
-                  "severity, an offset where there is one, and a message. Exit 1 when there are\n"
-                  "errors (with --strict, warnings too).");
+                  "severity (error, warning; info, printed with --verbose), an offset where there\n"
+                  "is one, and a message. Exit 1 when there are errors (with --strict, warnings too).");
   if (!vm) return 0;
+  if ((*vm)["quiet"].as<bool>() && (*vm)["verbose"].as<bool>()) throw_usage("give one of --quiet and --verbose");
   const std::string file = (*vm)["file"].as<std::string>();
   namespace io = boost::iostreams;
   io::stream<io::file_descriptor_source> in(io::file_descriptor_source(0, io::never_close_handle));
@@ -1072,14 +1081,19 @@ int cmd_validate(const std::vector<std::string>& args) {
           JsonOut::lines);
     });
   } else {
-    const bool many = v.per_file;
+    const bool many = v.per_file, quiet = (*vm)["quiet"].as<bool>(), verbose = (*vm)["verbose"].as<bool>();
+    const bool strict = (*vm)["strict"].as<bool>();
     for (const auto& [where, f] : fs) {
+      if (f.severity == Severity::info && !verbose) continue;
+      if (quiet && !(f.severity == Severity::error || (strict && f.severity == Severity::warning))) continue;
       std::printf("%s%s %s%s: %s\n", many ? (where + ": ").c_str() : "", severity_name(f.severity).data(), code_name(f.code).data(),
                   f.offset ? (" at byte " + std::to_string(*f.offset)).c_str() : "", f.message.c_str());
       if (!f.fix.empty()) std::printf("  fix: %s\n", fix_text(f, where).c_str());
     }
-    if (files.size() > 1) std::printf("shard set: %zu files\n", files.size());
-    std::printf("%s: %zu errors, %zu warnings\n", file.c_str(), errors, warnings);
+    if (!quiet) {
+      if (files.size() > 1) std::printf("shard set: %zu files\n", files.size());
+      std::printf("%s: %zu errors, %zu warnings\n", file.c_str(), errors, warnings);
+    }
   }
   return errors || ((*vm)["strict"].as<bool>() && warnings) ? 1 : 0;
 }

@@ -3,7 +3,7 @@
 // is written there alone, under a journal; the other shards are not touched.
 //
 //   build/examples/edit_set MODEL-00003-of-00003.gguf KEY VALUE
-//   (VALUE is read as YAML, as `ggufkit edit --set KEY=VALUE` reads it)
+//   (VALUE is read as YAML, as `ggufkit edit --set-yaml KEY=VALUE` reads it)
 #include <cstdio>
 #include <string>
 

@@ -166,7 +166,12 @@ struct MappedBytes {
 size_t tensor_index(const Opened& o, const std::string& name) {
   const TensorList& ts = o.model().tensors;
   auto it = std::lower_bound(o.by_name.begin(), o.by_name.end(), name, [&](uint64_t i, const std::string& n) { return ts.name(i) < n; });
-  if (it == o.by_name.end() || ts.name(*it) != name) throw Error(Error::Kind::usage, o.path, std::nullopt, "", "no tensor named '" + name + "'");
+  if (it == o.by_name.end() || ts.name(*it) != name) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < ts.size(); ++i) names.emplace_back(ts.name(i));
+    const std::string hint = did_you_mean(nearest_names(name, names, std::max<size_t>(2, name.size() / 4)));
+    throw Error(Error::Kind::usage, o.path, std::nullopt, "", "no tensor named '" + name + "'" + (hint.empty() ? "" : "; " + hint));
+  }
   return *it;
 }
 

@@ -117,7 +117,7 @@ run "edit template bad" edit "$phi" --set 'tokenizer.chat_template={% if %}' -o 
 printf '{%% if %%}broken' >bad.jinja
 run "edit template syntax" edit "$phi" --chat-template-file bad.jinja -o e8.gguf
 run "edit template forced" edit "$phi" --chat-template-file bad.jinja --no-template-check -o e9.gguf
-run "edit template warning" edit "$tiny" --set 'tokenizer.chat_template="<|im_start|>{{ bos_token }}"' -o e10.gguf
+run "edit template warning" edit "$tiny" --chat-template '<|im_start|>{{ bos_token }}' -o e10.gguf
 run "edit set typed" edit "$tiny" --set-typed my.key=array[u32]:[1,2] --remove general.name --rename llama.rope.dimension_count=llama.rope.dims -o e11.gguf --json
 run "edit patch file" edit "$tiny" --patch "$here/../examples/patches/fix-model.yaml" -o e12.gguf
 run "edit set split key" edit "$set3" --set split.count=4 -o e13
@@ -172,6 +172,30 @@ for c in show meta get template tensors stack layer account tensor diff hash val
   convert split merge write dump example corrupt recover; do
   run "$c help" "$c" --help
 done
+
+# The command line as people type it (issue 48): plain text for string keys, gguf-py's
+# forms answered with ours, "did you mean", findings normal for most files only on asking.
+run "set text" edit "$tiny" --set 'general.name=Llama: the tiny one' --set 'general.description=[draft] tiny' --dry-run
+run "set text quotes" edit "$tiny" --set 'general.name="My Model"' --dry-run
+run "set yaml" edit "$tiny" --set-yaml 'general.name="My Model"' --set-yaml 'general.tags=[a, b]' --dry-run
+run "set yaml unquoted" edit "$tiny" --set-yaml 'general.description=[draft] tiny' --dry-run
+run "set yaml colon" edit "$tiny" --set-yaml 'general.name=Llama: the tiny one' --dry-run
+run "set new key text" edit "$tiny" --set 'my.note=Llama: tiny' --dry-run
+run "set typed string" edit "$tiny" --set-typed 'my.note=string:Llama: tiny' --dry-run
+run "set number not yaml" edit "$tiny" --set 'llama.block_count=two' --dry-run
+run "chat template text" edit "$tiny" --chat-template '{% for m in messages %}{{ m.content }}{% endfor %}' --dry-run
+run "chat template inline bad" edit "$tiny" --chat-template '{% if %}' --dry-run
+run "gguf-py special token" edit "$tiny" --special-token eos '</s>' --dry-run
+run "gguf-py special token id" edit "$tiny" --special-token-id eos 2 --dry-run
+run "gguf-py set metadata" edit "$tiny" general.name Foo --dry-run
+run "gguf-py realign" realign "$tiny" 64 -o r64.gguf
+run "mean dry-run" edit "$tiny" --dry --set general.name=x
+run "mean ids" tokenize "$tiny" --id 1
+run "mean tensor" tensor "$tiny" blk.0.attn_q
+run "mean tensors" tensor "$tiny" blk.0.attn
+run "validate verbose" validate "$tiny" --verbose
+run "validate quiet" validate "$tiny" --quiet
+run "validate quiet error" validate "$corpus/splits/by-count-00002-of-00003.gguf" --shard-only --quiet --strict
 
 if [ -z "$golden" ]; then
   cat "$record"

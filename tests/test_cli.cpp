@@ -227,15 +227,150 @@ TEST(CliTable, AMistypedCommandGetsTheNearestOneAndExit2) {
   EXPECT_EQ(r.err, "ggufkit: unknown command 'frobnicate'\nRun 'ggufkit --help' for the list of commands.\n");
 }
 
-TEST(CliTable, AnOptionPrefixIsRefusedNotGuessed) {
-  for (const char* args : {"edit %s --dry --set general.name=x", "show %s --js", "tensor %s token_embd.weight --he 2"}) {
+TEST(CliTable, AnOptionPrefixIsRefusedNotGuessedButNamed) {
+  struct Case {
+    const char *args, *err;
+  };
+  for (const Case& c : {Case{"edit %s --dry --set general.name=x", "ggufkit edit: unrecognised option '--dry'; did you mean '--dry-run'? (see 'ggufkit edit --help')\n"},
+                        Case{"show %s --js", "ggufkit show: unrecognised option '--js'; did you mean '--json'? (see 'ggufkit show --help')\n"},
+                        Case{"tensor %s token_embd.weight --he 2", "ggufkit tensor: unrecognised option '--he'; did you mean '--head' or '--help'? (see 'ggufkit tensor --help')\n"},
+                        Case{"tokenize %s --id 1", "ggufkit tokenize: unrecognised option '--id'; did you mean '--ids'? (see 'ggufkit tokenize --help')\n"},
+                        // three edits from --file (an internal name, never offered) and anything else: no guess
+                        Case{"show %s --nope", "ggufkit show: unrecognised option '--nope' (see 'ggufkit show --help')\n"}}) {
     char line[512];
-    std::snprintf(line, sizeof line, args, tiny_llama().c_str());
+    std::snprintf(line, sizeof line, c.args, tiny_llama().c_str());
     CliRun r = run_cli(line);
     EXPECT_EQ(r.code, 2) << line;
-    EXPECT_NE(r.err.find("unrecognised option '--"), std::string::npos) << line << ": " << r.err;
+    EXPECT_EQ(r.err, c.err) << line;
     EXPECT_EQ(r.out, "") << line;
   }
+}
+
+// gguf-py's scripts take `--special-token eos '</s>'` and gguf_set_metadata.py `FILE KEY VALUE`;
+// the answer is our form, shell-quoted, and the form it gives works.
+TEST(CliTable, GgufPyFormsAreAnsweredWithOursAndTheAnswerWorks) {
+  const std::string f = tiny_llama();
+  struct Case {
+    std::string args, err, ours;
+  };
+  for (const Case& c : {
+           Case{"edit " + f + " --special-token eos '</s>' --dry-run",
+                "ggufkit edit: too many positional options have been specified on the command line; write it --special-token eos='</s>' (see "
+                "'ggufkit edit --help')\n",
+                "edit " + f + " --special-token eos='</s>' --dry-run"},
+           Case{"edit " + f + " --special-token-id eos 2 --dry-run",
+                "ggufkit edit: too many positional options have been specified on the command line; write it --special-token-id eos=2 (see "
+                "'ggufkit edit --help')\n",
+                "edit " + f + " --special-token-id eos=2 --dry-run"},
+           Case{"edit " + f + " general.name 'Tiny one' --dry-run",
+                "ggufkit edit: too many positional options have been specified on the command line; write it --set general.name='Tiny one' "
+                "(see 'ggufkit edit --help')\n",
+                "edit " + f + " --set general.name='Tiny one' --dry-run"},
+           Case{"realign " + f + " 64 --dry-run",
+                "ggufkit realign: too many positional options have been specified on the command line; write it --alignment 64 (see "
+                "'ggufkit realign --help')\n",
+                "realign " + f + " --alignment 64 --dry-run"},
+       }) {
+    SCOPED_TRACE(c.args);
+    CliRun r = run_cli(c.args);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.err, c.err);
+    CliRun ours = run_cli(c.ours);
+    EXPECT_EQ(ours.code, 0) << ours.err;
+    EXPECT_NE(ours.out.find("dry run, nothing written"), std::string::npos) << ours.out;
+  }
+}
+
+// A string key's value is the text typed, colons, brackets and braces included; another
+// key's is YAML, and an error says it was read so.
+TEST(Cli, SetTakesAStringKeysValueAsTypedAndOthersAsYaml) {
+  const std::string out = temp_path("set-text.gguf");
+  std::filesystem::remove(out);
+  const std::string tmpl = "{% for m in messages %}{{ m.content }}{% endfor %}";
+  CliRun r = run_cli("edit " + tiny_llama() + " --set 'general.name=Llama: the tiny one' --set 'general.description=[draft] tiny' "
+                     "--set llama.context_length=1024 --chat-template '" + tmpl + "' -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(run_cli("get " + out + " general.name").out, "Llama: the tiny one\n");
+  EXPECT_EQ(run_cli("get " + out + " general.description").out, "[draft] tiny\n");
+  EXPECT_EQ(run_cli("get " + out + " tokenizer.chat_template").out, tmpl + "\n");
+  EXPECT_EQ(run_cli("get " + out + " llama.context_length --json").out, "{\"key\": \"llama.context_length\", \"type\": \"u32\", \"value\": 1024}\n");
+  // quotes typed are kept, and a note says so
+  r = run_cli("edit " + tiny_llama() + " --set 'general.name=\"My Model\"' --dry-run");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("-> \"\\\"My Model\\\"\""), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("the value is stored as given, quotes and all"), std::string::npos) << r.err;
+  // a u32 key reads YAML: the error names the value and why
+  r = run_cli("edit " + tiny_llama() + " --set llama.block_count=two --dry-run");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "ggufkit: error: command line:1:1: set llama.block_count: expected an integer, found 'two' (the value 'two' was read "
+                   "as YAML, as llama.block_count is u32 in the file)\n");
+  // a key new to the file and the registry: YAML, and the text form offered works
+  r = run_cli("edit " + tiny_llama() + " --set 'my.note=Llama: tiny' --dry-run");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("as text: --set-typed 'my.note=string:Llama: tiny')"), std::string::npos) << r.err;
+  r = run_cli("edit " + tiny_llama() + " --set-typed 'my.note=string:Llama: tiny' --dry-run");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("add     my.note (string): \"Llama: tiny\""), std::string::npos) << r.out;
+}
+
+TEST(Cli, SetYamlReadsYamlAndItsErrorsSayHowToQuote) {
+  const std::string out = temp_path("set-yaml.gguf");
+  std::filesystem::remove(out);
+  CliRun r = run_cli("edit " + tiny_llama() + " --set-yaml 'general.name=\"My Model\"' --set-yaml 'general.tags=[a, b]' -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(run_cli("get " + out + " general.name").out, "My Model\n");
+  EXPECT_EQ(run_cli("get " + out + " general.tags").out, "a\nb\n");
+  std::filesystem::remove(out);
+  r = run_cli("edit " + tiny_llama() + " --set-yaml 'general.description=[draft] tiny' -o " + out);
+  EXPECT_EQ(r.code, 1);
+  const std::string advice = "--set-yaml general.description='\"[draft] tiny\"'";
+  EXPECT_EQ(r.err, "ggufkit: error: command line (general.description): yaml: expected one document, found more (the value '[draft] "
+                   "tiny' is read as YAML; to give text, quote it: " + advice + ", or give it with --set, which takes a string key's value as it is)\n");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  r = run_cli("edit " + tiny_llama() + " " + advice + " -o " + out);  // the advice, pasted
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(run_cli("get " + out + " general.description").out, "[draft] tiny\n");
+  r = run_cli("edit " + tiny_llama() + " --set-yaml 'general.name=Llama: the tiny one' --dry-run");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("unknown field 'Llama'; expected one of: file, hex (the value 'Llama: the tiny one' is read as YAML; to give text, "
+                       "quote it: --set-yaml general.name='\"Llama: the tiny one\"'"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(Cli, ATensorNameCutShortGetsTheNamesItBegins) {
+  CliRun r = run_cli("tensor " + tiny_llama() + " blk.0.attn_q");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "ggufkit: error: " + tiny_llama() + ": tensor: there is no tensor named 'blk.0.attn_q'; did you mean 'blk.0.attn_q.weight'?\n");
+  r = run_cli("tensor " + tiny_llama() + " blk.0.attn");
+  EXPECT_EQ(r.err, "ggufkit: error: " + tiny_llama() + ": tensor: there is no tensor named 'blk.0.attn'; did you mean 'blk.0.attn_norm.weight', "
+                   "'blk.0.attn_q.weight', 'blk.0.attn_k.weight', 'blk.0.attn_v.weight' or 1 more?\n");
+  r = run_cli("tensor " + tiny_llama() + " blk.0.ffn_gate.wieght");  // a swap is one edit
+  EXPECT_EQ(r.err, "ggufkit: error: " + tiny_llama() + ": tensor: there is no tensor named 'blk.0.ffn_gate.wieght'; did you mean 'blk.0.ffn_gate.weight'?\n");
+}
+
+// An alignment that happens to be larger is info: shown with --verbose; --quiet shows what
+// fails the file; the exit code never changes.
+TEST(Cli, ValidateShowsInfoWithVerboseAndOnlyFailuresWithQuiet) {
+  const std::string info = "info alignment: no general.alignment, so readers use 32; the data happens to be aligned to 128\n";
+  CliRun plain = run_cli("validate " + tiny_llama()), verbose = run_cli("validate " + tiny_llama() + " --verbose"),
+         quiet = run_cli("validate " + tiny_llama() + " -q");
+  EXPECT_EQ(plain.code, 0);
+  EXPECT_EQ(verbose.code, 0);
+  EXPECT_EQ(quiet.code, 0);
+  EXPECT_EQ(plain.out.find("info "), std::string::npos) << plain.out;
+  EXPECT_EQ(verbose.out.rfind(info, 0), 0u) << verbose.out;
+  EXPECT_EQ(verbose.out.substr(info.size()), plain.out);
+  EXPECT_EQ(quiet.out, "");
+  const std::string shard = std::string(GGUFKIT_CORPUS) + "/splits/by-count-00002-of-00003.gguf";
+  CliRun failing = run_cli("validate " + shard + " --shard-only -q"), strict = run_cli("validate " + shard + " --shard-only -q --strict");
+  EXPECT_EQ(failing.code, 1);
+  EXPECT_EQ(failing.out, "error missing_architecture: no general.architecture (a string): llama.cpp cannot load the file\n");
+  EXPECT_EQ(strict.code, 1);
+  EXPECT_EQ(strict.out, failing.out + "warning missing_quantization_version: quantized tensors but no general.quantization_version\n");
+  CliRun both = run_cli("validate " + tiny_llama() + " -q -v");
+  EXPECT_EQ(both.code, 2);
+  EXPECT_EQ(both.err, "ggufkit: error: give one of --quiet and --verbose\n");
 }
 
 TEST(CliTable, HelpTopicsPrintTheDocumentsTheProgramCarries) {

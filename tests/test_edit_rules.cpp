@@ -168,11 +168,11 @@ TEST(EditRules, BrokenInputIsRefusedWhereItIsWrittenAndAllowBrokenWritesWhatCanB
   }
 }
 
-TEST(EditRules, SetReadsItsValueAsAPatchDoesAndSetTypedAddsAKeyOfAType) {
+TEST(EditRules, SetYamlReadsItsValueAsAPatchDoesAndSetTypedAddsAKeyOfAType) {
   std::string dir = temp_path("set-yaml");
   fs::create_directories(dir);
   std::string out = dir + "/out.gguf";
-  CliRun r = run_cli("edit " + tiny_llama() + " --set 'general.name=\"My Model\"' --set-typed my.ratio=f32:0.5 "
+  CliRun r = run_cli("edit " + tiny_llama() + " --set-yaml 'general.name=\"My Model\"' --set-typed my.ratio=f32:0.5 "
                      "--set-typed my.list=array[u32]:[1,2,3] --set-typed my.flag=bool:yes -o " + out);
   ASSERT_EQ(r.code, 0) << r.err;
   ggufkit::Scanned s = ggufkit::scan_file(out);

@@ -201,7 +201,7 @@ TEST(Inspect, GetPrintsOneValueAndTemplatePrintsTheStoredBytes) {
             "{\"templates\": [{\"name\": \"default\", \"key\": \"tokenizer.chat_template\", \"bytes\": " +
                 std::to_string(t->str.size()) + "}]}\n");
   std::string two = temp_path("two-templates.gguf");
-  ASSERT_EQ(run_cli("edit " + phi3 + " --set 'tokenizer.chat_template.tool_use=\"{{ tools }}\"' -o " + two).code, 0);
+  ASSERT_EQ(run_cli("edit " + phi3 + " --set 'tokenizer.chat_template.tool_use={{ tools }}' -o " + two).code, 0);
   EXPECT_EQ(run_cli("template " + two + " --name tool_use").out, "{{ tools }}");
   CliRun list = run_cli("template " + two + " --list");
   EXPECT_NE(list.out.find("tool_use         tokenizer.chat_template.tool_use         11 bytes\n"), std::string::npos) << list.out;
@@ -709,4 +709,22 @@ TEST(FileTypes, OneTableNamesEveryTypeShowPrintsAndTheRuleBookKnowsOnlyLlamaCpps
   for (const ggufkit::FileType& f : ggufkit::file_types()) named += !ggufkit::file_type_name(f.id).empty();
   EXPECT_EQ(named, ggufkit::file_types().size());
   EXPECT_EQ(ggufkit::file_types().size(), 37u);
+}
+
+// "Did you mean": a swap of neighbours is one edit, a name the word begins is one, and
+// nothing past the limit is offered.
+TEST(Inspect, NearestNamesCountSwapsAndPrefixesAndStopAtTheLimit) {
+  EXPECT_EQ(ggufkit::edit_distance("shwo", "show"), 1u);
+  EXPECT_EQ(ggufkit::edit_distance("--nope", "--file"), 3u);
+  EXPECT_EQ(ggufkit::edit_distance("", "abc"), 3u);
+  EXPECT_EQ(ggufkit::edit_distance("kitten", "sitting"), 3u);
+  const std::vector<std::string> opts = {"--file", "--json", "--dry-run", "--help"};
+  EXPECT_EQ(ggufkit::nearest_names("--dry", opts, 2), std::vector<std::string>{"--dry-run"});
+  EXPECT_EQ(ggufkit::nearest_names("--jsno", opts, 2), std::vector<std::string>{"--json"});
+  EXPECT_TRUE(ggufkit::nearest_names("--nope", opts, 2).empty());
+  EXPECT_TRUE(ggufkit::nearest_names("--json", opts, 2).empty());  // the name itself is no suggestion
+  EXPECT_EQ(ggufkit::did_you_mean({}), "");
+  EXPECT_EQ(ggufkit::did_you_mean({"a"}), "did you mean 'a'?");
+  EXPECT_EQ(ggufkit::did_you_mean({"a", "b"}), "did you mean 'a' or 'b'?");
+  EXPECT_EQ(ggufkit::did_you_mean({"a", "b", "c", "d", "e", "f"}), "did you mean 'a', 'b', 'c', 'd' or 2 more?");
 }

@@ -421,7 +421,7 @@ TEST(JinjaParser, AnEditRefusesATemplateThatDoesNotParseUnlessTold) {
             std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(out));
   // A named template is checked too, whichever way it is set.
-  CliRun named = run_cli("edit " + tiny_llama() + " --set 'tokenizer.chat_template.tool_use=\"{% if x %}\"' -o " + out);
+  CliRun named = run_cli("edit " + tiny_llama() + " --set 'tokenizer.chat_template.tool_use={% if x %}' -o " + out);
   EXPECT_EQ(named.code, 1);
   EXPECT_NE(named.err.find("[template_syntax] tokenizer.chat_template.tool_use: line 1, column 11: Unexpected end of template."),
             std::string::npos) << named.err;

@@ -18,6 +18,7 @@
 
 #include "ggufkit/check.h"
 #include "ggufkit/error.h"
+#include "ggufkit/sniff.h"
 #include "ggufkit/source.h"
 #include "ggufkit/inspect.h"
 #include "ggufkit/text.h"
@@ -55,15 +56,24 @@ void refuse_twice(const Patch& p, const std::string& key) {
 // a list, {type: f32, value: 1} names a type. An empty VALUE is the empty string.
 YamlNode yaml_value(const Patch& p, const std::string& key, const std::string& text) {
   if (text.empty()) return scalar_node("");
-  YamlNode n = load_yaml(text, p.caller == Patch::Caller::python ? "arguments (set['" + key + "'])" : "command line (--set " + key + ")");
+  YamlNode n = load_yaml(text, p.caller == Patch::Caller::python ? "arguments (set['" + key + "'])" : "command line (" + key + ")");
   if (n.IsNull()) return scalar_node(text);  // "#..." or "~": the text itself
   return n;
 }
 }  // namespace
 
-void Patch::add_set(const std::string& key, const std::string& text) {
+void Patch::add_set(const std::string& key, const std::string& text, const std::string& advice) {
   refuse_twice(*this, key);
-  set.push_back({key, yaml_value(*this, key, text), origin(*this)});
+  try {
+    set.push_back({key, yaml_value(*this, key, text), origin(*this), std::nullopt, std::nullopt, advice});
+  } catch (const Error& e) {
+    throw e.with_note(advice);
+  }
+}
+
+void Patch::add_set_text(const std::string& key, const std::string& text) {
+  refuse_twice(*this, key);
+  set.push_back({key, scalar_node(text), origin(*this), std::nullopt, text});
 }
 
 void Patch::add_set_typed(const std::string& key, const std::string& type, const std::string& text) {
@@ -75,7 +85,12 @@ void Patch::add_set_typed(const std::string& key, const std::string& type, const
   else
     m.items = {scalar_node("type"), scalar_node(type)};
   m.items.push_back(scalar_node("value"));
-  m.items.push_back(yaml_value(*this, key, text));
+  if (type == "string") {  // the text itself: a string needs no YAML
+    m.items.push_back(scalar_node(text));
+    m.items.back().quoted = true;
+  } else {
+    m.items.push_back(yaml_value(*this, key, text));
+  }
   set.push_back({key, std::move(m), origin(*this)});
 }
 
@@ -558,12 +573,42 @@ class Applier : YamlReader {
 
   // A value with no place of its own (--from-hf's, a shortcut's): its errors name where it was given.
   void set(const Patch::Set& s) {
-    if (s.value.line >= 0) return set_value(s);
+    if (s.text) return set_text(s);
+    if (s.value.line >= 0 && s.advice.empty()) return set_value(s);
     try {
       set_value(s);
     } catch (const Error& e) {
-      if (e.file != name()) throw;
-      throw Error(e.kind, s.from, e.offset, e.field, e.message);
+      if (e.file == name() && s.value.line < 0) throw Error(e.kind, s.from, e.offset, e.field, e.message + s.advice);
+      if (!s.advice.empty()) throw e.with_note(s.advice);
+      throw;
+    }
+  }
+
+  // --set KEY=VALUE: a string key takes the text as it is; another key reads it as YAML, and
+  // an error says so, with how to give text.
+  void set_text(const Patch::Set& s) {
+    Patch::Set given = s;
+    given.text.reset();
+    const KV* kv = find(s.key);
+    const KeySpec* spec = kv ? nullptr : r_.find(s.key, arch());
+    if (kv ? kv->value.type == ValueType::string : spec && spec->type == ValueType::string) {
+      given.value.quoted = true;
+      const std::string& t = *s.text;
+      if (t.size() >= 2 && (t[0] == '"' || t[0] == '\'') && t.back() == t[0])
+        ctx_.note(s.from, "set " + printable(s.key) + ": the value is stored as given, quotes and all (--set takes a string key's "
+                          "value as it is; --set-yaml reads the quotes as YAML's)");
+      return set(given);
+    }
+    const std::string why = kv    ? s.key + " is " + type_text(kv->value.type, kv->value.elem) + " in the file"
+                            : spec ? "the key registry has " + s.key + " as " + spec->wanted()
+                                   : s.key + " is a new key";
+    const std::string text_how = kv || spec ? "" : "; as text: --set-typed " + shell_word(s.key + "=string:" + *s.text);
+    try {
+      given.value = yaml_value(p_, s.key, *s.text);
+      set(given);
+    } catch (const Error& e) {
+      const std::string& t = *s.text;
+      throw e.with_note(" (the value '" + printable(t.size() > 60 ? t.substr(0, 60) + "..." : t) + "' was read as YAML, as " + why + text_how + ")");
     }
   }
 

@@ -119,7 +119,7 @@ def test_bytes_set_a_string_that_is_not_utf8_with_the_warning_the_command_gives(
     assert [(f.code, f.severity, f.field) for f in r["findings"]] == [("invalid_utf8", "warning", "general.name")]
     assert ggufkit.open(out).metadata["general.name"] == b"\xff\x00"
     cli_out = tmp_path / "c.gguf"
-    cli("edit", spm_copy, "--set", 'general.name={hex: "ff00"}', "-o", cli_out)
+    cli("edit", spm_copy, "--set-yaml", 'general.name={hex: "ff00"}', "-o", cli_out)
     assert out.read_bytes() == cli_out.read_bytes()
 
 

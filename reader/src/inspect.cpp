@@ -180,18 +180,43 @@ std::string nearest_key(const Model& m, std::string_view key, const std::functio
 }
 
 size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  // Optimal string alignment: a swap of two neighbours is one edit ("shwo" is one from
+  // "show"). Three rows, not the whole table: token texts can be long.
+  std::vector<size_t> before(b.size() + 1), prev(b.size() + 1), row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
     row[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
+      row[j] = std::min({prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) row[j] = std::min(row[j], before[j - 2] + 1);
     }
+    std::swap(before, prev);
+    std::swap(prev, row);
   }
-  return row[b.size()];
+  return prev[b.size()];
+}
+
+std::vector<std::string> nearest_names(std::string_view word, const std::vector<std::string>& names, size_t max_edits) {
+  std::vector<std::string> out;
+  size_t best = max_edits + 1;
+  for (const std::string& n : names) {
+    if (n == word) continue;
+    const size_t d = word.size() >= 2 && n.rfind(word, 0) == 0 ? 1 : edit_distance(word, n);
+    if (d > max_edits) continue;
+    if (d < best) best = d, out.clear();
+    if (d == best && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  }
+  return out;
+}
+
+std::string did_you_mean(const std::vector<std::string>& names) {
+  if (names.empty()) return "";
+  std::string out = "did you mean ";
+  const size_t shown = std::min<size_t>(names.size(), 4);
+  for (size_t i = 0; i < shown; ++i)
+    out += (i == 0 ? "" : i + 1 == shown && shown == names.size() ? " or " : ", ") + ("'" + names[i] + "'");
+  if (shown < names.size()) out += " or " + std::to_string(names.size() - shown) + " more";
+  return out + "?";
 }
 
 std::optional<std::pair<uint64_t, std::string>> block_of(const std::string& name) {

@@ -38,6 +38,10 @@ struct Patch {
     // depends on the model's parameter count ("-128k" is a context length beside 7B), so
     // it is found when the patch meets the file; no version, no key.
     std::optional<std::string> version_of = std::nullopt;
+    // --set's VALUE as typed (add_set_text): the string itself when the key is a string in
+    // the file or the registry, else read as YAML; which, the file decides.
+    std::optional<std::string> text = std::nullopt;
+    std::string advice = "";  // add_set's: ends an error about the value
   };
   // A special token set by its text (looked up in tokenizer.ggml.tokens) or by its id.
   struct Special {
@@ -83,8 +87,13 @@ struct Patch {
 
   // The command line's shortcuts build the same patch. A key set twice (by the patch and
   // on the command line, or twice there) and a second alignment are refused, not resolved.
-  void add_set(const std::string& key, const std::string& text);  // VALUE read as YAML, as in a patch
-  // --set-typed KEY=TYPE:VALUE: TYPE is a value type, or array[ELEM]; VALUE as YAML.
+  // VALUE read as YAML, as in a patch; `advice` ends any error about it (how to quote it).
+  void add_set(const std::string& key, const std::string& text, const std::string& advice = "");
+  // --set KEY=VALUE: a string key's VALUE is the text itself, quotes, colons and all; any
+  // other key's is read as YAML (a number, a bool, [1, 2]).
+  void add_set_text(const std::string& key, const std::string& text);
+  // --set-typed KEY=TYPE:VALUE: TYPE is a value type, or array[ELEM]; VALUE as YAML, or the
+  // text itself for TYPE string.
   void add_set_typed(const std::string& key, const std::string& type, const std::string& text);
   void add_set_file(const std::string& key, const std::string& path);
   // --special-token NAME=TEXT and --special-token-id NAME=ID.

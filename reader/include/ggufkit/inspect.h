@@ -70,8 +70,14 @@ std::string special_token_key(std::string_view name);
 const std::vector<std::string>& special_token_names();
 // llama.cpp's name of a token type: normal, unknown, control, user_defined, unused, byte.
 std::string token_type_name(int64_t type);
-// Levenshtein distance, for "did you mean".
+// Edits from a to b (a swap of neighbours is one), for "did you mean".
 size_t edit_distance(std::string_view a, std::string_view b);
+// The names nearest `word`, in their order: one that `word` begins counts as one edit
+// (--dry for --dry-run, blk.0.attn_q for blk.0.attn_q.weight); those at the fewest edits,
+// if that is at most `max_edits`; else none.
+std::vector<std::string> nearest_names(std::string_view word, const std::vector<std::string>& names, size_t max_edits);
+// "did you mean 'a' or 'b'?" (four at most, then how many more); "" for none.
+std::string did_you_mean(const std::vector<std::string>& names);
 // The model's key nearest to `key` (within a quarter of its length, at least 2 edits);
 // empty when none is that close. Keys `skip` says yes to are not offered.
 std::string nearest_key(const Model& m, std::string_view key,
