@@ -22,7 +22,6 @@
 #include "ggufkit/inspect.h"
 #include "ggufkit/source.h"
 #include "ggufkit/shards.h"
-#include "ggufkit/sniff.h"
 #include "ggufkit/text.h"
 
 namespace ggufkit::cli {
@@ -50,11 +49,13 @@ bool takes_pair(const po::option_description& o) {
 
 // Words the parser had no place for, answered with the form they meant: gguf-py's
 // `--special-token eos '</s>'` (two words where ours takes eos='</s>'), a required option's
-// value given bare (`realign FILE 64`), gguf_set_metadata.py's `FILE KEY VALUE`.
+// value given bare (`realign FILE 64`), gguf_set_metadata.py's `FILE KEY VALUE`. Only when
+// the form is plain: `--set k My Tiny Model` gets no hint that would drop words.
 std::string surplus_hint(const std::vector<std::string>& args, const po::options_description& desc,
                          const po::positional_options_description& pos) {
   auto bare = [](const std::string& w) { return w.empty() || w[0] != '-' || w == "-"; };
   std::vector<std::string> words;  // the positional words, in order
+  std::optional<size_t> pair_at;   // an option of NAME=TEXT given NAME and TEXT as two words
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--") {
@@ -67,24 +68,32 @@ std::string surplus_hint(const std::vector<std::string>& args, const po::options
     }
     const po::option_description* o = a.find('=') == std::string::npos ? option_named(desc, a) : nullptr;
     if (!o || o->semantic()->max_tokens() == 0 || i + 1 >= args.size()) continue;
-    if (takes_pair(*o) && i + 2 < args.size() && args[i + 1].find('=') == std::string::npos && bare(args[i + 1]) && bare(args[i + 2]))
-      return "; write it " + a + " " + shell_word(args[i + 1]) + "=" + shell_word(args[i + 2]);
+    if (!pair_at && takes_pair(*o) && i + 2 < args.size() && !args[i + 1].empty() && args[i + 1].find('=') == std::string::npos &&
+        bare(args[i + 1]) && bare(args[i + 2]))
+      pair_at = i;
     ++i;  // its value
   }
-  const unsigned room = pos.max_total_count();
-  if (words.size() <= room) return "";
+  const size_t room = pos.max_total_count();
+  if (words.size() != room + 1 && words.size() != room + 2) return "";
   const std::vector<std::string> surplus(words.begin() + room, words.end());
-  if (surplus.size() == 2 && desc.find_nothrow("set", false))
-    return "; write it --set " + shell_word(surplus[0]) + "=" + shell_word(surplus[1]);
-  if (surplus.size() == 1)
-    for (const auto& o : desc.options()) {
-      if (is_positional(pos, o->long_name()) || !o->semantic()->is_required() || o->long_name().empty()) continue;
-      const std::string flag = "--" + o->long_name();
-      const bool given = std::any_of(args.begin(), args.end(), [&](const std::string& a) {
-        return a == flag || a.rfind(flag + "=", 0) == 0 || (option_named(desc, a) == o.get());
-      });
-      if (!given && o->semantic()->max_tokens() > 0) return "; write it " + flag + " " + shell_word(surplus[0]);
-    }
+  if (surplus.size() == 1 && pair_at)
+    return "; write it " + args[*pair_at] + " " + shell_quoted(args[*pair_at + 1]) + "=" + shell_quoted(args[*pair_at + 2]);
+  auto key_like = [](const std::string& w) { return w.find('.') != std::string::npos && w.find('=') == std::string::npos && w[0] != '-'; };
+  if (surplus.size() == 2 && desc.find_nothrow("set", false) && key_like(surplus[0]))
+    return "; write it --set " + shell_quoted(surplus[0] + "=" + surplus[1]);
+  if (surplus.size() != 1) return "";
+  const std::string& w = surplus[0];
+  const bool path_like = w.find('/') != std::string::npos || (w.size() > 5 && w.compare(w.size() - 5, 5, ".gguf") == 0);
+  if (path_like && desc.find_nothrow("output", false)) return "; write it -o " + shell_quoted(w);
+  for (const auto& o : desc.options()) {
+    if (o->long_name().empty() || is_positional(pos, o->long_name()) || !o->semantic()->is_required() || o->semantic()->max_tokens() == 0)
+      continue;
+    const std::string flag = "--" + o->long_name();
+    const bool given = std::any_of(args.begin(), args.end(), [&](const std::string& a) {
+      return a == flag || a.rfind(flag + "=", 0) == 0 || option_named(desc, a) == o.get();
+    });
+    if (!given && !path_like) return "; write it " + flag + " " + shell_quoted(w);
+  }
   return "";
 }
 }  // namespace
@@ -106,7 +115,9 @@ std::optional<po::variables_map> parse(const std::vector<std::string>& args, po:
     std::vector<std::string> names;
     for (const auto& o : desc.options())  // (not FILE and its kind: they are given bare)
       if (!o->long_name().empty() && !is_positional(pos, o->long_name())) names.push_back("--" + o->long_name());
-    const std::string hint = did_you_mean(nearest_names(e.get_option_name(), names, 2));
+    std::string typed = e.get_option_name();  // --sett=a=b: the name is --sett
+    typed = typed.substr(0, typed.find('='));
+    const std::string hint = did_you_mean(nearest_names(typed, names, 2));
     throw po::error(e.what() + (hint.empty() ? "" : "; " + hint));
   } catch (po::too_many_positional_options_error& e) {
     throw po::error(e.what() + surplus_hint(args, desc, pos));

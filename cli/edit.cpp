@@ -12,7 +12,6 @@
 #include "ggufkit/edit.h"
 #include "ggufkit/journal.h"
 #include "ggufkit/path.h"
-#include "ggufkit/sniff.h"
 #include "ggufkit/text.h"
 #include "commands.h"
 #include "common.h"
@@ -544,10 +543,11 @@ int cmd_edit(const std::vector<std::string>& args) {
   if (vm->count("set-yaml"))
     for (const auto& s : (*vm)["set-yaml"].as<std::vector<std::string>>()) {
       auto [k, v] = pair(s, "--set-yaml");
-      std::string quoted;  // an error about the value says how to give it as text
-      for (char c : v) quoted += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
-      job.patch.add_set(k, v, " (the value '" + v + "' is read as YAML; to give text, quote it: --set-yaml " + shell_word(k) + "=" +
-                                  shell_word("\"" + quoted + "\"") + ", or give it with --set, which takes a string key's value as it is)");
+      // An error about the value says how to give it as text: in YAML's quotes (JSON's are
+      // YAML's too, escapes and all), as one shell word.
+      const std::string paste = v.size() <= 200 ? "--set-yaml " + shell_quoted(k + "=" + json_string(v)) + ", or " : "";
+      job.patch.add_set(k, v, " (the value " + brief_value(Value::of_string(v)) + " is read as YAML; to give text, quote it: " + paste +
+                                  "give it with --set, which takes a string key's value as it is)");
     }
   if (vm->count("chat-template")) job.patch.add_set_text("tokenizer.chat_template", (*vm)["chat-template"].as<std::string>());
   if (vm->count("from-hf")) job.patch.add_from_hf((*vm)["from-hf"].as<std::string>());

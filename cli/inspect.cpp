@@ -1011,7 +1011,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   po::options_description desc("options");
   shard_only_option(desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-': a header from standard input), or any shard of a set")(
       "strict", po::bool_switch(), "exit 1 on warnings too")("json", po::bool_switch(), "print JSON (every finding, whatever --quiet or --verbose say)"), "a shard alone, not its set")(
-      "verbose,v", po::bool_switch(), "also print the findings that are normal for most files (info: an alignment that happens to be larger)")(
+      "verbose,v", po::bool_switch(), "also print the findings most files have (an alignment that happens to be wider, a BOS llama.cpp strips)")(
       "quiet,q", po::bool_switch(), "print only the findings that fail the file (errors; with --strict, warnings too); the exit code is the same")(
       "base", po::value<std::string>()->value_name("MODEL"), "FILE is a LoRA adapter of MODEL (its pairs checked against MODEL's tensors) or an MTP drafter for MODEL (the same architecture, width and vocabulary)")(
       "dialect", po::value<std::string>()->value_name("NAME")->default_value("llama.cpp"),
@@ -1049,8 +1049,9 @@ int cmd_validate(const std::vector<std::string>& args) {
                   "split_keys_in_single_file for a lone file); --shard-only checks the file named alone.\n"
                   "'-' reads a header from standard input: its model's rules, the data unread.\n"
                   "Each finding has a code, a\n"
-                  "severity (error, warning; info, printed with --verbose), an offset where there\n"
-                  "is one, and a message. Exit 1 when there are errors (with --strict, warnings too).");
+                  "severity (error, warning, info), an offset where there is one, and a message;\n"
+                  "what most files have (alignment, double_bos_unstripped) is printed with --verbose.\n"
+                  "Exit 1 when there are errors (with --strict, warnings too).");
   if (!vm) return 0;
   if ((*vm)["quiet"].as<bool>() && (*vm)["verbose"].as<bool>()) throw_usage("give one of --quiet and --verbose");
   const std::string file = (*vm)["file"].as<std::string>();
@@ -1084,7 +1085,7 @@ int cmd_validate(const std::vector<std::string>& args) {
     const bool many = v.per_file, quiet = (*vm)["quiet"].as<bool>(), verbose = (*vm)["verbose"].as<bool>();
     const bool strict = (*vm)["strict"].as<bool>();
     for (const auto& [where, f] : fs) {
-      if (f.severity == Severity::info && !verbose) continue;
+      if (rule_of(f.code).routine && !verbose) continue;
       if (quiet && !(f.severity == Severity::error || (strict && f.severity == Severity::warning))) continue;
       std::printf("%s%s %s%s: %s\n", many ? (where + ": ").c_str() : "", severity_name(f.severity).data(), code_name(f.code).data(),
                   f.offset ? (" at byte " + std::to_string(*f.offset)).c_str() : "", f.message.c_str());

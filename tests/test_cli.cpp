@@ -235,8 +235,11 @@ TEST(CliTable, AnOptionPrefixIsRefusedNotGuessedButNamed) {
                         Case{"show %s --js", "ggufkit show: unrecognised option '--js'; did you mean '--json'? (see 'ggufkit show --help')\n"},
                         Case{"tensor %s token_embd.weight --he 2", "ggufkit tensor: unrecognised option '--he'; did you mean '--head' or '--help'? (see 'ggufkit tensor --help')\n"},
                         Case{"tokenize %s --id 1", "ggufkit tokenize: unrecognised option '--id'; did you mean '--ids'? (see 'ggufkit tokenize --help')\n"},
-                        // three edits from --file (an internal name, never offered) and anything else: no guess
-                        Case{"show %s --nope", "ggufkit show: unrecognised option '--nope' (see 'ggufkit show --help')\n"}}) {
+                        // three edits from anything: no guess
+                        Case{"show %s --nope", "ggufkit show: unrecognised option '--nope' (see 'ggufkit show --help')\n"},
+                        // --file is FILE's internal name: never offered
+                        Case{"show %s --fil", "ggufkit show: unrecognised option '--fil' (see 'ggufkit show --help')\n"},
+                        Case{"edit %s --sett=a.b=c --dry-run", "ggufkit edit: unrecognised option '--sett=a.b=c'; did you mean '--set'? (see 'ggufkit edit --help')\n"}}) {
     char line[512];
     std::snprintf(line, sizeof line, c.args, tiny_llama().c_str());
     CliRun r = run_cli(line);
@@ -263,9 +266,9 @@ TEST(CliTable, GgufPyFormsAreAnsweredWithOursAndTheAnswerWorks) {
                 "'ggufkit edit --help')\n",
                 "edit " + f + " --special-token-id eos=2 --dry-run"},
            Case{"edit " + f + " general.name 'Tiny one' --dry-run",
-                "ggufkit edit: too many positional options have been specified on the command line; write it --set general.name='Tiny one' "
+                "ggufkit edit: too many positional options have been specified on the command line; write it --set 'general.name=Tiny one' "
                 "(see 'ggufkit edit --help')\n",
-                "edit " + f + " --set general.name='Tiny one' --dry-run"},
+                "edit " + f + " --set 'general.name=Tiny one' --dry-run"},
            Case{"realign " + f + " 64 --dry-run",
                 "ggufkit realign: too many positional options have been specified on the command line; write it --alignment 64 (see "
                 "'ggufkit realign --help')\n",
@@ -279,6 +282,24 @@ TEST(CliTable, GgufPyFormsAreAnsweredWithOursAndTheAnswerWorks) {
     EXPECT_EQ(ours.code, 0) << ours.err;
     EXPECT_NE(ours.out.find("dry run, nothing written"), std::string::npos) << ours.out;
   }
+  // the answer changes what was asked: eos by its text, to the token </s> is not
+  CliRun unk = run_cli("edit " + f + " --special-token eos '<unk>' --dry-run");
+  EXPECT_EQ(unk.err, "ggufkit edit: too many positional options have been specified on the command line; write it --special-token eos='<unk>' "
+                     "(see 'ggufkit edit --help')\n");
+  EXPECT_NE(run_cli("edit " + f + " --special-token eos='<unk>' --dry-run").out.find("\n  set     tokenizer.ggml.eos_token_id: 2 -> 0\n"),
+            std::string::npos);
+  // Where the meaning is not plain, no form is offered: words would be dropped, a file
+  // taken for an alignment, another command's --set given keys.
+  for (const std::string& args : std::vector<std::string>{"edit " + f + " --set general.name My Tiny Model --dry-run", "edit " + f + " --special-token eos a b --dry-run",
+                                  "example --arch llama a b", "edit " + f + " a=b c --dry-run"}) {
+    SCOPED_TRACE(args);
+    CliRun r = run_cli(args);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.err.find("write it"), std::string::npos) << r.err;
+  }
+  CliRun out = run_cli("realign " + f + " out.gguf -a 64");
+  EXPECT_EQ(out.err, "ggufkit realign: too many positional options have been specified on the command line; write it -o out.gguf (see "
+                     "'ggufkit realign --help')\n");
 }
 
 // A string key's value is the text typed, colons, brackets and braces included; another
@@ -302,15 +323,36 @@ TEST(Cli, SetTakesAStringKeysValueAsTypedAndOthersAsYaml) {
   // a u32 key reads YAML: the error names the value and why
   r = run_cli("edit " + tiny_llama() + " --set llama.block_count=two --dry-run");
   EXPECT_EQ(r.code, 1);
-  EXPECT_EQ(r.err, "ggufkit: error: command line:1:1: set llama.block_count: expected an integer, found 'two' (the value 'two' was read "
-                   "as YAML, as llama.block_count is u32 in the file)\n");
+  EXPECT_EQ(r.err, "ggufkit: error: command line:1:1: set llama.block_count: expected an integer, found 'two' (llama.block_count is u32 "
+                   "in the file, so the value \"two\" was read as YAML)\n");
   // a key new to the file and the registry: YAML, and the text form offered works
   r = run_cli("edit " + tiny_llama() + " --set 'my.note=Llama: tiny' --dry-run");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("as text: --set-typed 'my.note=string:Llama: tiny')"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err, "ggufkit: error: command line:1:1: set my.note: my.note is a new key whose type its value does not tell; give its type: "
+                   "--set-typed my.note=f32:VALUE on the command line, {type: f32, value: ...} in a patch (my.note is a new key, so the "
+                   "value \"Llama: tiny\" was read as YAML; as text: --set-typed 'my.note=string:Llama: tiny')\n");
+  // a typo of a key the file has: no offer to add the typo as text
+  r = run_cli("edit " + tiny_llama() + " --set 'genral.name=Llama: tiny' --dry-run");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("(did you mean general.name?)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("as text"), std::string::npos) << r.err;
   r = run_cli("edit " + tiny_llama() + " --set-typed 'my.note=string:Llama: tiny' --dry-run");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("add     my.note (string): \"Llama: tiny\""), std::string::npos) << r.out;
+}
+
+// ggufkit's value forms keep their meaning under --set: {hex:} for bytes (as the UTF-8
+// error advises), {file:} for a template; a template's own braces stay text.
+TEST(Cli, SetReadsTheValueFormsOfAPatchForAStringKey) {
+  const std::string dir = temp_path("set-forms"), out = dir + "/o.gguf", tmpl = dir + "/t.jinja";
+  std::filesystem::create_directories(dir);
+  std::ofstream(tmpl) << "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}";
+  CliRun r = run_cli("edit " + tiny_llama() + " --set 'general.name={hex: \"6869\"}' --set 'tokenizer.chat_template={file: " + tmpl +
+                     "}' --set 'general.description={{ not a form }}' -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(run_cli("get " + out + " general.name").out, "hi\n");
+  EXPECT_EQ(run_cli("get " + out + " tokenizer.chat_template").out, "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}\n");
+  EXPECT_EQ(run_cli("get " + out + " general.description").out, "{{ not a form }}\n");
 }
 
 TEST(Cli, SetYamlReadsYamlAndItsErrorsSayHowToQuote) {
@@ -323,19 +365,29 @@ TEST(Cli, SetYamlReadsYamlAndItsErrorsSayHowToQuote) {
   std::filesystem::remove(out);
   r = run_cli("edit " + tiny_llama() + " --set-yaml 'general.description=[draft] tiny' -o " + out);
   EXPECT_EQ(r.code, 1);
-  const std::string advice = "--set-yaml general.description='\"[draft] tiny\"'";
-  EXPECT_EQ(r.err, "ggufkit: error: command line (general.description): yaml: expected one document, found more (the value '[draft] "
-                   "tiny' is read as YAML; to give text, quote it: " + advice + ", or give it with --set, which takes a string key's value as it is)\n");
+  const std::string advice = "--set-yaml 'general.description=\"[draft] tiny\"'";
+  EXPECT_EQ(r.err, "ggufkit: error: command line (general.description): yaml: expected one document, found more (the value \"[draft] "
+                   "tiny\" is read as YAML; to give text, quote it: " + advice + ", or give it with --set, which takes a string key's value as it is)\n");
   EXPECT_FALSE(std::filesystem::exists(out));
   r = run_cli("edit " + tiny_llama() + " " + advice + " -o " + out);  // the advice, pasted
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(run_cli("get " + out + " general.description").out, "[draft] tiny\n");
   r = run_cli("edit " + tiny_llama() + " --set-yaml 'general.name=Llama: the tiny one' --dry-run");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("unknown field 'Llama'; expected one of: file, hex (the value 'Llama: the tiny one' is read as YAML; to give text, "
-                       "quote it: --set-yaml general.name='\"Llama: the tiny one\"'"),
-            std::string::npos)
-      << r.err;
+  EXPECT_EQ(r.err, "ggufkit: error: command line:1:1: set general.name: unknown field 'Llama'; expected one of: file, hex (the value \"Llama: "
+                   "the tiny one\" is read as YAML; to give text, quote it: --set-yaml 'general.name=\"Llama: the tiny one\"', or give it with "
+                   "--set, which takes a string key's value as it is)\n");
+  // A line break and two spaces survive the pasted advice (YAML would fold a raw one).
+  std::filesystem::remove(out);
+  r = run_cli("edit " + tiny_llama() + " --set-yaml \"$(printf 'general.description=[a]\\n  b')\" --dry-run");
+  EXPECT_EQ(r.code, 1);
+  const std::string broken = "--set-yaml 'general.description=\"[a]\\n  b\"'";
+  EXPECT_NE(r.err.find("quote it: " + broken + ", or"), std::string::npos) << r.err;
+  ASSERT_EQ(run_cli("edit " + tiny_llama() + " " + broken + " -o " + out).code, 0);
+  EXPECT_EQ(run_cli("get " + out + " general.description").out, "[a]\n  b\n");
+  // a number that is no number: not a quoting matter
+  r = run_cli("edit " + tiny_llama() + " --set-yaml llama.block_count=two --dry-run");
+  EXPECT_EQ(r.err, "ggufkit: error: command line:1:1: set llama.block_count: expected an integer, found 'two'\n");
 }
 
 TEST(Cli, ATensorNameCutShortGetsTheNamesItBegins) {
@@ -368,6 +420,17 @@ TEST(Cli, ValidateShowsInfoWithVerboseAndOnlyFailuresWithQuiet) {
   EXPECT_EQ(failing.out, "error missing_architecture: no general.architecture (a string): llama.cpp cannot load the file\n");
   EXPECT_EQ(strict.code, 1);
   EXPECT_EQ(strict.out, failing.out + "warning missing_quantization_version: quantized tensors but no general.quantization_version\n");
+  // info that is news about this file is printed without asking: a file cut at its data start
+  const std::string cut = temp_path("cut-at-data.gguf");
+  {
+    std::ifstream in(tiny_llama(), std::ios::binary);
+    std::string head(725376, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    std::ofstream(cut, std::ios::binary) << head;
+  }
+  CliRun header = run_cli("validate " + cut);
+  EXPECT_EQ(header.code, 0);
+  EXPECT_NE(header.out.find("info header_only at byte 725376: "), std::string::npos) << header.out;
   CliRun both = run_cli("validate " + tiny_llama() + " -q -v");
   EXPECT_EQ(both.code, 2);
   EXPECT_EQ(both.err, "ggufkit: error: give one of --quiet and --verbose\n");

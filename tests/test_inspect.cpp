@@ -723,6 +723,10 @@ TEST(Inspect, NearestNamesCountSwapsAndPrefixesAndStopAtTheLimit) {
   EXPECT_EQ(ggufkit::nearest_names("--jsno", opts, 2), std::vector<std::string>{"--json"});
   EXPECT_TRUE(ggufkit::nearest_names("--nope", opts, 2).empty());
   EXPECT_TRUE(ggufkit::nearest_names("--json", opts, 2).empty());  // the name itself is no suggestion
+  // a quarter of a long word is no typo: at most 8 edits
+  const std::string longer(40, 'a');
+  EXPECT_TRUE(ggufkit::nearest_names(longer, {std::string(30, 'a') + std::string(10, 'b')}, 10).empty());
+  EXPECT_EQ(ggufkit::nearest_names(longer, {std::string(32, 'a') + std::string(8, 'b')}, 10).size(), 1u);
   EXPECT_EQ(ggufkit::did_you_mean({}), "");
   EXPECT_EQ(ggufkit::did_you_mean({"a"}), "did you mean 'a'?");
   EXPECT_EQ(ggufkit::did_you_mean({"a", "b"}), "did you mean 'a' or 'b'?");

@@ -18,7 +18,6 @@
 
 #include "ggufkit/check.h"
 #include "ggufkit/error.h"
-#include "ggufkit/sniff.h"
 #include "ggufkit/source.h"
 #include "ggufkit/inspect.h"
 #include "ggufkit/text.h"
@@ -578,38 +577,62 @@ class Applier : YamlReader {
     try {
       set_value(s);
     } catch (const Error& e) {
-      if (e.file == name() && s.value.line < 0) throw Error(e.kind, s.from, e.offset, e.field, e.message + s.advice);
-      if (!s.advice.empty()) throw e.with_note(s.advice);
-      throw;
+      // (the advice on quoting is for a value YAML made a list or a map, not a bad number)
+      const std::string advice = s.value.IsMap() || s.value.IsSequence() ? s.advice : "";
+      if (e.file == name() && s.value.line < 0) throw Error(e.kind, s.from, e.offset, e.field, e.message + advice);
+      if (advice.empty()) throw;
+      throw e.with_note(advice);
     }
   }
 
-  // --set KEY=VALUE: a string key takes the text as it is; another key reads it as YAML, and
-  // an error says so, with how to give text.
+  // --set KEY=VALUE: a string key takes the text as it is (but ggufkit's value forms, {file:},
+  // {hex:}, {type:, value:}, read as a patch reads them); another key reads it as YAML, and
+  // an error says so.
   void set_text(const Patch::Set& s) {
     Patch::Set given = s;
     given.text.reset();
+    const std::string& t = *s.text;
     const KV* kv = find(s.key);
     const KeySpec* spec = kv ? nullptr : r_.find(s.key, arch());
     if (kv ? kv->value.type == ValueType::string : spec && spec->type == ValueType::string) {
+      if (std::optional<YamlNode> form = value_form(t)) {
+        given.value = std::move(*form);
+        return set(given);
+      }
       given.value.quoted = true;
-      const std::string& t = *s.text;
       if (t.size() >= 2 && (t[0] == '"' || t[0] == '\'') && t.back() == t[0])
-        ctx_.note(s.from, "set " + printable(s.key) + ": the value is stored as given, quotes and all (--set takes a string key's "
-                          "value as it is; --set-yaml reads the quotes as YAML's)");
+        ctx_.note(s.from, "set " + printable(s.key) + ": the value is stored as given, quotes and all (--set-yaml reads quotes as YAML's)");
       return set(given);
     }
-    const std::string why = kv    ? s.key + " is " + type_text(kv->value.type, kv->value.elem) + " in the file"
-                            : spec ? "the key registry has " + s.key + " as " + spec->wanted()
-                                   : s.key + " is a new key";
-    const std::string text_how = kv || spec ? "" : "; as text: --set-typed " + shell_word(s.key + "=string:" + *s.text);
+    const std::string why = kv ? s.key + " is " + type_text(kv->value.type, kv->value.elem) + " in the file"
+                               : spec ? "the key registry has " + s.key + " as " + spec->wanted() : s.key + " is a new key";
     try {
-      given.value = yaml_value(p_, s.key, *s.text);
+      given.value = yaml_value(p_, s.key, t);
       set(given);
     } catch (const Error& e) {
-      const std::string& t = *s.text;
-      throw e.with_note(" (the value '" + printable(t.size() > 60 ? t.substr(0, 60) + "..." : t) + "' was read as YAML, as " + why + text_how + ")");
+      // A new key's text form, unless the error names a key it may be a typo of.
+      const bool offer_text = !kv && !spec && t.size() <= 200 && e.message.find("did you mean") == std::string::npos;
+      throw e.with_note(" (" + why + ", so the value " + brief_value(Value::of_string(t)) + " was read as YAML" +
+                        (offer_text ? "; as text: --set-typed " + shell_quoted(s.key + "=string:" + t) : "") + ")");
     }
+  }
+
+  // {file: P}, {hex: ...} or {type: ..., value: ...}: a map of only the fields a patch's
+  // value takes; nullopt for any other text (a template's "{{ x }}" is no such map).
+  std::optional<YamlNode> value_form(const std::string& text) const {
+    if (text.empty() || text[0] != '{') return std::nullopt;
+    YamlNode n;
+    try {
+      n = load_yaml(text, name());
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+    if (!n.IsMap() || n.items.empty()) return std::nullopt;
+    for (size_t i = 0; i < n.items.size(); i += 2)
+      if (!n.items[i].IsScalar() || (n.items[i].text != "file" && n.items[i].text != "hex" && n.items[i].text != "type" &&
+                                     n.items[i].text != "value" && n.items[i].text != "items"))
+        return std::nullopt;
+    return n;
   }
 
   void set_value(const Patch::Set& s) {

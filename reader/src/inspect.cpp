@@ -197,11 +197,16 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 std::vector<std::string> nearest_names(std::string_view word, const std::vector<std::string>& names, size_t max_edits) {
+  max_edits = std::min<size_t>(max_edits, 8);  // (a long word's quarter is no typo)
   std::vector<std::string> out;
   size_t best = max_edits + 1;
   for (const std::string& n : names) {
     if (n == word) continue;
-    const size_t d = word.size() >= 2 && n.rfind(word, 0) == 0 ? 1 : edit_distance(word, n);
+    const bool begins = word.size() >= 2 && n.rfind(word, 0) == 0;
+    // (a length apart by more than the limit is that many edits at least: not compared, so
+    // a miss among 200,000 tensor names costs what the few near in length cost)
+    if (!begins && (n.size() > word.size() + max_edits || word.size() > n.size() + max_edits)) continue;
+    const size_t d = begins ? 1 : edit_distance(word, n);
     if (d > max_edits) continue;
     if (d < best) best = d, out.clear();
     if (d == best && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);

@@ -122,8 +122,7 @@ std::string bytes_shown(std::span<const uint8_t> bytes) {
   return "'" + text + "' (" + hex + ")";
 }
 
-}  // namespace
-
+// A word for a POSIX shell: as it is when it needs no quoting, else in single quotes.
 std::string shell_word(std::string_view word) {
   bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) ||
@@ -134,8 +133,6 @@ std::string shell_word(std::string_view word) {
   for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
 }
-
-namespace {
 
 // The strings that are keys of the top-level object of a JSON text, in order, read from as
 // much of the text as there is: a count and the first `max` of them (raw, escapes kept).

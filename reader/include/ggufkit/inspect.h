@@ -74,7 +74,7 @@ std::string token_type_name(int64_t type);
 size_t edit_distance(std::string_view a, std::string_view b);
 // The names nearest `word`, in their order: one that `word` begins counts as one edit
 // (--dry for --dry-run, blk.0.attn_q for blk.0.attn_q.weight); those at the fewest edits,
-// if that is at most `max_edits`; else none.
+// if that is at most `max_edits` (8 at most); else none.
 std::vector<std::string> nearest_names(std::string_view word, const std::vector<std::string>& names, size_t max_edits);
 // "did you mean 'a' or 'b'?" (four at most, then how many more); "" for none.
 std::string did_you_mean(const std::vector<std::string>& names);

@@ -37,8 +37,4 @@ inline constexpr size_t kGgufHeadBytes = 24;
 NotGguf sniff_not_gguf(std::span<const uint8_t> head, std::optional<uint64_t> size,
                        std::string_view name);
 
-// A word for a POSIX shell: as it is when it needs no quoting, else in single quotes (the
-// advice this prints and the command line's is pasted into a shell).
-std::string shell_word(std::string_view word);
-
 }  // namespace ggufkit
