@@ -20,7 +20,15 @@ std::string manifest_json(const CorruptReport& r) {
   std::ostringstream text;
   JsonOut j(text);
   j.object([&] {
-    j.key("source").str(r.source).key("seed").num(r.seed).key("files").array(
+    // How many of each, for a reader of the manifest who wants the mix without counting.
+    std::map<std::string, size_t> mutations, kinds;
+    for (const CorruptEntry& e : r.files) mutations[e.mutation]++, kinds[e.span_kind]++;
+    j.key("source").str(r.source).key("seed").num(r.seed);
+    for (const auto& counts : {std::pair{"mutations", &mutations}, std::pair{"span_kinds", &kinds}})
+      j.key(counts.first).object([&] {
+        for (const auto& [k, n] : *counts.second) j.key(k).num(n);
+      });
+    j.key("files").array(
         [&] {
           for (const CorruptEntry& e : r.files)
             j.object([&] {
@@ -66,6 +74,8 @@ void print_summary(const CorruptReport& r, const std::string& dir) {
   std::printf("\n%zu mutations:", by_mutation.size());
   for (const auto& [name, n] : by_mutation) std::printf(" %s %zu", name.c_str(), n);
   std::printf("\nwrote %zu files and %s\n", r.files.size(), (std::filesystem::path(dir) / "manifest.json").string().c_str());
+  std::printf("on disk: %.1f MB for a source of %.1f MB (the tensor data a variant does not change is a hole)\n",
+              static_cast<double>(r.disk_bytes) / 1e6, static_cast<double>(r.source_bytes) / 1e6);
 }
 
 }  // namespace
@@ -75,7 +85,7 @@ int cmd_corrupt(const std::vector<std::string>& args) {
   desc.add_options()("file", po::value<std::string>()->required(), "the model to break; it must read")(
       "output,o", po::value<std::string>()->required(), "the folder for the variants and manifest.json (made if missing)")(
       "seed", po::value<uint64_t>()->default_value(1), "which spans, which offsets inside them and which values")(
-      "count", po::value<size_t>(), "this many variants: fewer than the default gives its first ones, more draws on")(
+      "count", po::value<size_t>(), "this many variants: fewer than the default samples it across mutations and span kinds, more draws on")(
       "force", po::bool_switch(), "write into a folder that holds files, replacing only the variants and the manifest")(
       "json", po::bool_switch(), "print the manifest");
   po::positional_options_description pos;
@@ -99,7 +109,14 @@ int cmd_corrupt(const std::vector<std::string>& args) {
                   "data bounds, plus ggml's stricter rules); \"llama\" whether llama.cpp loads it (the\n"
                   "rule book of validate: an error finding refuses; \"findings\" lists their codes);\n"
                   "\"error_offset\" and \"error\" where and why ggufkit's reader fails (null and empty\n"
-                  "when it reads the file). The same seed gives the same files, byte for byte.\n\n"
+                  "when it reads the file). The manifest also counts the files of each mutation and span\n"
+                  "kind. The same seed gives the same files, byte for byte.\n\n"
+                  "Files are numbered one mutation at a time, in an order the seed picks, each taking a\n"
+                  "span kind not yet broken where it can: --count N (below the default) is the first N,\n"
+                  "so --count 5 breaks the file in 5 different ways. A variant's tensor data is zeros\n"
+                  "left as a hole in the file (a sparse file), but for the tensor a mutation changes, so\n"
+                  "a corpus takes about its headers on disk, not a copy of the model per file; the room\n"
+                  "it needs is checked against the free space first: a shortfall writes nothing.\n\n"
                   "DIR is made if missing (its parent must exist). A DIR that holds anything is refused\n"
                   "unless --force, which replaces only the files corrupt writes and leaves the others.");
   if (!vm) return 0;

@@ -1,6 +1,9 @@
 // ggufkit corrupt: the tiny llama's corpus of broken variants, each file read back to
 // prove what its manifest entry says.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
@@ -137,15 +140,17 @@ TEST(Corrupt, TheManifestsErrorOffsetIsWhereValidateSaysTheFileFailsOnEveryFileO
     }
     EXPECT_GT(cuts, 2u);
   }
-  // Seed 5's file 0009, cut in the padding: its first tensor's data would start at 725376.
+  // Seed 5's cut at the start of the padding: its first tensor's data would start at 725376.
   CorruptRequest q;
   q.source = tiny_llama();
   q.dir = temp_path("corrupt-validate-5");
   q.seed = 5;
   q.force = true;
-  const CorruptEntry e = corrupt(q).files.at(8);
-  EXPECT_EQ(e.mutation + " " + e.span_kind, "cut_boundary padding");
-  EXPECT_EQ(e.error_offset, std::optional<uint64_t>(725376));
+  const CorruptReport r = corrupt(q);
+  auto e = std::find_if(r.files.begin(), r.files.end(), [](const CorruptEntry& x) { return x.mutation == "cut_boundary" && x.span_kind == "padding"; });
+  ASSERT_NE(e, r.files.end());
+  EXPECT_EQ(e->offset, 725370u);  // the header's end
+  EXPECT_EQ(e->error_offset, std::optional<uint64_t>(725376));
 }
 
 TEST(Corrupt, TheSameSeedGivesTheSameBytesAndManifestAndAnotherSeedOtherFiles) {
@@ -209,6 +214,118 @@ TEST(Corrupt, ACountBelowTheDefaultGivesItsFirstVariantsAndAboveItDrawsMore) {
   q.dir = temp_path("count-more");
   q.count = tiny_corpus().files.size() + 25;
   EXPECT_EQ(corrupt(q).files.size(), tiny_corpus().files.size() + 25);
+}
+
+namespace {
+uint64_t disk_use(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return static_cast<uint64_t>(st.st_blocks) * 512;
+}
+// Whether the temporary folder's file system keeps a file's holes: a megabyte never written.
+bool holes_here() {
+  const std::string probe = temp_path("hole-probe");
+  int fd = ::open(probe.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+  const bool ok = fd >= 0 && ::ftruncate(fd, 1 << 20) == 0 && ::write(fd, "x", 1) == 1;
+  if (fd >= 0) ::close(fd);
+  return ok && disk_use(probe) < (512 << 10);
+}
+}  // namespace
+
+TEST(Corrupt, TheDefaultCorpusTakesAtMostTwiceTheSourcePlusItsHeadersOnDisk) {
+  if (!holes_here()) GTEST_SKIP() << "the temporary folder's file system keeps no holes";
+  const CorruptReport& r = tiny_corpus();
+  const Scanned src = scan_file(tiny_llama());
+  const uint64_t source = fs::file_size(tiny_llama()), headers = r.files.size() * src.layout.data_offset;
+  uint64_t du = 0;
+  for (const CorruptEntry& e : r.files) du += disk_use(temp_path(kTinyDir) + "/" + e.file);
+  EXPECT_EQ(du, r.disk_bytes);
+  EXPECT_EQ(r.source_bytes, source);
+  EXPECT_EQ(source, 5180032u);
+  EXPECT_EQ(src.layout.data_offset, 725376u);  // the header: a 32000-token vocabulary
+  EXPECT_LE(du, 2 * source + headers) << "159 full copies took 597 MB";
+  EXPECT_LT(du, 100u << 20);
+}
+
+TEST(Corrupt, AHeaderVariantsDataIsZerosAndADataVariantKeepsTheTensorItChanges) {
+  const CorruptReport& r = tiny_corpus();
+  const std::vector<uint8_t> source = read_file_bytes(tiny_llama());
+  const Scanned src = scan_file(tiny_llama());
+  const uint64_t data = src.layout.data_offset;
+  size_t header_variants = 0, data_variants = 0;
+  for (const CorruptEntry& e : r.files) {
+    if (e.mutation != "hparam_zero" && e.mutation != "nan_f16") continue;
+    const std::vector<uint8_t> v = read_file_bytes(temp_path(kTinyDir) + "/" + e.file);
+    ASSERT_EQ(v.size(), source.size()) << e.file;
+    size_t differ = 0;  // in the header: the 4 bytes of the value poked (or fewer)
+    for (uint64_t i = 0; i < data; ++i) differ += v[i] != source[i];
+    if (e.mutation == "hparam_zero") {
+      ++header_variants;
+      EXPECT_GE(differ, 1u) << e.file;
+      EXPECT_LE(differ, 4u) << e.file;
+      EXPECT_TRUE(std::all_of(v.begin() + static_cast<long>(data), v.end(), [](uint8_t c) { return c == 0; })) << e.file;
+      continue;
+    }
+    ++data_variants;  // one f16 element made NaN: the rest of that tensor as in the source, every other tensor zeros
+    EXPECT_EQ(differ, 0u) << e.file;
+    const std::string name = e.field.substr(e.field.find(' ') + 1);
+    size_t ti = 0;
+    while (std::string(src.model.tensors.name(ti)) != name) ++ti;
+    const uint64_t at = data + src.layout.tensor_offsets[ti], n = src.model.tensors[ti].nbytes();
+    ASSERT_TRUE(e.offset >= at && e.offset + 2 <= at + n) << e.field;
+    for (uint64_t i = at; i < at + n; ++i) {
+      if (i < e.offset || i >= e.offset + 2) {
+        ASSERT_EQ(v[i], source[i]) << e.file << " byte " << i;
+      }
+    }
+    EXPECT_EQ(v[e.offset + 1] & 0x7e, 0x7e) << e.file;  // the NaN's exponent
+    for (uint64_t i = data; i < v.size(); ++i) {
+      if (i < at || i >= at + n) {
+        ASSERT_EQ(v[i], 0) << e.file << " byte " << i;
+      }
+    }
+  }
+  EXPECT_EQ(header_variants, 3u);
+  EXPECT_EQ(data_variants, 3u);
+}
+
+TEST(Corrupt, AShortCountSamplesAcrossMutationsAndSpanKindsAndTheManifestCountsEach) {
+  const std::string dir = temp_path("count-5");
+  CliRun c = run_cli("corrupt " + tiny_llama() + " -o " + dir + " --count 5 --json");
+  ASSERT_EQ(c.code, 0) << c.err;
+  YAML::Node m = YAML::Load(c.out);
+  std::set<std::string> mutations, kinds;
+  for (const YAML::Node& f : m["files"]) mutations.insert(f["mutation"].as<std::string>()), kinds.insert(f["span_kind"].as<std::string>());
+  EXPECT_EQ(m["files"].size(), 5u);
+  EXPECT_EQ(mutations.size(), 5u) << c.out;
+  EXPECT_EQ(kinds.size(), 5u) << c.out;
+  EXPECT_EQ(m["mutations"].size(), 5u);
+  for (const std::string& name : mutations) EXPECT_EQ(m["mutations"][name].as<int>(), 1) << name;
+  for (const std::string& kind : kinds) EXPECT_EQ(m["span_kinds"][kind].as<int>(), 1) << kind;
+  // Ten files break each of the tiny llama's ten span kinds, with ten mutations.
+  CorruptRequest q;
+  q.source = tiny_llama();
+  q.dir = temp_path("count-10");
+  q.count = 10;
+  mutations.clear(), kinds.clear();
+  for (const CorruptEntry& e : corrupt(q).files) mutations.insert(e.mutation), kinds.insert(e.span_kind);
+  EXPECT_EQ(mutations.size(), 10u);
+  EXPECT_EQ(kinds.size(), 10u);
+  // The full corpus counts as its files do.
+  std::map<std::string, size_t> by_kind;
+  for (const CorruptEntry& e : tiny_corpus().files) by_kind[e.span_kind]++;
+  EXPECT_EQ(by_kind.size(), 10u);
+}
+
+TEST(Corrupt, ACorpusTheDiskHasNoRoomForIsRefusedBeforeAnythingIsWritten) {
+  const std::string dir = temp_path("no-room");
+  CliRun r = run_cli("corrupt " + tiny_llama() + " -o " + dir, "GGUFKIT_FAULT=statvfs:fail:28 ", GGUFKIT_FAULTY_BIN);
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("the 159 variants need about "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" bytes (their headers; the tensor data they do not change is left a hole) and 0 are free; nothing was written"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir));
 }
 
 TEST(Corrupt, AFolderThatHoldsFilesIsRefusedUnlessForcedAndThenOnlyItsOwnFilesAreReplaced) {
