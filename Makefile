@@ -15,6 +15,8 @@ DEBS := cmake g++ make libboost-program-options-dev libboost-iostreams-dev libya
         pybind11-dev python3-dev python3-pytest python3-numpy python3-yaml \
         python3-setuptools python3-wheel python3-build python3-venv locales
 FUZZ_DEBS := clang libclang-rt-14-dev
+# The tests' browser: map --html's page is opened by headless chromium.
+TEST_DEBS := chromium
 # The interop tests' npm packages, pinned, installed outside the source tree.
 NPM_DIR ?= $(HOME)/.cache/ggufkit-interop
 NPM_PKGS := node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1 @huggingface/gguf@0.4.6
@@ -68,12 +70,13 @@ demo: program
 test: test-release test-asan
 
 test-release: build interop-deps
+	@$(MAKE) --no-print-directory deps EXTRA_DEBS="$(TEST_DEBS)"
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # clang's sanitizers, the code instrumented for libFuzzer as well: the fuzz targets link in
 # this tree, and make test runs each for a few seconds from its seeds (label fuzz).
 asan:
-	@$(MAKE) --no-print-directory deps EXTRA_DEBS="$(FUZZ_DEBS)"
+	@$(MAKE) --no-print-directory deps EXTRA_DEBS="$(FUZZ_DEBS) $(TEST_DEBS)"
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DGGUFKIT_SANITIZE=ON \
 	  -DGGUFKIT_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)

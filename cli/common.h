@@ -36,6 +36,14 @@ struct ReadArgs {
 };
 std::optional<ReadArgs> read_args(const std::vector<std::string>& args, const std::string& help, const char* json_help);
 
+// map --html: a self-contained page drawing each file's spans to scale (map_html.cpp).
+struct MapFile {
+  std::string name;
+  Layout layout;
+  uint64_t file_size = 0;
+};
+std::string map_html(const std::vector<MapFile>& files);
+
 // A value as JSON, in full: numbers as numbers (nan and inf as strings), strings that
 // are not UTF-8 as {"hex": ...}, arrays as lists.
 std::string value_json(const Value& v);

@@ -21,6 +21,7 @@
 #include "ggufkit/error.h"
 #include "ggufkit/hash.h"
 #include "ggufkit/inspect.h"
+#include "ggufkit/output.h"
 #include "ggufkit/tensors.h"
 #include "ggufkit/text.h"
 #include "ggufkit/vocab.h"
@@ -1100,25 +1101,53 @@ int cmd_validate(const std::vector<std::string>& args) {
 }
 
 int cmd_map(const std::vector<std::string>& args) {
-  auto a = read_args(args,
-                     "usage: ggufkit map FILE [--json]\n\n"
-                     "Prints every field of the file in order: offset, size, kind and name. Kinds:\n"
-                     "magic version tensor_count kv_count kv_key kv_type kv_value tensor_info\n"
-                     "padding tensor_data tensor_padding gap trailing (gap: bytes between a\n"
-                     "tensor's padding and the next tensor; trailing: bytes after the end). The\n"
-                     "spans cover every byte of the file; the text form ends with their total.\n\n"
-                     "Given a shard of a set, the map of every shard in turn (--shard-only: the file\n"
-                     "named alone); --json then gives {\"files\": N, \"shards\": [{\"file\", \"map\"}]}.",
-                     "print {\"file_size\", \"alignment\", \"data_offset\", \"spans\": [...]}");
-  if (!a) return 0;
-  std::optional<ShardSet> set = set_of(a->file, a->shard_only, cli_context());
+  po::options_description desc("options");
+  shard_only_option(desc.add_options()("file", po::value<std::string>()->required(), "the GGUF file ('-' for stdin), or any shard of a set")(
+      "json", po::bool_switch(), "print {\"file_size\", \"alignment\", \"data_offset\", \"spans\": [...]}")(
+      "html", po::value<std::string>(), "PAGE: write a self-contained HTML page drawing every span to scale")(
+      "force", po::bool_switch(), "with --html: replace PAGE if it exists"));
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  auto vm = parse(args, desc, pos,
+                  "usage: ggufkit map FILE [--json] [--html PAGE [--force]]\n\n"
+                  "Prints every field of the file in order: offset, size, kind and name. Kinds:\n"
+                  "magic version tensor_count kv_count kv_key kv_type kv_value tensor_info\n"
+                  "padding tensor_data tensor_padding gap trailing (gap: bytes between a\n"
+                  "tensor's padding and the next tensor; trailing: bytes after the end). The\n"
+                  "spans cover every byte of the file; the text form ends with their total.\n\n"
+                  "--html PAGE writes one page (no network, nothing fetched) that draws the file\n"
+                  "to scale, wrapped over rows, each span coloured by kind with its name, kind,\n"
+                  "size and offset on hover; then the header alone to its own scale, and the bytes\n"
+                  "of each kind. Open it in any browser: xdg-open PAGE.\n\n"
+                  "Given a shard of a set, the map of every shard in turn (--shard-only: the file\n"
+                  "named alone); --json then gives {\"files\": N, \"shards\": [{\"file\", \"map\"}]}.");
+  if (!vm) return 0;
+  const ReadArgs a{(*vm)["file"].as<std::string>(), (*vm)["json"].as<bool>(), shard_only(*vm)};
+  if (vm->count("html")) {
+    const std::string page = (*vm)["html"].as<std::string>();
+    if (a.json) throw_usage("--html writes a page and --json prints the map: ask for one");
+    std::vector<MapFile> files;
+    if (std::optional<ShardSet> set = set_of(a.file, a.shard_only, cli_context()))
+      for (const Shard& sh : set->shards) files.push_back({sh.path, sh.file.layout, sh.file.source_size});
+    else {
+      Scanned s = load(a.file);
+      files.push_back({a.file, s.layout, s.source_size});
+    }
+    for (const MapFile& f : files) refuse_same_file(f.name, page, "");
+    write_text_file(page, map_html(files), (*vm)["force"].as<bool>(), cli_context());
+    size_t spans = 0;
+    for (const MapFile& f : files) spans += f.layout.spans.size();
+    std::printf("wrote %s: %zu spans of %zu file%s\n", page.c_str(), spans, files.size(), files.size() == 1 ? "" : "s");
+    return 0;
+  }
+  std::optional<ShardSet> set = set_of(a.file, a.shard_only, cli_context());
   if (!set) {
-    Scanned s = load(a->file);
-    print_map(s.layout, s.source_size, a->json, s.header_only);
+    Scanned s = load(a.file);
+    print_map(s.layout, s.source_size, a.json, s.header_only);
     return 0;
   }
   const size_t n = set->shards.size();
-  if (a->json) {
+  if (a.json) {
     // A shard a line; its map ends with a line end, as a lone file's map does.
     static constexpr JsonOut::Items one_a_line{"\n", ",\n", "\n"}, map_then_newline{"", ", ", "\n"};
     JsonOut j(std::cout);
