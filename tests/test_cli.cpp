@@ -255,16 +255,17 @@ TEST(CliTable, GgufPyFormsAreAnsweredWithOursAndTheAnswerWorks) {
   const std::string f = tiny_llama();
   struct Case {
     std::string args, err, ours;
+    std::string outcome = "dry run, nothing written";
   };
   for (const Case& c : {
            Case{"edit " + f + " --special-token eos '</s>' --dry-run",
                 "ggufkit edit: too many positional options have been specified on the command line; write it --special-token eos='</s>' (see "
                 "'ggufkit edit --help')\n",
-                "edit " + f + " --special-token eos='</s>' --dry-run"},
+                "edit " + f + " --special-token eos='</s>' --dry-run", "tiny-llama.gguf: no changes; nothing written\n"},
            Case{"edit " + f + " --special-token-id eos 2 --dry-run",
                 "ggufkit edit: too many positional options have been specified on the command line; write it --special-token-id eos=2 (see "
                 "'ggufkit edit --help')\n",
-                "edit " + f + " --special-token-id eos=2 --dry-run"},
+                "edit " + f + " --special-token-id eos=2 --dry-run", "tiny-llama.gguf: no changes; nothing written\n"},
            Case{"edit " + f + " general.name 'Tiny one' --dry-run",
                 "ggufkit edit: too many positional options have been specified on the command line; write it --set 'general.name=Tiny one' "
                 "(see 'ggufkit edit --help')\n",
@@ -280,7 +281,7 @@ TEST(CliTable, GgufPyFormsAreAnsweredWithOursAndTheAnswerWorks) {
     EXPECT_EQ(r.err, c.err);
     CliRun ours = run_cli(c.ours);
     EXPECT_EQ(ours.code, 0) << ours.err;
-    EXPECT_NE(ours.out.find("dry run, nothing written"), std::string::npos) << ours.out;
+    EXPECT_NE(ours.out.find(c.outcome), std::string::npos) << ours.out;  // eos is </s>, id 2, already: no change listed
   }
   // the answer changes what was asked: eos by its text, to the token </s> is not
   CliRun unk = run_cli("edit " + f + " --special-token eos '<unk>' --dry-run");
@@ -548,4 +549,18 @@ TEST(CliTable, EveryOptionTheReadmeNamesExists) {
     const std::regex listed(o + "(?![a-z-])");
     EXPECT_TRUE(std::regex_search(help, listed)) << "the README names " << c << " " << o << ", which its --help does not list";
   }
+}
+
+// A dry run lists only what would change: a key set to the value it has is no change
+// (it was listed as "set tokenizer.ggml.bos_token_id: 1 -> 1").
+TEST(CliEdit, ADryRunListsOnlyRealChanges) {
+  const std::string f = tiny_llama();
+  CliRun same = run_cli("edit " + f + " --set llama.block_count=2 --special-token-id bos=1 --dry-run");
+  EXPECT_EQ(same.code, 0) << same.err;
+  EXPECT_EQ(same.out, f + ": no changes; nothing written\n");
+  CliRun one = run_cli("edit " + f + " --set llama.block_count=2 --special-token-id bos=1 --special-token-id eos=0 --dry-run");
+  EXPECT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("\n  set     tokenizer.ggml.eos_token_id: 2 -> 0\n"), std::string::npos) << one.out;
+  EXPECT_EQ(one.out.find("block_count"), std::string::npos) << one.out;
+  EXPECT_EQ(one.out.find("bos_token_id"), std::string::npos) << one.out;
 }
