@@ -172,11 +172,17 @@ std::string path_text(const EditRequest& req, const EditReport& r, const char* w
   return std::string(whole) + " (" + (req.whole_file ? "--whole-file" : r.why_whole) + ")";
 }
 
+// An edit that changes nothing writes no output either: said, so that a script that sets
+// what the file already has does not take an OUT left from before for this run's.
+std::string not_made(const EditRequest& req) {
+  return req.output.empty() || req.dry_run ? "" : " (nor " + req.output + ": the file already is as asked)";
+}
+
 // A shard set's report.
 void print_set(const EditRequest& req, const EditReport& r) {
   const size_t n = r.set_files;
   if (r.unchanged) {
-    std::printf("%s: no changes; nothing written\n", req.input.c_str());
+    std::printf("%s: no changes; nothing written%s\n", req.input.c_str(), not_made(req).c_str());
     return;
   }
   const std::string where = path_text(req, r, "the whole of shard 1");
@@ -245,8 +251,8 @@ void print_json(const EditRequest& req, const EditReport& r) {
 void print_file(const EditRequest& req, const EditReport& r) {
   const std::string order_change = r.order_after ? std::string("order   ") + order_name(*r.order_before) + " -> " + order_name(*r.order_after) : "";
   if (r.unchanged) {
-    std::printf("%s: no changes%s; nothing written\n", req.input.c_str(),
-                req.byte_order ? (std::string(" (already ") + order_name(*req.byte_order) + ")").c_str() : "");
+    std::printf("%s: no changes%s; nothing written%s\n", req.input.c_str(),
+                req.byte_order ? (std::string(" (already ") + order_name(*req.byte_order) + ")").c_str() : "", not_made(req).c_str());
     return;
   }
   const std::string dropped_note = r.dropped_bytes ? "note: the data is re-laid; the source's " + std::to_string(r.dropped_bytes) +

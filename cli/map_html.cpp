@@ -6,23 +6,12 @@
 #include <sstream>
 
 #include "commands.h"
+#include "ggufkit/jinja_render.h"
 #include "common.h"
 
 namespace ggufkit::cli {
 
 namespace {
-
-std::string escaped(std::string_view s) {
-  std::string out;
-  for (char c : s) switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  return out;
-}
 
 std::string bytes_text(uint64_t n) {
   char b[64];
@@ -59,11 +48,11 @@ void draw(std::ostream& out, const Layout& L, uint64_t from, uint64_t to, const 
       << "\" preserveAspectRatio=\"none\" role=\"img\">\n";
   size_t n = 0;
   for (const LabeledSpan& s : L.spans) {
-    if (s.span.end() <= from || s.span.offset >= to) continue;
+    if (s.span.offset < from || s.span.offset > to || (s.span.offset == to && s.span.size > 0)) continue;  // an empty span at the end too
     const double a = static_cast<double>(std::max(s.span.offset, from) - from) / per_unit;
     const double b = static_cast<double>(std::min(s.span.end(), to) - from) / per_unit;
     out << "<g class=\"span" << (n++ % 2 ? " odd" : "") << "\" data-kind=\"" << span_kind_name(s.kind) << "\" data-offset=\"" << s.span.offset << "\" data-size=\""
-        << s.span.size << "\" fill=\"" << colour(s.kind) << "\"><title>" << escaped(s.path.empty() ? span_kind_name(s.kind) : s.path)
+        << s.span.size << "\" fill=\"" << colour(s.kind) << "\"><title>" << jinja::html_escape(s.path.empty() ? span_kind_name(s.kind) : s.path)
         << "\n" << span_kind_name(s.kind) << ", " << bytes_text(s.span.size) << " at byte " << s.span.offset << "</title>";
     const unsigned first = std::min<unsigned>(static_cast<unsigned>(a / kWidth), kRows - 1);
     const unsigned last = b > a ? std::min<unsigned>(static_cast<unsigned>((b - 1e-9) / kWidth), kRows - 1) : first;
@@ -84,7 +73,7 @@ void draw(std::ostream& out, const Layout& L, uint64_t from, uint64_t to, const 
 std::string map_html(const std::vector<MapFile>& files) {
   std::ostringstream out;
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>ggufkit map: "
-      << escaped(files.empty() ? "" : files[0].name) << "</title>\n"
+      << jinja::html_escape(files.empty() ? "" : files[0].name) << "</title>\n"
       << "<style>\nbody{font:14px system-ui,sans-serif;margin:24px;color:#2e3440;background:#fff}\n"
          "h1{font-size:18px}h2{font-size:15px;margin-top:28px}svg{width:100%;height:"
       << kRows * (kRowHeight + kRowGap) * 0.9
@@ -106,7 +95,7 @@ std::string map_html(const std::vector<MapFile>& files) {
     }
     const std::string id = "file" + (index ? std::to_string(index) : std::string());
     out << "<section class=\"file\" data-file-size=\"" << f.file_size << "\" data-spans=\"" << L.spans.size() << "\">\n<h2>"
-        << escaped(f.name) << "</h2>\n<p>file size <b class=\"file-size\">" << f.file_size << "</b> bytes (" << bytes_text(f.file_size)
+        << jinja::html_escape(f.name) << "</h2>\n<p>file size <b class=\"file-size\">" << f.file_size << "</b> bytes (" << bytes_text(f.file_size)
         << "), " << L.spans.size() << " spans; alignment " << L.alignment << ", data from byte " << L.data_offset
         << "; the whole file in " << kRows << " rows of " << bytes_text((std::max(f.file_size, L.file_size) + kRows - 1) / kRows)
         << ", left to right and top to bottom:</p>\n";

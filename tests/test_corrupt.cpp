@@ -326,6 +326,42 @@ TEST(Corrupt, ACorpusTheDiskHasNoRoomForIsRefusedBeforeAnythingIsWritten) {
             std::string::npos)
       << r.err;
   EXPECT_FALSE(fs::exists(dir));
+  // A folder named with a trailing slash is checked as well (statvfs of the folder that exists).
+  CliRun slash = run_cli("corrupt " + tiny_llama() + " -o " + dir + "/", "GGUFKIT_FAULT=statvfs:fail:28 ", GGUFKIT_FAULTY_BIN);
+  EXPECT_EQ(slash.code, 3);
+  EXPECT_NE(slash.err.find("and 0 are free; nothing was written"), std::string::npos) << slash.err;
+  EXPECT_FALSE(fs::exists(dir));
+}
+
+// The bytes of the source no field describes (non-zero padding, bytes after the end) come
+// through every variant that keeps the header's size, as a rewrite carries them: the tensor
+// data goes to zeros, nothing else. (The first cut of the sparse variants dropped them, and
+// a source with bytes after its end made the writer fail at the end of the file.)
+TEST(Corrupt, TheSourcesPaddingAndBytesAfterTheEndComeThroughEveryVariant) {
+  std::vector<uint8_t> bytes = read_file_bytes(tiny_llama());
+  const uint64_t data = scan_file(tiny_llama()).layout.data_offset;
+  ASSERT_EQ(data, 725376u);
+  bytes[725371] = 135;  // in the 6 bytes of padding before the data
+  for (int i = 1; i <= 100; ++i) bytes.push_back(static_cast<uint8_t>(i));
+  const std::string src = temp_path("odd-bytes.gguf");
+  write_file_bytes(src, bytes);
+  CorruptRequest q;
+  q.source = src;
+  q.dir = temp_path("corrupt-odd");
+  const CorruptReport r = corrupt(q);
+  ASSERT_GE(r.files.size(), 150u);
+  size_t tail_kept = 0;
+  for (const CorruptEntry& e : r.files) {
+    const std::vector<uint8_t> v = read_file_bytes(q.dir + "/" + e.file);
+    if (v.size() != bytes.size()) continue;  // cut, extended
+    size_t differ = 0;
+    for (uint64_t i = 0; i < data; ++i) differ += v[i] != bytes[i];
+    if (differ > 8 || e.mutation == "nonzero_padding") continue;  // a header laid out anew; the padding's own mutation
+    EXPECT_TRUE(std::equal(v.end() - 100, v.end(), bytes.end() - 100)) << e.file << " " << e.mutation;
+    EXPECT_EQ(v[725371], 135) << e.file << " " << e.mutation;
+    tail_kept++;
+  }
+  EXPECT_GT(tail_kept, 80u);
 }
 
 TEST(Corrupt, AFolderThatHoldsFilesIsRefusedUnlessForcedAndThenOnlyItsOwnFilesAreReplaced) {

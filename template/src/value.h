@@ -75,7 +75,6 @@ struct Callable {
 };
 
 bool truthy(const Value& v);
-std::string html_escape(const std::string& s);  // markupsafe's escape: & < > " '
 
 bool is_number(const Value& v);
 double as_double(const Value& v);

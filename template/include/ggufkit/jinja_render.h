@@ -226,4 +226,7 @@ Value from_json(std::string_view text, uint64_t max_bytes = 256u << 20);
 // A value as Python's json.dumps(x, ensure_ascii=False) writes it (the tojson filter).
 std::string to_json(const Value& v, int indent = -1);
 
+// markupsafe's escape (& < > " '): Jinja's |escape, and text put in a page (map --html).
+std::string html_escape(const std::string& s);
+
 }  // namespace ggufkit::jinja
