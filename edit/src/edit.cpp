@@ -414,6 +414,10 @@ EditPlan plan_edit(const EditRequest& req) {
   std::vector<InPlace> places;  // in place: where each file written goes
   for (size_t k = 0; req.in_place && k < (report.every_shard ? n : 1); ++k) places.push_back(in_place_target(req, ctx, set.shards[k].path));
   gate(req, report.findings_before, whole, report.changes, st.vocabs, report, offsets, std::move(surgery.unfixed));
+  // A key set to the value it has is written as asked (and judged by the gate above, which
+  // refuses a broken value set again), but it is no change to list: a dry run lists only
+  // real ones, and an edit of nothing else says it is a byte-for-byte rewrite.
+  std::erase_if(report.changes, [](const Change& c) { return c.kind == Change::set && c.before && c.after && *c.before == *c.after; });
   if (n == 1 && !resplit) st.models.push_back(std::move(whole));
   else if (relaid) {
     st.models = split_model(whole, laid_out(set, whole, req));

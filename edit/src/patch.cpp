@@ -667,10 +667,8 @@ class Applier : YamlReader {
         fail(n, entry, std::string("would change the type from ") + type_text(old.type, old.elem) + " to " +
                            type_text(*type, items.value_or(ValueType::u8)) + "; remove the key and set it again to do that");
       Value v = convert(old.type, old.elem, *value, n, entry);
-      if (!(v == old)) {  // the value it has is no change to list: a dry run lists only real ones
-        changes_.push_back({Change::set, s.key, "", old, v});
-        kv->value = std::move(v);
-      }
+      changes_.push_back({Change::set, s.key, "", old, v});
+      kv->value = std::move(v);
     } else {
       if (!type && !spec) {  // a key new to the file and the registry: typed as its value reads
         const std::string how = p_.caller == Patch::Caller::python
