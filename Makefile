@@ -15,8 +15,8 @@ DEBS := cmake g++ make libboost-program-options-dev libboost-iostreams-dev libya
         pybind11-dev python3-dev python3-pytest python3-numpy python3-yaml \
         python3-setuptools python3-wheel python3-build python3-venv locales
 FUZZ_DEBS := clang libclang-rt-14-dev
-# The tests' browser: map --html's page is opened by headless chromium.
-TEST_DEBS := chromium
+# The tests' browser (map --html's page, headless) and the shells whose completion they run.
+TEST_DEBS := chromium zsh fish
 # The interop tests' npm packages, pinned, installed outside the source tree.
 NPM_DIR ?= $(HOME)/.cache/ggufkit-interop
 NPM_PKGS := node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1 @huggingface/gguf@0.4.6

@@ -199,18 +199,22 @@ void print_note(const std::string& file, const std::string& message) {
   std::fprintf(stderr, "ggufkit: note: %s: %s\n", file.c_str(), cli_words(message).c_str());
 }
 
-void terminal_progress(Context& ctx) {
-  if (!::isatty(2)) return;
+std::function<void(uint64_t, uint64_t)> progress_line(const char* doing) {
+  if (!::isatty(2)) return {};
   auto shown = std::make_shared<int>(-1);
-  ctx.progress = [shown](uint64_t written, uint64_t total) {
-    if (total <= (64u << 20)) return;
-    const int pct = static_cast<int>(100 * written / total);
+  return [shown, doing](uint64_t done, uint64_t total) {
+    if (total <= (64u << 20)) return;  // under a second or so: no line
+    const int pct = static_cast<int>(100 * done / total);
     if (pct == *shown) return;
     *shown = pct;
-    std::fprintf(stderr, "\rggufkit: writing %.2f GB of %.2f GB (%d%%)%s", static_cast<double>(written) / 1e9,
+    std::fprintf(stderr, "\rggufkit: %s %.2f GB of %.2f GB (%d%%)%s", doing, static_cast<double>(done) / 1e9,
                  static_cast<double>(total) / 1e9, pct, pct == 100 ? "\n" : "");
-    if (pct == 100) *shown = -1;  // the next file starts its own line
+    if (pct == 100) *shown = -1;  // the next pass or file starts its own line
   };
+}
+
+void terminal_progress(Context& ctx) {
+  if (auto line = progress_line("writing")) ctx.progress = line;
 }
 
 po::options_description_easy_init shard_only_option(po::options_description_easy_init options, const char* help) {

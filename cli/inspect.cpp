@@ -50,6 +50,17 @@ std::string types_text(const std::map<std::string, uint64_t>& types) {
   return s;
 }
 
+// A bar of `n` against `most` over `width` columns, in eighths of a block: the smallest
+// count that is not zero still shows.
+std::string bar(uint64_t n, uint64_t most, size_t width) {
+  static const char* const parts[] = {"", "\u258F", "\u258E", "\u258D", "\u258C", "\u258B", "\u258A", "\u2589"};
+  if (n == 0 || most == 0) return "";
+  const uint64_t eighths = std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(n) / static_cast<double>(most) * static_cast<double>(width * 8) + 0.5));
+  std::string out;
+  for (uint64_t i = 0; i < eighths / 8; ++i) out += "\u2588";
+  return out + parts[eighths % 8];
+}
+
 // A column of text padded to width.
 std::string col(const std::string& s, size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); }
 
@@ -364,9 +375,9 @@ int cmd_show(const std::vector<std::string>& args) {
   if (!mix.empty()) {
     std::printf("\n%-10s %8s %14s %16s %7s\n", "type", "tensors", "weights", "bytes", "share");
     for (const auto& r : mix)
-      std::printf("%-10s %8llu %14llu %16llu %7s\n", r.type.c_str(), static_cast<unsigned long long>(r.tensors),
+      std::printf("%-10s %8llu %14llu %16llu %7s %s\n", r.type.c_str(), static_cast<unsigned long long>(r.tensors),
                   static_cast<unsigned long long>(r.weights), static_cast<unsigned long long>(r.bytes),
-                  pct(r.bytes, bytes).c_str());
+                  pct(r.bytes, bytes).c_str(), bar(r.bytes, bytes, 30).c_str());
     std::printf("%-10s %8zu %14llu %16llu\n", "total", m.tensors.size(), static_cast<unsigned long long>(weights),
                 static_cast<unsigned long long>(bytes));
     std::printf("bits per weight %s\n", fixed(bpw, 3).c_str());
@@ -516,7 +527,8 @@ int cmd_stack(const std::vector<std::string>& args) {
                      "usage: ggufkit stack FILE [--json]\n\n"
                      "The repeated block stack: tensors named blk.N.* with the block number taken out,\n"
                      "counted, with their shapes, the types in use and their bytes; then the tensor\n"
-                     "bytes in front of, inside and behind the stack, and the smallest and largest block.",
+                     "bytes in front of, inside and behind the stack, the smallest and largest block,\n"
+                     "and each block's bytes as a bar against the largest.",
                      "print JSON");
   if (!a) return 0;
   Scanned s = load_model(a->file, a->shard_only).s;
@@ -544,6 +556,9 @@ int cmd_stack(const std::vector<std::string>& args) {
       j.key("front").num(st.front).key("inside").num(st.inside).key("behind").num(st.behind);
       block("smallest", st.smallest);
       block("largest", st.largest);
+      j.key("per_block").array([&] {
+        for (const auto& pb : st.per_block) j.object([&] { j.key("block").num(pb.first).key("bytes").num(pb.second); });
+      });
     });
     return 0;
   }
@@ -561,6 +576,12 @@ int cmd_stack(const std::vector<std::string>& args) {
     std::printf("smallest block %llu (%llu bytes), largest block %llu (%llu bytes)\n",
                 static_cast<unsigned long long>(st.smallest->first), static_cast<unsigned long long>(st.smallest->second),
                 static_cast<unsigned long long>(st.largest->first), static_cast<unsigned long long>(st.largest->second));
+  if (!st.per_block.empty()) {
+    std::printf("\nbytes per block\n");
+    for (const auto& [blk, bytes] : st.per_block)
+      std::printf("  %6llu %14llu %s\n", static_cast<unsigned long long>(blk), static_cast<unsigned long long>(bytes),
+                  bar(bytes, st.largest->second, 40).c_str());
+  }
   return 0;
 }
 
@@ -686,9 +707,10 @@ int cmd_account(const std::vector<std::string>& args) {
   line("padding", ac.padding);
   line("header total", header);
   std::printf("tensors\n");
-  for (const auto& r : mix)
-    std::printf("  %-10s %5llu tensors %14llu weights %16llu\n", r.type.c_str(), static_cast<unsigned long long>(r.tensors),
-                static_cast<unsigned long long>(r.weights), static_cast<unsigned long long>(r.bytes));
+  for (const auto& r : mix)  // a bar of each type's share of the tensor bytes
+    std::printf("  %-10s %5llu tensors %14llu weights %16llu %s\n", r.type.c_str(), static_cast<unsigned long long>(r.tensors),
+                static_cast<unsigned long long>(r.weights), static_cast<unsigned long long>(r.bytes),
+                bar(r.bytes, ac.tensor_bytes, 30).c_str());
   line("tensor bytes", ac.tensor_bytes);
   line("tensor padding", ac.tensor_padding);
   std::printf("file\n");
@@ -708,17 +730,58 @@ int cmd_account(const std::vector<std::string>& args) {
   return 0;
 }
 
+namespace {
+
+void print_histogram(const TensorHistogram& h, const TensorStats& st, uint64_t first_row, uint64_t ne0) {
+  auto num = [](double x) { return number_text(Value::of_f32(static_cast<float>(x))); };
+  uint64_t most = 0, finite = 0;
+  for (uint64_t c : h.bins) most = std::max(most, c), finite += c;
+  std::printf("histogram of %llu finite values in %zu bin%s from %s to %s\n", static_cast<unsigned long long>(finite), h.bins.size(),
+              h.bins.size() == 1 ? "" : "s", num(h.lo).c_str(), num(h.hi).c_str());
+  const double width = (h.hi - h.lo) / static_cast<double>(h.bins.size());
+  std::vector<std::string> from(h.bins.size());
+  size_t w = 0;
+  // Each bar is labelled with where its bin starts, to 4 significant digits.
+  for (size_t i = 0; i < h.bins.size(); ++i) {
+    char label[32];
+    std::snprintf(label, sizeof label, "%.4g", h.lo + width * static_cast<double>(i));
+    w = std::max(w, (from[i] = label).size());
+  }
+  for (size_t i = 0; i < h.bins.size(); ++i)
+    std::printf("  %*s %12llu%s%s\n", static_cast<int>(w), from[i].c_str(), static_cast<unsigned long long>(h.bins[i]),
+                h.bins[i] ? " " : "", bar(h.bins[i], most, 40).c_str());
+  if (h.beyond == 0) {
+    std::printf("no outliers: every value is within %s standard deviations of the mean\n", num(h.sigmas).c_str());
+    return;
+  }
+  std::printf("%llu outlier%s beyond %s standard deviations (%s) of the mean %s%s\n", static_cast<unsigned long long>(h.beyond),
+              h.beyond == 1 ? "" : "s", num(h.sigmas).c_str(), num(h.sigmas * st.stddev).c_str(), num(st.mean).c_str(),
+              h.outliers.size() < h.beyond ? (", the " + std::to_string(h.outliers.size()) + " furthest:").c_str() : ":");
+  for (const TensorOutlier& o : h.outliers)
+    std::printf("  element %llu (row %llu, column %llu): %s\n", static_cast<unsigned long long>(o.index),
+                static_cast<unsigned long long>(first_row + o.index / ne0), static_cast<unsigned long long>(o.index % ne0),
+                number_text(Value::of_f32(o.value)).c_str());
+}
+
+}  // namespace
+
 int cmd_tensor(const std::vector<std::string>& args) {
   po::options_description extra;
   shard_only_option(extra.add_options()("head", po::value<size_t>()->default_value(8), "how many leading values to print")(
       "all", po::bool_switch(), "print every value (of the rows chosen)")(
-      "rows", po::value<std::string>(), "A:B: only rows A to B-1 (a row is ne0 values; A: and :B work too)"));
+      "rows", po::value<std::string>(), "A:B: only rows A to B-1 (a row is ne0 values; A: and :B work too)")(
+      "histogram", po::bool_switch(), "also the distribution of the values as bars, and the outliers named")(
+      "bins", po::value<size_t>()->default_value(20), "with --histogram: how many bars (1 to 1000)"));
   auto a = two_args(args, "name", "the tensor's name",
-                    "usage: ggufkit tensor FILE NAME [--head N | --all] [--rows A:B] [--json]\n\n"
+                    "usage: ggufkit tensor FILE NAME [--head N | --all] [--rows A:B] [--histogram [--bins N]] [--json]\n\n"
                     "Decodes a tensor's values (f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K\n"
                     "q5_K q6_K) in the file's byte order as it reads them, and prints the count, min,\n"
                     "max, mean and standard deviation of the finite values, how many are NaN or\n"
-                    "infinite, and the first N values (or all of them).",
+                    "infinite, and the first N values (or all of them).\n\n"
+                    "--histogram: the finite values in N equal bins from min to max, a bar each, and\n"
+                    "the values further than 6 standard deviations from the mean (the 10 furthest,\n"
+                    "by element index, row and column). On a terminal, a tensor over 64 MiB shows\n"
+                    "how far the decoding is.",
                     extra);
   if (!a) return 0;
   Scanned s = load_model(a->file, shard_only(a->vm)).s;
@@ -733,6 +796,7 @@ int cmd_tensor(const std::vector<std::string>& args) {
                 "there is no tensor named '" + a->second + "'" + (hint.empty() ? "" : "; " + hint));
   }
   Tensor part = *t;  // the rows asked for: whole rows are whole blocks, contiguous on disk
+  uint64_t first_row = 0;
   if (a->vm.count("rows")) {
     std::string r = a->vm["rows"].as<std::string>();
     if (!t->dims.empty() && t->dims[0] == 0) throw_usage("--rows " + r + ": " + t->name + " has 0 columns, so no rows to take");
@@ -754,10 +818,18 @@ int cmd_tensor(const std::vector<std::string>& args) {
     uint64_t row_bytes = t->dims.empty() ? t->nbytes() : t->nbytes() / rows;
     part.dims = {t->dims.empty() ? 1 : t->dims[0], to - from};
     part.source_offset = t->source_offset + from * row_bytes;
+    first_row = from;
   }
+  const bool histogram = a->vm["histogram"].as<bool>();
+  const size_t bins = a->vm["bins"].as<size_t>();
+  if (bins < 1 || bins > 1000) throw_usage("--bins must be 1 to 1000, found " + std::to_string(bins));
   size_t first = a->vm["all"].as<bool>() ? SIZE_MAX : a->vm["head"].as<size_t>();
-  TensorStats st = tensor_stats(part, first, s.model.order);
+  const TensorProgress progress = progress_line("decoding");
+  TensorStats st = tensor_stats(part, first, s.model.order, progress);
+  std::optional<TensorHistogram> h;
+  if (histogram) h = tensor_histogram(part, st, bins, s.model.order, 10, 6, progress);
   auto num = [](double x) { return number_text(Value::of_f64(x)); };
+  const uint64_t ne0 = part.dims.empty() || part.dims[0] == 0 ? 1 : part.dims[0];
   if (a->json) {
     JsonOut j(std::cout);
     j.object([&] {
@@ -766,6 +838,19 @@ int cmd_tensor(const std::vector<std::string>& args) {
       j.key("std").raw(num(st.stddev)).key("nan").num(st.nan).key("inf").num(st.inf).key("head").array([&] {
         for (float x : st.head) j.value(Value::of_f32(x));
       });
+      if (h)
+        j.key("histogram").object([&] {
+          j.key("lo").raw(num(h->lo)).key("hi").raw(num(h->hi)).key("bins").array([&] {
+            for (uint64_t c : h->bins) j.num(c);
+          });
+          j.key("sigmas").raw(num(h->sigmas)).key("beyond").num(h->beyond).key("outliers").array([&] {
+            for (const TensorOutlier& o : h->outliers)
+              j.object([&] {
+                j.key("index").num(o.index).key("row").num(first_row + o.index / ne0).key("column").num(o.index % ne0);
+                j.key("value").value(Value::of_f32(o.value));
+              });
+          });
+        });
     });
     return 0;
   }
@@ -777,6 +862,7 @@ int cmd_tensor(const std::vector<std::string>& args) {
   std::string head;
   for (float x : st.head) head += (head.empty() ? "" : " ") + number_text(Value::of_f32(x));
   std::printf("%s  %s\n", a->vm["all"].as<bool>() ? "values" : "head", head.c_str());
+  if (h) print_histogram(*h, st, first_row, ne0);
   return 0;
 }
 
@@ -786,11 +872,12 @@ int cmd_diff(const std::vector<std::string>& args) {
   auto a = two_args(args, "b", "the second GGUF file",
                     "usage: ggufkit diff A B [--json] [--exit-code]\n\n"
                     "Everything by which B differs from A: version, byte order, alignment, metadata\n"
-                    "added, removed, changed (with both values) and renamed (the same value under a\n"
-                    "new key), key order, tensor records, tensor order, tensor bytes (by xxHash64),\n"
-                    "tensor offsets, non-zero padding and bytes after the end. What follows from a\n"
-                    "difference (offsets after a longer value) is not listed again. Exit status 0\n"
-                    "whether or not they differ, unless --exit-code.\n\n"
+                    "added or removed (a line with the value), changed (both values; a long or\n"
+                    "many-lined string such as a chat template as a unified diff of its lines) and\n"
+                    "renamed (the same value under a new key), key order, tensor records, tensor\n"
+                    "order, tensor bytes (by xxHash64), tensor offsets, non-zero padding and bytes\n"
+                    "after the end. What follows from a difference (offsets after a longer value) is\n"
+                    "not listed again. Exit status 0 whether or not they differ, unless --exit-code.\n\n"
                     "A shard of a set stands for the whole model its set holds, so a set compares\n"
                     "with the file it was split from; the models are then compared, not where their\n"
                     "bytes lie (offsets, padding). --shard-only compares the two files named.",
@@ -825,9 +912,28 @@ int cmd_diff(const std::vector<std::string>& args) {
       std::printf("A is %s, B is %s: the models are compared, not their files' layouts\n",
                   x.files > 1 ? ("a shard set: " + std::to_string(x.files) + " files").c_str() : "one file",
                   y.files > 1 ? ("a shard set: " + std::to_string(y.files) + " files").c_str() : "one file");
+    auto is_text = [](const std::optional<Value>& v) { return v && v->type == ValueType::string; };
     for (const Difference& d : diffs) {
+      const char* kind = diff_kind_name(d.kind).data();
+      // A key that came or went is one line with its value; a renamed key, its two names.
+      if (d.kind == DiffKind::added || d.kind == DiffKind::removed) {
+        std::printf("%-15s %s: %s\n", kind, d.key.c_str(), text(d.kind == DiffKind::added ? d.b : d.a, "").c_str());
+        continue;
+      }
+      if (d.kind == DiffKind::renamed) {
+        std::printf("%-15s %s -> %s\n", kind, d.a_text.c_str(), d.b_text.c_str());
+        continue;
+      }
+      // A long or many-lined string (a chat template) is shown whole, as a diff of its lines.
+      if (d.kind == DiffKind::changed && is_text(d.a) && is_text(d.b) &&
+          (d.a->str.size() > 60 || d.b->str.size() > 60 || d.a->str.find('\n') != std::string::npos ||
+           d.b->str.find('\n') != std::string::npos)) {
+        std::printf("%-15s %s: string of %zu bytes -> %zu bytes, by lines:\n%s", kind, d.key.c_str(), d.a->str.size(), d.b->str.size(),
+                    unified_diff(d.a->str, d.b->str, a->file + ":" + d.key, a->second + ":" + d.key).c_str());
+        continue;
+      }
       std::string at = text(d.a, d.a_text), bt = text(d.b, d.b_text);
-      std::printf("%-15s %s%s%s%s\n", diff_kind_name(d.kind).data(), d.key.c_str(), d.key.empty() || (at.empty() && bt.empty()) ? "" : ": ",
+      std::printf("%-15s %s%s%s%s\n", kind, d.key.c_str(), d.key.empty() || (at.empty() && bt.empty()) ? "" : ": ",
                   at.c_str(), bt.empty() ? "" : (" -> " + bt).c_str());
     }
     if (diffs.empty()) std::printf("no differences\n");
@@ -895,15 +1001,7 @@ int cmd_hash(const std::vector<std::string>& args) {
                                  (*vm)["tensors"].as<bool>(), manifest,
                                  check ? std::optional<std::string>((*vm)["check"].as<std::string>()) : std::nullopt, shard_only(*vm));
   // On a terminal, a long run shows how far it is, as edit does.
-  int shown = -1;
-  const bool bar = ::isatty(2);
-  req.progress = [&](uint64_t done, uint64_t total) {
-    int pct = total ? static_cast<int>(100 * done / total) : 100;
-    if (!bar || total <= (64u << 20) || pct == shown) return;
-    shown = pct;
-    std::fprintf(stderr, "\rggufkit: hashing %.2f GB of %.2f GB (%d%%)%s", static_cast<double>(done) / 1e9,
-                 static_cast<double>(total) / 1e9, pct, pct == 100 ? "\n" : "");
-  };
+  if (auto line = progress_line("hashing")) req.progress = line;
   req.context = cli_context();
   HashReport rep = hash_files(req);
   const std::string algo = req.algos.empty() ? "" : std::string(hash_algo_name(req.algos[0]));
@@ -1041,7 +1139,7 @@ int cmd_validate(const std::vector<std::string>& args) {
                   "architecture, width and vocabulary). In any model, nextn_predict_layers against\n"
                   "the blk.N.nextn.* tensors held, both ways (mtp_layers).\n"
                   "Also standard keys of another type or value than llama.cpp reads them with\n"
-                  "(schemas/keys.yaml), a general.file_type the tensors contradict, a general.name\n"
+                  "(ggufkit's key registry), a general.file_type the tensors contradict, a general.name\n"
                   "that is a hash or a path, a file name (NAME-8B-Q4_K_M.gguf) the metadata\n"
                   "contradicts.\n"
                   "A shard of a set (NAME-00001-of-0000N.gguf) is checked with its set: every\n"

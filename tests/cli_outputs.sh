@@ -196,6 +196,17 @@ run "mean tensors" tensor "$tiny" blk.0.attn
 run "validate verbose" validate "$tiny" --verbose
 run "validate quiet" validate "$tiny" --quiet
 run "validate quiet error" validate "$corpus/splits/by-count-00002-of-00003.gguf" --shard-only --quiet --strict
+# Pictures and diffs (issue 48): a tensor's values as bars, an added key on one line, a
+# template as a diff of its lines, and realign -a 32 saying how to get the original back.
+run "tensor histogram" tensor "$tiny" token_embd.weight --histogram --bins 10 --head 2
+run "realign 64 again" realign "$tiny" -a 64 -o h64.gguf
+run "realign 32 after 64" realign h64.gguf -a 32 -o h32.gguf
+run "diff added key" diff "$tiny" h32.gguf
+run "diff removed key" diff h32.gguf "$tiny"
+run "edit template" edit "$tiny" --chat-template '{% for m in messages %}{{ m.content }}
+{% endfor %}' --no-template-check -o tpl.gguf
+run "diff template" diff "$tiny" tpl.gguf
+run "help help" help --help
 
 if [ -z "$golden" ]; then
   cat "$record"

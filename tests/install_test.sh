@@ -10,6 +10,11 @@ test -x "$work/prefix/bin/ggufkit"
 test -f "$work/prefix/include/ggufkit/scan.h"
 test -f "$work/prefix/include/ggufkit/patch.h"
 test -f "$work/prefix/lib/cmake/ggufkit/ggufkitConfig.cmake"
+# The man page and the three shells' completions, where each looks for them.
+test -f "$work/prefix/share/man/man1/ggufkit.1"
+grep -q "^complete -o filenames -F _ggufkit ggufkit$" "$work/prefix/share/bash-completion/completions/ggufkit"
+grep -q "^#compdef ggufkit$" "$work/prefix/share/zsh/site-functions/_ggufkit"
+grep -q "^complete -c ggufkit " "$work/prefix/share/fish/vendor_completions.d/ggufkit.fish"
 cmake -S "$source/examples" -B "$work/examples" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/examples" -j 2 >/dev/null
 out=$("$work/examples/write_model" "$work/model.gguf")

@@ -30,7 +30,10 @@ TEST(Cli, ShowPrintsTheSummaryOfTheExample) {
   for (const char* line : {"version       3 (little-endian)\n", "tensors       1\n", "metadata      5 keys\n",
                            "alignment     64\n", "data start    384\n", "file size     408\n",
                            "architecture  counts\n", "name          Counts walkthrough file\n",
-                           "f32               1              6               24  100.0%\n", "bits per weight 32.000\n"})
+                           "f32               1              6               24  100.0% "
+                           "\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588"
+                           "\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\n",
+                           "bits per weight 32.000\n"})
     EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
 }
 
@@ -469,6 +472,85 @@ TEST(CliTable, TheManPageAndCompletionNameEveryCommand) {
   }
   EXPECT_NE(comp.out.find("compgen -W \"" + names + " help --help --version\""), std::string::npos) << comp.out;
   EXPECT_NE(comp.out.find("complete -o filenames -F _ggufkit ggufkit"), std::string::npos);
+}
+
+// Each shell's completion, run in that shell: a command from its first letters, the
+// options its help names, a help topic, and files elsewhere. zsh's compadd and _files are
+// stood in for by functions that print what they are given (they work only inside zsh's
+// completion system); fish answers `complete -C` itself.
+TEST(CliTable, CompletionWorksInBashZshAndFish) {
+  const std::string bin = GGUFKIT_BIN, dir = bin.substr(0, bin.rfind('/'));
+  auto script = [](const std::string& shell) {
+    CliRun r = run_cli("help --completion " + shell);
+    EXPECT_EQ(r.code, 0) << shell;
+    std::string path = temp_path("completion." + shell);
+    write_file_bytes(path, std::vector<uint8_t>(r.out.begin(), r.out.end()));
+    return path;
+  };
+  auto lines_of = [](const std::string& cmd) {
+    CliRun r = run_cli(cmd, "", "");  // a shell command line of its own
+    EXPECT_EQ(r.code, 0) << cmd << "\n" << r.err;
+    std::vector<std::string> out;
+    std::istringstream in(r.out);
+    for (std::string l; std::getline(in, l);) out.push_back(l);
+    return out;
+  };
+  auto has = [](const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); };
+  const std::string bash = script("bash"), zsh = script("zsh"), fish = script("fish");
+
+  auto in_bash = [&](const std::string& words, int cword) {
+    return lines_of("bash -c 'source " + bash + "; COMP_WORDS=(" + bin + " " + words + "); COMP_CWORD=" + std::to_string(cword) +
+                    "; _ggufkit; printf \"%s\\n\" \"${COMPREPLY[@]}\"'");
+  };
+  EXPECT_EQ(in_bash("val", 1), std::vector<std::string>{"validate"});
+  EXPECT_EQ(in_bash("help pa", 2), std::vector<std::string>{"patch"});
+  std::vector<std::string> opts = in_bash("validate --q", 2);
+  EXPECT_EQ(opts, std::vector<std::string>{"--quiet"});
+
+  auto in_zsh = [&](const std::string& words, int current) {
+    return lines_of("zsh -f -c 'compadd() { [[ $1 == -- ]] && shift; print -l -- \"$@\"; }; _files() { print FILES; }; "
+                    "compdef() { print compdef \"$@\"; }; source " + zsh + "; words=(" + bin + " " + words +
+                    "); CURRENT=" + std::to_string(current) + "; _ggufkit'");
+  };
+  std::vector<std::string> z = in_zsh("val", 2);  // all commands offered; zsh narrows them to the prefix
+  EXPECT_EQ(z.at(0), "compdef _ggufkit ggufkit");  // sourced, it registers itself
+  EXPECT_TRUE(has(z, "validate") && has(z, "corrupt") && has(z, "help")) << z.size();
+  z = in_zsh("validate --q", 3);
+  EXPECT_TRUE(has(z, "--quiet") && has(z, "--verbose") && has(z, "--json")) << z.size();
+  for (size_t i = 1; i < z.size(); ++i) EXPECT_EQ(z[i].rfind("--", 0), 0u) << z[i];
+  EXPECT_TRUE(has(in_zsh("help pa", 3), "patch"));
+  EXPECT_TRUE(has(in_zsh("validate mo", 3), "FILES"));
+
+  auto in_fish = [&](const std::string& line) {
+    return lines_of("PATH=" + dir + ":$PATH fish --no-config -c 'source " + fish + "; complete -C\"" + line + "\"'");
+  };
+  EXPECT_EQ(in_fish("ggufkit vali"), std::vector<std::string>{"validate"});
+  EXPECT_EQ(in_fish("ggufkit validate --qu"), std::vector<std::string>{"--quiet"});
+  EXPECT_EQ(in_fish("ggufkit help pat"), std::vector<std::string>{"patch"});
+  std::vector<std::string> files = in_fish("ggufkit validate " + dir + "/ggufk");
+  EXPECT_TRUE(has(files, dir + "/ggufkit")) << files.size();
+
+  CliRun bad = run_cli("help --completion tcsh");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err, "ggufkit help: no completion for 'tcsh': give bash, zsh or fish\n");
+}
+
+// The case: help pointed at schemas/*.md and examples/, which an installed user does
+// not have. Every command's help (the man page holds them all) and every topic names what
+// the program carries instead, and the patch topic tells of the header-only path.
+TEST(CliTable, HelpNamesWhatIsInstalledNotTheSourceTree) {
+  std::vector<std::string> texts = {run_cli("help --man").out, run_cli("help --help").out};
+  for (const char* t : {"patch", "sketch", "json"}) texts.push_back(run_cli(std::string("help ") + t).out);
+  for (const std::string& text : texts) {
+    ASSERT_GT(text.size(), 100u);
+    for (const char* path : {"schemas/", "examples/", "tests/", "the README", "(README,"})  // README.md is a model card
+      EXPECT_EQ(text.find(path), std::string::npos) << path << " in " << text.substr(0, 60);
+  }
+  const std::string& patch = texts[2];
+  EXPECT_EQ(patch.find("by rewriting the whole file"), std::string::npos);
+  EXPECT_NE(patch.find("writes the header alone"), std::string::npos);
+  EXPECT_NE(patch.find("`--header-only`\nrefuses rather than rewrite"), std::string::npos);
+  EXPECT_NE(texts[1].find("'ggufkit help --completion\n[bash|zsh|fish]'"), std::string::npos) << texts[1];
 }
 
 TEST(CliTable, ValidateReadsAHeaderFromStandardInput) {

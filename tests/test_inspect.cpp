@@ -127,6 +127,40 @@ TEST(Inspect, StackAndLayerCountTheBlocks) {
   EXPECT_NE(missing.err.find("there is no block 7 (the file has 3 blocks)"), std::string::npos) << missing.err;
 }
 
+// The pictures: the bytes per block as bars against the largest (stack), and the
+// quant mix as bars of the tensor bytes (account, show), each in eighths of a column.
+// Blocks 0 and 2 hold 8192 + 16384 bytes, block 1 8192 + 8704: 0.6875 of 40 columns, 27.5.
+// Of 71168 tensor bytes, f16 holds 57344 (24.2 of 30 columns), q8_0 8704 (3.7), f32 5120 (2.2).
+TEST(Inspect, StackAccountAndShowDrawBars) {
+  auto full = [](int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += "\u2588";
+    return s;
+  };
+  CliRun stack = run_cli("stack " + stacked());
+  ASSERT_EQ(stack.code, 0) << stack.err;
+  EXPECT_NE(stack.out.find("\nbytes per block\n"
+                           "       0          24576 " + full(40) + "\n"
+                           "       1          16896 " + full(27) + "\u258C\n"
+                           "       2          24576 " + full(40) + "\n"),
+            std::string::npos)
+      << stack.out;
+  YAML::Node j = json_of("stack --json " + stacked());
+  ASSERT_EQ(j["per_block"].size(), 3u);
+  EXPECT_EQ(j["per_block"][1]["block"].as<int>(), 1);
+  EXPECT_EQ(j["per_block"][1]["bytes"].as<int>(), 16896);
+  CliRun account = run_cli("account " + stacked());
+  EXPECT_NE(account.out.find("  f16            5 tensors          28672 weights            57344 " + full(24) + "\u258F\n"),
+            std::string::npos)
+      << account.out;
+  EXPECT_NE(account.out.find("  q8_0           1 tensors           8192 weights             8704 " + full(3) + "\u258B\n"),
+            std::string::npos)
+      << account.out;
+  CliRun show = run_cli("show " + stacked());
+  EXPECT_NE(show.out.find("f32               2           1280             5120    7.2% " + full(2) + "\u258F\n"), std::string::npos)
+      << show.out;
+}
+
 TEST(Inspect, ShowGivesTheSummaryOfTheTinyLlama) {
   std::string path = temp_path("inspect-tiny.gguf");
   write_sketch(read_sketch(kExamples + "/tiny-llama.yaml", {{"VOCAB", corpus("vocab/ggml-vocab-llama-spm.gguf")}}), path);
@@ -573,6 +607,71 @@ tensors:
   EXPECT_NE(bad.err.find("--rows 3:9 holds no row of the 3 the tensor has"), std::string::npos) << bad.err;
 }
 
+// The case: nothing drew a tensor's values. 63 zeros and one 100 (element 45: row
+// 11, column 1 of rows of 4): mean 1.5625, deviation sqrt(10000/64 - 1.5625^2) = 12.40196,
+// so 100 lies 7.9 deviations out and is named; four bins of 25 from 0 hold 63, 0, 0, 1, the
+// 1 a bar of 40/63 of a column: 5 eighths.
+TEST(Inspect, TensorHistogramDrawsBarsAndNamesTheOutliers) {
+  std::string values;
+  for (int i = 0; i < 64; ++i) values += std::string(i ? ", " : "") + (i == 45 ? "100" : "0");
+  std::string path = write_yaml("inspect-histogram.gguf", "tensors:\n  - {name: w, type: f32, dims: [4, 16], values: [" + values + "]}\n");
+  CliRun r = run_cli("tensor " + path + " w --histogram --bins 4 --head 2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string full;
+  for (int i = 0; i < 40; ++i) full += "\u2588";
+  EXPECT_NE(r.out.find("histogram of 64 finite values in 4 bins from 0 to 100\n"
+                       "   0           63 " + full + "\n"
+                       "  25            0\n"
+                       "  50            0\n"
+                       "  75            1 \u258B\n"
+                       "1 outlier beyond 6 standard deviations (74.41176) of the mean 1.5625:\n"
+                       "  element 45 (row 11, column 1): 100\n"),
+            std::string::npos)
+      << r.out;
+  // Rows 2 to 15 (56 values, 100 now 7.4 deviations out): the element is 37 of the part,
+  // still row 11; the JSON says the same.
+  CliRun j = run_cli("tensor " + path + " w --rows 2:16 --histogram --bins 2 --json");
+  ASSERT_EQ(j.code, 0) << j.err;
+  YAML::Node h = YAML::Load(j.out)["histogram"];
+  EXPECT_EQ(h["lo"].as<double>(), 0);
+  EXPECT_EQ(h["hi"].as<double>(), 100);
+  ASSERT_EQ(h["bins"].size(), 2u);
+  EXPECT_EQ(h["bins"][0].as<int>(), 55);
+  EXPECT_EQ(h["bins"][1].as<int>(), 1);
+  EXPECT_EQ(h["beyond"].as<int>(), 1);
+  ASSERT_EQ(h["outliers"].size(), 1u);
+  EXPECT_EQ(h["outliers"][0]["index"].as<int>(), 37);
+  EXPECT_EQ(h["outliers"][0]["row"].as<int>(), 11);
+  EXPECT_EQ(h["outliers"][0]["column"].as<int>(), 1);
+  EXPECT_EQ(h["outliers"][0]["value"].as<double>(), 100);
+  // Alike values: one bin whatever --bins says, its bar full, no outliers.
+  std::string flat = write_yaml("inspect-flat.gguf", "tensors:\n  - {name: f, type: f32, dims: [4], values: [2, 2, 2, 2]}\n");
+  CliRun f = run_cli("tensor " + flat + " f --histogram --bins 2");
+  EXPECT_NE(f.out.find("in 1 bin from 2 to 2\n  2            4 " + full + "\nno outliers: every value is within 6 standard deviations of the mean\n"),
+            std::string::npos)
+      << f.out;
+  EXPECT_EQ(run_cli("tensor " + flat + " f --histogram --bins 0").code, 2);
+}
+
+// A tensor of 70 MB decoded on a terminal says how far it is, as hash and the writes do;
+// piped, it prints nothing on standard error.
+TEST(Inspect, TensorShowsProgressOnATerminalAndNowhereElse) {
+  std::string path = write_yaml("tensor-big.gguf", "tensors:\n  - {name: big, type: f32, dims: [4096, 4300], fill: zeros}\n");
+  CliRun piped = run_cli("tensor " + path + " big --histogram");
+  ASSERT_EQ(piped.code, 0) << piped.err;
+  EXPECT_EQ(piped.err, "");
+  std::string transcript = temp_path("tensor-tty.txt");
+  std::string cmd = "script -qec '" + std::string(GGUFKIT_BIN) + " tensor " + path + " big --histogram > /dev/null' " + transcript +
+                    " < /dev/null > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  auto t = read_file_bytes(transcript);
+  std::string text(t.begin(), t.end());
+  // Two passes (the figures, then the bins), each to 100%.
+  size_t first = text.find("ggufkit: decoding 0.07 GB of 0.07 GB (100%)");
+  ASSERT_NE(first, std::string::npos) << text.substr(0, 500);
+  EXPECT_NE(text.find("ggufkit: decoding 0.07 GB of 0.07 GB (100%)", first + 1), std::string::npos);
+}
+
 namespace {
 std::string with_model(const std::string& name, const std::function<void(Model&)>& change) {
   Scanned s = scan_file(tiny_llama());
@@ -619,7 +718,7 @@ TEST(Diff, EveryKindOfDifferenceIsReportedAndExitCodeSaysSo) {
            Case{"version", with_model("diff-v2.gguf", [](Model& m) { m.version = 2; }), "version         3 -> 2"},
            Case{"byte order", big, "byte_order      little -> big"},
            Case{"alignment", a64, "alignment       32 -> 64"},
-           Case{"rename", renamed, "renamed         general.name: general.name -> general.title"},
+           Case{"rename", renamed, "renamed         general.name -> general.title"},
            Case{"changed", with_model("diff-eos.gguf", [](Model& m) { m.find("tokenizer.ggml.eos_token_id")->bits = 7; }),
                 "changed         tokenizer.ggml.eos_token_id: 2 -> 7"},
            Case{"tensor order", with_model("diff-torder.gguf", [](Model& m) { std::swap(m.tensors.edit(1), m.tensors.edit(2)); }),
@@ -636,6 +735,51 @@ TEST(Diff, EveryKindOfDifferenceIsReportedAndExitCodeSaysSo) {
   CliRun same = run_cli("diff " + a + " " + a + " --exit-code");
   EXPECT_EQ(same.code, 0);
   EXPECT_EQ(same.out, "no differences\n");
+}
+
+// The cases: an added key printed as `added general.alignment:  -> 32`, and a changed
+// template as two 60-character prefixes; and realign -a 32 saying how to get the original back.
+TEST(Diff, AnAddedOrRemovedKeyIsOneLineAndALongStringIsADiffOfItsLines) {
+  const std::string a = tiny_llama();
+  const std::string a64 = temp_path("diff-line-64.gguf"), a32 = temp_path("diff-line-32.gguf"), back = temp_path("diff-line-back.gguf");
+  ASSERT_EQ(run_cli("realign " + a + " -a 64 -o " + a64).code, 0);
+  CliRun r32 = run_cli("realign " + a64 + " -a 32 -o " + a32);
+  ASSERT_EQ(r32.code, 0) << r32.err;
+  EXPECT_NE(r32.err.find("alignment 32 is written as the key general.alignment = 32; 'default' (realign -a default) removes the "
+                         "key instead"),
+            std::string::npos)
+      << r32.err;
+  EXPECT_EQ(run_cli("diff " + a + " " + a32).out, "added           general.alignment: 32\n1 differences\n");
+  EXPECT_EQ(run_cli("diff " + a32 + " " + a).out, "removed         general.alignment: 32\n1 differences\n");
+  // The advice followed gives the original bytes back, and says nothing more.
+  CliRun d = run_cli("realign " + a64 + " -a default -o " + back);
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_EQ(d.err.find("'default'"), std::string::npos) << d.err;
+  EXPECT_EQ(read_file_bytes(back), read_file_bytes(a));
+
+  std::string before;
+  const std::string changed = with_model("diff-line-template.gguf", [&](Model& m) {
+    Value* t = m.find("tokenizer.chat_template");
+    before = t->str;
+    t->str.replace(t->str.find("assistant"), 9, "ASSISTANT");
+  });
+  ASSERT_EQ(before.size(), 151u);
+  CliRun r = run_cli("diff " + a + " " + changed);
+  EXPECT_EQ(r.out, "changed         tokenizer.chat_template: string of 151 bytes -> 151 bytes, by lines:\n"
+                   "--- " + a + ":tokenizer.chat_template\n"
+                   "+++ " + changed + ":tokenizer.chat_template\n"
+                   "@@ -1,4 +1,4 @@\n"
+                   " {% for message in messages %}<|{{ message['role'] }}|>\n"
+                   " {{ message['content'] }}</s>\n"
+                   "-{% endfor %}{% if add_generation_prompt %}<|assistant|>\n"
+                   "+{% endfor %}{% if add_generation_prompt %}<|ASSISTANT|>\n"
+                   " {% endif %}\n"
+                   "\\ No newline at end of file\n"
+                   "1 differences\n");
+  // A short one-line string keeps its one line.
+  const std::string named = with_model("diff-line-name.gguf", [](Model& m) { m.find("general.name")->str = "other"; });
+  CliRun n = run_cli("diff " + a + " " + named);
+  EXPECT_NE(n.out.find("changed         general.name: \"ggufkit tiny llama\" -> \"other\"\n"), std::string::npos) << n.out;
 }
 
 TEST(Diff, EveryKindHasItsOwnNameAndTheNameReadsBack) {

@@ -20,7 +20,7 @@ constexpr uint64_t kPiece = 1 << 20;
 
 // Reads a tensor's bytes in pieces of whole blocks, never whole.
 template <typename Fn>
-void for_each_piece(const Tensor& t, Fn fn) {
+void for_each_piece(const Tensor& t, Fn fn, const TensorProgress& progress = {}) {
   if (!t.source) throw Error(Error::Kind::format, "", std::nullopt, "tensor " + t.name, "the tensor has no data source");
   const GgmlType* gt = ggml_type(t.type);
   uint64_t n = t.nbytes(), step = gt && gt->size ? std::max<uint64_t>(gt->size, kPiece / gt->size * gt->size) : kPiece;
@@ -30,6 +30,7 @@ void for_each_piece(const Tensor& t, Fn fn) {
     t.source->read_at(t.source_offset + done, buf.data(), k);
     fn(buf.data(), k);
     done += k;
+    if (progress) progress(done, n);
   }
 }
 
@@ -272,6 +273,7 @@ Stack stack_of(const Model& m) {
     if (std::find(row.shapes.begin(), row.shapes.end(), shape) == row.shapes.end()) row.shapes.push_back(shape);
   }
   st.blocks = block_bytes.size();
+  st.per_block.assign(block_bytes.begin(), block_bytes.end());
   for (auto [blk, bytes] : block_bytes) {
     if (!st.smallest || bytes < st.smallest->second) st.smallest = std::make_pair(blk, bytes);
     if (!st.largest || bytes > st.largest->second) st.largest = std::make_pair(blk, bytes);
@@ -427,11 +429,20 @@ std::vector<Difference> diff_files(const Scanned& x, const Scanned& y, bool layo
   return out;
 }
 
-TensorStats tensor_stats(const Tensor& t, size_t head, ByteOrder order) {
+namespace {
+
+const GgmlType& decodable(const Tensor& t) {
   const GgmlType* gt = ggml_type(t.type);
   if (!gt || !can_decode(*gt))
     throw Error(Error::Kind::format, "", std::nullopt, "tensor " + t.name,
                 "decoding " + ggml_type_name(t.type) + " is not supported" + (gt ? "" : ": ggufkit does not know the type's layout"));
+  return *gt;
+}
+
+}  // namespace
+
+TensorStats tensor_stats(const Tensor& t, size_t head, ByteOrder order, const TensorProgress& progress) {
+  const GgmlType* gt = &decodable(t);
   TensorStats st;
   double sum = 0, mean = 0, m2 = 0;  // Welford's running mean and sum of squared deviations
   uint64_t finite = 0;
@@ -456,11 +467,54 @@ TensorStats tensor_stats(const Tensor& t, size_t head, ByteOrder order) {
       }
     }
     st.count += v.size();
-  });
+  }, progress);
   if (finite == 0) st.min = st.max = 0;
   st.mean = finite ? sum / static_cast<double>(finite) : 0;
   st.stddev = finite ? std::sqrt(m2 / static_cast<double>(finite)) : 0;
   return st;
+}
+
+TensorHistogram tensor_histogram(const Tensor& t, const TensorStats& st, size_t bins, ByteOrder order, size_t outliers, double sigmas,
+                                 const TensorProgress& progress) {
+  const GgmlType& gt = decodable(t);
+  TensorHistogram h;
+  h.lo = st.min, h.hi = st.max, h.sigmas = sigmas;
+  h.bins.assign(h.hi > h.lo ? std::max<size_t>(bins, 1) : 1, 0);  // values all alike: one bin
+  const double width = (h.hi - h.lo) / static_cast<double>(h.bins.size());
+  const double limit = sigmas * st.stddev;
+  // The furthest so far in a heap whose top is the nearest of them, to be pushed out first.
+  auto nearer = [&](const TensorOutlier& a, const TensorOutlier& b) {
+    return std::fabs(a.value - st.mean) > std::fabs(b.value - st.mean);
+  };
+  uint64_t index = 0;
+  for_each_piece(t, [&](const uint8_t* p, size_t n) {
+    std::vector<float> v = *decode(gt, p, n / gt.size * gt.block, nullptr, order);
+    for (float x : v) {
+      const uint64_t at = index++;
+      if (!std::isfinite(x)) continue;
+      size_t b = width > 0 ? static_cast<size_t>((x - h.lo) / width) : 0;
+      h.bins[std::min(b, h.bins.size() - 1)]++;
+      if (st.stddev > 0 && std::fabs(x - st.mean) > limit) {
+        h.beyond++;
+        if (outliers == 0) continue;
+        TensorOutlier o{at, x};
+        if (h.outliers.size() < outliers) {
+          h.outliers.push_back(o);
+          std::push_heap(h.outliers.begin(), h.outliers.end(), nearer);
+        } else if (nearer(o, h.outliers.front())) {
+          std::pop_heap(h.outliers.begin(), h.outliers.end(), nearer);
+          h.outliers.back() = o;
+          std::push_heap(h.outliers.begin(), h.outliers.end(), nearer);
+        }
+      }
+    }
+  }, progress);
+  // Furthest first; of two as far, the earlier element first.
+  std::sort(h.outliers.begin(), h.outliers.end(), [&](const TensorOutlier& a, const TensorOutlier& b) {
+    const double da = std::fabs(a.value - st.mean), db = std::fabs(b.value - st.mean);
+    return da != db ? da > db : a.index < b.index;
+  });
+  return h;
 }
 
 }  // namespace ggufkit

@@ -96,6 +96,7 @@ struct Stack {
   uint64_t blocks = 0;  // distinct block numbers
   uint64_t front = 0, inside = 0, behind = 0;  // tensor bytes before, in and after the blocks
   std::optional<std::pair<uint64_t, uint64_t>> smallest, largest;  // (block, bytes)
+  std::vector<std::pair<uint64_t, uint64_t>> per_block;             // (block, bytes), by block number
 };
 Stack stack_of(const Model& m);
 // The block number of a tensor named blk.N.REST, and REST.
@@ -119,9 +120,28 @@ struct TensorStats {
   double min = 0, max = 0, mean = 0, stddev = 0;  // over the finite values (population deviation)
   std::vector<float> head;
 };
+// How far a pass over a tensor's bytes is: (bytes done, bytes in all).
+using TensorProgress = std::function<void(uint64_t done, uint64_t total)>;
 // Decodes the tensor as stored in `order` (the file's byte order). Throws a format Error
 // for a type it cannot decode.
-TensorStats tensor_stats(const Tensor& t, size_t head = 8, ByteOrder order = ByteOrder::little);
+TensorStats tensor_stats(const Tensor& t, size_t head = 8, ByteOrder order = ByteOrder::little, const TensorProgress& progress = {});
+
+// The distribution of a tensor's finite values: `bins` equal bins from the stats' min to
+// max (the last one closed; one bin when they are all alike), and the values further than `sigmas` standard deviations from
+// the mean, the furthest first, at most `outliers` of them, each at its element index
+// (row index / ne0, column index % ne0). A second pass over the data, after tensor_stats.
+struct TensorOutlier {
+  uint64_t index;
+  float value;
+};
+struct TensorHistogram {
+  double lo = 0, hi = 0, sigmas = 0;
+  std::vector<uint64_t> bins;
+  std::vector<TensorOutlier> outliers;  // the furthest, furthest first
+  uint64_t beyond = 0;                  // how many values lie beyond `sigmas` in all
+};
+TensorHistogram tensor_histogram(const Tensor& t, const TensorStats& st, size_t bins = 20, ByteOrder order = ByteOrder::little,
+                                 size_t outliers = 10, double sigmas = 6, const TensorProgress& progress = {});
 
 // Checksums (hash_tensor, hash_model, the hash job and its manifests): ggufkit/hash.h.
 
