@@ -152,8 +152,9 @@ int cmd_help(const std::vector<std::string>& args) {
                  "Prints the usage, a command's help, or a topic:\n";
     for (const Topic& t : kTopics) std::printf("  %-10s %s\n", t.name, t.summary);
     std::printf("  %-10s %s\n", "templates", "the filters and tests chat templates may use");
-    std::printf("\n'ggufkit help --man' prints the man page (installed as ggufkit(1)), 'ggufkit help --completion\n"
-                "[bash|zsh|fish]' the shell's completion (each is installed with the program).\n");
+    std::printf("\n'ggufkit help --man' prints the man page (installed as ggufkit(1)), and\n"
+                "'ggufkit help --completion [bash|zsh|fish]' the shell's completion (each is\n"
+                "installed with the program).\n");
     return 0;
   }
   for (const Command& c : commands())

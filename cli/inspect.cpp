@@ -55,11 +55,15 @@ std::string types_text(const std::map<std::string, uint64_t>& types) {
 std::string bar(uint64_t n, uint64_t most, size_t width) {
   static const char* const parts[] = {"", "\u258F", "\u258E", "\u258D", "\u258C", "\u258B", "\u258A", "\u2589"};
   if (n == 0 || most == 0) return "";
+  n = std::min(n, most);
   const uint64_t eighths = std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(n) / static_cast<double>(most) * static_cast<double>(width * 8) + 0.5));
   std::string out;
   for (uint64_t i = 0; i < eighths / 8; ++i) out += "\u2588";
   return out + parts[eighths % 8];
 }
+
+// A bar after a space, or nothing: no line ends in a space.
+std::string spaced(const std::string& bar) { return bar.empty() ? bar : " " + bar; }
 
 // A column of text padded to width.
 std::string col(const std::string& s, size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); }
@@ -375,9 +379,9 @@ int cmd_show(const std::vector<std::string>& args) {
   if (!mix.empty()) {
     std::printf("\n%-10s %8s %14s %16s %7s\n", "type", "tensors", "weights", "bytes", "share");
     for (const auto& r : mix)
-      std::printf("%-10s %8llu %14llu %16llu %7s %s\n", r.type.c_str(), static_cast<unsigned long long>(r.tensors),
+      std::printf("%-10s %8llu %14llu %16llu %7s%s\n", r.type.c_str(), static_cast<unsigned long long>(r.tensors),
                   static_cast<unsigned long long>(r.weights), static_cast<unsigned long long>(r.bytes),
-                  pct(r.bytes, bytes).c_str(), bar(r.bytes, bytes, 30).c_str());
+                  pct(r.bytes, bytes).c_str(), spaced(bar(r.bytes, bytes, 30)).c_str());
     std::printf("%-10s %8zu %14llu %16llu\n", "total", m.tensors.size(), static_cast<unsigned long long>(weights),
                 static_cast<unsigned long long>(bytes));
     std::printf("bits per weight %s\n", fixed(bpw, 3).c_str());
@@ -579,8 +583,8 @@ int cmd_stack(const std::vector<std::string>& args) {
   if (!st.per_block.empty()) {
     std::printf("\nbytes per block\n");
     for (const auto& [blk, bytes] : st.per_block)
-      std::printf("  %6llu %14llu %s\n", static_cast<unsigned long long>(blk), static_cast<unsigned long long>(bytes),
-                  bar(bytes, st.largest->second, 40).c_str());
+      std::printf("  %6llu %14llu%s\n", static_cast<unsigned long long>(blk), static_cast<unsigned long long>(bytes),
+                  spaced(bar(bytes, st.largest->second, 40)).c_str());
   }
   return 0;
 }
@@ -708,9 +712,9 @@ int cmd_account(const std::vector<std::string>& args) {
   line("header total", header);
   std::printf("tensors\n");
   for (const auto& r : mix)  // a bar of each type's share of the tensor bytes
-    std::printf("  %-10s %5llu tensors %14llu weights %16llu %s\n", r.type.c_str(), static_cast<unsigned long long>(r.tensors),
+    std::printf("  %-10s %5llu tensors %14llu weights %16llu%s\n", r.type.c_str(), static_cast<unsigned long long>(r.tensors),
                 static_cast<unsigned long long>(r.weights), static_cast<unsigned long long>(r.bytes),
-                bar(r.bytes, ac.tensor_bytes, 30).c_str());
+                spaced(bar(r.bytes, ac.tensor_bytes, 30)).c_str());
   line("tensor bytes", ac.tensor_bytes);
   line("tensor padding", ac.tensor_padding);
   std::printf("file\n");
@@ -748,8 +752,8 @@ void print_histogram(const TensorHistogram& h, const TensorStats& st, uint64_t f
     w = std::max(w, (from[i] = label).size());
   }
   for (size_t i = 0; i < h.bins.size(); ++i)
-    std::printf("  %*s %12llu%s%s\n", static_cast<int>(w), from[i].c_str(), static_cast<unsigned long long>(h.bins[i]),
-                h.bins[i] ? " " : "", bar(h.bins[i], most, 40).c_str());
+    std::printf("  %*s %12llu%s\n", static_cast<int>(w), from[i].c_str(), static_cast<unsigned long long>(h.bins[i]),
+                spaced(bar(h.bins[i], most, 40)).c_str());
   if (h.beyond == 0) {
     std::printf("no outliers: every value is within %s standard deviations of the mean\n", num(h.sigmas).c_str());
     return;
@@ -771,7 +775,7 @@ int cmd_tensor(const std::vector<std::string>& args) {
       "all", po::bool_switch(), "print every value (of the rows chosen)")(
       "rows", po::value<std::string>(), "A:B: only rows A to B-1 (a row is ne0 values; A: and :B work too)")(
       "histogram", po::bool_switch(), "also the distribution of the values as bars, and the outliers named")(
-      "bins", po::value<size_t>()->default_value(20), "with --histogram: how many bars (1 to 1000)"));
+      "bins", po::value<long long>()->default_value(20), "with --histogram: how many bars (1 to 1000)"));
   auto a = two_args(args, "name", "the tensor's name",
                     "usage: ggufkit tensor FILE NAME [--head N | --all] [--rows A:B] [--histogram [--bins N]] [--json]\n\n"
                     "Decodes a tensor's values (f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K\n"
@@ -821,13 +825,14 @@ int cmd_tensor(const std::vector<std::string>& args) {
     first_row = from;
   }
   const bool histogram = a->vm["histogram"].as<bool>();
-  const size_t bins = a->vm["bins"].as<size_t>();
+  const long long bins = a->vm["bins"].as<long long>();
+  if (!a->vm["bins"].defaulted() && !histogram) throw_usage("--bins is for --histogram: give --histogram too");
   if (bins < 1 || bins > 1000) throw_usage("--bins must be 1 to 1000, found " + std::to_string(bins));
   size_t first = a->vm["all"].as<bool>() ? SIZE_MAX : a->vm["head"].as<size_t>();
   const TensorProgress progress = progress_line("decoding");
   TensorStats st = tensor_stats(part, first, s.model.order, progress);
   std::optional<TensorHistogram> h;
-  if (histogram) h = tensor_histogram(part, st, bins, s.model.order, 10, 6, progress);
+  if (histogram) h = tensor_histogram(part, st, static_cast<size_t>(bins), s.model.order, 10, 6, progress);
   auto num = [](double x) { return number_text(Value::of_f64(x)); };
   const uint64_t ne0 = part.dims.empty() || part.dims[0] == 0 ? 1 : part.dims[0];
   if (a->json) {
@@ -913,27 +918,36 @@ int cmd_diff(const std::vector<std::string>& args) {
                   x.files > 1 ? ("a shard set: " + std::to_string(x.files) + " files").c_str() : "one file",
                   y.files > 1 ? ("a shard set: " + std::to_string(y.files) + " files").c_str() : "one file");
     auto is_text = [](const std::optional<Value>& v) { return v && v->type == ValueType::string; };
+    // A key's name from the file on one line, nothing in it a terminal acts on.
+    auto name = [](const std::string& k) {
+      std::string out;
+      for (char c : terminal_text(k)) out += c == '\n' ? "\\n" : c == '\t' ? "\\t" : std::string(1, c);
+      return out;
+    };
     for (const Difference& d : diffs) {
       const char* kind = diff_kind_name(d.kind).data();
+      const std::string key = name(d.key);
       // A key that came or went is one line with its value; a renamed key, its two names.
       if (d.kind == DiffKind::added || d.kind == DiffKind::removed) {
-        std::printf("%-15s %s: %s\n", kind, d.key.c_str(), text(d.kind == DiffKind::added ? d.b : d.a, "").c_str());
+        std::printf("%-15s %s: %s\n", kind, key.c_str(), text(d.kind == DiffKind::added ? d.b : d.a, "").c_str());
         continue;
       }
       if (d.kind == DiffKind::renamed) {
-        std::printf("%-15s %s -> %s\n", kind, d.a_text.c_str(), d.b_text.c_str());
+        std::printf("%-15s %s -> %s\n", kind, name(d.a_text).c_str(), name(d.b_text).c_str());
         continue;
       }
       // A long or many-lined string (a chat template) is shown whole, as a diff of its lines.
       if (d.kind == DiffKind::changed && is_text(d.a) && is_text(d.b) &&
           (d.a->str.size() > 60 || d.b->str.size() > 60 || d.a->str.find('\n') != std::string::npos ||
            d.b->str.find('\n') != std::string::npos)) {
-        std::printf("%-15s %s: string of %zu bytes -> %zu bytes, by lines:\n%s", kind, d.key.c_str(), d.a->str.size(), d.b->str.size(),
-                    unified_diff(d.a->str, d.b->str, a->file + ":" + d.key, a->second + ":" + d.key).c_str());
+        // The file's text escaped first (escapes, NULs, bidi controls), line by line as it is.
+        std::printf("%-15s %s: string of %zu bytes -> %zu bytes, by lines:\n", kind, key.c_str(), d.a->str.size(), d.b->str.size());
+        std::cout << unified_diff(terminal_text(d.a->str), terminal_text(d.b->str), a->file + ":" + key, a->second + ":" + key)
+                  << std::flush;
         continue;
       }
       std::string at = text(d.a, d.a_text), bt = text(d.b, d.b_text);
-      std::printf("%-15s %s%s%s%s\n", kind, d.key.c_str(), d.key.empty() || (at.empty() && bt.empty()) ? "" : ": ",
+      std::printf("%-15s %s%s%s%s\n", kind, key.c_str(), d.key.empty() || (at.empty() && bt.empty()) ? "" : ": ",
                   at.c_str(), bt.empty() ? "" : (" -> " + bt).c_str());
     }
     if (diffs.empty()) std::printf("no differences\n");

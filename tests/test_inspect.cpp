@@ -651,6 +651,11 @@ TEST(Inspect, TensorHistogramDrawsBarsAndNamesTheOutliers) {
             std::string::npos)
       << f.out;
   EXPECT_EQ(run_cli("tensor " + flat + " f --histogram --bins 0").code, 2);
+  CliRun negative = run_cli("tensor " + flat + " f --histogram --bins -1");
+  EXPECT_EQ(negative.err, "ggufkit: error: --bins must be 1 to 1000, found -1\n");
+  CliRun alone = run_cli("tensor " + flat + " f --bins 5");
+  EXPECT_EQ(alone.code, 2);
+  EXPECT_NE(alone.err.find("--bins is for --histogram: give --histogram too"), std::string::npos) << alone.err;
 }
 
 // A tensor of 70 MB decoded on a terminal says how far it is, as hash and the writes do;
@@ -745,10 +750,18 @@ TEST(Diff, AnAddedOrRemovedKeyIsOneLineAndALongStringIsADiffOfItsLines) {
   ASSERT_EQ(run_cli("realign " + a + " -a 64 -o " + a64).code, 0);
   CliRun r32 = run_cli("realign " + a64 + " -a 32 -o " + a32);
   ASSERT_EQ(r32.code, 0) << r32.err;
-  EXPECT_NE(r32.err.find("alignment 32 is written as the key general.alignment = 32; 'default' (realign -a default) removes the "
-                         "key instead"),
+  EXPECT_NE(r32.err.find("alignment 32 is written as the key general.alignment = 32; -a default removes the key instead"),
             std::string::npos)
       << r32.err;
+  // Said in a patch's own form there, and not at all when the key already holds 32.
+  const std::string patch = temp_path("diff-line-32.yaml");
+  write_file_bytes(patch, {'a', 'l', 'i', 'g', 'n', 'm', 'e', 'n', 't', ':', ' ', '3', '2', '\n'});
+  CliRun p32 = run_cli("edit " + a64 + " --patch " + patch + " -o " + temp_path("diff-line-p32.gguf"));
+  EXPECT_NE(p32.err.find("diff-line-32.yaml:1:12: alignment 32 is written as the key general.alignment = 32; alignment: default removes"),
+            std::string::npos)
+      << p32.err;
+  CliRun again = run_cli("realign " + a32 + " -a 32 -o " + temp_path("diff-line-32-again.gguf"));
+  EXPECT_EQ(again.err.find("alignment 32 is written"), std::string::npos) << again.err;
   EXPECT_EQ(run_cli("diff " + a + " " + a32).out, "added           general.alignment: 32\n1 differences\n");
   EXPECT_EQ(run_cli("diff " + a32 + " " + a).out, "removed         general.alignment: 32\n1 differences\n");
   // The advice followed gives the original bytes back, and says nothing more.
@@ -776,6 +789,18 @@ TEST(Diff, AnAddedOrRemovedKeyIsOneLineAndALongStringIsADiffOfItsLines) {
                    " {% endif %}\n"
                    "\\ No newline at end of file\n"
                    "1 differences\n");
+  // The file's text cannot act on the terminal: an escape sequence, a NUL and a right-to-left
+  // override in a template are shown escaped, each on its line.
+  const std::string hostile = with_model("diff-line-hostile.gguf", [&](Model& m) {
+    m.find("tokenizer.chat_template")->str = std::string("line one\n\x1b[2J\x1b]0;title\x07 and \xE2\x80\xAE rtl\nnul ") +
+                                             std::string(1, '\0') + " after\n";
+  });
+  CliRun h = run_cli("diff " + a + " " + hostile);
+  EXPECT_NE(h.out.find("+line one\n+\\u001b[2J\\u001b]0;title\\u0007 and \\u202e rtl\n+nul \\u0000 after\n1 differences\n"),
+            std::string::npos)
+      << h.out;
+  EXPECT_EQ(h.out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(h.out.find("\xE2\x80\xAE"), std::string::npos);
   // A short one-line string keeps its one line.
   const std::string named = with_model("diff-line-name.gguf", [](Model& m) { m.find("general.name")->str = "other"; });
   CliRun n = run_cli("diff " + a + " " + named);

@@ -920,10 +920,14 @@ class Applier : YamlReader {
       return;
     }
     // 32 written as a key is not the file that declared none: realigning back to where a
-    // file began is '-a default', and the user may have meant that.
-    if (a == kDefaultAlignment)
-      ctx_.note(p_.alignment_from, "alignment 32 is written as the key general.alignment = 32; 'default' (realign -a default) "
-                                   "removes the key instead, as a file was before its first realign: 32 is what no key means");
+    // file began is 'default', and the user may have meant that. Said in the form the
+    // alignment was given in; nothing to say when the key already holds 32.
+    if (a == kDefaultAlignment && !(kv && before == kDefaultAlignment)) {
+      const std::string& from = p_.alignment_from;
+      const std::string how = from == "command line" ? "-a default" : from == "arguments" ? "the alignment 'default'" : "alignment: default";
+      ctx_.note(from, "alignment 32 is written as the key general.alignment = 32; " + how +
+                          " removes the key instead, as a file was before its first realign: 32 is what no key means");
+    }
     if (kv) kv->value = Value::of_u32(static_cast<uint32_t>(a));
     else m_.metadata.push_back({kAlignmentKey, Value::of_u32(static_cast<uint32_t>(a))}), appended();  // declared from now on
     changes_.push_back({Change::alignment, kAlignmentKey, "", Value::of_u32(before), Value::of_u32(static_cast<uint32_t>(a))});

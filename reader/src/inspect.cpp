@@ -479,12 +479,14 @@ TensorHistogram tensor_histogram(const Tensor& t, const TensorStats& st, size_t 
   const GgmlType& gt = decodable(t);
   TensorHistogram h;
   h.lo = st.min, h.hi = st.max, h.sigmas = sigmas;
-  h.bins.assign(h.hi > h.lo ? std::max<size_t>(bins, 1) : 1, 0);  // values all alike: one bin
+  h.bins.assign(h.hi > h.lo ? std::clamp<size_t>(bins, 1, 1u << 20) : 1, 0);  // values all alike: one bin
   const double width = (h.hi - h.lo) / static_cast<double>(h.bins.size());
   const double limit = sigmas * st.stddev;
   // The furthest so far in a heap whose top is the nearest of them, to be pushed out first.
+  // Of two as far, the later one counts as nearer, so the earlier is kept.
   auto nearer = [&](const TensorOutlier& a, const TensorOutlier& b) {
-    return std::fabs(a.value - st.mean) > std::fabs(b.value - st.mean);
+    const double da = std::fabs(a.value - st.mean), db = std::fabs(b.value - st.mean);
+    return da != db ? da > db : a.index < b.index;
   };
   uint64_t index = 0;
   for_each_piece(t, [&](const uint8_t* p, size_t n) {
@@ -492,8 +494,9 @@ TensorHistogram tensor_histogram(const Tensor& t, const TensorStats& st, size_t 
     for (float x : v) {
       const uint64_t at = index++;
       if (!std::isfinite(x)) continue;
-      size_t b = width > 0 ? static_cast<size_t>((x - h.lo) / width) : 0;
-      h.bins[std::min(b, h.bins.size() - 1)]++;
+      // Clamped as a double: stats that are not this tensor's must not make the cast undefined.
+      const double r = width > 0 ? (x - h.lo) / width : 0;
+      h.bins[r <= 0 ? 0 : r >= static_cast<double>(h.bins.size() - 1) ? h.bins.size() - 1 : static_cast<size_t>(r)]++;
       if (st.stddev > 0 && std::fabs(x - st.mean) > limit) {
         h.beyond++;
         if (outliers == 0) continue;
@@ -509,11 +512,7 @@ TensorHistogram tensor_histogram(const Tensor& t, const TensorStats& st, size_t 
       }
     }
   }, progress);
-  // Furthest first; of two as far, the earlier element first.
-  std::sort(h.outliers.begin(), h.outliers.end(), [&](const TensorOutlier& a, const TensorOutlier& b) {
-    const double da = std::fabs(a.value - st.mean), db = std::fabs(b.value - st.mean);
-    return da != db ? da > db : a.index < b.index;
-  });
+  std::sort(h.outliers.begin(), h.outliers.end(), nearer);  // furthest first; of two as far, the earlier first
   return h;
 }
 

@@ -85,6 +85,31 @@ std::string json_string(std::string_view s) {
   return out;
 }
 
+std::string terminal_text(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    uint32_t cp = 0;
+    size_t n = utf8_len(s, i, &cp);
+    char buf[16];
+    if (n == 0) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(s[i])));
+      out += buf;
+      ++i;
+      continue;
+    }
+    const bool bidi = (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200E || cp == 0x200F || cp == 0x061C;
+    if (cp != '\n' && cp != '\t' && (needs_escape(cp) || bidi)) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
+      out += buf;
+    } else {
+      out.append(s.substr(i, n));
+    }
+    i += n;
+  }
+  return out;
+}
+
 std::string hex_text(std::string_view bytes) {
   static const char* digits = "0123456789abcdef";
   std::string h;

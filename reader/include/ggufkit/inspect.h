@@ -126,7 +126,7 @@ using TensorProgress = std::function<void(uint64_t done, uint64_t total)>;
 // for a type it cannot decode.
 TensorStats tensor_stats(const Tensor& t, size_t head = 8, ByteOrder order = ByteOrder::little, const TensorProgress& progress = {});
 
-// The distribution of a tensor's finite values: `bins` equal bins from the stats' min to
+// The distribution of a tensor's finite values: `bins` (at most 2^20) equal bins from the stats' min to
 // max (the last one closed; one bin when they are all alike), and the values further than `sigmas` standard deviations from
 // the mean, the furthest first, at most `outliers` of them, each at its element index
 // (row index / ne0, column index % ne0). A second pass over the data, after tensor_stats.

@@ -12,6 +12,11 @@ namespace ggufkit {
 // controls, U+2028/2029 and non-characters are \u-escaped. Bytes that are not valid
 // UTF-8 become U+FFFD, so callers that must keep them check is_valid_utf8 first.
 std::string json_string(std::string_view s);
+// Text from a file as a terminal may show it, its line breaks and tabs kept: other control
+// characters, C1 controls, the bidirectional controls, U+2028/2029 and non-characters
+// as \uXXXX, and bytes that are not UTF-8 as \xNN, so that a file cannot act on the
+// user's terminal and a NUL shows. A backslash in the text stays as it is.
+std::string terminal_text(std::string_view s);
 // A word for a command line one can paste into a POSIX shell: as it is when it is plain
 // (letters, digits, _-./,+@%:=, not starting with '-'), in single quotes otherwise (a quote
 // as '\''), and as $'...' with \xHH escapes when it holds a control byte, which a
