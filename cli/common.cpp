@@ -5,6 +5,7 @@
 #include <utility>
 #include <boost/iostreams/device/file_descriptor.hpp>
 #include <boost/iostreams/stream.hpp>
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -195,20 +196,50 @@ std::string cli_words(std::string_view text) {
   });
 }
 
+namespace {
+bool g_quiet = false;  // --quiet: no progress line either (one command a process)
+}  // namespace
+
+po::options_description_easy_init quiet_option(po::options_description_easy_init options) {
+  options("quiet,q", po::bool_switch(),
+          "print nothing on standard output and no progress: no list of changes, no summary (notes, errors and "
+          "--json's answer still print); the exit code is the same");
+  return options;
+}
+
+void apply_quiet(const po::variables_map& vm) {
+  if (!vm["quiet"].as<bool>()) return;
+  if (vm.count("dry-run") && vm["dry-run"].as<bool>()) throw_usage("--dry-run prints what would change: give one of --dry-run and --quiet");
+  if (vm.count("map") && vm["map"].as<bool>()) throw_usage("--map prints the span map: give one of --map and --quiet");
+  g_quiet = true;
+  if (vm.count("json") && vm["json"].as<bool>()) return;
+  std::cout.flush();
+  std::fflush(stdout);
+  // With standard output closed, /dev/null is opened as descriptor 1 already
+  const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (null > 1) {
+    ::dup2(null, 1);
+    ::close(null);
+  }
+}
+
 void print_note(const std::string& file, const std::string& message) {
   std::fprintf(stderr, "ggufkit: note: %s: %s\n", file.c_str(), cli_words(message).c_str());
 }
 
-std::function<void(uint64_t, uint64_t)> progress_line(const char* doing) {
-  if (!::isatty(2)) return {};
+std::function<void(uint64_t, uint64_t)> progress_line(const char* doing, uint64_t at_least) {
+  if (!::isatty(2) || g_quiet) return {};
   auto shown = std::make_shared<int>(-1);
-  return [shown, doing](uint64_t done, uint64_t total) {
-    if (total <= (64u << 20)) return;  // under a second or so: no line
-    const int pct = static_cast<int>(100 * done / total);
+  return [shown, doing, at_least](uint64_t done, uint64_t total) {
+    if (total <= at_least) return;  // under a second or so: no line
+    const int pct = static_cast<int>(100 * static_cast<double>(done) / static_cast<double>(total));
     if (pct == *shown) return;
     *shown = pct;
-    std::fprintf(stderr, "\rggufkit: %s %.2f GB of %.2f GB (%d%%)%s", doing, static_cast<double>(done) / 1e9,
-                 static_cast<double>(total) / 1e9, pct, pct == 100 ? "\n" : "");
+    // MB below a gigabyte: "0.01 GB of 0.07 GB" says little
+    const bool gb = total >= 999950000;  // not "1000.0 MB"
+    const double unit = gb ? 1e9 : 1e6;
+    std::fprintf(stderr, gb ? "\rggufkit: %s %.2f GB of %.2f GB (%d%%)%s" : "\rggufkit: %s %.1f MB of %.1f MB (%d%%)%s", doing,
+                 static_cast<double>(done) / unit, static_cast<double>(total) / unit, pct, pct == 100 ? "\n" : "");
     if (pct == 100) *shown = -1;  // the next pass or file starts its own line
   };
 }

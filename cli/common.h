@@ -81,14 +81,24 @@ inline constexpr const char* kShardOnlyHelp = "a shard alone, not the model its 
 po::options_description_easy_init shard_only_option(po::options_description_easy_init options, const char* help = kShardOnlyHelp);
 bool shard_only(const po::variables_map& vm);
 
+// -q/--quiet, declared once for every command that writes: appended to a chain of
+// add_options(); apply_quiet, after parsing, makes it so.
+po::options_description_easy_init quiet_option(po::options_description_easy_init options);
+// With --quiet: no progress line, and (unless --json, whose answer is the point) standard
+// output goes to /dev/null. Notes and errors still go to standard error (a note may say
+// what became of a link or an owner); the exit code is the same. With --dry-run or --map,
+// which only print, it is a usage error.
+void apply_quiet(const po::variables_map& vm);
+
 // A command's context: Ctrl-C cancels, notes go to standard error, and the lock timeout,
 // the render time limit and the template clock come from GGUFKIT_LOCK_TIMEOUT,
 // GGUFKIT_RENDER_TIME_LIMIT and SOURCE_DATE_EPOCH.
 Context cli_context();
 
-// On a terminal, a line on standard error saying how far a job over more than 64 MiB is
-// ("ggufkit: DOING 1.20 GB of 4.70 GB (25%)"); nothing (an empty function) elsewhere.
-std::function<void(uint64_t, uint64_t)> progress_line(const char* doing);
+// On a terminal, a line on standard error saying how far a job of more than `at_least` bytes
+// is ("ggufkit: DOING 1.20 GB of 4.70 GB (25%)", MB below a GB); nothing (an empty function)
+// elsewhere. 64 MiB is about a second of reading; slower jobs (tokenizing) give less.
+std::function<void(uint64_t, uint64_t)> progress_line(const char* doing, uint64_t at_least = 64u << 20);
 // progress_line("writing") as the writing jobs' progress: each file of more than 64 MiB written.
 void terminal_progress(Context& ctx);
 

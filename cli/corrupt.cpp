@@ -88,6 +88,7 @@ int cmd_corrupt(const std::vector<std::string>& args) {
       "count", po::value<size_t>(), "this many variants: fewer than the default samples it across mutations and span kinds, more draws on")(
       "force", po::bool_switch(), "write into a folder that holds files, replacing only the variants and the manifest")(
       "json", po::bool_switch(), "print the manifest");
+  quiet_option(desc.add_options());
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos,
@@ -120,6 +121,7 @@ int cmd_corrupt(const std::vector<std::string>& args) {
                   "DIR is made if missing (its parent must exist). A DIR that holds anything is refused\n"
                   "unless --force, which replaces only the files corrupt writes and leaves the others.");
   if (!vm) return 0;
+  apply_quiet(*vm);
   CorruptRequest q;
   q.source = (*vm)["file"].as<std::string>();
   q.dir = (*vm)["output"].as<std::string>();

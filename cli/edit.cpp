@@ -346,6 +346,7 @@ void add_output_options(po::options_description& desc) {
       "write the result even if llama.cpp would refuse it (validate's rules: an alignment below 32, a vocabulary "
       "that disagrees with token ids or token_embd, a missing architecture, ...); for broken fixtures")(
       "json", po::bool_switch(), "print the result as JSON");
+  quiet_option(desc.add_options());
 }
 
 void add_surgery_options(po::options_description& desc) {
@@ -421,6 +422,7 @@ EditRequest request_of(const po::variables_map& vm) {
   job.write = write_options(!vm["no-verify"].as<bool>(), vm["force"].as<bool>());
   job.context = cli_context();
   job.allow_broken = vm["allow-broken"].as<bool>();
+  apply_quiet(vm);
   return job;
 }
 

@@ -16,6 +16,7 @@ int cmd_replica(const std::vector<std::string>& args) {
       "output,o", po::value<std::string>()->required(), "the replica (for a set: PREFIX, as split's -o)")(
       "data", po::value<std::string>()->default_value("sparse"), "sparse | zeros | none (see above)"), "the named shard alone, not its whole set")(
       "force", po::bool_switch(), "replace OUT if it exists")("json", po::bool_switch(), "print the result as JSON");
+  quiet_option(desc.add_options());
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos,
@@ -34,6 +35,7 @@ int cmd_replica(const std::vector<std::string>& args) {
                   "download cut exactly there cannot be told from one (neither holds a tensor byte).\n"
                   "Given a shard, the whole set: PREFIX-00001-of-0000N.gguf, ...");
   if (!vm) return 0;
+  apply_quiet(*vm);
   ReplicaRequest req;
   req.input = (*vm)["file"].as<std::string>();
   req.output = (*vm)["output"].as<std::string>();
@@ -78,6 +80,7 @@ int cmd_extract(const std::vector<std::string>& args) {
       "vocab-only", po::bool_switch(), "the vocabulary-only file (the one kind of extract there is)")(
       "output,o", po::value<std::string>()->required(), "the file to write")(
       "force", po::bool_switch(), "replace OUT if it exists")("json", po::bool_switch(), "print the result as JSON");
+  quiet_option(desc.add_options());
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos,
@@ -88,6 +91,7 @@ int cmd_extract(const std::vector<std::string>& args) {
                   "vocabulary, some of them required) and every tokenizer.* key, byte for byte and\n"
                   "in FILE's order; no tensors. llama.cpp tokenizes with it exactly as with FILE.");
   if (!vm) return 0;
+  apply_quiet(*vm);
   if (!(*vm)["vocab-only"].as<bool>()) throw_usage("extract: say what to extract: --vocab-only");
   ExtractRequest req;
   req.input = (*vm)["file"].as<std::string>();

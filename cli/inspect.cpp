@@ -322,8 +322,8 @@ int cmd_show(const std::vector<std::string>& args) {
               s.header_only ? (" (header only: the file holds its first " + std::to_string(s.source_size) +
                                " bytes, a header exemplar)").c_str()
                             : "");
-  std::printf("architecture  %s\n", architecture(m).c_str());
-  std::printf("name          %s\n", string_value(m, "general.name").c_str());
+  std::printf("architecture  %s\n", terminal_text(architecture(m)).c_str());
+  std::printf("name          %s\n", terminal_text(string_value(m, "general.name")).c_str());
   if (ft) std::printf("file type     %s%s\n", brief_value(*ft).c_str(), ftype.empty() ? "" : (" (" + ftype + ")").c_str());
   bool any = false;
   for (const auto& h : hyperparameters(m))
@@ -745,12 +745,17 @@ void print_histogram(const TensorHistogram& h, const TensorStats& st, uint64_t f
   const double width = (h.hi - h.lo) / static_cast<double>(h.bins.size());
   std::vector<std::string> from(h.bins.size());
   size_t w = 0;
-  // Each bar is labelled with where its bin starts, to 4 significant digits.
-  for (size_t i = 0; i < h.bins.size(); ++i) {
-    char label[32];
-    std::snprintf(label, sizeof label, "%.4g", h.lo + width * static_cast<double>(i));
-    w = std::max(w, (from[i] = label).size());
+  // Each bar is labelled with where its bin starts, to 4 significant digits, or as many
+  // more as tell the bins apart (a narrow range: 1000 to 1000.07).
+  for (int digits = 4; digits <= 17; ++digits) {
+    for (size_t i = 0; i < h.bins.size(); ++i) {
+      char label[40];
+      std::snprintf(label, sizeof label, "%.*g", digits, h.lo + width * static_cast<double>(i));
+      from[i] = label;
+    }
+    if (std::adjacent_find(from.begin(), from.end()) == from.end()) break;
   }
+  for (const std::string& label : from) w = std::max(w, label.size());
   for (size_t i = 0; i < h.bins.size(); ++i)
     std::printf("  %*s %12llu%s\n", static_cast<int>(w), from[i].c_str(), static_cast<unsigned long long>(h.bins[i]),
                 spaced(bar(h.bins[i], most, 40)).c_str());
@@ -873,25 +878,30 @@ int cmd_tensor(const std::vector<std::string>& args) {
 
 int cmd_diff(const std::vector<std::string>& args) {
   po::options_description extra;
-  shard_only_option(extra.add_options()("exit-code", po::bool_switch(), "exit 1 when the files differ, 0 when they do not (for scripts)"), "compare the files named, not the models their sets hold");
+  shard_only_option(extra.add_options()("exit-code", po::bool_switch(), "exit 1 when the files differ, 0 when they do not (for scripts)")(
+                        "quiet,q", po::bool_switch(), "print nothing; exit 1 when the files differ (--exit-code), as git diff --quiet"),
+                    "compare the files named, not the models their sets hold");
   auto a = two_args(args, "b", "the second GGUF file",
-                    "usage: ggufkit diff A B [--json] [--exit-code]\n\n"
+                    "usage: ggufkit diff A B [--json | --quiet] [--exit-code]\n\n"
                     "Everything by which B differs from A: version, byte order, alignment, metadata\n"
                     "added or removed (a line with the value), changed (both values; a long or\n"
                     "many-lined string such as a chat template as a unified diff of its lines) and\n"
                     "renamed (the same value under a new key), key order, tensor records, tensor\n"
                     "order, tensor bytes (by xxHash64), tensor offsets, non-zero padding and bytes\n"
                     "after the end. What follows from a difference (offsets after a longer value) is\n"
-                    "not listed again. Exit status 0 whether or not they differ, unless --exit-code.\n\n"
+                    "not listed again. Exit status 0 whether or not they differ, unless --exit-code\n"
+                    "or --quiet.\n\n"
                     "A shard of a set stands for the whole model its set holds, so a set compares\n"
                     "with the file it was split from; the models are then compared, not where their\n"
                     "bytes lie (offsets, padding). --shard-only compares the two files named.",
                     extra);
   if (!a) return 0;
+  if (a->vm["quiet"].as<bool>() && a->json) throw_usage("give one of --quiet and --json");
   const bool alone = shard_only(a->vm);
   Loaded x = load_model(a->file, alone), y = load_model(a->second, alone);
   const bool sets = x.files > 1 || y.files > 1;
   std::vector<Difference> diffs = diff_files(x.s, y.s, !sets);
+  if (a->vm["quiet"].as<bool>()) return diffs.empty() ? 0 : 1;
   auto text = [](const std::optional<Value>& v, const std::string& t) { return v ? brief_value(*v) : t; };
   if (a->json) {
     JsonOut j(std::cout);
@@ -1172,6 +1182,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   io::stream<io::file_descriptor_source> in(io::file_descriptor_source(0, io::never_close_handle));
   Context ctx = cli_context();
   ctx.dialect = dialect_named((*vm)["dialect"].as<std::string>());
+  if (auto line = progress_line("validating")) ctx.progress = line;  // a set's shards, as they are judged
   const Verdict v = validate(file, shard_only(*vm), &in, vm->count("base") ? (*vm)["base"].as<std::string>() : "", ctx);
   const auto& fs = v.findings;
   const auto& files = v.files;

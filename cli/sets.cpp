@@ -42,6 +42,7 @@ int cmd_split(const std::vector<std::string>& args) {
       "metadata-only-first", po::bool_switch(), "shard 1 holds the keys only, no tensor (a template fix then costs its size)")(
       "no-verify", po::bool_switch(), "skip re-reading the written tensor data (headers are still checked)")(
       "force", po::bool_switch(), "replace shard files that exist")("json", po::bool_switch(), "print the result as JSON");
+  quiet_option(desc.add_options());
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos,
@@ -55,6 +56,7 @@ int cmd_split(const std::vector<std::string>& args) {
                   "another alignment keeps it in every shard. Every shard is written and verified\n"
                   "before any is put in place: a failure leaves none of them.");
   if (!vm) return 0;
+  apply_quiet(*vm);
   SplitRequest req;
   if (vm->count("max-tensors") == vm->count("max-size")) throw_usage("give one of --max-tensors N and --max-size SIZE");
   if (vm->count("max-tensors")) {
@@ -82,6 +84,7 @@ int cmd_merge(const std::vector<std::string>& args) {
       "output,o", po::value<std::string>()->required(), "the single file to write")(
       "no-verify", po::bool_switch(), "skip re-reading the written tensor data (the header is still checked)")(
       "force", po::bool_switch(), "replace OUT if it exists")("json", po::bool_switch(), "print the result as JSON");
+  quiet_option(desc.add_options());
   po::positional_options_description pos;
   pos.add("file", 1);
   auto vm = parse(args, desc, pos,
@@ -92,6 +95,7 @@ int cmd_merge(const std::vector<std::string>& args) {
                   "the three keys, with split.count 0.) The set is checked first: every shard there,\n"
                   "numbered and counted as its name says.");
   if (!vm) return 0;
+  apply_quiet(*vm);
   MergeRequest req{(*vm)["file"].as<std::string>(), (*vm)["output"].as<std::string>(),
                    write_options(!(*vm)["no-verify"].as<bool>(), (*vm)["force"].as<bool>()), cli_context()};
   terminal_progress(req.context);

@@ -36,6 +36,7 @@ int cmd_write(const std::vector<std::string>& args) {
       "write nothing when validate finds an error in the file (exit 1); warnings do not stop it")(
       "map", po::bool_switch(), "print the span map of what was written")(
       "json", po::bool_switch(), "print what was written and the findings as JSON (with --map, the map too)");
+  quiet_option(desc.add_options());
   po::positional_options_description pos;
   pos.add("sketch", 1);
   auto vm = parse(args, desc, pos,
@@ -52,6 +53,7 @@ int cmd_write(const std::vector<std::string>& args) {
                   "an existing OUT untouched); warnings are printed and the file written.\n"
                   "Prints nothing else on success unless --map or --json is given.");
   if (!vm) return 0;
+  apply_quiet(*vm);
   WriteSketchRequest req;
   if (vm->count("define"))
     for (const auto& d : (*vm)["define"].as<std::vector<std::string>>()) {
@@ -140,6 +142,7 @@ int cmd_example(const std::vector<std::string>& args) {
       "arch", po::value<std::string>(), "the smallest model of this architecture llama.cpp loads and runs")(
       "set", po::value<std::vector<std::string>>()->composing(), "KEY=VALUE: one of its hyperparameters (block_count=4, expert_count=4); repeatable")(
       "force", po::bool_switch(), "replace OUT if it exists");
+  quiet_option(desc.add_options());
   po::positional_options_description pos;
   std::string covered;
   for (const std::string& a : tensor_table_architectures()) covered += (covered.empty() ? "" : ", ") + a;
@@ -156,6 +159,7 @@ int cmd_example(const std::vector<std::string>& args) {
                   "Architectures: " + covered + ".\n\n"
                   "  ggufkit example --arch llama --set block_count=4 -o tiny.gguf");
   if (!vm) return 0;
+  apply_quiet(*vm);
   std::string out = (*vm)["output"].as<std::string>();
   if (vm->count("arch")) {
     ArchExampleRequest req;

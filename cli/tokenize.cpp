@@ -78,8 +78,10 @@ int cmd_tokenize(const std::vector<std::string>& args) {
     throw_usage("tokenize needs the text: TEXT or --text-file F (one of them, not both)");
   const std::string text = vm->count("text") ? (*vm)["text"].as<std::string>() : read_all((*vm)["text-file"].as<std::string>());
   tokenizer::Vocab vocab = vocab_of(file, shard_only(*vm));
+  // Tokenizing runs at a few MB a second: a line on a terminal from 4 MiB of text
+  const tokenizer::Vocab::Progress progress = progress_line("tokenizing", 4u << 20);
   std::vector<int32_t> ids = refused_as_format(file, [&] {
-    return vocab.tokenize(text, !(*vm)["no-add-special"].as<bool>(), !(*vm)["no-parse-special"].as<bool>());
+    return vocab.tokenize(text, !(*vm)["no-add-special"].as<bool>(), !(*vm)["no-parse-special"].as<bool>(), progress);
   });
   if ((*vm)["ids"].as<bool>() && (*vm)["json"].as<bool>()) {
     JsonOut j(std::cout);

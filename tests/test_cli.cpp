@@ -653,3 +653,100 @@ TEST(CliEdit, ADryRunListsOnlyRealChanges) {
   EXPECT_EQ(written.code, 0) << written.err;
   EXPECT_TRUE(read_file_bytes(out) == read_file_bytes(f));
 }
+
+// -q/--quiet on every writing command: the same bytes written, nothing on standard output
+// (no list of changes, no summary) and no progress; notes (what became of a link, advice)
+// and errors still printed with the same exit code, and --json's answer too. With
+// --dry-run or --map, which only print, a usage error. diff --quiet is git's: no output,
+// exit 1 when the files differ.
+TEST(CliQuiet, EveryWritingCommandWritesTheSameBytesAndPrintsOnlyErrors) {
+  const std::string tiny = tiny_llama(), d = temp_path("quiet");
+  ASSERT_EQ(run_cli("mkdir -p " + d, "", "").code, 0);
+  const std::string sketch = d + "/ex.yaml";
+  ASSERT_EQ(run_cli("example -o " + d + "/ex.gguf").code, 0);
+  ASSERT_EQ(run_cli("dump " + d + "/ex.gguf -o " + sketch).code, 0);
+  struct Case {
+    std::string args, out;  // OUT where the command writes; the file compared
+    bool says = true;       // it prints what it wrote (write prints only its findings)
+  };
+  const std::vector<Case> cases = {
+      {"example -o OUT", "OUT"},
+      {"write " + sketch + " -o OUT", "OUT", false},
+      {"edit " + tiny + " --set general.name=quiet -o OUT", "OUT"},
+      {"rewrite " + tiny + " -o OUT", "OUT"},
+      {"realign " + tiny + " -a 64 -o OUT", "OUT"},
+      {"convert " + tiny + " --byte-order big -o OUT", "OUT"},
+      {"replica " + tiny + " -o OUT", "OUT"},
+      {"extract " + tiny + " --vocab-only -o OUT", "OUT"},
+      {"extract " + tiny + " -t 'token_embd*' --allow-broken -o OUT", "OUT"},
+      {"split " + tiny + " --max-tensors 8 -o OUT", "OUT-00002-of-00003.gguf"},
+      {"merge " + corpus("splits/by-count-00001-of-00003.gguf") + " -o OUT", "OUT"},
+      {"corrupt " + tiny + " --count 3 -o OUT", "OUT/manifest.json"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    SCOPED_TRACE(c.args);
+    auto with = [&](const std::string& s, const std::string& out) {
+      std::string r = s;
+      for (size_t at; (at = r.find("OUT")) != std::string::npos;) r.replace(at, 3, out);
+      return r;
+    };
+    const std::string loud = d + "/loud" + std::to_string(i), quiet = d + "/quiet" + std::to_string(i);
+    const CliRun a = run_cli(with(c.args, loud));
+    ASSERT_EQ(a.code, 0) << a.err;
+    EXPECT_EQ(a.out != "", c.says) << a.out;  // it says what it wrote unless told not to
+    const CliRun b = run_cli(with(c.args, quiet) + " -q");
+    ASSERT_EQ(b.code, 0) << b.err;
+    EXPECT_EQ(b.out, "");
+    EXPECT_EQ(b.err, a.err);  // notes only: extract --allow-broken's, of what it wrote anyway
+    EXPECT_EQ(slurp(with(c.out, quiet)), slurp(with(c.out, loud)));
+  }
+  // a note still prints: realign's advice on -a 32, and a link replaced by the output
+  const std::string r64 = d + "/r64.gguf";
+  ASSERT_EQ(run_cli("realign " + tiny + " -a 64 -o " + r64).code, 0);
+  const CliRun noted = run_cli("realign " + r64 + " -a 32 --quiet -o " + d + "/r32.gguf");
+  EXPECT_EQ(noted.code, 0);
+  EXPECT_EQ(noted.out, "");
+  EXPECT_EQ(noted.err.rfind("ggufkit: note: command line: alignment 32 is written as the key", 0), 0u) << noted.err;
+  ASSERT_EQ(run_cli("ln -s elsewhere.gguf " + d + "/link.gguf", "", "").code, 0);
+  const CliRun linked = run_cli("rewrite " + tiny + " -q --force -o " + d + "/link.gguf");
+  EXPECT_EQ(linked.code, 0);
+  EXPECT_EQ(linked.out, "");
+  EXPECT_NE(linked.err.find("is a symbolic link (to elsewhere.gguf): it is replaced by the new file"), std::string::npos) << linked.err;
+  // a broken sketch written anyway says so (write -q without --check)
+  {
+    const std::string bare_yaml = "tensors:\n  - {name: w, type: f32, dims: [2], values: [1, 2]}\n";
+    write_file_bytes(d + "/bare.yaml", std::vector<uint8_t>(bare_yaml.begin(), bare_yaml.end()));
+  }
+  const CliRun bare = run_cli("write " + d + "/bare.yaml -q -o " + d + "/bare.gguf");
+  EXPECT_EQ(bare.code, 0);
+  EXPECT_EQ(bare.out, "");
+  EXPECT_NE(bare.err.find("written anyway (without --check)"), std::string::npos) << bare.err;
+  // what only prints cannot be quiet
+  const CliRun dry = run_cli("edit " + tiny + " --set general.name=x --dry-run -q");
+  EXPECT_EQ(dry.code, 2);
+  EXPECT_NE(dry.err.find("give one of --dry-run and --quiet"), std::string::npos) << dry.err;
+  EXPECT_EQ(run_cli("write " + sketch + " --map -q -o " + d + "/map.gguf").code, 2);
+  // an error is still printed, with its exit code, and nothing written
+  const CliRun refused = run_cli("edit " + tiny + " --set general.alignment=3 -q -o " + d + "/refused.gguf");
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_EQ(refused.out, "");
+  EXPECT_NE(refused.err.find("ggufkit: error: command line:1:1: set general.alignment: set the alignment with alignment: N"), std::string::npos)
+      << refused.err;
+  EXPECT_NE(run_cli("ls " + d + "/refused.gguf", "", "").code, 0);
+  // --json's answer is printed whatever --quiet says
+  const CliRun json = run_cli("edit " + tiny + " --set general.name=j -q --json -o " + d + "/json.gguf");
+  EXPECT_EQ(json.code, 0);
+  EXPECT_EQ(json.out.rfind("{", 0), 0u) << json.out;
+  EXPECT_NE(json.out.find("\"changes\""), std::string::npos) << json.out;
+  // diff --quiet
+  const CliRun same = run_cli("diff -q " + tiny + " " + d + "/loud3");
+  EXPECT_EQ(same.code, 0);
+  EXPECT_EQ(same.out + same.err, "");
+  const CliRun differ = run_cli("diff --quiet " + tiny + " " + d + "/loud2");
+  EXPECT_EQ(differ.code, 1);
+  EXPECT_EQ(differ.out + differ.err, "");
+  const CliRun both = run_cli("diff --quiet --json " + tiny + " " + d + "/loud2");
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.out.find("give one of --quiet and --json"), std::string::npos) << both.out;
+}

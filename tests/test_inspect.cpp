@@ -651,6 +651,12 @@ TEST(Inspect, TensorHistogramDrawsBarsAndNamesTheOutliers) {
             std::string::npos)
       << f.out;
   EXPECT_EQ(run_cli("tensor " + flat + " f --histogram --bins 0").code, 2);
+  // A narrow range: labels with as many digits as tell the bins apart (at 4 all were "1000")
+  std::string narrow = write_yaml("inspect-narrow.gguf", "tensors:\n  - {name: n, type: f32, dims: [4], values: [1000, 1000, 1000.0703125, 1000.0703125]}\n");
+  CliRun nr = run_cli("tensor " + narrow + " n --histogram --bins 4");
+  EXPECT_NE(nr.out.find("\n     1000            2 " + full + "\n  1000.02            0\n  1000.04            0\n  1000.05            2 " + full + "\n"),
+            std::string::npos)
+      << nr.out;
   CliRun negative = run_cli("tensor " + flat + " f --histogram --bins -1");
   EXPECT_EQ(negative.err, "ggufkit: error: --bins must be 1 to 1000, found -1\n");
   CliRun alone = run_cli("tensor " + flat + " f --bins 5");
@@ -672,9 +678,60 @@ TEST(Inspect, TensorShowsProgressOnATerminalAndNowhereElse) {
   auto t = read_file_bytes(transcript);
   std::string text(t.begin(), t.end());
   // Two passes (the figures, then the bins), each to 100%.
-  size_t first = text.find("ggufkit: decoding 0.07 GB of 0.07 GB (100%)");
+  size_t first = text.find("ggufkit: decoding 70.5 MB of 70.5 MB (100%)");
   ASSERT_NE(first, std::string::npos) << text.substr(0, 500);
-  EXPECT_NE(text.find("ggufkit: decoding 0.07 GB of 0.07 GB (100%)", first + 1), std::string::npos);
+  EXPECT_NE(text.find("ggufkit: decoding 70.5 MB of 70.5 MB (100%)", first + 1), std::string::npos);
+}
+
+// Validating a set of more than 64 MiB shows the bytes of the shards judged on a terminal,
+// shard by shard (two shards of 36.7 MB: 50% after the first), and nothing when piped or
+// for a lone file (whose header is all validate reads).
+TEST(Inspect, ValidateShowsASetsProgressOnATerminalAndNowhereElse) {
+  std::string path = write_yaml("validate-big.gguf",
+                                "tensors:\n  - {name: a, type: f32, dims: [4096, 2240], fill: zeros}\n"
+                                "  - {name: b, type: f32, dims: [4096, 2240], fill: zeros}\n");
+  const std::string prefix = temp_path("validate-big-set");
+  CliRun split = run_cli("split " + path + " --max-tensors 1 -o " + prefix);
+  ASSERT_EQ(split.code, 0) << split.err;
+  const std::string first = prefix + "-00001-of-00002.gguf";
+  CliRun piped = run_cli("validate " + first);
+  EXPECT_EQ(piped.code, 1) << piped.err;  // a sketch of tensors alone names no architecture: an error
+  EXPECT_NE(piped.out.find("validate-big-set-00001-of-00002.gguf: 1 errors, 0 warnings"), std::string::npos) << piped.out;
+  EXPECT_EQ(piped.err, "");
+  std::string transcript = temp_path("validate-tty.txt");
+  std::string cmd = "script -qec '" + std::string(GGUFKIT_BIN) + " validate " + first + " > /dev/null' " + transcript +
+                    " < /dev/null > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 256);  // script passes the exit status on: 1
+  auto t = read_file_bytes(transcript);
+  std::string text(t.begin(), t.end());
+  EXPECT_NE(text.find("\rggufkit: validating 36.7 MB of 73.4 MB (50%)"), std::string::npos) << text.substr(0, 500);
+  EXPECT_NE(text.find("\rggufkit: validating 73.4 MB of 73.4 MB (100%)\r\n"), std::string::npos) << text.substr(0, 500);
+  // a lone file of 73.4 MB (the one split) is no set: no line
+  cmd = "script -qec '" + std::string(GGUFKIT_BIN) + " validate " + path + " > /dev/null' " + transcript + " < /dev/null > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 256);
+  t = read_file_bytes(transcript);
+  EXPECT_EQ(std::string(t.begin(), t.end()).find("validating"), std::string::npos);
+}
+
+// A one-line value of the file (meta, show, a dry run's change) cannot turn the printed line
+// around: the bidirectional controls are escaped as the other controls are, in text and
+// in JSON (which reads back to the same string).
+TEST(Inspect, BidiControlsInAValueAreEscapedWhereverItIsPrinted) {
+  std::string path = write_yaml("bidi.gguf", "metadata:\n  - {key: general.name, type: string, value: \"evil \\u202e txt.exe \\u2066 isolate\"}\n");
+  const std::string raw_rlo = "\xe2\x80\xae", raw_lri = "\xe2\x81\xa6";
+  for (const std::string& cmd : {"meta " + path, "show " + path, "edit " + path + " --set general.name=x --dry-run", "meta --json " + path}) {
+    SCOPED_TRACE(cmd);
+    CliRun r = run_cli(cmd);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("evil \\u202e txt.exe \\u2066 isolate"), std::string::npos) << r.out;  // show's unquoted
+    EXPECT_EQ(r.out.find(raw_rlo), std::string::npos);
+    EXPECT_EQ(r.out.find(raw_lri), std::string::npos);
+  }
+  YAML::Node j = YAML::Load(run_cli("meta --json " + path).out);
+  bool found = false;
+  for (const auto& e : j["metadata"])
+    if (e["key"].as<std::string>() == "general.name") found = e["value"].as<std::string>() == "evil " + raw_rlo + " txt.exe " + raw_lri + " isolate";
+  EXPECT_TRUE(found) << run_cli("meta --json " + path).out;
 }
 
 namespace {
@@ -858,7 +915,7 @@ TEST(DiffHash, HashShowsProgressOnATerminalAndNowhereElse) {
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   auto t = read_file_bytes(transcript);
   std::string text(t.begin(), t.end());
-  EXPECT_NE(text.find("ggufkit: hashing 0.07 GB of 0.07 GB (100%)"), std::string::npos) << text.substr(0, 500);
+  EXPECT_NE(text.find("ggufkit: hashing 70.5 MB of 70.5 MB (100%)"), std::string::npos) << text.substr(0, 500);
 }
 
 TEST(FileTypes, OneTableNamesEveryTypeShowPrintsAndTheRuleBookKnowsOnlyLlamaCppsOwn) {

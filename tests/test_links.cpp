@@ -406,3 +406,29 @@ TEST(SharedCaches, ABreakLinkSetKilledBeforeAnyShardWentInIsRecoveredFromALinksN
   set.expect_reads_refused();
   set.expect_recovered_from(2);
 }
+
+// -o /dev/stdout and its like: a link to a descriptor, a device or a pipe is refused (exit 2,
+// nothing written), never replaced by a file; run as root, replacing /dev/stdout itself would
+// break it for every process. A link to a folder is refused the same way.
+TEST(Links, ALinkToWhatIsNotARegularFileIsRefusedNotReplaced) {
+  const std::string dir = temp_path("links-nonregular");
+  fs::create_directories(dir);
+  struct Case {
+    std::string name, to;
+  };
+  for (const Case& c : {Case{"stdout", "/proc/self/fd/1"}, Case{"fd", "/dev/fd/1"}, Case{"null", "/dev/null"}, Case{"folder", dir}}) {
+    SCOPED_TRACE(c.to);
+    const std::string link = dir + "/" + c.name;
+    fs::create_symlink(c.to, link);
+    // run_cli takes standard output into a file: /proc/self/fd/1 resolves to a regular file
+    // then, and only the link's text tells it is no place to write a model
+    CliRun r = run_cli("example --force -o " + link);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("ggufkit: error: " + link + ": is a symbolic link to " + c.to +
+                         ", which is not a regular file (standard output, a device or a pipe): ggufkit writes only files; give a file name"),
+              std::string::npos)
+        << r.err;
+    EXPECT_TRUE(fs::is_symlink(link));
+    EXPECT_EQ(fs::read_symlink(link).string(), c.to);
+  }
+}

@@ -594,9 +594,16 @@ Verdict validate(const std::string& path, bool shard_only, std::istream* in, con
     } else {
       set.reset();  // a lone file is read again by validate_file: not held twice
     }
-    for (const std::string& f : v.files)
-      for (Finding& x : validate_one(f, v.files.size() == 1, base ? &*base : nullptr, ctx, v.files.size() == 1))
-        v.findings.push_back({f, std::move(x)});
+    // A set's progress: the bytes of the shards judged so far, told after each (v.files
+    // is set->shards' paths, in order)
+    uint64_t set_bytes = 0, judged = 0;
+    if (set)
+      for (const Shard& sh : set->shards) set_bytes += sh.file.source_size;
+    for (size_t i = 0; i < v.files.size(); ++i) {
+      for (Finding& x : validate_one(v.files[i], v.files.size() == 1, base ? &*base : nullptr, ctx, v.files.size() == 1))
+        v.findings.push_back({v.files[i], std::move(x)});
+      if (set && ctx.progress) ctx.progress(judged += set->shards[i].file.source_size, set_bytes);
+    }
     if (v.files.size() > 1) {  // the model's rules over the set as one model, told against shard 1
       Model whole = set->model();
       for (Finding& x : Validator(whole, plan(whole), 0, nullptr, true, false, base ? &*base : nullptr).run()) {

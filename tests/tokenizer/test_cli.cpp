@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace {
@@ -113,3 +114,36 @@ TEST(ShowLoaded, SaysWhatLlamaCppMakesOfTheVocabularyAtLoad) {
 }
 
 }  // namespace
+
+// A text of more than 4 MiB (a second or so of tokenizing) shows how far it is on a terminal
+// (run under script(1)), nothing on a pipe; a smaller one shows nothing either way.
+TEST(TokenizeCommand, ShowsProgressOnATerminalForALargeTextAndNowhereElse) {
+  const std::string vocab = std::string(GGUFKIT_CORPUS) + "/vocab/ggml-vocab-gpt-2.gguf";
+  char dir[] = "/tmp/ggufkit-tokprogress-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string d = dir, big = d + "/big.txt", small = d + "/small.txt";
+  ASSERT_EQ(std::system(("yes 'words and more words' | head -c 5000000 > " + big + " && head -c 3000000 " + big + " > " + small).c_str()), 0);
+  auto on_terminal = [&](const std::string& text) {
+    const std::string transcript = d + "/transcript";
+    const std::string cmd = "script -qec '" + std::string(GGUFKIT_BIN) + " tokenize " + vocab + " -f " + text + " --ids > /dev/null' " +
+                            transcript + " < /dev/null > /dev/null";
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+    std::string out;
+    if (FILE* f = std::fopen(transcript.c_str(), "rb")) {
+      char buf[4096];
+      for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+      std::fclose(f);
+    }
+    return out;
+  };
+  const std::string shown = on_terminal(big);
+  EXPECT_NE(shown.find("\rggufkit: tokenizing 0.0 MB of 5.0 MB (0%)"), std::string::npos) << shown.substr(0, 300);
+  EXPECT_NE(shown.find("\rggufkit: tokenizing 2.5 MB of 5.0 MB (50%)"), std::string::npos) << shown.substr(0, 300);
+  EXPECT_NE(shown.find("\rggufkit: tokenizing 5.0 MB of 5.0 MB (100%)\r\n"), std::string::npos) << shown.substr(0, 300);
+  EXPECT_EQ(on_terminal(small).find("tokenizing"), std::string::npos);
+  // piped: the ids alone, no line on standard error
+  const Ran piped = run("tokenize " + vocab + " -f " + big + " --ids 2>" + d + "/err | wc -w; wc -c < " + d + "/err");
+  EXPECT_EQ(piped.code, 0);
+  EXPECT_EQ(piped.out, "1190476\n0\n");  // 238,095 lines of 5 tokens and a cut one; no byte on stderr
+  std::system(("rm -rf " + d).c_str());
+}

@@ -446,3 +446,52 @@ TEST(VocabNumbers, PackedItemsReadAtTheirWidthInEitherByteOrder) {
   EXPECT_EQ(own[1], 0xffffffffffffffffu);
 }
 
+
+// Tokenize's progress: told bytes of the text done, never backwards, within one fragment for
+// BPE and WordPiece (every 4096 words) and at the end of each fragment for all, ending once
+// at size of size; the ids are those of a call without it.
+TEST(VocabProgress, TellsTheBytesDoneWithinAFragmentAndAtEachSpecialToken) {
+  std::string words;
+  for (int i = 0; i < 30000; ++i) words += "word" + std::to_string(i % 977) + " ";
+  struct Told {
+    std::vector<std::pair<uint64_t, uint64_t>> calls;
+    tk::Vocab::Progress fn() {
+      return [this](uint64_t done, uint64_t total) { calls.push_back({done, total}); };
+    }
+    bool forwards() const {
+      for (size_t i = 1; i < calls.size(); ++i)
+        if (calls[i].first < calls[i - 1].first) return false;
+      return true;
+    }
+  };
+  // 30,000 items of "word" and a number: GPT-2's regex makes two words of each (" word",
+  // "977"), told at words 4096 to 57,344: 14 points inside; BERT's one (30,000): 7 points
+  for (const auto& [name, points] : {std::pair<const char*, size_t>{"ggml-vocab-gpt-2.gguf", 14}, {"ggml-vocab-bert-bge.gguf", 7}}) {
+    SCOPED_TRACE(name);
+    const tk::Vocab v = load(name);
+    Told t;
+    EXPECT_EQ(v.tokenize(words, true, true, t.fn()), v.tokenize(words, true, true));
+    ASSERT_FALSE(t.calls.empty());
+    const std::pair<uint64_t, uint64_t> end{words.size(), words.size()};
+    EXPECT_EQ(t.calls.back(), end);
+    EXPECT_TRUE(t.forwards());
+    size_t inside = 0;
+    for (const auto& c : t.calls) inside += c.first > 0 && c.first < c.second;
+    EXPECT_EQ(inside, points);
+    for (const auto& c : t.calls) EXPECT_EQ(c.second, words.size());
+  }
+  // SentencePiece takes a fragment whole: told where each ends (after "a</s>" and "b</s>")
+  const tk::Vocab spm = load("ggml-vocab-llama-spm.gguf");
+  Told t;
+  const std::string text = "a</s>b</s>c";
+  EXPECT_EQ(spm.tokenize(text, false, true, t.fn()), spm.tokenize(text, false, true));
+  std::vector<uint64_t> done;
+  for (const auto& c : t.calls) done.push_back(c.first);
+  EXPECT_EQ(done, (std::vector<uint64_t>{1, 6, 11}));
+  // ending in a special token, the end is told after it, once
+  t.calls.clear();
+  spm.tokenize("a</s>", false, true, t.fn());
+  done.clear();
+  for (const auto& c : t.calls) done.push_back(c.first);
+  EXPECT_EQ(done, (std::vector<uint64_t>{1, 5}));
+}

@@ -283,12 +283,12 @@ class Bpe : public Algorithm {
     pre_ = std::make_unique<PreTokenizer>(exprs, byte_encode_);
   }
 
-  void tokenize(const std::string& raw, std::vector<int32_t>& out) const override {
+  void tokenize(const std::string& raw, std::vector<int32_t>& out, const Tick& tick) const override {
     std::string text = raw;
     if (v_.escape_whitespaces) escape(text);  // as llama.cpp's dispatch does; twice is once
     if (v_.tokenizer_model == "hybriddna") return hybriddna(text, out);
     if (v_.tokenizer_model == "whitespace") return whitespace(text, out);
-    session(text, out);
+    session(text, out, tick);
   }
 
  private:
@@ -306,11 +306,12 @@ class Bpe : public Algorithm {
   // llm_tokenizer_bpe_session::tokenize: every word merged by rank, the pieces to ids.
   // Real text repeats its words: each word of a text is merged once (its ids depend on it
   // alone), which is most of the time saved against llama.cpp.
-  void session(const std::string& text, std::vector<int32_t>& out) const {
+  void session(const std::string& text, std::vector<int32_t>& out, const Tick& tick = {}) const {
     const PreTokenizer::Words words = pre_->split(text);
     // a word seen before: where its ids are in `out` (the words are views of `words`)
     std::unordered_map<std::string_view, std::pair<size_t, size_t>, SeededHash> seen;
     for (size_t w = 0; w < words.size(); ++w) {
+      if (tick && w % 4096 == 0) tick(static_cast<double>(w) / static_cast<double>(words.size()));
       const std::string_view word = words[w];
       if (auto it = seen.find(word); it != seen.end()) {
         for (size_t k = it->second.first; k < it->second.second; ++k) out.push_back(out[k]);

@@ -3,6 +3,7 @@
 // llama.cpp's llama_vocab::impl so a reader can check one against the other.
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -34,9 +35,13 @@ struct TokenData {
 // One fragment of raw text (no special token in it) to ids, as llama.cpp's session for the
 // vocabulary type does it. Built once per Vocab, on first use (a regex compiled, a trie
 // built), and used from any thread.
+// `tick`, where it is set, is told the fraction of `text` done as the algorithm goes (those
+// that work word by word tell it; the others leave it to the caller's per-fragment count).
+using Tick = std::function<void(double done)>;
 struct Algorithm {
   virtual ~Algorithm() = default;
-  virtual void tokenize(const std::string& text, std::vector<int32_t>& out) const = 0;
+  virtual void tokenize(const std::string& text, std::vector<int32_t>& out, const Tick& tick) const = 0;
+  void tokenize(const std::string& text, std::vector<int32_t>& out) const { tokenize(text, out, Tick()); }
 };
 
 // The merges as read (each "first second", cut at a NUL as llama.cpp reads a C string),

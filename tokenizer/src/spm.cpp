@@ -50,7 +50,7 @@ class Spm final : public Algorithm {
   // as llama.cpp does, for less than a set of every token's pairs costs (10 ms for 262,144).
   explicit Spm(const Vocab::Impl& v) : v_(v) {}
 
-  void tokenize(const std::string& text, std::vector<int32_t>& out) const override {
+  void tokenize(const std::string& text, std::vector<int32_t>& out, const Tick&) const override {
     if (text.size() > static_cast<size_t>(INT32_MAX)) throw Error("", "a text of more than 2 GiB (llama.cpp's symbol index overflows)");
     if (text.size() <= kShort) return merge(text, out);
     std::call_once(pairs_once_, [&] { make_pairs(); });

@@ -96,7 +96,7 @@ class Ugm final : public Algorithm {
     unknown_score_ = min_score - 10.0f;  // in float, as llama.cpp computes it
   }
 
-  void tokenize(const std::string& text, std::vector<int32_t>& out) const override {
+  void tokenize(const std::string& text, std::vector<int32_t>& out, const Tick&) const override {
     const std::string s = normalize(text);
     const size_t n = s.size();
     if (n == 0) return;
@@ -212,7 +212,7 @@ class Rwkv final : public Algorithm {
  public:
   explicit Rwkv(const Vocab::Impl& v) : v_(v), tokens_(keys(v, unescaped_)) {}
 
-  void tokenize(const std::string& text, std::vector<int32_t>& out) const override {
+  void tokenize(const std::string& text, std::vector<int32_t>& out, const Tick&) const override {
     const std::vector<KeyTrie::Long> longs = tokens_.long_keys(text);
     size_t next_long = 0;
     for (size_t at = 0; at < text.size();) {

@@ -477,7 +477,8 @@ std::vector<Segment> partition(const Vocab::Impl& v, std::string_view text, bool
 namespace {
 
 // The dispatch of llama_vocab::impl::tokenize over the fragments, for each vocabulary type.
-std::vector<int32_t> tokenize_impl(const Vocab::Impl& v, std::string_view raw, bool add_special, bool parse_special) {
+std::vector<int32_t> tokenize_impl(const Vocab::Impl& v, std::string_view raw, bool add_special, bool parse_special,
+                                   const Vocab::Progress& progress) {
   std::vector<int32_t> out;
   std::vector<Segment> frags;
   if (!raw.empty()) frags = partition(v, raw, parse_special);
@@ -488,6 +489,15 @@ std::vector<int32_t> tokenize_impl(const Vocab::Impl& v, std::string_view raw, b
     return id;
   };
   auto fragment_text = [&](const Segment& f) { return std::string(raw.substr(f.off, f.len)); };
+  // A raw fragment's ids; `progress` is told the bytes of `raw` done, within the fragment
+  // as far as the algorithm tells (a fraction of its text, which escaping may lengthen).
+  auto run = [&](const std::string& text, const Segment& f) {
+    Tick tick;
+    if (progress)
+      tick = [&](double done) { progress(f.off + static_cast<uint64_t>(done * static_cast<double>(f.len)), raw.size()); };
+    v.algorithm().tokenize(text, out, tick);
+    if (progress) progress(f.off + f.len, raw.size());
+  };
   switch (v.type) {
     case Kind::spm: {
       // Each raw fragment right after a special token (or at the start) gets the space prefix.
@@ -502,7 +512,7 @@ std::vector<int32_t> tokenize_impl(const Vocab::Impl& v, std::string_view raw, b
         std::string text = v.add_space_prefix && prev_special ? " " : "";
         text += fragment_text(f);
         escape_whitespace(text);
-        v.algorithm().tokenize(text, out);
+        run(text, f);
         prev_special = false;
       }
       if (add_special && v.add_eos) out.push_back(need(v.special_eos_id, "eos"));
@@ -517,7 +527,7 @@ std::vector<int32_t> tokenize_impl(const Vocab::Impl& v, std::string_view raw, b
         }
         std::string text = fragment_text(f);
         if (v.escape_whitespaces) escape_whitespace(text);
-        v.algorithm().tokenize(text, out);
+        run(text, f);
       }
       if (add_special && v.add_eos) out.push_back(need(v.special_eos_id, "eos"));
       break;
@@ -527,7 +537,7 @@ std::vector<int32_t> tokenize_impl(const Vocab::Impl& v, std::string_view raw, b
       if (add_special) out.push_back(need(v.special_bos_id, "bos"));
       for (const Segment& f : frags) {
         if (f.token != null_id) out.push_back(f.token);
-        else v.algorithm().tokenize(fragment_text(f), out);
+        else run(fragment_text(f), f);
       }
       if (add_special) out.push_back(need(v.special_sep_id, "seperator"));
       break;
@@ -536,7 +546,7 @@ std::vector<int32_t> tokenize_impl(const Vocab::Impl& v, std::string_view raw, b
       if (add_special && v.add_bos) out.push_back(need(v.special_bos_id, "bos"));
       for (const Segment& f : frags) {
         if (f.token != null_id) out.push_back(f.token);
-        else v.algorithm().tokenize(fragment_text(f), out);
+        else run(fragment_text(f), f);
       }
       if (add_special && v.add_eos) out.push_back(need(v.special_eos_id, "eos"));
       break;
@@ -545,12 +555,13 @@ std::vector<int32_t> tokenize_impl(const Vocab::Impl& v, std::string_view raw, b
     case Kind::plamo2: {
       for (const Segment& f : frags) {
         if (f.token != null_id) out.push_back(f.token);
-        else v.algorithm().tokenize(fragment_text(f), out);
+        else run(fragment_text(f), f);
       }
       break;
     }
     case Kind::none: throw Error("tokenizer.ggml.model", "a vocabulary of type none has no tokenizer (llama.cpp aborts)");
   }
+  if (progress && (frags.empty() || frags.back().token != null_id)) progress(raw.size(), raw.size());  // else told by `run`
   return out;
 }
 
@@ -745,7 +756,7 @@ void find_linefeed(Vocab::Impl& v) {
     warn(v, "plamo2 tokenizer is not implemented by ggufkit: newline token unknown");
     v.linefeed_id = null_id;
   } else {
-    std::vector<int32_t> ids = tokenize_impl(v, "\n", false, false);
+    std::vector<int32_t> ids = tokenize_impl(v, "\n", false, false, {});
     if (ids.empty()) {
       if (v.type == Kind::rwkv) throw Error("tokenizer.ggml.tokens", "model vocab missing newline token (llama.cpp asserts)");
       warn(v, "model vocab missing newline token, using special_pad_id instead");
@@ -1076,8 +1087,8 @@ Vocab Vocab::load(const VocabSpec& spec, const Vocab* like, bool for_prompts) {
   return Vocab(std::move(vp));
 }
 
-std::vector<int32_t> Vocab::tokenize(std::string_view text, bool add_special, bool parse_special) const {
-  return tokenize_impl(*impl_, text, add_special, parse_special);
+std::vector<int32_t> Vocab::tokenize(std::string_view text, bool add_special, bool parse_special, const Progress& progress) const {
+  return tokenize_impl(*impl_, text, add_special, parse_special, progress);
 }
 
 std::string Vocab::piece(int32_t id, bool special, size_t limit) const {

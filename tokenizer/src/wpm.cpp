@@ -70,8 +70,11 @@ class Wpm final : public Algorithm {
  public:
   explicit Wpm(const Vocab::Impl& v) : v_(v), trie_(keys(v)) {}
 
-  void tokenize(const std::string& text, std::vector<int32_t>& out) const override {
-    for (const std::string& word : preprocess(text)) {
+  void tokenize(const std::string& text, std::vector<int32_t>& out, const Tick& tick) const override {
+    const std::vector<std::string> words = preprocess(text);
+    for (size_t n = 0; n < words.size(); ++n) {
+      if (tick && n % 4096 == 0) tick(static_cast<double>(n) / static_cast<double>(words.size()));
+      const std::string& word = words[n];
       const std::string w = "\xe2\x96\x81" + word;
       const size_t before = out.size();
       const std::vector<KeyTrie::Long> longs = trie_.long_keys(w);

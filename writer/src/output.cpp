@@ -163,6 +163,13 @@ PendingFile::PendingFile(std::string target, mode_t mode, bool replace, Context 
       std::string to(PATH_MAX, '\0');
       ssize_t n = ::readlinkat(folder_, base_.c_str(), to.data(), to.size());
       to.resize(n > 0 ? static_cast<size_t>(n) : 0);
+      // -o /dev/stdout: a link to a descriptor, a terminal or a pipe is no file to replace
+      // (as root, replacing it would break /dev/stdout for everyone)
+      struct stat named {};
+      if (to.rfind("/proc/", 0) == 0 || to.rfind("/dev/fd/", 0) == 0 ||
+          (::fstatat(folder_, base_.c_str(), &named, 0) == 0 && !S_ISREG(named.st_mode)))
+        refuse("is a symbolic link to " + to + ", which is not a regular file (standard output, a device or a pipe): " +
+               "ggufkit writes only files; give a file name");
       ctx_.note(target_, "is a symbolic link (to " + to + "): it is replaced by the new file, and the file it names is left as it was");
     }
     mode_t mask = ::umask(0);  // reading the umask means setting it: put it straight back

@@ -25,9 +25,12 @@ size_t utf8_len(std::string_view s, size_t i, uint32_t* cp) {
   return n;
 }
 
+// Control characters, C1 controls, line and paragraph separators, non-characters, and the
+// bidirectional controls (U+202E would turn the rest of a printed line around).
 bool needs_escape(uint32_t cp) {
   return cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 ||
-         cp == 0xFEFF || cp == 0xFFFE || cp == 0xFFFF;
+         cp == 0xFEFF || cp == 0xFFFE || cp == 0xFFFF || (cp >= 0x202A && cp <= 0x202E) ||
+         (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200E || cp == 0x200F || cp == 0x061C;
 }
 }  // namespace
 
@@ -98,8 +101,7 @@ std::string terminal_text(std::string_view s) {
       ++i;
       continue;
     }
-    const bool bidi = (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200E || cp == 0x200F || cp == 0x061C;
-    if (cp != '\n' && cp != '\t' && (needs_escape(cp) || bidi)) {
+    if (cp != '\n' && cp != '\t' && needs_escape(cp)) {
       std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
       out += buf;
     } else {

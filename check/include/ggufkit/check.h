@@ -122,6 +122,8 @@ struct Verdict {
 };
 // `base` (a file or a shard of a set) says the file is a LoRA adapter of that model: it is
 // judged as an adapter whatever it says it is, its pairs against the base's tensors.
+// For a set, ctx.progress is told after each shard: the bytes of the shards judged so far,
+// of the bytes of every shard.
 Verdict validate(const std::string& path, bool shard_only = false, std::istream* in = nullptr, const std::string& base = "",
                  const Context& ctx = {});
 

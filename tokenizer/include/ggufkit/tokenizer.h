@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <iterator>
 #include <map>
@@ -240,7 +241,12 @@ class Vocab {
 
   // llama_tokenize: `add_special` adds BOS/EOS/SEP as the vocabulary says, `parse_special`
   // takes control tokens in the text as themselves (user-defined ones always are).
-  std::vector<int32_t> tokenize(std::string_view text, bool add_special = true, bool parse_special = true) const;
+  // `progress`, where set, is told the bytes of `text` done of its size as the work goes: after
+  // each fragment between special tokens, and within one every few thousand words for BPE
+  // and WordPiece (SentencePiece and Unigram take a fragment whole); last, size of size.
+  using Progress = std::function<void(uint64_t done, uint64_t total)>;
+  std::vector<int32_t> tokenize(std::string_view text, bool add_special = true, bool parse_special = true,
+                                const Progress& progress = {}) const;
   // llama_token_to_piece (lstrip 0): a token's text as generation prints it; `special`
   // prints control tokens' text too. An id out of range gives "" (llama.cpp throws).
   // `limit`: its first `limit` bytes only, made in time bounded by the token's text and the

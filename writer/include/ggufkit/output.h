@@ -33,7 +33,8 @@ class PendingFile {
   // one (the caller's, `mode` less the umask), and the file it names is left as it was (a
   // note says so): written through, the new bytes would reach every other name of that
   // file (a cache's blob), and a link planted in a shared folder would pass the file it
-  // names to whoever planted it, with its owner's rights.
+  // names to whoever planted it, with its owner's rights. A link to what is not a regular
+  // file (a device, a pipe, a process's descriptor: -o /dev/stdout) is refused.
   PendingFile(std::string target, mode_t mode, bool replace = true, Context ctx = {});
   ~PendingFile();
   PendingFile(const PendingFile&) = delete;
