@@ -215,11 +215,12 @@ void apply_quiet(const po::variables_map& vm) {
   if (vm.count("json") && vm["json"].as<bool>()) return;
   std::cout.flush();
   std::fflush(stdout);
-  // With standard output closed, /dev/null is opened as descriptor 1 already
+  // With standard output closed, /dev/null is opened as descriptor 1 already; with standard
+  // input closed, as 0, which it may stay
   const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-  if (null > 1) {
+  if (null >= 0 && null != 1) {
     ::dup2(null, 1);
-    ::close(null);
+    if (null > 2) ::close(null);
   }
 }
 

@@ -722,6 +722,16 @@ TEST(CliQuiet, EveryWritingCommandWritesTheSameBytesAndPrintsOnlyErrors) {
   EXPECT_EQ(bare.code, 0);
   EXPECT_EQ(bare.out, "");
   EXPECT_NE(bare.err.find("written anyway (without --check)"), std::string::npos) << bare.err;
+  // standard input closed (/dev/null then opens as descriptor 0): still nothing printed;
+  // standard output closed: /dev/null holds descriptor 1, and the file is written whole
+  const CliRun no_input = run_cli("rewrite " + tiny + " -q -o " + d + "/closed-in.gguf <&-");
+  EXPECT_EQ(no_input.code, 0) << no_input.err;
+  EXPECT_EQ(no_input.out + no_input.err, "");
+  EXPECT_EQ(slurp(d + "/closed-in.gguf"), slurp(d + "/loud3"));
+  const CliRun no_output = run_cli("sh -c '" + std::string(GGUFKIT_BIN) + " rewrite " + tiny + " -q -o " + d + "/closed-out.gguf >&-'", "", "");
+  EXPECT_EQ(no_output.code, 0) << no_output.err;
+  EXPECT_EQ(no_output.err, "");
+  EXPECT_EQ(slurp(d + "/closed-out.gguf"), slurp(d + "/loud3"));
   // what only prints cannot be quiet
   const CliRun dry = run_cli("edit " + tiny + " --set general.name=x --dry-run -q");
   EXPECT_EQ(dry.code, 2);

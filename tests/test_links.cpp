@@ -407,27 +407,37 @@ TEST(SharedCaches, ABreakLinkSetKilledBeforeAnyShardWentInIsRecoveredFromALinksN
   set.expect_recovered_from(2);
 }
 
-// -o /dev/stdout and its like: a link to a descriptor, a device or a pipe is refused (exit 2,
-// nothing written), never replaced by a file; run as root, replacing /dev/stdout itself would
-// break it for every process. A link to a folder is refused the same way.
+// -o /dev/stdout and its like: a link leading into /proc, /sys or /dev/fd (followed by the
+// links' texts, relative ones too: /etc/mtab is ../proc/self/mounts), or to a device or a
+// folder, is refused (exit 2, nothing written, with or without --force, which is not
+// suggested), never replaced by a file: as root, replacing /dev/stdout itself would break
+// it for every process.
 TEST(Links, ALinkToWhatIsNotARegularFileIsRefusedNotReplaced) {
-  const std::string dir = temp_path("links-nonregular");
+  const std::string dir = fs::weakly_canonical(temp_path("links-nonregular")).string();
   fs::create_directories(dir);
+  fs::create_symlink("/dev/fd/1", dir + "/to-fd");
   struct Case {
-    std::string name, to;
+    std::string name, to, says;
   };
-  for (const Case& c : {Case{"stdout", "/proc/self/fd/1"}, Case{"fd", "/dev/fd/1"}, Case{"null", "/dev/null"}, Case{"folder", dir}}) {
+  const std::string relative_mounts = fs::path("/proc/self/mounts").lexically_relative(dir).string();
+  for (const Case& c : {Case{"stdout", "/proc/self/fd/1", "which leads to /proc/self/fd/1, not to a file"},
+                        Case{"fd", "/dev/fd/1", "which leads to /dev/fd/1, not to a file"},
+                        Case{"mtab", relative_mounts, "which leads to /proc/self/mounts, not to a file"},
+                        Case{"chain", "to-fd", "which leads to /dev/fd/1, not to a file"},
+                        Case{"power", "/sys/power/state", "which leads to /sys/power/state, not to a file"},
+                        Case{"null", "/dev/null", "which is not a regular file (a device, a pipe or a folder)"},
+                        Case{"folder", dir, "which is not a regular file (a device, a pipe or a folder)"}}) {
     SCOPED_TRACE(c.to);
     const std::string link = dir + "/" + c.name;
     fs::create_symlink(c.to, link);
     // run_cli takes standard output into a file: /proc/self/fd/1 resolves to a regular file
-    // then, and only the link's text tells it is no place to write a model
-    CliRun r = run_cli("example --force -o " + link);
-    EXPECT_EQ(r.code, 2);
-    EXPECT_NE(r.err.find("ggufkit: error: " + link + ": is a symbolic link to " + c.to +
-                         ", which is not a regular file (standard output, a device or a pipe): ggufkit writes only files; give a file name"),
-              std::string::npos)
-        << r.err;
+    // then, and only the links' texts tell it is no place to write a model
+    for (const char* force : {"", " --force"}) {
+      CliRun r = run_cli("example -o " + link + force);
+      EXPECT_EQ(r.code, 2);
+      EXPECT_EQ(r.err, "ggufkit: error: " + link + ": is a symbolic link to " + c.to + ", " + c.says +
+                           ": ggufkit writes only files; give a file name\n");
+    }
     EXPECT_TRUE(fs::is_symlink(link));
     EXPECT_EQ(fs::read_symlink(link).string(), c.to);
   }

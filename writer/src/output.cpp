@@ -129,6 +129,32 @@ int remove_stale_temporaries(int folder) {
   return removed;
 }
 
+// -o /dev/stdout, /etc/mtab: a link to a process's descriptor, /proc or /sys, a device, a
+// pipe or a folder is no file to replace (as root, replacing it would break it for every
+// process). The chain of links is followed by their texts, as far as 40 links: /dev/fd/1
+// resolved would be wherever standard output goes, a regular file perhaps.
+namespace {
+template <class Refuse>
+void refuse_link_to_no_file(const std::string& target, int folder, const std::string& base, const Refuse& refuse) {
+  std::error_code ec;
+  fs::path at = fs::absolute(target, ec).lexically_normal();
+  const fs::path first = fs::read_symlink(at, ec);
+  for (int hops = 0; hops < 40 && !ec; ++hops) {
+    const fs::path to = fs::read_symlink(at, ec);
+    if (ec) break;
+    at = (to.is_absolute() ? to : at.parent_path() / to).lexically_normal();
+    const std::string p = at.string();
+    for (const char* system : {"/proc/", "/sys/", "/dev/fd/"})
+      if (p.rfind(system, 0) == 0 || p + "/" == system)
+        refuse("is a symbolic link to " + first.string() + ", which leads to " + p + ", not to a file: ggufkit writes only files; give a file name");
+  }
+  struct stat named {};
+  if (::fstatat(folder, base.c_str(), &named, 0) == 0 && !S_ISREG(named.st_mode))
+    refuse("is a symbolic link to " + first.string() + ", which is not a regular file (a device, a pipe or a folder): " +
+           "ggufkit writes only files; give a file name");
+}
+}  // namespace
+
 PendingFile::PendingFile(std::string target, mode_t mode, bool replace, Context ctx)
     : ctx_(std::move(ctx)), target_(std::move(target)), mode_(mode), replace_(replace) {
   dir_ = fs::path(target_).parent_path().string();
@@ -154,6 +180,7 @@ PendingFile::PendingFile(std::string target, mode_t mode, bool replace, Context 
     if (S_ISDIR(st.st_mode)) refuse("is a folder; give a file name", EISDIR);
     if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
       refuse("exists and is not a regular file (a device, pipe or socket); ggufkit replaces only regular files");
+    if (S_ISLNK(st.st_mode)) refuse_link_to_no_file(target_, folder_, base_, refuse);  // before `force` is suggested
     if (!replace_) refuse("exists; give `force` to replace it");
   }
   if (exists && S_ISREG(st.st_mode)) {
@@ -163,13 +190,6 @@ PendingFile::PendingFile(std::string target, mode_t mode, bool replace, Context 
       std::string to(PATH_MAX, '\0');
       ssize_t n = ::readlinkat(folder_, base_.c_str(), to.data(), to.size());
       to.resize(n > 0 ? static_cast<size_t>(n) : 0);
-      // -o /dev/stdout: a link to a descriptor, a terminal or a pipe is no file to replace
-      // (as root, replacing it would break /dev/stdout for everyone)
-      struct stat named {};
-      if (to.rfind("/proc/", 0) == 0 || to.rfind("/dev/fd/", 0) == 0 ||
-          (::fstatat(folder_, base_.c_str(), &named, 0) == 0 && !S_ISREG(named.st_mode)))
-        refuse("is a symbolic link to " + to + ", which is not a regular file (standard output, a device or a pipe): " +
-               "ggufkit writes only files; give a file name");
       ctx_.note(target_, "is a symbolic link (to " + to + "): it is replaced by the new file, and the file it names is left as it was");
     }
     mode_t mask = ::umask(0);  // reading the umask means setting it: put it straight back
