@@ -34,7 +34,8 @@ class PendingFile {
   // note says so): written through, the new bytes would reach every other name of that
   // file (a cache's blob), and a link planted in a shared folder would pass the file it
   // names to whoever planted it, with its owner's rights. A link to what is not a regular
-  // file (a device, a pipe, a process's descriptor: -o /dev/stdout) is refused.
+  // file (a device, a pipe, a folder), or whose chain of links leads into /proc, /sys or
+  // /dev/fd (-o /dev/stdout, /etc/mtab), is refused.
   PendingFile(std::string target, mode_t mode, bool replace = true, Context ctx = {});
   ~PendingFile();
   PendingFile(const PendingFile&) = delete;

@@ -9,8 +9,9 @@
 namespace ggufkit {
 
 // A double-quoted string literal that is both JSON and YAML: control characters, C1
-// controls, U+2028/2029, non-characters and bidirectional controls are \u-escaped. Bytes that are not valid
-// UTF-8 become U+FFFD, so callers that must keep them check is_valid_utf8 first.
+// controls, U+2028/2029, non-characters and bidirectional controls are \u-escaped. Bytes
+// that are not valid UTF-8 become U+FFFD, so callers that must keep them check
+// is_valid_utf8 first.
 std::string json_string(std::string_view s);
 // Text from a file as a terminal may show it, its line breaks and tabs kept: other control
 // characters, C1 controls, the bidirectional controls, U+2028/2029 and non-characters
