@@ -4,6 +4,8 @@
 // the interop tests use, through bench/llama_tokenize), with add_special = parse_special = false.
 #include <gtest/gtest.h>
 
+#include "../paths.h"
+
 #include <map>
 #include <optional>
 #include <string>

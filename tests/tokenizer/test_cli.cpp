@@ -3,6 +3,8 @@
 // llama_tokenize on a vocabulary-only load, bench/llama_tokenize).
 #include <gtest/gtest.h>
 
+#include "../paths.h"
+
 #include <sys/wait.h>
 
 #include <cstdio>

@@ -5,6 +5,8 @@
 // The order decides which special token llama.cpp finds by its text when several are there.
 #include <gtest/gtest.h>
 
+#include "../paths.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <random>

@@ -3,6 +3,8 @@
 // it does (add_special = false, parse_special = false, on a vocabulary-only load).
 #include <gtest/gtest.h>
 
+#include "../paths.h"
+
 #include <fstream>
 #include <sstream>
 

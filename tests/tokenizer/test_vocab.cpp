@@ -4,6 +4,8 @@
 // llama_detokenize), on the corpus vocabularies or on copies with one key changed.
 #include <gtest/gtest.h>
 
+#include "../paths.h"
+
 #include <map>
 #include <memory>
 #include <unordered_map>

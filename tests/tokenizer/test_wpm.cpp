@@ -7,6 +7,8 @@
 // would split out before the algorithm.
 #include <gtest/gtest.h>
 
+#include "../paths.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
