@@ -3,8 +3,10 @@
 // other command until then) never lets a half-written header be read.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -308,19 +310,23 @@ TEST(HeaderInPlace, AShardThatIsAllHeaderGrowsAndShrinksInPlaceToTheBytesOfAWhol
 }
 
 TEST(HeaderInPlace, AKillAtEveryStepOfAHeaderThatGrowsOrShrinksLeavesTheOldFileOrTheEditedOneAfterRecover) {
-  // Where the kill lands, and which file recover gives back: grown (a long name) and shrunk
-  // (the long name's file edited back to a short one). A kill before the cut to the new
-  // size leaves the new header whole, and the old one's tail after it when it shrinks.
-  const std::string longer = "--set general.name=" + std::string(300, 'y'), shorter = "--set general.name=t";
+  // Where the kill lands, and which file recover gives back: grown (a long name, or a key
+  // added) and shrunk (the long name's file edited back to a short one, the key removed). A
+  // kill before the cut to the new size leaves the new header whole, and the old one's tail
+  // after it when it shrinks. A key added or removed changes the key count, at byte 16: the
+  // journal's range starts there (recover once refused any range before byte 24).
+  for (const bool key_count : {false, true})
+  for (const bool vocab : {false, true})
+  for (const bool grows : {true, false}) {
+  const std::string longer = key_count ? "--set general.description=" + std::string(300, 'y') : "--set general.name=" + std::string(300, 'y');
+  const std::string shorter = key_count ? "--remove general.description" : "--set general.name=t";
   const std::vector<std::pair<std::string, bool>> points = {{"journal-written", false}, {"header-half", false},
                                                             {"header-resize", true},    {"header-written", true},
                                                             {"header-verified", true}};
-  for (const bool vocab : {false, true})
-  for (const bool grows : {true, false}) {
     for (const auto& [point, edited_kept] : points) {
-      const bool edited = edited_kept;
-      SCOPED_TRACE(std::string(vocab ? "vocabulary, " : "shard 1, ") + (grows ? "grows, " : "shrinks, ") + point);
-      AllHeader c = all_header("hip-all-kill-" + std::string(vocab ? "vocab-" : "") + (grows ? "grow-" : "shrink-") + point, longer, vocab);
+      bool edited = edited_kept;
+      SCOPED_TRACE(std::string(key_count ? "a key, " : "the name, ") + (vocab ? "vocabulary, " : "shard 1, ") + (grows ? "grows, " : "shrinks, ") + point);
+      AllHeader c = all_header("hip-all-kill-" + std::string(key_count ? "key-" : "") + (vocab ? "vocab-" : "") + (grows ? "grow-" : "shrink-") + point, longer, vocab);
       std::vector<uint8_t> before = c.after, after;
       if (grows) {
         before = c.before, after = c.after;
@@ -335,16 +341,36 @@ TEST(HeaderInPlace, AKillAtEveryStepOfAHeaderThatGrowsOrShrinksLeavesTheOldFileO
       EXPECT_EQ(r.code, 128 + 9);
       EXPECT_NE(r.err.find("fault point " + point + " reached"), std::string::npos) << r.err;
       ASSERT_TRUE(fs::exists(c.first + ".ggufkit-journal"));
+      {  // the range starts at the key count, or past it
+        const auto j = read_file_bytes(c.first + ".ggufkit-journal");
+        uint64_t at = 0;
+        std::memcpy(&at, j.data() + 80, 8);
+        if (key_count) EXPECT_EQ(at, 16u);
+        else EXPECT_GT(at, 24u);
+      }
       const auto now = read_file_bytes(c.first);
       if (point == "header-half") {  // torn: neither file
         EXPECT_FALSE(now == before);
         EXPECT_FALSE(now == after);
+        // ... but where the first half holds every byte that changes (a key removed from the
+        // end: past the key count, the shorter header is the longer one's start), the new
+        // header is whole, and recover keeps it
+        if (now.size() >= after.size() && std::equal(after.begin(), after.end(), now.begin())) edited = true;
       }
       if (point == "header-resize") {  // the new bytes written, the size not yet cut
         EXPECT_EQ(now.size(), grows ? after.size() : before.size());
         EXPECT_TRUE(std::equal(after.begin(), after.end(), now.begin()));
       }
       EXPECT_EQ(run_cli("show " + c.first).code, 1);  // refused until recover
+      if (point == "header-resize" && !grows) {  // the new header reads, the old one's tail after it: not to be discarded
+        CliRun d = run_cli("recover --discard " + c.first);
+        EXPECT_EQ(d.code, 1);
+        const uint64_t end = ggufkit::scan(ggufkit::from_bytes("after", after)).layout.header_size;
+        EXPECT_NE(d.err.find("holds no tensors, yet " + std::to_string(before.size() - end) +
+                             " bytes lie past the end of its header (byte " + std::to_string(end) + ")"),
+                  std::string::npos) << d.err;
+        EXPECT_TRUE(read_file_bytes(c.first) == now);
+      }
       CliRun rec = run_cli("recover " + c.first);
       ASSERT_EQ(rec.code, 0) << rec.err;
       EXPECT_NE(rec.out.find(edited ? "the new header was all written; it is kept" : "the old header is back"), std::string::npos)
@@ -390,4 +416,88 @@ TEST(HeaderInPlace, AJournalOfTheFirstFormatLeftByAnOlderGgufkitIsStillRecovered
   EXPECT_NE(rec.out.find("the old header is back"), std::string::npos) << rec.out;
   EXPECT_TRUE(read_file_bytes(c.model) == c.before);
   EXPECT_EQ(files_in(c.dir), (std::vector<std::string>{"model.gguf"}));
+}
+
+namespace {
+
+// A GGUFKIT-JOURNAL2 of a same-size header edit of `file` (its device, inode and size, its
+// header's `n` bytes), crafted as another user could: the bytes at `at` would be `old` once
+// rolled back. The new header's checksum is left 0, so that recover rolls back.
+std::vector<uint8_t> crafted_journal(const std::string& file, uint64_t n, uint64_t at, const std::vector<uint8_t>& old) {
+  struct stat st {};
+  EXPECT_EQ(::stat(file.c_str(), &st), 0);
+  std::vector<uint8_t> header = read_file_bytes(file);
+  header.resize(n);
+  std::vector<uint8_t> rolled = header, now(header.begin() + static_cast<long>(at), header.begin() + static_cast<long>(at + old.size()));
+  std::copy(old.begin(), old.end(), rolled.begin() + static_cast<long>(at));
+  Bytes j;
+  j.raw("GGUFKIT-JOURNAL2");
+  for (uint64_t v : {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
+                     static_cast<uint64_t>(st.st_size), n, n, static_cast<uint64_t>(XXH64(rolled.data(), n, 0)), uint64_t{0}, at,
+                     static_cast<uint64_t>(old.size()), static_cast<uint64_t>(old.size())})
+    j.u64(v);
+  j.b.insert(j.b.end(), old.begin(), old.end());
+  j.b.insert(j.b.end(), now.begin(), now.end());
+  j.u64(XXH64(j.b.data(), j.b.size(), 0));
+  return j.b;
+}
+
+}  // namespace
+
+TEST(Recover, AJournalIsAppliedToTheFileItNamesOrToNothingWhateverIsSwappedBetweenItsSteps) {
+  // Mallory (user 1000) plants beside her own mal.gguf a journal whose "old" bytes are of her
+  // choosing (an end-of-text id of 7), then swaps mal.gguf for a link to alice.gguf (user
+  // 1001) while root's recover runs: at each of its steps in turn (a fault point runs the
+  // swap). A journal naming alice's file by device and inode is applied to nothing; one
+  // naming mal.gguf's is applied to that file (the inode now at mal.real) or, swapped before
+  // recover opened it, to nothing. alice.gguf never changes. (The check of the owner and the
+  // open for writing each followed the path: a swap between them wrote alice's file.)
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to give the files other owners";
+  for (const bool foreign : {true, false})
+    for (const std::string step : {"", "recover-locked", "recover-journal", "recover-trusted", "recover-checked"}) {
+      if (foreign && step == "recover-checked") continue;  // refused before it: the inode is not the file's
+      const std::string name = std::string(foreign ? "alices-" : "own-") + (step.empty() ? std::string("none") : step);
+      SCOPED_TRACE(name);
+      const std::string dir = temp_path("recover-swap-" + name);
+      fs::create_directories(dir);
+      const std::string alice = dir + "/alice.gguf", mal = dir + "/mal.gguf", journal = mal + ".ggufkit-journal";
+      fs::copy_file(tiny_llama(), alice);
+      fs::copy_file(tiny_llama(), mal);
+      const auto before = read_file_bytes(alice);
+      const ggufkit::Scanned s = ggufkit::scan(ggufkit::open_file(alice));
+      const std::string key = "tokenizer.ggml.eos_token_id";
+      const auto it = std::search(before.begin(), before.end(), key.begin(), key.end());
+      ASSERT_NE(it, before.end());
+      const uint64_t at = static_cast<uint64_t>(it - before.begin()) + key.size() + 4;  // the u32 after the type
+      write_file_bytes(journal, crafted_journal(foreign ? alice : mal, s.layout.data_offset, at, {7, 0, 0, 0}));
+      ASSERT_EQ(::chown(alice.c_str(), 1001, 1001), 0);
+      ASSERT_EQ(::chown(mal.c_str(), 1000, 1000), 0);
+      ASSERT_EQ(::chown(journal.c_str(), 1000, 1000), 0);
+      const std::string swap = "mv " + mal + " " + dir + "/mal.real && ln -s alice.gguf " + mal;
+      CliRun r = run_cli("recover " + mal, step.empty() ? "" : "GGUFKIT_FAULT='" + step + ":run:" + swap + "' ", GGUFKIT_FAULTY_BIN);
+      if (!step.empty()) {
+        EXPECT_NE(r.err.find("fault point " + step + " reached"), std::string::npos) << r.err;
+      }
+      const bool swapped = fs::exists(dir + "/mal.real");
+      EXPECT_EQ(swapped, !step.empty());
+      const auto mals = read_file_bytes(swapped ? dir + "/mal.real" : mal);
+      EXPECT_TRUE(read_file_bytes(alice) == before);
+      if (foreign || step == "recover-locked" || step == "recover-journal") {
+        // nothing: the journal found beside a link, the file a link when opened, or another file's journal
+        EXPECT_EQ(r.code, 1) << r.out << r.err;
+        EXPECT_NE(r.err.find(step == "recover-locked"    ? "it lies beside a link: a file's own journal lies beside the file"
+                             : step == "recover-journal" ? mal + " is a link now, not the file the journal was left beside"
+                                                         : "it is the journal of another file (device, inode or size differ)"),
+                  std::string::npos) << r.err;
+        EXPECT_TRUE(mals == before);
+        EXPECT_TRUE(fs::exists(journal));
+      } else {  // applied to the inode it names, wherever its name went
+        EXPECT_EQ(r.code, 0) << r.out << r.err;
+        EXPECT_NE(r.out.find("the old header is back"), std::string::npos) << r.out;
+        std::vector<uint8_t> rolled = before;
+        std::copy_n(std::vector<uint8_t>{7, 0, 0, 0}.begin(), 4, rolled.begin() + static_cast<long>(at));
+        EXPECT_TRUE(mals == rolled);
+        EXPECT_FALSE(fs::exists(journal));
+      }
+    }
 }

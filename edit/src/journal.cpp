@@ -288,10 +288,13 @@ int open_journal(const std::string& journal, struct stat& js) {
   return fd;
 }
 
-// The file reads clean with the strict reader, its header ending at `n` (0: anywhere).
-bool reads_clean(const Context& ctx, const std::string& path, uint64_t n, std::string* why = nullptr, bool tensorless = false) {
+// The file reads clean with the strict reader, its header ending at `n` (0: anywhere). `fd`:
+// the file as recover holds it (read through that descriptor, named `path` in `why`), or -1
+// to open `path`.
+bool reads_clean(const Context& ctx, const std::string& path, uint64_t n, std::string* why = nullptr, bool tensorless = false,
+                 int fd = -1) {
   try {
-    Scanned s = scan(open_file(path, ctx));
+    Scanned s = scan(open_file(fd < 0 ? path : "/proc/self/fd/" + std::to_string(fd), ctx));
     uint64_t end = std::min(s.layout.data_offset, s.source_size);
     if (n && end != n) {
       if (why) *why = "its header ends at byte " + std::to_string(end) + ", not at the journal's " + std::to_string(n);
@@ -303,7 +306,9 @@ bool reads_clean(const Context& ctx, const std::string& path, uint64_t n, std::s
     }
     return true;
   } catch (const Error& e) {
-    if (why) *why = e.what();
+    Error named = e;
+    named.file = path;
+    if (why) *why = named.what();
     return false;
   }
 }
@@ -675,6 +680,7 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
   }
   // Held from here: an edit under way (its journal is not a crash's) is waited for.
   std::optional<PathLock> lock(std::in_place, path, FileLock::Mode::exclusive, ctx);
+  fault_point("recover-locked");
   if (stat_path(journal, js, false) != 0) return Recovery::none;
   auto refuse = [&](const std::string& why) {
     return Error(Error::Kind::format, journal, std::nullopt, "journal",
@@ -688,14 +694,45 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
   const bool of_set = std::memcmp(magic, kSetMagic, 16) == 0;
   if (!of_set && journal != journal_path(path))
     throw refuse("it lies beside a link: a file's own journal lies beside the file, so it is not one");
-  // A set's journal is judged by the file beside it, as finish_set looks it up: never
-  // through a link.
-  const std::string beside = of_set ? journal.substr(0, journal.size() - (sizeof kJournalSuffix - 1)) : path;
+  fault_point("recover-journal");
+  // The file the journal lies beside (any link `path` is already followed: journal_path).
+  // A set's journal is judged by it as finish_set looks it up, never through a link. A
+  // file's own journal is judged and applied through one descriptor of it, opened without
+  // following a link: a link or another file put in its place between two steps is never
+  // written (its device and inode are checked against the journal's, its owner against the
+  // journal's, both on this descriptor).
+  const std::string beside = journal.substr(0, journal.size() - (sizeof kJournalSuffix - 1));
   struct stat ms {};
-  if (stat_path(beside, ms, !of_set) != 0) throw_io(beside, "cannot stat");
+  Fd f;
+  FileLock file_lock;
+  if (of_set) {
+    if (stat_path(beside, ms, false) != 0) throw_io(beside, "cannot stat");
+  } else {
+    f.fd = open_path(beside, (discard ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (f.fd < 0 && errno == ELOOP) throw refuse(beside + " is a link now, not the file the journal was left beside");
+    if (f.fd < 0) throw_io(beside, "cannot open");
+    if (::fstat(f.fd, &ms) != 0) throw_io(beside, "cannot stat");
+    if (!S_ISREG(ms.st_mode)) throw refuse(beside + " is not a regular file");
+    file_lock = FileLock(f.fd, beside, FileLock::Mode::exclusive, ctx);  // (taken already when the path named it)
+  }
   if (discard && !of_set) {  // not applied, so whoever made it: the file must read clean
     std::string why;
-    if (!reads_clean(ctx, path, 0, &why)) throw refuse("`discard`: " + path + " does not read clean (" + why + ")");
+    if (!reads_clean(ctx, path, 0, &why, false, f.fd)) throw refuse("`discard`: " + path + " does not read clean (" + why + ")");
+    // A file with no tensors ends with its header: bytes past it are what an interrupted
+    // edit that shrank the header left of the longer one, which recover cuts.
+    // (A padded one ends at the data start, with zeros after its header.)
+    const Scanned cur = scan(open_file("/proc/self/fd/" + std::to_string(f.fd), ctx));
+    const uint64_t end = cur.layout.header_size, size = cur.source_size;
+    bool tail = cur.model.tensors.empty() && size > end;
+    if (tail && size == cur.layout.data_offset) {
+      std::vector<uint8_t> pad(static_cast<size_t>(size - end));
+      pread_all(f.fd, path, pad.data(), pad.size(), end);
+      tail = std::any_of(pad.begin(), pad.end(), [](uint8_t b) { return b != 0; });
+    }
+    if (tail)
+      throw refuse("`discard`: " + path + " holds no tensors, yet " + std::to_string(size - end) +
+                   " bytes lie past the end of its header (byte " + std::to_string(end) +
+                   "): the rest of a longer header an interrupted edit left; 'ggufkit recover " + path + "' finishes it");
     if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal");
     flush_folder(journal);
     return Recovery::discarded;
@@ -709,11 +746,8 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
   }
   const bool v1 = std::memcmp(magic, kMagic1, 16) == 0;
   if (!v1 && std::memcmp(magic, kMagic, 16) != 0) throw refuse("it is not a ggufkit journal");
-
-  Fd f{open_path(path, O_RDWR | O_CLOEXEC)};
-  if (f.fd < 0) throw_io(path, "cannot open for writing");
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0) throw_io(path, "cannot stat");
+  fault_point("recover-trusted");
+  const struct stat& st = ms;
   // Its size is checked against its own head before the rest is read; then it is read a
   // piece at a time, so a journal of any size costs a MiB.
   const size_t fixed = v1 ? kFixed1 : kFixed;
@@ -739,13 +773,14 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
   if (whole.get() != recorded) throw refuse("its checksum does not match its bytes");
   // Its head against the file. A header that changes its length is a file's whole (it holds
   // no tensor data): the file is either size, or between them where a kill cut the longer
-  // one's writing short; its range leaves the counts (the first 24 bytes) as they are, and
-  // the file's tensor count is 0.
+  // one's writing short; its range leaves the magic, the version and the tensor count (the
+  // first 16 bytes) as they are, and that count is 0. (The key count, bytes 16 to 24, is
+  // where a header that gains or loses a key first differs.)
   const bool resized = n_new != n;
   if (get_u64(h, 16) != static_cast<uint64_t>(st.st_dev) || get_u64(h, 24) != static_cast<uint64_t>(st.st_ino) ||
       file_size < std::min(size_before, size_after) || file_size > std::max(size_before, size_after))
     throw refuse("it is the journal of another file (device, inode or size differ)");
-  if (resized ? size_before != n || size_after != n_new || at < 24 || at > std::min(n, n_new) || old_len != n - at || len != n_new - at
+  if (resized ? size_before != n || size_after != n_new || at < 16 || at > std::min(n, n_new) || old_len != n - at || len != n_new - at
               : size_before != size_after || n > file_size || at > n || len > n - at || old_len != len)
     throw refuse("its range (" + std::to_string(len) + " bytes at " + std::to_string(at) + ") does not lie inside the header (" +
                  std::to_string(n) + " bytes)");
@@ -760,7 +795,7 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
   // still reads): the range must lie before it, never in the tensor data. (The header it
   // leaves must end where the journal says: checked once it is written.)
   try {
-    Scanned cur = scan(open_file(path, ctx));
+    Scanned cur = scan(open_file("/proc/self/fd/" + std::to_string(f.fd), ctx));
     const uint64_t end = std::min(cur.layout.data_offset, cur.source_size);
     if (resized ? !cur.layout.tensor_offsets.empty() : at + len > end)
       throw refuse(resized ? "it would change the length of a file that holds tensors (" + std::to_string(cur.layout.tensor_offsets.size()) +
@@ -795,6 +830,7 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
     if (!mine)
       throw refuse("the file's bytes from " + std::to_string(at) + " on are neither the old header's nor the new one's");
   }
+  fault_point("recover-checked");
   // What is there from the range on, put back should neither header read.
   std::vector<uint8_t> was(static_cast<size_t>(resized ? file_size - at : len));
   pread_all(f.fd, path, was.data(), was.size(), at);
@@ -810,7 +846,7 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
     if (resized && file_size != size_after && ::ftruncate(f.fd, static_cast<off_t>(size_after)) != 0)
       throw_io(path, "cannot set the file's size");
     std::string why;
-    if (reads_clean(ctx, path, n_new, &why, resized)) {
+    if (reads_clean(ctx, path, n_new, &why, resized, f.fd)) {
       flush(f.fd, path);
       if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal (the file itself is recovered)");
       flush_folder(journal);
@@ -830,7 +866,7 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
   each_piece(j.fd, journal, fixed, old_len,
              [&](const uint8_t* p, size_t k, uint64_t off) { write_at(f.fd, path, p, k, at + (off - fixed)); });
   flush(f.fd, path);
-  if (std::string why; !reads_clean(ctx, path, n, &why, resized)) {
+  if (std::string why; !reads_clean(ctx, path, n, &why, resized, f.fd)) {
     put_back();
     throw refuse("the old header it holds does not read (" + why + "); the file is as it was");
   }
@@ -843,7 +879,10 @@ void put_set_in_place(const std::vector<SetRename>& whole, bool replace) {
   const std::string dir = folder_of(whole.at(0).target);
   Fd d{open_folder(whole[0].target)};
   auto nothing = [&](const std::string& file, const std::string& why) {  // the new files go: nothing is in place
-    for (const SetRename& n : whole) ::unlinkat(d.fd, n.hidden.c_str(), 0);
+    for (const SetRename& n : whole) {  // each beside its own target, which may be in another folder (a link's)
+      Fd in{open_folder(n.target)};
+      if (in.fd >= 0) ::unlinkat(in.fd, n.hidden.c_str(), 0);
+    }
     return Error(Error::Kind::usage, file, std::nullopt, "", why + "; nothing was changed");
   };
   // The journal holds names in the set's folder, which must be one: what recover accepts.

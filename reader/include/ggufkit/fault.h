@@ -28,6 +28,11 @@
 //   header-half      the first half of the new header is over the old one
 //   header-written   all of the new header is written and flushed
 //   header-verified  the header was re-read and matched; the journal is still there
+// and in recover:
+//   recover-locked   the file's lock is held; its journal not yet read
+//   recover-journal  the journal is open and its kind known; the file not yet opened
+//   recover-trusted  a file's own journal is trusted (its owner, its format); the file not yet checked
+//   recover-checked  the file and the journal agree; nothing is written yet
 #include <cstddef>
 
 namespace ggufkit {
