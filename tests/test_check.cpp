@@ -18,9 +18,9 @@ using namespace ggufkit;
 using namespace testing_helpers;
 
 TEST(RuleTable, OneRowPerCodeWithUniqueNamesThatRoundTrip) {
-  const size_t codes = static_cast<size_t>(Code::tensor_in_two_shards) + 1;
+  const size_t codes = static_cast<size_t>(Code::shard_byte_order) + 1;
   ASSERT_EQ(rules().size(), codes);
-  EXPECT_EQ(codes, 80u);  // 2 the tensor types', 2 MTP's, 16 of them the roles' (adapter, imatrix, mmproj), 8 the key rules', 3 the advice's, 4 the tensor table's, 1 load_hparams' conditions, 1 tensor surgery's
+  EXPECT_EQ(codes, 81u);  // 2 the tensor types', 2 MTP's, 16 of them the roles' (adapter, imatrix, mmproj), 8 the key rules', 3 the advice's, 4 the tensor table's, 1 load_hparams' conditions, 1 tensor surgery's
   std::set<std::string_view> names;
   for (size_t i = 0; i < codes; ++i) {
     const Rule& r = rules()[i];
@@ -59,7 +59,7 @@ TEST(RuleTable, ASetFaultBecomesTheFindingOfItsRule) {
       {SetFaultCode::too_many_shards, "too_many_shards"},         {SetFaultCode::missing_shard, "missing_shard"},
       {SetFaultCode::split_no, "split_no"},                       {SetFaultCode::split_count, "split_count"},
       {SetFaultCode::split_tensors_count, "split_tensors_count"}, {SetFaultCode::model_key_in_shard, "model_key_in_shard"},
-      {SetFaultCode::tensor_in_two_shards, "tensor_in_two_shards"}};
+      {SetFaultCode::tensor_in_two_shards, "tensor_in_two_shards"}, {SetFaultCode::shard_byte_order, "shard_byte_order"}};
   for (const auto& [c, name] : each) EXPECT_EQ(code_name(set_finding({"f", "", c, "x"}).code), name);
 }
 

@@ -182,6 +182,9 @@ TEST(ShardSet, EachFaultNamesTheShardFileAndTheField) {
        "m-00003-of-00003.gguf", "tensor[0] token_embd.weight", "is also in", "tensor_in_two_shards"},
       {"wrong_type", [&](std::vector<Model>& s) { set_key(s[1], "split.no", Value::scalar(ValueType::u32, 1)); },
        "m-00002-of-00003.gguf", "split.no", "is u32, expected u16", "split_no"},
+      {"byte_order", [&](std::vector<Model>& s) { s[1].order = ByteOrder::big; },
+       "m-00002-of-00003.gguf", "version", "is big-endian, and shard 1 (m-00001-of-00003.gguf) little-endian: a set is in one byte order, and llama.cpp refuses one of two",
+       "shard_byte_order"},
   };
   for (const Fault& f : faults) {
     SCOPED_TRACE(f.name);
@@ -587,4 +590,63 @@ TEST(LargeSet, TwelveHundredShardsAreShownValidatedAndEditedInPlaceUnderAnOpenFi
   CliRun ms = run_cli("show " + shard(1), limit);
   EXPECT_EQ(ms.code, 1);
   EXPECT_EQ(ms.err, "ggufkit: error: " + shard(600) + ": is missing: shard 600 of the 1200 of the set " + shard(1) + " belongs to\n");
+}
+
+// A set with one shard turned to the other byte order was read in shard 1's: validate passed
+// it, tensor decoded garbage, and merge and --graft wrote byte-swapped weights into a
+// little-endian file that llama.cpp loads. Every command that reads the set refuses it now,
+// naming that shard (llama.cpp refuses it too: a file of the other order fails at its version).
+TEST(ShardSet, AShardInTheOtherByteOrderIsRefusedByEveryCommandThatReadsTheSet) {
+  const std::string dir = fresh_dir("set-byte-order");
+  copy_set(dir, 0644);
+  const std::string first = dir + "/m-00001-of-00003.gguf", second = dir + "/m-00002-of-00003.gguf";
+  {
+    Model m = scan_file(second).model;
+    m.order = ByteOrder::big;
+    write_file(m, dir + "/big.tmp");
+  }
+  fs::rename(dir + "/big.tmp", second);
+  ASSERT_EQ(scan_file(second).model.order, ByteOrder::big);
+  const std::string says = second + ": version: is big-endian, and shard 1 (m-00001-of-00003.gguf) little-endian: a set is in one byte order";
+  CliRun v = run_cli("validate " + first + " --json");
+  EXPECT_EQ(v.code, 1) << v.out;
+  size_t found = 0;
+  for (const auto& x : YAML::Load(v.out)["findings"])
+    if (x["code"].as<std::string>() == "shard_byte_order") {
+      ++found;
+      EXPECT_EQ(x["file"].as<std::string>(), second);
+      EXPECT_EQ(x["severity"].as<std::string>(), "error");
+    }
+  EXPECT_EQ(found, 1u) << v.out;
+  const std::string out = dir + "-out";
+  fs::create_directories(out);
+  const std::string tensor_in_2 = scan_file(second).model.tensors[0].name;
+  for (const std::string& cmd : {"show " + first, "tensors " + dir + "/m-00003-of-00003.gguf", "tensor " + first + " " + tensor_in_2,
+                                 "merge " + first + " -o " + out + "/merged.gguf",
+                                 "edit " + tiny_llama() + " --graft " + first + ":" + tensor_in_2 + " -o " + out + "/grafted.gguf",
+                                 "split " + first + " --max-tensors 4 -o " + out + "/again", "hash " + first}) {
+    SCOPED_TRACE(cmd);
+    CliRun r = run_cli(cmd);
+    EXPECT_EQ(r.code, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(files_in(out), std::vector<std::string>{});  // nothing written
+}
+
+// Found by the audit: an in-place rewrite of a set whose shard 2 is a link into another
+// folder is refused (a set is rewritten in one folder), but the finished new shard 2 was left
+// there as .ggufkit-*.tmp: the cleanup looked only in shard 1's folder.
+TEST(ShardSet, ARefusedInPlaceRewriteLeavesNoNewFileInAnyShardsFolder) {
+  const std::string dir = fresh_dir("set-link-away"), away = fresh_dir("set-link-away-store");
+  copy_set(dir, 0644);
+  const std::string second = dir + "/m-00002-of-00003.gguf";
+  fs::rename(second, away + "/shard2.gguf");
+  fs::create_symlink(away + "/shard2.gguf", second);
+  const auto before = read_file_bytes(away + "/shard2.gguf");
+  CliRun r = run_cli("realign " + dir + "/m-00001-of-00003.gguf -a 64 --in-place");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("a set is rewritten in place in one folder"), std::string::npos) << r.err;
+  EXPECT_EQ(files_in(away), std::vector<std::string>{"shard2.gguf"});
+  EXPECT_EQ(files_in(dir), (std::vector<std::string>{"m-00001-of-00003.gguf", "m-00002-of-00003.gguf", "m-00003-of-00003.gguf"}));
+  EXPECT_TRUE(read_file_bytes(away + "/shard2.gguf") == before);
 }

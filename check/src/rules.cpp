@@ -113,6 +113,8 @@ constexpr std::array kRules = {
     Rule{Code::split_tensors_count, "split_tensors_count", error, "split.tensors.count missing, mistyped or not the set's"},
     Rule{Code::model_key_in_shard, "model_key_in_shard", error, "a model key in a shard after the first"},
     Rule{Code::tensor_in_two_shards, "tensor_in_two_shards", error, "a tensor name in two shards"},
+    Rule{Code::shard_byte_order, "shard_byte_order", error,
+         "a shard in the other byte order than shard 1: llama.cpp refuses the set"},
 };
 
 constexpr bool in_code_order() {
@@ -121,7 +123,7 @@ constexpr bool in_code_order() {
   return true;
 }
 static_assert(in_code_order(), "the rule table has one row per Code, in its order");
-static_assert(static_cast<size_t>(Code::tensor_in_two_shards) + 1 == kRules.size(), "a Code without a row");
+static_assert(static_cast<size_t>(Code::shard_byte_order) + 1 == kRules.size(), "a Code without a row");
 
 constexpr std::array<std::string_view, 3> kSeverities = {"error", "warning", "info"};
 constexpr std::array<std::string_view, 5> kKeyChecks = {"", "token_id", "vocab", "alignment", "template"};
@@ -162,6 +164,7 @@ Code code_of(SetFaultCode c) {
     case SetFaultCode::split_tensors_count: return Code::split_tensors_count;
     case SetFaultCode::model_key_in_shard: return Code::model_key_in_shard;
     case SetFaultCode::tensor_in_two_shards: return Code::tensor_in_two_shards;
+    case SetFaultCode::shard_byte_order: return Code::shard_byte_order;
   }
   return Code::split_no;  // not reached: every code has its case
 }

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -102,9 +103,17 @@ ShardSet check_shard_set(const std::string& path, std::vector<SetFault>& faults,
   std::map<std::string, std::string> owner;  // tensor name -> the shard that has it
   uint64_t tensors = 0;
   for (const Shard& s : set.shards) tensors += s.file.model.tensors.size();
+  auto order_name = [](ByteOrder o) { return o == ByteOrder::big ? "big-endian" : "little-endian"; };
   for (size_t i = 0; i < set.shards.size(); ++i) {
     const Shard& s = set.shards[i];
     const uint32_t k = numbers[i];
+    // Read in shard 1's byte order, its numbers would be garbage: llama.cpp, which reads every
+    // file in its host's, refuses a file of the other order at its version.
+    if (const ByteOrder first = set.shards[0].file.model.order; s.file.model.order != first)
+      fault(s.path, "version", SetFaultCode::shard_byte_order,
+            std::string("is ") + order_name(s.file.model.order) + ", and shard 1 (" +
+                std::filesystem::path(set.shards[0].path).filename().string() + ") " + order_name(first) +
+                ": a set is in one byte order, and llama.cpp refuses one of two ('ggufkit convert' turns a file over)");
     auto split_value = [&](const char* key, ValueType type, SetFaultCode code) -> std::optional<uint64_t> {
       const Value* v = s.file.model.find(key);
       if (!v) fault(s.path, key, code, std::string("there is no ") + key + " key; every shard of a set carries it");

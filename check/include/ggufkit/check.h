@@ -51,7 +51,7 @@ enum class Code : uint8_t {
   file_name_mismatch,
   // a shard set's (check_shard_set's SetFault codes)
   not_a_shard_name, split_keys_in_single_file, too_many_shards, missing_shard, split_no,
-  split_count, split_tensors_count, model_key_in_shard, tensor_in_two_shards,
+  split_count, split_tensors_count, model_key_in_shard, tensor_in_two_shards, shard_byte_order,
 };
 enum class Severity : uint8_t { error, warning, info };
 

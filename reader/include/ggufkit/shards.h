@@ -45,7 +45,7 @@ struct ShardSet {
 // the reader sits below the rule book).
 enum class SetFaultCode {
   not_a_shard_name, split_keys_in_single_file, too_many_shards, missing_shard, split_no, split_count,
-  split_tensors_count, model_key_in_shard, tensor_in_two_shards,
+  split_tensors_count, model_key_in_shard, tensor_in_two_shards, shard_byte_order,
 };
 // One fault of a set: the shard file, the field, the fault and the message.
 struct SetFault {
