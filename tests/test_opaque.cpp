@@ -481,3 +481,22 @@ TEST(NotGgufFile, AnEmptyStreamIsToldAsEmptyNotAsAShortRead) {
   EXPECT_NE(t.err.find("not a GGUF file"), std::string::npos) << t.err;
   EXPECT_EQ(t.err.find("needs 4 bytes"), std::string::npos) << t.err;
 }
+
+// Found by the audit: a graft of the donor's last tensor of an unknown type (measured to the
+// end of the data, padding and all) was written, then failed its re-read as "verification
+// failed" (exit 3). It is refused before anything is written, naming it (exit 1); an opaque
+// tensor measured to the next one's offset is grafted with its bytes.
+TEST(OpaqueType, AGraftOfTheLastTensorOfATypeGgufkitCannotSizeIsRefusedUpFront) {
+  const std::string out = temp_path("opaque-graft.gguf");
+  CliRun r = run_cli("edit " + known_file() + " --graft " + opaque_file() + ":c.weight -o " + out);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err, "ggufkit: error: " + opaque_file() + ": tensor[2] c.weight: type 1000 is a type ggufkit cannot size, measured to "
+                   "the end of the donor's data, its padding included: where the tensor ends is not known, so it cannot be "
+                   "grafted; nothing was written\n");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  CliRun a = run_cli("edit " + known_file() + " --graft " + opaque_file() + ":a.weight --allow-broken -o " + out);
+  ASSERT_EQ(a.code, 0) << a.err;
+  const Model res = scan_file(out).model, donor = scan_file(opaque_file()).model;
+  EXPECT_EQ(res.tensors[0].opaque_bytes, std::optional<uint64_t>(1024));
+  EXPECT_EQ(tensor_bytes(res, "a.weight"), tensor_bytes(donor, "a.weight"));
+}

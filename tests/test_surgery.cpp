@@ -474,3 +474,75 @@ TEST(Surgery, AnOutputThatIsTheDonorIsRefusedAndANewSplitIsAlwaysNamedAsAShard) 
   ASSERT_EQ(r.files.size(), 1u);
   EXPECT_EQ(r.files[0].path, temp_path("one-shard") + "-00001-of-00001.gguf");
 }
+
+// A rename rule whose NEW is $1 a million times (a 2 MB patch) built every tensor's whole new
+// name, some 20 MB each, before the 63-byte check: 620 MB for a small MoE. A new name is now
+// built into 64 bytes at most, and refused when it does not fit, under a quarter GiB of
+// address space (the old way ran out of it on the tiny llama's 21 names).
+TEST(Surgery, ARenameWhoseNewNamesWouldRunLongIsRefusedWithoutBuildingThem) {
+#ifdef GGUFKIT_SANITIZED
+  GTEST_SKIP() << "the sanitizers reserve terabytes of address space; ulimit -v cannot apply";
+#endif
+  const std::string dir = temp_path("rename-long");
+  fs::create_directories(dir);
+  std::string many;
+  for (int i = 0; i < 1000000; ++i) many += "$1";
+  write_file_bytes(dir + "/p.yaml", [&] {
+    const std::string y = "tensors:\n  rename: {'(.*)': '" + many + "'}\n";
+    return std::vector<uint8_t>(y.begin(), y.end());
+  }());
+  CliRun r = run_cli("edit " + tiny_llama() + " --patch " + dir + "/p.yaml -o " + dir + "/out.gguf", "ulimit -v 262144;");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("p.yaml:2:3: --rename-tensor (.*)=$1$1$1"), std::string::npos) << r.err.substr(0, 400);
+  EXPECT_NE(r.err.find("would name token_embd.weight a name of more than 63 bytes: ggml tensor names are shorter than 64 bytes"),
+            std::string::npos) << r.err.substr(0, 400);
+  EXPECT_LT(r.err.size(), 1000u);  // NEW is shown clipped, not 2 MB of it
+  EXPECT_FALSE(fs::exists(dir + "/out.gguf"));
+}
+
+// A pattern just under PCRE2's limit for one match cost a third of a second a name: minutes
+// over a large model. The rules share one budget of match steps over the whole edit (each
+// name's try counted at the limit it was given), told as a usage error when it is spent:
+// 50,000,000 and 1,000 for each of the 21 names; PCRE2 counts deterministically, and the
+// tiny llama's names of 19 bytes or more cost some 10 million steps each (it stops on the 8th).
+TEST(Surgery, ARenamePatternThatBacktracksSpendsTheEditsBudgetAndIsRefused) {
+  EditRequest req = surgery(tiny_llama(), temp_path("rename-budget.gguf"));
+  req.patch.tensors.rename = {{"(?:.|.){0,19}.*\\d{6}", "x$1"}};
+  try {
+    edit(req);
+    FAIL() << "written";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind, Error::Kind::usage);
+    EXPECT_NE(std::string(e.what()).find("`rename_tensor` (?:.|.){0,19}.*\\d{6}=x$1: its regular expression spent the edit's "
+                                         "budget of 50021000 match steps on 8 of the 21 tensor names"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(temp_path("rename-budget.gguf")));
+  // A plain pattern costs its few steps a name: the tiny llama's 21 names, well inside it.
+  EditRequest ok = surgery(tiny_llama(), temp_path("rename-plain.gguf"));
+  ok.patch.tensors.rename = {{"blk\\.(\\d+)\\.attn_(.*)", "blk.$1.self_$2"}};
+  ok.allow_broken = true;  // (llama.cpp's loader knows no self_* tensors)
+  edit(ok);
+  size_t renamed = 0;
+  for (const Tensor& t : scan_file(temp_path("rename-plain.gguf")).model.tensors) renamed += t.name.find(".self_") != std::string::npos;
+  EXPECT_EQ(renamed, 10u);
+}
+
+// Found by the audit: -o onto the donor's shard 2 with --force was taken (only the file the
+// graft names, shard 1, was compared), and the write broke the donor set it was reading.
+TEST(Surgery, AnOutputThatIsAnyShardOfTheDonorsSetIsRefused) {
+  const std::string dir = temp_path("donor-set");
+  fs::create_directories(dir);
+  ASSERT_EQ(run_cli("split " + tiny_moe(7) + " --max-tensors 6 -o " + dir + "/d").code, 0);
+  const std::vector<std::string> shards = files_in(dir);
+  ASSERT_GE(shards.size(), 3u);
+  const std::string first = dir + "/" + shards[0], second = dir + "/" + shards[1];
+  const auto before = read_file_bytes(second);
+  CliRun r = run_cli("edit " + tiny_moe(1) + " --graft " + first + ":'blk.0.*' -o " + second + " --force");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(second + " is a shard of the --graft donor " + first + ": write the result to another file"), std::string::npos)
+      << r.err;
+  EXPECT_TRUE(read_file_bytes(second) == before);
+  EXPECT_EQ(files_in(dir), shards);
+}

@@ -459,10 +459,18 @@ EditPlan plan_edit(const EditRequest& req) {
     f.target = req.in_place ? places[k].file
                : out == 1 && !resplit ? req.output
                                       : shard_path(req.output, static_cast<uint32_t>(k + 1), static_cast<uint32_t>(out));
-    for (const TensorOps::Graft& g : req.patch.tensors.graft)  // a donor is read while the output is written
-      if (struct stat a {}, b {}; !req.in_place && stat_path(g.from, a) == 0 && stat_path(f.target, b) == 0 && a.st_dev == b.st_dev &&
-                                  a.st_ino == b.st_ino)
-        throw_usage(f.target + " is the `graft` donor " + g.from + ": write the result to another file");
+    // A donor is read while the output is written: no output may be any file of it (every
+    // shard, when it is named as one of a set).
+    for (const TensorOps::Graft& g : req.patch.tensors.graft) {
+      std::vector<std::string> donor{g.from};
+      if (const std::optional<ShardName> name = parse_shard_name(g.from))
+        for (uint32_t k = 1; k <= name->count; ++k) donor.push_back(shard_path(name->prefix, k, name->count));
+      for (const std::string& d : donor)
+        if (struct stat a {}, b {}; !req.in_place && stat_path(d, a) == 0 && stat_path(f.target, b) == 0 && a.st_dev == b.st_dev &&
+                                    a.st_ino == b.st_ino)
+          throw_usage(f.target + " is " + (d == g.from ? "" : "a shard of ") + "the `graft` donor " + g.from +
+                      ": write the result to another file");
+    }
   }
   for (size_t k = 0; k < places.size(); ++k)
     if (!places[k].link_replaced) note_hard_links(ctx, places[k].file, k == 0 && st.header);

@@ -96,29 +96,48 @@ class Renamer {
   }
   bool exact() const { return exact_; }
 
-  // The new name, or nullopt when the rule does not match `name`.
-  std::optional<std::string> apply(const std::string& name, const std::string& where) const {
+  // The match steps one edit's rules may take over all its names (PCRE2's match limit,
+  // each try counted at the limit it was given): a name's try starts at kFirstTry and grows
+  // tenfold up to PCRE2's own limit for one match while the budget lasts.
+  struct Budget {
+    uint64_t total = 0, left = 0;
+    size_t names = 0, tried = 0;  // how many names there are, and have been tried
+  };
+  static constexpr uint64_t kFirstTry = 1000, kOneMatch = 10'000'000, kBudget = 50'000'000;
+
+  // The new name, or nullopt when the rule does not match `name`. It is built into 64
+  // bytes: a name that does not fit is refused (ggml's names are shorter), never built.
+  std::optional<std::string> apply(const std::string& name, const std::string& where, Budget& budget) const {
     if (exact_) return name == from_ ? std::optional<std::string>(to_) : std::nullopt;
-    std::string out(name.size() + repl_.size() + 64, '\0');
-    for (int pass = 0; pass < 2; ++pass) {
+    const std::string rule = where + ": `rename_tensor` " + clipped(from_) + "=" + clipped(to_);
+    std::unique_ptr<pcre2_match_context, void (*)(pcre2_match_context*)> mc(pcre2_match_context_create(nullptr),
+                                                                           pcre2_match_context_free);
+    std::string out(kMaxTensorName + 1, '\0');
+    for (uint64_t limit = kFirstTry;; limit *= 10) {
+      const uint64_t give = std::min({limit, kOneMatch, budget.left});
+      budget.left -= give;
+      pcre2_set_match_limit(mc.get(), static_cast<uint32_t>(give));
       PCRE2_SIZE len = out.size();
-      int rc = pcre2_substitute(code_.get(), reinterpret_cast<PCRE2_SPTR>(name.data()), name.size(), 0,
-                                PCRE2_SUBSTITUTE_OVERFLOW_LENGTH, nullptr, nullptr, reinterpret_cast<PCRE2_SPTR>(repl_.data()),
-                                repl_.size(), reinterpret_cast<PCRE2_UCHAR*>(out.data()), &len);
+      int rc = pcre2_substitute(code_.get(), reinterpret_cast<PCRE2_SPTR>(name.data()), name.size(), 0, 0, nullptr, mc.get(),
+                                reinterpret_cast<PCRE2_SPTR>(repl_.data()), repl_.size(), reinterpret_cast<PCRE2_UCHAR*>(out.data()),
+                                &len);
+      if (rc == PCRE2_ERROR_MATCHLIMIT && give == limit && limit < kOneMatch) continue;
+      if (rc == PCRE2_ERROR_MATCHLIMIT && give < limit)
+        throw_usage(rule + ": its regular expression spent the edit's budget of " + std::to_string(budget.total) +
+                    " match steps on " + std::to_string(budget.tried + 1) + " of the " + std::to_string(budget.names) +
+                    " tensor names (a pattern that backtracks this much would take minutes over a large model): simplify it");
       if (rc == 0) return std::nullopt;
-      if (rc == PCRE2_ERROR_NOMEMORY && pass == 0) {
-        out.resize(len);
-        continue;
-      }
+      if (rc == PCRE2_ERROR_NOMEMORY)
+        throw_usage(rule + ": would name " + name + " a name of more than " + std::to_string(kMaxTensorName) +
+                    " bytes: ggml tensor names are shorter than 64 bytes");
       if (rc < 0) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(rc, msg, sizeof msg);
-        throw_usage(where + ": `rename_tensor` " + from_ + "=" + to_ + ": " + reinterpret_cast<const char*>(msg));
+        throw_usage(rule + ": " + reinterpret_cast<const char*>(msg));
       }
       out.resize(len);
       return out;
     }
-    return std::nullopt;
   }
 
  private:
@@ -204,7 +223,7 @@ class Surgeon {
       if (any) kept.push_back(std::move(ts_[i]));
       else drop(i);
     }
-    if (kept.empty()) throw_usage(ops_.from + ": no tensor matches `tensors` " + join(ops_.keep));
+    if (kept.empty()) throw_usage(ops_.from + ": no tensor matches the globs of the tensors to keep: " + join(ops_.keep));
     ts_ = std::move(kept);
   }
 
@@ -222,19 +241,23 @@ class Surgeon {
     for (const auto& [from, to] : ops_.rename) rules.emplace_back(from, to, ops_.from);
     std::vector<size_t> hits(rules.size());
     std::vector<std::string> names;
+    Renamer::Budget budget;
+    budget.names = ts_.size();
+    budget.total = budget.left = Renamer::kBudget + Renamer::kFirstTry * ts_.size() * rules.size();
     for (Tensor& t : ts_) {
       std::string name = t.name;
       for (size_t k = 0; k < rules.size(); ++k)  // the first rule that matches a name renames it
-        if (std::optional<std::string> to = rules[k].apply(t.name, ops_.from)) {
+        if (std::optional<std::string> to = rules[k].apply(t.name, ops_.from, budget)) {
           ++hits[k];
           name = *to;
           break;
         }
       names.push_back(std::move(name));
+      ++budget.tried;
     }
     for (size_t k = 0; k < rules.size(); ++k)
       if (!hits[k])
-        throw_usage(ops_.from + ": `rename_tensor` " + ops_.rename[k].first + "=" + ops_.rename[k].second + ": " +
+        throw_usage(ops_.from + ": `rename_tensor` " + clipped(ops_.rename[k].first) + "=" + clipped(ops_.rename[k].second) + ": " +
                     (rules[k].exact() ? "there is no tensor " + ops_.rename[k].first : "the pattern matches no tensor"));
     std::map<std::string, size_t> seen;
     for (size_t i = 0; i < names.size(); ++i) {
@@ -437,7 +460,22 @@ class Surgeon {
   }
 
   void graft(const TensorOps::Graft& g) {
-    Model donor = parse_shard_name(g.from) ? open_shard_set(g.from, ctx_).model() : scan_file(g.from, {}, ctx_).model;
+    // A tensor of a type ggufkit cannot size that a reader measured to the end of its file's
+    // data (the last one) holds the file's end padding too: where it ends is not known.
+    std::map<std::string, uint64_t> to_end;  // its name, and its index in its file
+    auto measured = [&](const Scanned& s) {
+      if (s.opaque_to_end) to_end.emplace(std::string(s.model.tensors.name(*s.opaque_to_end)), *s.opaque_to_end);
+    };
+    Model donor;
+    if (parse_shard_name(g.from)) {
+      const ShardSet set = open_shard_set(g.from, ctx_);
+      for (const Shard& s : set.shards) measured(s.file);
+      donor = set.model();
+    } else {
+      Scanned s = scan_file(g.from, {}, ctx_);
+      measured(s);
+      donor = std::move(s.model);
+    }
     if (donor.order != m_.order)
       throw_usage("`graft` " + g.from + ": its byte order is not the model's; convert it first (ggufkit convert)");
     std::map<std::string, size_t> at;
@@ -445,6 +483,10 @@ class Surgeon {
     size_t matched = 0;
     for (Tensor t : donor.tensors) {
       if (!g.glob.empty() && !glob_matches(g.glob, t.name)) continue;
+      if (const auto end = to_end.find(t.name); end != to_end.end())
+        throw Error(Error::Kind::format, g.from, std::nullopt, "tensor[" + std::to_string(end->second) + "] " + t.name,
+                    ggml_type_name(t.type) + " is a type ggufkit cannot size, measured to the end of the donor's data, its "
+                    "padding included: where the tensor ends is not known, so it cannot be grafted; nothing was written");
       ++matched;
       t.offset.reset();
       auto it = at.find(t.name);
