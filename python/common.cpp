@@ -25,6 +25,7 @@ PyObject* g_error = nullptr;  // ggufkit.Error, a ValueError
 std::string py_words(std::string_view text) {
   return reworded(text, [](std::string_view name) {
     if (name == "per_file") return std::string("manifest=True");
+    if (name == "rename_tensor" || name == "remove_tensor") return std::string(name) + "s";  // the keywords' names
     for (const char* flag : {"force", "allow_broken", "in_place", "discard", "file", "tensors"})
       if (name == flag) return std::string(name) + "=True";
     return std::string(name);

@@ -376,7 +376,10 @@ void add_surgery(TensorOps& t, const py::object& remove_tensors, const py::objec
   ranges(remove_experts, "remove_experts", t.remove_experts);
   if (!graft.is_none()) {
     std::vector<py::object> items;
-    if (PyUnicode_Check(graft.ptr()) || PyTuple_Check(graft.ptr()) || !PySequence_Check(graft.ptr())) items.push_back(graft);
+    // One donor (a str, bytes, a path, a (FROM, GLOB) pair) or a list of them: bytes are a path, not numbers.
+    if (PyUnicode_Check(graft.ptr()) || PyBytes_Check(graft.ptr()) || PyByteArray_Check(graft.ptr()) || PyTuple_Check(graft.ptr()) ||
+        !PySequence_Check(graft.ptr()))
+      items.push_back(graft);
     else
       for (const py::handle g : graft) items.push_back(py::reinterpret_borrow<py::object>(g));
     for (const py::object& g : items) {
@@ -427,7 +430,7 @@ py::dict edit_job(const py::handle& path, py::object set, py::object remove, py:
     else req.patch = read_patch(to_path(patch, "patch"));
   }
   req.patch.caller = Patch::Caller::python;  // its errors name keywords, not flags
-  if (patch.is_none()) req.patch.name = "arguments";
+  if (patch.is_none()) req.patch.name = req.patch.tensors.from = "arguments";
   add_to_patch(req.patch, set, remove, rename, chat_template, special_tokens);
   add_surgery(req.patch.tensors, remove_tensors, rename_tensors, keep_tensors, keep_layers, remove_layers, keep_experts,
               remove_experts, graft);

@@ -222,6 +222,18 @@ TEST(Replica, OfAShardIsTheWholeSetEachShardsHeaderAsItWas) {
   EXPECT_EQ(v.code, 0) << v.out << v.err;
 }
 
+// Found by the audit: -o named as shard 1 of a set of as many shards gave
+// r-00001-of-00003-00001-of-00003.gguf. Such a name is the set's own.
+TEST(Replica, AnOutputNamedAsShard1OfTheSetNamesTheSetNotAPrefix) {
+  ASSERT_EQ(run_cli("split " + tiny_llama() + " --max-tensors 8 -o " + temp_path("named")).code, 0);
+  const std::string out = temp_path("named-out");
+  std::filesystem::create_directories(out);
+  ReplicaReport r = make(temp_path("named-00001-of-00003.gguf"), out + "/r-00001-of-00003.gguf", ReplicaData::sparse);
+  ASSERT_EQ(r.files.size(), 3u);
+  for (uint32_t k = 1; k <= 3; ++k) EXPECT_EQ(r.files[k - 1].file.path, shard_path(out + "/r", k, 3));
+  EXPECT_EQ(files_in(out), (std::vector<std::string>{"r-00001-of-00003.gguf", "r-00002-of-00003.gguf", "r-00003-of-00003.gguf"}));
+}
+
 TEST(Replica, RefusesAnExistingOutputWithoutForceAndTheInputItself) {
   const std::string out = temp_path("rep-exists.gguf");
   write_file_bytes(out, {1, 2, 3});

@@ -305,3 +305,21 @@ def test_a_wrongly_shaped_graft_raises_naming_both_shapes_and_writes_nothing(tmp
         ggufkit.edit(src, graft=(donor, "blk.0.ffn_up.weight"), out=tmp_path / "out.gguf")
     assert "the donor's is [64, 96]" in str(e.value) and "this model's [64, 128]" in str(e.value)
     assert not (tmp_path / "out.gguf").exists()
+
+
+def test_a_graft_given_as_bytes_is_a_path_and_keyword_errors_name_the_arguments(tmp_path):
+    # Found by the audit: graft=b"..." was read as a list of numbers, tensor surgery's errors
+    # said "command line:", and a keep that matched nothing read "tensors=True nomatch".
+    src, donor = tmp_path / "a.gguf", tmp_path / "b.gguf"
+    cli("example", "--arch", "llama", "-o", src)
+    cli("example", "--arch", "llama", "-o", donor)
+    r = ggufkit.edit(src, graft=os.fsencode(donor), out=tmp_path / "out.gguf")
+    assert [(t["change"], t["from"]) for t in r["tensor_changes"]][:1] == [("replaced", str(donor))]
+    with pytest.raises(ggufkit.Error) as e:
+        ggufkit.edit(src, rename_tensors={"nomatch": "x"}, out=tmp_path / "out2.gguf")
+    assert str(e.value).startswith("arguments: rename_tensors nomatch=x: there is no tensor nomatch"), str(e.value)
+    with pytest.raises(ggufkit.Error) as e:
+        ggufkit.edit(src, keep_tensors="nomatch", out=tmp_path / "out3.gguf")
+    assert "arguments: no tensor matches the globs of the tensors to keep: nomatch" in str(e.value), str(e.value)
+    assert "=True" not in str(e.value)
+    assert not (tmp_path / "out2.gguf").exists() and not (tmp_path / "out3.gguf").exists()

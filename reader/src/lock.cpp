@@ -80,8 +80,11 @@ FileLock::FileLock(int fd, const std::string& name, Mode mode, const Context& ct
     if (errno != EWOULDBLOCK) throw_io(name, "cannot lock");
     if (std::chrono::steady_clock::now() >= deadline) {
       const std::string who = holder(st.st_dev, st.st_ino);
+      // No holder listed: it let go after the last try (a thread's lock too ends so), or it
+      // is not to be told apart; one more try, then a word that covers both.
+      if (who.empty() && ::flock(fd, op) == 0) break;
       errno = 0;
-      throw_io(name, std::string("is locked by ") + (who.empty() ? "another process" : who) + " " +
+      throw_io(name, std::string("is locked by ") + (who.empty() ? "another process or thread" : who) + " " +
                          (mode == Mode::exclusive ? "reading or writing it" : "writing it") + "; waited " +
                          std::to_string(ctx.lock_timeout.count()) + " ms (GGUFKIT_LOCK_TIMEOUT), nothing was done");
     }
