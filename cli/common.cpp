@@ -225,7 +225,7 @@ void apply_quiet(const po::variables_map& vm) {
 }
 
 void print_note(const std::string& file, const std::string& message) {
-  std::fprintf(stderr, "ggufkit: note: %s: %s\n", file.c_str(), cli_words(message).c_str());
+  std::fprintf(stderr, "ggufkit: note: %s: %s\n", terminal_name(file).c_str(), terminal_text(cli_words(message)).c_str());
 }
 
 std::function<void(uint64_t, uint64_t)> progress_line(const char* doing, uint64_t at_least) {
@@ -312,7 +312,7 @@ void print_map(const Layout& L, uint64_t file_size, bool json, bool header_only)
   std::printf("%12s %12s  %-14s %s\n", "offset", "size", "kind", "name");
   for (const auto& sp : L.spans)
     std::printf("%12llu %12llu  %-14s %s\n", static_cast<unsigned long long>(sp.span.offset),
-                static_cast<unsigned long long>(sp.span.size), span_kind_name(sp.kind), sp.path.c_str());
+                static_cast<unsigned long long>(sp.span.size), span_kind_name(sp.kind), terminal_name(sp.path).c_str());
   std::printf("total %llu bytes in %zu spans; file size %llu", static_cast<unsigned long long>(L.file_size),
               L.spans.size(), static_cast<unsigned long long>(file_size));
   if (file_size > L.file_size)

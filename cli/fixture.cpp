@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "common.h"
 #include "ggufkit/fixture.h"
+#include "ggufkit/text.h"
 #include "json.h"
 
 namespace ggufkit::cli {
@@ -113,7 +114,7 @@ int cmd_extract(const std::vector<std::string>& args) {
   }
   std::printf("%s: %llu bytes, %zu keys kept, %zu keys and %zu tensors left out\n", r.file.path.c_str(),
               static_cast<unsigned long long>(r.file.file_size), r.keys_kept, r.keys_dropped, r.tensors_dropped);
-  for (const std::string& k : r.dropped) std::printf("  left out: %s\n", k.c_str());
+  for (const std::string& k : r.dropped) std::printf("  left out: %s\n", terminal_name(k).c_str());
   return 0;
 }
 

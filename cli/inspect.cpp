@@ -70,7 +70,7 @@ std::string col(const std::string& s, size_t w) { return s.size() >= w ? s + " "
 
 // A tensor's name, dims and type: as text columns, or as the first fields of its JSON object.
 std::string tensor_columns(const Tensor& t) {
-  return col(t.name, 40) + " " + col(shape_text(t.dims), 22) + " " + col(ggml_type_name(t.type), 8) + " ";
+  return col(terminal_name(t.name), 40) + " " + col(shape_text(t.dims), 22) + " " + col(ggml_type_name(t.type), 8) + " ";
 }
 void tensor_json(JsonOut& j, const Tensor& t) {
   j.key("name").str(t.name).key("dims").array([&] {
@@ -310,7 +310,7 @@ int cmd_show(const std::vector<std::string>& args) {
     });
     return 0;
   }
-  std::printf("file          %s\n", a->file.c_str());
+  std::printf("file          %s\n", terminal_name(a->file).c_str());
   std::printf("role          %s\n", role_text(role).c_str());
   if (l.files > 1) std::printf("shard set     %zu files (the model they hold together; --shard-only for this file)\n", l.files);
   std::printf("version       %u (%s-endian)\n", m.version, order);
@@ -328,7 +328,7 @@ int cmd_show(const std::vector<std::string>& args) {
   bool any = false;
   for (const auto& h : hyperparameters(m))
     if (h.value) {
-      if (!any) std::printf("\nhyperparameters (%s.*)\n", architecture(m).c_str());
+      if (!any) std::printf("\nhyperparameters (%s.*)\n", terminal_name(architecture(m)).c_str());
       any = true;
       std::printf("  %-14s %s\n", h.label.c_str(), brief_value(*h.value).c_str());
     }
@@ -348,7 +348,7 @@ int cmd_show(const std::vector<std::string>& args) {
   if (role.mtp.state != MtpFacts::State::none) std::printf("%sMTP           %s\n", loader ? "" : "\n", mtp_text(role.mtp).c_str());
   if (m.find("tokenizer.ggml.tokens") || m.find("tokenizer.ggml.model")) {
     std::printf("\nvocabulary    %llu tokens (%s)\n", static_cast<unsigned long long>(vocabulary_size(m)),
-                string_value(m, "tokenizer.ggml.model").c_str());
+                terminal_name(string_value(m, "tokenizer.ggml.model")).c_str());
     auto tokens = special_tokens(m);
     if (!tokens.empty()) std::printf("special tokens\n");
     for (const SpecialToken& t : tokens)
@@ -372,7 +372,7 @@ int cmd_show(const std::vector<std::string>& args) {
                   L.add_bos && L.add_eos ? "BOS and EOS" : L.add_bos ? "BOS" : L.add_eos ? "EOS" : "nothing",
                   eog.empty() ? "no token" : eog.c_str());
     } else if (!vocab_error.empty()) {
-      std::printf("tokenizer     refused: %s\n", vocab_error.c_str());
+      std::printf("tokenizer     refused: %s\n", terminal_name(vocab_error).c_str());
     }
     std::printf("chat template %s\n", tmpl ? ("yes, " + std::to_string(tmpl->str.size()) + " bytes").c_str() : "no");
   }
@@ -426,7 +426,7 @@ int cmd_meta(const std::vector<std::string>& args) {
     const KV& kv = m.metadata[i];
     std::string type = kv.value.type == ValueType::array ? std::string("array[") + value_type_name(kv.value.elem) + "]"
                                                          : value_type_name(kv.value.type);
-    std::printf("%4zu  %s %s ", i, col(kv.key, 40).c_str(), col(type, 14).c_str());
+    std::printf("%4zu  %s %s ", i, col(terminal_name(kv.key), 40).c_str(), col(type, 14).c_str());
     if (full && kv.value.type == ValueType::array) value_json(std::cout, kv.value);
     else std::cout << (full ? brief_value(kv.value, SIZE_MAX) : brief_value(kv.value));
     std::cout << '\n';
@@ -570,7 +570,7 @@ int cmd_stack(const std::vector<std::string>& args) {
   for (const auto& r : st.rows) {
     std::string shapes;
     for (const auto& sh : r.shapes) shapes += (shapes.empty() ? "" : " ") + sh;
-    std::printf("%s %6llu  %s %s %14llu\n", col(r.name, 32).c_str(), static_cast<unsigned long long>(r.count),
+    std::printf("%s %6llu  %s %s %14llu\n", col(terminal_name(r.name), 32).c_str(), static_cast<unsigned long long>(r.count),
                 col(shapes, 22).c_str(), col(types_text(r.types), 24).c_str(), static_cast<unsigned long long>(r.bytes));
   }
   std::printf("\n%llu blocks; tensor bytes in front %llu, inside %llu, behind %llu\n", static_cast<unsigned long long>(st.blocks),
@@ -729,7 +729,7 @@ int cmd_account(const std::vector<std::string>& args) {
     std::printf("shards\n  %16s %16s %16s  %s\n", "header", "tensor bytes", "file size", "file");
     for (const auto& [path, f] : files)
       std::printf("  %16llu %16llu %16llu  %s\n", static_cast<unsigned long long>(header_of(f)),
-                  static_cast<unsigned long long>(f.tensor_bytes), static_cast<unsigned long long>(f.file_size), path.c_str());
+                  static_cast<unsigned long long>(f.tensor_bytes), static_cast<unsigned long long>(f.file_size), terminal_name(path).c_str());
   }
   return 0;
 }
@@ -864,7 +864,7 @@ int cmd_tensor(const std::vector<std::string>& args) {
     });
     return 0;
   }
-  std::printf("%s  %s %s%s\n", t->name.c_str(), ggml_type_name(t->type).c_str(), shape_text(t->dims).c_str(),
+  std::printf("%s  %s %s%s\n", terminal_name(t->name).c_str(), ggml_type_name(t->type).c_str(), shape_text(t->dims).c_str(),
               a->vm.count("rows") ? (", rows " + a->vm["rows"].as<std::string>()).c_str() : "");
   std::printf("count %llu  min %s  max %s  mean %s  std %s  nan %llu  inf %llu\n",
               static_cast<unsigned long long>(st.count), num(st.min).c_str(), num(st.max).c_str(), num(st.mean).c_str(),
@@ -902,7 +902,7 @@ int cmd_diff(const std::vector<std::string>& args) {
   const bool sets = x.files > 1 || y.files > 1;
   std::vector<Difference> diffs = diff_files(x.s, y.s, !sets);
   if (a->vm["quiet"].as<bool>()) return diffs.empty() ? 0 : 1;
-  auto text = [](const std::optional<Value>& v, const std::string& t) { return v ? brief_value(*v) : t; };
+  auto text = [](const std::optional<Value>& v, const std::string& t) { return v ? brief_value(*v) : terminal_name(t); };
   if (a->json) {
     JsonOut j(std::cout);
     j.object([&] {
@@ -928,22 +928,16 @@ int cmd_diff(const std::vector<std::string>& args) {
                   x.files > 1 ? ("a shard set: " + std::to_string(x.files) + " files").c_str() : "one file",
                   y.files > 1 ? ("a shard set: " + std::to_string(y.files) + " files").c_str() : "one file");
     auto is_text = [](const std::optional<Value>& v) { return v && v->type == ValueType::string; };
-    // A key's name from the file on one line, nothing in it a terminal acts on.
-    auto name = [](const std::string& k) {
-      std::string out;
-      for (char c : terminal_text(k)) out += c == '\n' ? "\\n" : c == '\t' ? "\\t" : std::string(1, c);
-      return out;
-    };
     for (const Difference& d : diffs) {
       const char* kind = diff_kind_name(d.kind).data();
-      const std::string key = name(d.key);
+      const std::string key = terminal_name(d.key);
       // A key that came or went is one line with its value; a renamed key, its two names.
       if (d.kind == DiffKind::added || d.kind == DiffKind::removed) {
         std::printf("%-15s %s: %s\n", kind, key.c_str(), text(d.kind == DiffKind::added ? d.b : d.a, "").c_str());
         continue;
       }
       if (d.kind == DiffKind::renamed) {
-        std::printf("%-15s %s -> %s\n", kind, name(d.a_text).c_str(), name(d.b_text).c_str());
+        std::printf("%-15s %s -> %s\n", kind, terminal_name(d.a_text).c_str(), terminal_name(d.b_text).c_str());
         continue;
       }
       // A long or many-lined string (a chat template) is shown whole, as a diff of its lines.
@@ -952,7 +946,8 @@ int cmd_diff(const std::vector<std::string>& args) {
            d.b->str.find('\n') != std::string::npos)) {
         // The file's text escaped first (escapes, NULs, bidi controls), line by line as it is.
         std::printf("%-15s %s: string of %zu bytes -> %zu bytes, by lines:\n", kind, key.c_str(), d.a->str.size(), d.b->str.size());
-        std::cout << unified_diff(terminal_text(d.a->str), terminal_text(d.b->str), a->file + ":" + key, a->second + ":" + key)
+        std::cout << unified_diff(terminal_text(d.a->str), terminal_text(d.b->str), terminal_name(a->file) + ":" + key,
+                                  terminal_name(a->second) + ":" + key)
                   << std::flush;
         continue;
       }
@@ -1066,16 +1061,16 @@ int cmd_hash(const std::vector<std::string>& args) {
     } else {
       std::string types;
       for (HashAlgo a : c.present) types += "  " + std::string(hash_algo_name(a));
-      std::printf("manifest  %s%s\n", c.manifest.c_str(), types.c_str());
+      std::printf("manifest  %s%s\n", terminal_name(c.manifest).c_str(), types.c_str());
       for (const CheckedLine& l : c.lines) {
         std::string line = manifest_line_text({l.algo, l.actual.empty() ? l.expected : l.actual, l.name, 0});
         line.pop_back();
         std::printf("%s  -  %s\n", line.c_str(), check_word(l.status));
       }
-      std::printf("\nVerification results for %s - %s\n", c.manifest.c_str(), c.ok() ? "Success" : "Failure");
+      std::printf("\nVerification results for %s - %s\n", terminal_name(c.manifest).c_str(), c.ok() ? "Success" : "Failure");
       std::fflush(stdout);
       for (const CheckedLine& l : c.lines)
-        if (l.status != CheckStatus::ok) std::fprintf(stderr, "ggufkit: error: %s\n", check_failure_text(l, rep).c_str());
+        if (l.status != CheckStatus::ok) std::fprintf(stderr, "ggufkit: error: %s\n", terminal_name(check_failure_text(l, rep)).c_str());
     }
     return c.ok() ? 0 : 1;
   }
@@ -1122,7 +1117,7 @@ int cmd_hash(const std::vector<std::string>& args) {
     return 0;
   }
   if (tensors) {
-    for (const HashedTensor& t : rep.tensors) std::printf("%s  %s\n", t.hex.at(req.algos[0]).c_str(), t.name.c_str());
+    for (const HashedTensor& t : rep.tensors) std::printf("%s  %s\n", t.hex.at(req.algos[0]).c_str(), terminal_name(t.name).c_str());
     std::printf("%s  (all %zu tensors, %s)\n", rep.all.at(req.algos[0]).c_str(), rep.tensors.size(), algo.c_str());
   }
   if (file)  // sha256sum's line: a file of them is checked by 'sha256sum -c'
@@ -1212,13 +1207,14 @@ int cmd_validate(const std::vector<std::string>& args) {
     for (const auto& [where, f] : fs) {
       if (rule_of(f.code).routine && !verbose) continue;
       if (quiet && !(f.severity == Severity::error || (strict && f.severity == Severity::warning))) continue;
-      std::printf("%s%s %s%s: %s\n", many ? (where + ": ").c_str() : "", severity_name(f.severity).data(), code_name(f.code).data(),
-                  f.offset ? (" at byte " + std::to_string(*f.offset)).c_str() : "", f.message.c_str());
-      if (!f.fix.empty()) std::printf("  fix: %s\n", fix_text(f, where).c_str());
+      std::printf("%s%s %s%s: %s\n", many ? (terminal_name(where) + ": ").c_str() : "", severity_name(f.severity).data(),
+                  code_name(f.code).data(), f.offset ? (" at byte " + std::to_string(*f.offset)).c_str() : "",
+                  terminal_name(f.message).c_str());
+      if (!f.fix.empty()) std::printf("  fix: %s\n", terminal_name(fix_text(f, where)).c_str());
     }
     if (!quiet) {
       if (files.size() > 1) std::printf("shard set: %zu files\n", files.size());
-      std::printf("%s: %zu errors, %zu warnings\n", file.c_str(), errors, warnings);
+      std::printf("%s: %zu errors, %zu warnings\n", terminal_name(file).c_str(), errors, warnings);
     }
   }
   return errors || ((*vm)["strict"].as<bool>() && warnings) ? 1 : 0;
@@ -1261,7 +1257,7 @@ int cmd_map(const std::vector<std::string>& args) {
     write_text_file(page, map_html(files), (*vm)["force"].as<bool>(), cli_context());
     size_t spans = 0;
     for (const MapFile& f : files) spans += f.layout.spans.size();
-    std::printf("wrote %s: %zu spans of %zu file%s\n", page.c_str(), spans, files.size(), files.size() == 1 ? "" : "s");
+    std::printf("wrote %s: %zu spans of %zu file%s\n", terminal_name(page).c_str(), spans, files.size(), files.size() == 1 ? "" : "s");
     return 0;
   }
   std::optional<ShardSet> set = set_of(a.file, a.shard_only, cli_context());
@@ -1293,7 +1289,7 @@ int cmd_map(const std::vector<std::string>& args) {
   std::printf("shard set: %zu files\n", n);
   for (size_t k = 0; k < n; ++k) {
     const Shard& sh = set->shards[k];
-    std::printf("\n== %s (shard %zu of %zu)\n", sh.path.c_str(), k + 1, n);
+    std::printf("\n== %s (shard %zu of %zu)\n", terminal_name(sh.path).c_str(), k + 1, n);
     print_map(sh.file.layout, sh.file.source_size, false, sh.file.header_only);
   }
   return 0;

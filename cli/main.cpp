@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
       if (cmd == c.name) return c.run(args);
     std::string hint;
     for (const std::string& n : similar_names(cmd)) hint += (hint.empty() ? "; did you mean " : " or ") + ("'" + n + "'");
-    std::cerr << "ggufkit: unknown command '" << cmd << "'" << (hint.empty() ? "" : hint + "?")
+    std::cerr << "ggufkit: unknown command '" << terminal_name(cmd) << "'" << (hint.empty() ? "" : hint + "?")
               << "\nRun 'ggufkit --help' for the list of commands.\n";
     return 2;
   } catch (const Error& library) {
@@ -216,20 +216,21 @@ int main(int argc, char** argv) {
       print_error_json(kinds[static_cast<int>(e.kind)], code, e.file, e.offset, e.field, e.message, e.not_gguf);
       return code;
     }
-    std::cerr << "ggufkit: error: " << e.what() << "\n";
+    // The message names files, keys and tensors as they are: nothing in it may act on a terminal.
+    std::cerr << "ggufkit: error: " << terminal_text(e.what()) << "\n";
     return code;
   } catch (const po::error& e) {
     if (wants_json(args)) {
       print_error_json("usage", 2, "", std::nullopt, "", e.what());
       return 2;
     }
-    std::cerr << "ggufkit " << cmd << ": " << e.what() << " (see 'ggufkit " << cmd << " --help')\n";
+    std::cerr << terminal_text("ggufkit " + cmd + ": " + e.what() + " (see 'ggufkit " + cmd + " --help')") << "\n";
     return 2;
   } catch (const std::bad_alloc&) {  // the machine's limit (sizes an input claims are capped before they are allocated)
     std::cerr << "ggufkit: error: out of memory\n";
     return 3;
   } catch (const std::exception& e) {
-    std::cerr << "ggufkit: internal error: " << e.what() << "\n";
+    std::cerr << "ggufkit: internal error: " << terminal_text(e.what()) << "\n";
     return 1;
   }
 }

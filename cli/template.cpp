@@ -114,7 +114,8 @@ int cmd_template(const std::vector<std::string>& args) {
         });
       });
     } else {
-      for (const KV* kv : found) std::printf("%-16s %-40s %zu bytes\n", name_of(kv->key).c_str(), kv->key.c_str(), kv->value.str.size());
+      for (const KV* kv : found) std::printf("%-16s %-40s %zu bytes\n", terminal_name(name_of(kv->key)).c_str(), terminal_name(kv->key).c_str(),
+                                            kv->value.str.size());
       if (found.empty()) std::printf("no chat templates\n");
     }
     return 0;

@@ -88,7 +88,9 @@ std::string json_string(std::string_view s) {
   return out;
 }
 
-std::string terminal_text(std::string_view s) {
+namespace {
+// terminal_text, and with `one_line` terminal_name.
+std::string terminal(std::string_view s, bool one_line) {
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
@@ -101,7 +103,9 @@ std::string terminal_text(std::string_view s) {
       ++i;
       continue;
     }
-    if (cp != '\n' && cp != '\t' && needs_escape(cp)) {
+    if (one_line && (cp == '\n' || cp == '\t')) {
+      out += cp == '\n' ? "\\n" : "\\t";
+    } else if (cp != '\n' && cp != '\t' && needs_escape(cp)) {
       std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
       out += buf;
     } else {
@@ -111,6 +115,10 @@ std::string terminal_text(std::string_view s) {
   }
   return out;
 }
+}  // namespace
+
+std::string terminal_text(std::string_view s) { return terminal(s, false); }
+std::string terminal_name(std::string_view s) { return terminal(s, true); }
 
 std::string hex_text(std::string_view bytes) {
   static const char* digits = "0123456789abcdef";

@@ -18,6 +18,9 @@ std::string json_string(std::string_view s);
 // as \uXXXX, and bytes that are not UTF-8 as \xNN, so that a file cannot act on the
 // user's terminal and a NUL shows. A backslash in the text stays as it is.
 std::string terminal_text(std::string_view s);
+// A name (a key, a tensor, a file) as terminal_text shows it, on one line: its line
+// breaks and tabs escaped too, as \n and \t. Escaping it twice changes nothing.
+std::string terminal_name(std::string_view s);
 // A word for a command line one can paste into a POSIX shell: as it is when it is plain
 // (letters, digits, _-./,+@%:=, not starting with '-'), in single quotes otherwise (a quote
 // as '\''), and as $'...' with \xHH escapes when it holds a control byte, which a
