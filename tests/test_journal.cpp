@@ -482,12 +482,11 @@ TEST(Recover, AJournalIsAppliedToTheFileItNamesOrToNothingWhateverIsSwappedBetwe
       EXPECT_EQ(swapped, !step.empty());
       const auto mals = read_file_bytes(swapped ? dir + "/mal.real" : mal);
       EXPECT_TRUE(read_file_bytes(alice) == before);
-      if (foreign || step == "recover-locked" || step == "recover-journal") {
-        // nothing: the journal found beside a link, the file a link when opened, or another file's journal
+      if (foreign || step == "recover-journal") {
+        // nothing: the file a link when it is opened, or another file's journal
         EXPECT_EQ(r.code, 1) << r.out << r.err;
-        EXPECT_NE(r.err.find(step == "recover-locked"    ? "it lies beside a link: a file's own journal lies beside the file"
-                             : step == "recover-journal" ? mal + " is a link now, not the file the journal was left beside"
-                                                         : "it is the journal of another file (device, inode or size differ)"),
+        EXPECT_NE(r.err.find(step == "recover-journal" ? mal + " is a link now, not the file the journal was left beside"
+                                                       : "it is the journal of another file (device, inode or size differ)"),
                   std::string::npos) << r.err;
         EXPECT_TRUE(mals == before);
         EXPECT_TRUE(fs::exists(journal));
@@ -500,4 +499,81 @@ TEST(Recover, AJournalIsAppliedToTheFileItNamesOrToNothingWhateverIsSwappedBetwe
         EXPECT_FALSE(fs::exists(journal));
       }
     }
+}
+
+namespace {
+
+// A folder of `uid`'s holding a copy of the tiny llama as m.gguf, and (with `crashed`) the
+// journal of an edit of it killed halfway: its bytes then, and the journal's.
+struct Owned {
+  std::string dir, model;
+  std::vector<uint8_t> before, torn, journal;
+};
+Owned owned(const std::string& dir, uid_t uid, bool crashed) {
+  Owned o{dir, dir + "/m.gguf", {}, {}, {}};
+  fs::create_directories(dir);
+  fs::copy_file(tiny_llama(), o.model);
+  o.before = read_file_bytes(o.model);
+  if (crashed) {
+    CliRun k = run_cli("edit " + o.model + " --set general.name=tiny --in-place", "GGUFKIT_FAULT=header-half:kill ", GGUFKIT_FAULTY_BIN);
+    EXPECT_EQ(k.code, 128 + 9);
+    o.journal = read_file_bytes(o.model + ".ggufkit-journal");
+  }
+  o.torn = read_file_bytes(o.model);
+  EXPECT_EQ(std::system(("chown -R " + std::to_string(uid) + ":" + std::to_string(uid) + " " + dir).c_str()), 0);
+  return o;
+}
+
+}  // namespace
+
+TEST(Recover, AFolderSwappedForALinkToAnotherUsersFolderMidwayIsNeverReached) {
+  // The journal, the file and the journal's removal were each found by path: mallory's
+  // folder swapped for a link to alice's after recover's checks made root remove alice's
+  // journal (her file left torn, beyond recovery), and so did an in-place edit of
+  // mallory's file. Both now work in the folder they opened first.
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to give the files other owners";
+  for (const std::string step : {"recover-journal", "recover-locked", "recover-trusted", "recover-checked", "header-verified"}) {
+    SCOPED_TRACE(step);
+    const std::string top = temp_path("folder-swap-" + step);
+    const Owned alice = owned(top + "/a", 1001, true);
+    const bool edit = step == "header-verified";  // root's in-place edit of mallory's file, not a recover
+    const Owned mal = owned(top + "/mal/d", 1000, !edit);
+    const std::string swap = "mv " + top + "/mal/d " + top + "/mal/d0 && ln -s ../a " + top + "/mal/d";
+    CliRun r = run_cli(std::string(edit ? "edit " + mal.model + " --set general.name=root --in-place" : "recover " + mal.model),
+                       "GGUFKIT_FAULT='" + step + ":run:" + swap + "' ", GGUFKIT_FAULTY_BIN);
+    EXPECT_NE(r.err.find("fault point " + step + " reached"), std::string::npos) << r.err;
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    // alice's torn file and her journal are as they were
+    EXPECT_TRUE(read_file_bytes(alice.model) == alice.torn);
+    EXPECT_TRUE(read_file_bytes(alice.model + ".ggufkit-journal") == alice.journal);
+    // mallory's file, wherever its folder went, recovered (or edited), its journal gone
+    EXPECT_EQ(files_in(top + "/mal/d0"), std::vector<std::string>{"m.gguf"});
+    if (!edit) EXPECT_TRUE(read_file_bytes(top + "/mal/d0/m.gguf") == mal.before);
+    else EXPECT_NE(run_cli("meta " + top + "/mal/d0/m.gguf").out.find("\"root\""), std::string::npos);
+  }
+}
+
+TEST(Recover, AJournalWhoseEditFinishesWhileRecoverReadsItIsNotApplied) {
+  // recover read the journal, then waited for the file's lock: an edit under way held it,
+  // finished and removed its journal, and recover applied the journal it had read. It now
+  // looks again once the lock is had. The edit waits at journal-written for recover to have
+  // read its journal; recover, once it has, lets the edit finish and waits for its journal
+  // to go (states on disk, each wait bounded).
+  const std::string dir = temp_path("recover-live");
+  fs::create_directories(dir);
+  const std::string model = dir + "/m.gguf", journal = model + ".ggufkit-journal", go = dir + "/go", held = dir + "/held";
+  fs::copy_file(tiny_llama(), model);
+  auto until = [](const std::string& test) { return "for i in $(seq 2000); do " + test + " && break; sleep 0.01; done"; };
+  const std::string edit = "GGUFKIT_FAULT='journal-written:run:touch " + held + "; " + until("[ -e " + go + " ]") + "' " +
+                           GGUFKIT_FAULTY_BIN + " edit " + model + " --set general.name=live --in-place > " + dir + "/edit.out 2>&1 &";
+  const std::string wait_held = until("[ -e " + held + " ]") + "; ";
+  CliRun r = run_cli("recover " + model,
+                     edit + wait_held + "GGUFKIT_FAULT='recover-journal:run:touch " + go + "; " + until("[ ! -e " + journal + " ]") + "' ",
+                     GGUFKIT_FAULTY_BIN);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("fault point recover-journal reached"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("no journal; nothing to recover"), std::string::npos) << r.out;
+  // the edit's result stands (its journal gone, its header is final)
+  EXPECT_NE(run_cli("meta " + model).out.find("\"live\""), std::string::npos);
+  EXPECT_FALSE(fs::exists(journal));
 }

@@ -132,27 +132,11 @@ void flush(int fd, const std::string& name) {
   }
 }
 
-// The folder of `path`, flushed so a name made or removed in it is durable. (PathAt's
-// descriptor cannot be used: it is AT_FDCWD or O_PATH, which fsync refuses.)
-bool flush_folder(const std::string& path) {
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
-  Fd d{open_path(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-  return d.fd >= 0 && ::fsync(d.fd) == 0;
-}
-
 // An errno a fault point injects, set as the failing call would: true when there is one.
 bool failed(int injected) {
   if (injected) errno = injected;
   return injected != 0;
 }
-
-// unlink() and rename() within one folder, for paths of any length.
-int unlink_path(const std::string& path) {
-  PathAt at(path);
-  return ::unlinkat(at.dir(), at.name(), 0);
-}
-
 
 // XXH64 of the first n bytes of `file` with [at, at + cut) read as `range` (`len` bytes):
 // the new header's checksum from the old one and the new bytes.
@@ -245,28 +229,6 @@ Error changed_since_read(const std::string& path) {
                "nothing was changed: run the edit again");
 }
 
-// A journal is made through the safe output path under a name of its own, never over
-// anything: a name another user placed there (a link to another file) is refused, not
-// followed. Flushed with its folder, or it protects nothing.
-void write_journal(const std::string& journal, const std::vector<std::pair<const uint8_t*, size_t>>& pieces) {
-  struct stat st {};
-  if (stat_path(journal, st, false) == 0)
-    throw Error(Error::Kind::io, journal, std::nullopt, "",
-                "is already there: another edit's journal, or something put in its place; nothing was changed");
-  PendingFile out(journal, 0600, false);
-  uint64_t at = 0;
-  for (const auto& [p, n] : pieces) {
-    write_at(out.fd(), journal, p, n, at);
-    at += n;
-  }
-  if (!out.commit()) {
-    int saved = errno;
-    unlink_path(journal);
-    errno = saved;
-    throw_io(journal, "cannot flush the journal's folder");
-  }
-}
-
 // Whom a journal may come from: root, the owner of the file it would change, or the user
 // running recover. Anyone else who can write the folder could have planted it.
 void trust_owner(const struct stat& js, const struct stat& model, const std::string& journal, const std::string& path) {
@@ -277,15 +239,28 @@ void trust_owner(const struct stat& js, const struct stat& model, const std::str
                   " was changed (if " + path + " reads clean, 'ggufkit recover --discard " + path + "' removes it)");
 }
 
-// Opens a journal without following a link or blocking, a regular file only.
-int open_journal(const std::string& journal, struct stat& js) {
-  int fd = open_path(journal, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+// Opens the journal `name` of the folder `dir` (shown as `journal`) without following a
+// link or blocking, a regular file only.
+int open_journal_at(int dir, const std::string& name, const std::string& journal, struct stat& js) {
+  int fd = ::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) throw_io(journal, "cannot open the journal (a link in its place is never followed)");
   if (::fstat(fd, &js) != 0 || !S_ISREG(js.st_mode)) {
     ::close(fd);
     throw Error(Error::Kind::format, journal, std::nullopt, "journal", "is not a regular file; it is not a journal");
   }
   return fd;
+}
+
+// Removes the journal `name` of the folder `dir` (shown as `journal`) when it is still the
+// file `made` (device and inode), and flushes the folder; `done` ends an error's message.
+void drop_journal(int dir, const std::string& name, const std::string& journal, const struct stat& made, const std::string& done) {
+  struct stat now {};
+  if (::fstatat(dir, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && (now.st_dev != made.st_dev || now.st_ino != made.st_ino)) {
+    errno = 0;
+    throw_io(journal, "is not the journal it was (another file was put in its place), so it is left" + done);
+  }
+  if (::unlinkat(dir, name.c_str(), 0) != 0) throw_io(journal, "cannot remove the journal" + done);
+  ::fsync(dir);
 }
 
 // The file reads clean with the strict reader, its header ending at `n` (0: anywhere). `fd`:
@@ -515,11 +490,12 @@ Recovery finish_set(const std::vector<SetRename>& set, const std::string& journa
   return discard ? Recovery::discarded : Recovery::set_finished;
 }
 
-// A set's journal, `bytes`, made as `name` in the folder `dir` (shown as `shown`): written
-// whole and flushed under no name, then named, never over anything (a link put in its
-// place is not followed). Where the file system has no unnamed files, made under its name
-// with O_EXCL and O_NOFOLLOW.
-void write_journal_at(int dir, const std::string& shown, const std::string& name, const std::string& bytes) {
+// A journal, the bytes of `pieces` one after another, made as `name` in the folder `dir`
+// (shown as `shown`): written whole and flushed under no name, then named, never over
+// anything (a link put in its place is not followed). Where the file system has no unnamed
+// files, made under its name with O_EXCL and O_NOFOLLOW. Its device and inode are returned.
+struct stat write_journal_at(int dir, const std::string& shown, const std::string& name,
+                             const std::vector<std::pair<const uint8_t*, size_t>>& pieces) {
   auto there = [&] {
     return Error(Error::Kind::io, shown, std::nullopt, "",
                  "is already there: another edit's journal, or something put in its place; nothing was changed");
@@ -529,20 +505,27 @@ void write_journal_at(int dir, const std::string& shown, const std::string& name
   if (!unnamed) fd = ::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     if (errno == EEXIST) throw there();
-    throw_io(shown, "cannot make the set's journal");
+    throw_io(shown, "cannot make the journal");
   }
   Fd f{fd};
+  struct stat st {};
   try {
-    write_at(fd, shown, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0);
+    uint64_t at = 0;
+    for (const auto& [p, n] : pieces) {
+      write_at(fd, shown, p, n, at);
+      at += n;
+    }
     flush(fd, shown);
+    if (::fstat(fd, &st) != 0) throw_io(shown, "cannot stat the journal");
     if (unnamed && ::linkat(AT_FDCWD, ("/proc/self/fd/" + std::to_string(fd)).c_str(), dir, name.c_str(), AT_SYMLINK_FOLLOW) != 0) {
       if (errno == EEXIST) throw there();
-      throw_io(shown, "cannot name the set's journal");
+      throw_io(shown, "cannot name the journal");
     }
   } catch (...) {
     if (!unnamed) ::unlinkat(dir, name.c_str(), 0);
     throw;
   }
+  return st;
 }
 
 }  // namespace
@@ -553,7 +536,14 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
   const bool resized = n_new != n;  // a file that is all header, to its new end
   if (len == 0 && !resized) return;  // not a byte differs
   fault_point("in-place");
-  Fd f{open_path(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)};
+  // The journal's folder, opened once: the file (beside the journal, any link `path` is
+  // already followed), the journal and its removal are all looked up in it, so a folder
+  // swapped for a link meanwhile (to another user's) is never reached.
+  const std::string journal = journal_path(path), jname = name_of(journal);
+  const std::string target = journal.substr(0, journal.size() - (sizeof kJournalSuffix - 1));
+  Fd d{open_folder(journal)};
+  if (d.fd < 0) throw_io(folder_of(journal).empty() ? "." : folder_of(journal), "cannot open the model's folder");
+  Fd f{::openat(d.fd, name_of(target).c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)};
   if (f.fd < 0) throw_io(path, "cannot open for writing in place");
   // Held until the journal is gone (no other writer, and no reader of the header, meanwhile);
   // nothing when the edit took it before it read the file, as ggufkit's does.
@@ -576,12 +566,10 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
   });
 
   // (a) The journal: its room checked first, then written whole under no name, flushed, named.
-  const std::string journal = journal_path(path);
   const uint64_t need = kFixed + old_len + static_cast<uint64_t>(len) + 8;
   {
-    std::string dir = std::filesystem::path(journal).parent_path().string();
     struct statvfs vs {};
-    const bool known = ::statvfs(dir.empty() ? "." : dir.c_str(), &vs) == 0;
+    const bool known = ::fstatvfs(d.fd, &vs) == 0;
     const uint64_t free = fault_point("statvfs") ? 0 : static_cast<uint64_t>(vs.f_bavail) * vs.f_frsize;  // tests: a full disk
     if (known && free < need + (64 << 10))
       throw Error(Error::Kind::io, journal, std::nullopt, "",
@@ -599,12 +587,21 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
   sum.add(edit.bytes.data(), len);
   std::string tail;
   put_u64(tail, sum.get());
+  struct stat made {};
   try {
-    write_journal(journal, {{reinterpret_cast<const uint8_t*>(head.data()), head.size()},
-                            {old.data(), old_len},
-                            {edit.bytes.data(), len},
-                            {reinterpret_cast<const uint8_t*>(tail.data()), tail.size()}});
+    made = write_journal_at(d.fd, journal, jname,
+                            {{reinterpret_cast<const uint8_t*>(head.data()), head.size()},
+                             {old.data(), old_len},
+                             {edit.bytes.data(), len},
+                             {reinterpret_cast<const uint8_t*>(tail.data()), tail.size()}});
+    if (::fsync(d.fd) != 0) {  // flushed with its folder, or it protects nothing
+      const int saved = errno;
+      ::unlinkat(d.fd, jname.c_str(), 0);
+      errno = saved;
+      throw_io(journal, "cannot flush the journal's folder");
+    }
   } catch (const Error& e) {
+    if (e.message.find("nothing was changed") != std::string::npos) throw;
     throw e.with_note("; nothing was changed");
   }
   fault_point("journal-written");
@@ -660,13 +657,14 @@ void write_header_in_place(const std::string& path, const Layout& planned, const
     } catch (const Error&) {
       throw e.with_note("; the old header could not be put back: run 'ggufkit recover " + path + "'");
     }
-    unlink_path(journal);
-    flush_folder(journal);
+    try {
+      drop_journal(d.fd, jname, journal, made, "");
+    } catch (const Error&) {
+    }
     throw e.with_note("; the old header was put back");
   }
   // (d) Done: the journal goes.
-  if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal (the edit itself is complete)");
-  flush_folder(journal);
+  drop_journal(d.fd, jname, journal, made, " (the edit itself is complete)");
 }
 
 Recovery recover(const std::string& path, bool discard, const Context& ctx) {
@@ -675,19 +673,25 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
   if (stat_path(journal, js, false) != 0) {
     // (beside the link first: another shard's name would lead back here, for its set is this one)
     if (std::optional<std::string> by_name = set_journal_beside_link(path)) journal = *by_name;
-    else if (std::optional<std::string> other = set_shard_with_journal(path)) return recover(*other, discard);
+    else if (std::optional<std::string> other = set_shard_with_journal(path)) return recover(*other, discard, ctx);
     else return Recovery::none;
   }
-  // Held from here: an edit under way (its journal is not a crash's) is waited for.
-  std::optional<PathLock> lock(std::in_place, path, FileLock::Mode::exclusive, ctx);
-  fault_point("recover-locked");
-  if (stat_path(journal, js, false) != 0) return Recovery::none;
   auto refuse = [&](const std::string& why) {
     return Error(Error::Kind::format, journal, std::nullopt, "journal",
                  why + "; neither it nor " + path + " was changed" +
                      (discard ? "" : " (if " + path + " reads clean, 'ggufkit recover --discard " + path + "' removes it)"));
   };
-  Fd j{open_journal(journal, js)};
+  // Everything from here is looked up in the journal's folder, opened once: the journal, the
+  // file beside it (any link `path` is already followed: journal_path) and the journal's
+  // removal, never through a link. A folder or a file swapped for a link between two steps
+  // (to another user's) is never reached: the file is judged and written through one
+  // descriptor, its device and inode checked against the journal's and its owner against
+  // the journal's on that descriptor.
+  const std::string jname = name_of(journal), beside = journal.substr(0, journal.size() - (sizeof kJournalSuffix - 1));
+  Fd d{open_folder(journal)};
+  if (d.fd < 0) throw_io(folder_of(journal).empty() ? "." : folder_of(journal), "cannot open the journal's folder");
+  if (::fstatat(d.fd, jname.c_str(), &js, AT_SYMLINK_NOFOLLOW) != 0) return Recovery::none;
+  Fd j{open_journal_at(d.fd, jname, journal, js)};
   char magic[16];
   if (js.st_size < 16) throw refuse("it is not a ggufkit journal, or it is cut short");
   pread_all(j.fd, journal, magic, 16, 0);
@@ -695,25 +699,29 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
   if (!of_set && journal != journal_path(path))
     throw refuse("it lies beside a link: a file's own journal lies beside the file, so it is not one");
   fault_point("recover-journal");
-  // The file the journal lies beside (any link `path` is already followed: journal_path).
-  // A set's journal is judged by it as finish_set looks it up, never through a link. A
-  // file's own journal is judged and applied through one descriptor of it, opened without
-  // following a link: a link or another file put in its place between two steps is never
-  // written (its device and inode are checked against the journal's, its owner against the
-  // journal's, both on this descriptor).
-  const std::string beside = journal.substr(0, journal.size() - (sizeof kJournalSuffix - 1));
+  // Locked: an edit under way holds the lock of the file it writes until its journal is
+  // gone, so only a journal still there once the lock is had is a crash's. A set's files
+  // are locked by name (finish_set looks each up in the journal's folder again, by inode).
+  std::optional<PathLock> lock;
   struct stat ms {};
   Fd f;
   FileLock file_lock;
   if (of_set) {
-    if (stat_path(beside, ms, false) != 0) throw_io(beside, "cannot stat");
+    lock.emplace(path, FileLock::Mode::exclusive, ctx);
+    if (::fstatat(d.fd, name_of(beside).c_str(), &ms, AT_SYMLINK_NOFOLLOW) != 0) throw_io(beside, "cannot stat");
   } else {
-    f.fd = open_path(beside, (discard ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    f.fd = ::openat(d.fd, name_of(beside).c_str(), (discard ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (f.fd < 0 && errno == ELOOP) throw refuse(beside + " is a link now, not the file the journal was left beside");
     if (f.fd < 0) throw_io(beside, "cannot open");
     if (::fstat(f.fd, &ms) != 0) throw_io(beside, "cannot stat");
     if (!S_ISREG(ms.st_mode)) throw refuse(beside + " is not a regular file");
-    file_lock = FileLock(f.fd, beside, FileLock::Mode::exclusive, ctx);  // (taken already when the path named it)
+    file_lock = FileLock(f.fd, beside, FileLock::Mode::exclusive, ctx);
+  }
+  fault_point("recover-locked");
+  if (struct stat now {}; ::fstatat(d.fd, jname.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0) {
+    return Recovery::none;  // the edit that held the lock finished
+  } else if (now.st_dev != js.st_dev || now.st_ino != js.st_ino) {
+    throw refuse("another journal was put in its place while it was read");
   }
   if (discard && !of_set) {  // not applied, so whoever made it: the file must read clean
     std::string why;
@@ -733,8 +741,7 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
       throw refuse("`discard`: " + path + " holds no tensors, yet " + std::to_string(size - end) +
                    " bytes lie past the end of its header (byte " + std::to_string(end) +
                    "): the rest of a longer header an interrupted edit left; 'ggufkit recover " + path + "' finishes it");
-    if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal");
-    flush_folder(journal);
+    drop_journal(d.fd, jname, journal, js, "");
     return Recovery::discarded;
   }
   trust_owner(js, ms, journal, beside);
@@ -848,8 +855,7 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
     std::string why;
     if (reads_clean(ctx, path, n_new, &why, resized, f.fd)) {
       flush(f.fd, path);
-      if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal (the file itself is recovered)");
-      flush_folder(journal);
+      drop_journal(d.fd, jname, journal, js, " (the file itself is recovered)");
       return Recovery::kept_new;
     }
     if (!is_old) {
@@ -870,8 +876,7 @@ Recovery recover(const std::string& path, bool discard, const Context& ctx) {
     put_back();
     throw refuse("the old header it holds does not read (" + why + "); the file is as it was");
   }
-  if (unlink_path(journal) != 0) throw_io(journal, "cannot remove the journal (the file itself is recovered)");
-  flush_folder(journal);
+  drop_journal(d.fd, jname, journal, js, " (the file itself is recovered)");
   return Recovery::rolled_back;
 }
 
@@ -907,7 +912,8 @@ void put_set_in_place(const std::vector<SetRename>& whole, bool replace) {
   size_t made = 0;
   try {
     for (; made < set.size(); ++made) {
-      write_journal_at(d.fd, named(made) + kJournalSuffix, set[made].target + kJournalSuffix, bytes);
+      write_journal_at(d.fd, named(made) + kJournalSuffix, set[made].target + kJournalSuffix,
+                       {{reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}});
       fault_point("set-journal");
     }
     if (::fsync(d.fd) != 0) throw_io(dir.empty() ? "." : dir, "cannot flush the set's folder");

@@ -121,15 +121,31 @@ FileLock& FileLock::operator=(FileLock&& o) noexcept {
 
 PathLock::PathLock(const std::string& path, FileLock::Mode mode, const Context& ctx) {
   for (int tries = 0;; ++tries) {
-    // Writable where it can be: an exclusive flock over NFS needs a file open for writing.
-    fd_ = mode == FileLock::Mode::exclusive ? open_path(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) : -1;
-    if (fd_ < 0) fd_ = open_path(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd_ < 0) throw_io(path, "cannot open to lock it");
+    // Looked at before it is opened (O_PATH opens nothing): a link to a device, whose mere
+    // opening can act (a tape, a watchdog), is refused unopened. Then the inode looked at is
+    // opened, writable where it can be (an exclusive flock over NFS needs a file open for
+    // writing), through /proc; without /proc, by its path again.
     struct stat st {}, now {};
-    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const int at = open_path(path, O_PATH | O_CLOEXEC);
+    if (at < 0) throw_io(path, "cannot open to lock it");
+    const bool regular = ::fstat(at, &st) == 0 && S_ISREG(st.st_mode);
+    const std::string self = "/proc/self/fd/" + std::to_string(at);
+    if (regular) {
+      fd_ = mode == FileLock::Mode::exclusive ? ::open(self.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC) : -1;
+      if (fd_ < 0) fd_ = ::open(self.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd_ < 0 && errno == ENOENT) fd_ = open_path(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    }
+    ::close(at);
+    if (!regular) throw Error(Error::Kind::usage, path, std::nullopt, "", "is not a regular file");
+    if (fd_ < 0) throw_io(path, "cannot open to lock it");
+    if (struct stat opened {}; ::fstat(fd_, &opened) != 0 || opened.st_dev != st.st_dev || opened.st_ino != st.st_ino) {
       ::close(fd_);
       fd_ = -1;
-      throw Error(Error::Kind::usage, path, std::nullopt, "", "is not a regular file");
+      if (tries == 100) {  // (only without /proc: the path names another file now)
+        errno = 0;
+        throw_io(path, "was replaced again and again while it was being locked");
+      }
+      continue;
     }
     try {
       lock_ = FileLock(fd_, path, mode, ctx);
