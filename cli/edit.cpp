@@ -76,10 +76,11 @@ void tensor_change_json(JsonOut& j, const TensorChange& c) {
   });
 }
 
-// What an edit changed, a line each: the tensors, then the keys.
+// What an edit changed, a line each: the tensors, then the keys. A line names keys and
+// tensors as the file has them: nothing in it may act on a terminal or break the line.
 void print_changes(const EditReport& r) {
-  for (const TensorChange& c : r.tensor_changes) std::printf("  %s\n", tensor_change_text(c).c_str());
-  for (const Change& c : r.changes) std::printf("  %s\n", change_text(c).c_str());
+  for (const TensorChange& c : r.tensor_changes) std::printf("  %s\n", terminal_name(tensor_change_text(c)).c_str());
+  for (const Change& c : r.changes) std::printf("  %s\n", terminal_name(change_text(c)).c_str());
 }
 
 void change_json(JsonOut& j, const Change& c) {

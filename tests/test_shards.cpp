@@ -637,7 +637,7 @@ TEST(ShardSet, AShardInTheOtherByteOrderIsRefusedByEveryCommandThatReadsTheSet) 
 // folder is refused (a set is rewritten in one folder), but the finished new shard 2 was left
 // there as .ggufkit-*.tmp: the cleanup looked only in shard 1's folder.
 TEST(ShardSet, ARefusedInPlaceRewriteLeavesNoNewFileInAnyShardsFolder) {
-  const std::string dir = fresh_dir("set-link-away"), away = fresh_dir("set-link-away-store");
+  const std::string dir = fresh_dir("set-away-link"), away = fresh_dir("set-away-store");
   copy_set(dir, 0644);
   const std::string second = dir + "/m-00002-of-00003.gguf";
   fs::rename(second, away + "/shard2.gguf");

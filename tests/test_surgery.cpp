@@ -519,6 +519,17 @@ TEST(Surgery, ARenamePatternThatBacktracksSpendsTheEditsBudgetAndIsRefused) {
         << e.what();
   }
   EXPECT_FALSE(fs::exists(temp_path("rename-budget.gguf")));
+  // With a cheap rule after it, the costly one is still named: the rule that spent the most.
+  req.patch.tensors.rename.push_back({"blk\\.0\\.(.*)", "blk.0.$1"});
+  try {
+    edit(req);
+    FAIL() << "written";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("`rename_tensor` (?:.|.){0,19}.*\\d{6}=x$1: its regular expression spent the edit's "
+                                         "budget of 50042000 match steps on 7 of the 21 tensor names"),
+              std::string::npos)
+        << e.what();
+  }
   // A plain pattern costs its few steps a name: the tiny llama's 21 names, well inside it.
   EditRequest ok = surgery(tiny_llama(), temp_path("rename-plain.gguf"));
   ok.patch.tensors.rename = {{"blk\\.(\\d+)\\.attn_(.*)", "blk.$1.self_$2"}};

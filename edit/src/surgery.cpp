@@ -93,6 +93,8 @@ class Renamer {
                   " at character " + std::to_string(at));
     }
     repl_ = repl;
+    mc_.reset(pcre2_match_context_create(nullptr));
+    if (!mc_) throw std::bad_alloc();
   }
   bool exact() const { return exact_; }
 
@@ -102,6 +104,8 @@ class Renamer {
   struct Budget {
     uint64_t total = 0, left = 0;
     size_t names = 0, tried = 0;  // how many names there are, and have been tried
+    const Renamer* spender = nullptr;  // the rule that has spent the most so far
+    uint64_t most = 0;
   };
   static constexpr uint64_t kFirstTry = 1000, kOneMatch = 10'000'000, kBudget = 50'000'000;
 
@@ -109,31 +113,30 @@ class Renamer {
   // bytes: a name that does not fit is refused (ggml's names are shorter), never built.
   std::optional<std::string> apply(const std::string& name, const std::string& where, Budget& budget) const {
     if (exact_) return name == from_ ? std::optional<std::string>(to_) : std::nullopt;
-    const std::string rule = where + ": `rename_tensor` " + clipped(from_) + "=" + clipped(to_);
-    std::unique_ptr<pcre2_match_context, void (*)(pcre2_match_context*)> mc(pcre2_match_context_create(nullptr),
-                                                                           pcre2_match_context_free);
+    auto rule = [&where](const Renamer& r) { return where + ": `rename_tensor` " + clipped(r.from_) + "=" + clipped(r.to_); };
     std::string out(kMaxTensorName + 1, '\0');
     for (uint64_t limit = kFirstTry;; limit *= 10) {
       const uint64_t give = std::min({limit, kOneMatch, budget.left});
       budget.left -= give;
-      pcre2_set_match_limit(mc.get(), static_cast<uint32_t>(give));
+      if ((spent_ += give) > budget.most) budget.most = spent_, budget.spender = this;
+      pcre2_set_match_limit(mc_.get(), static_cast<uint32_t>(give));
       PCRE2_SIZE len = out.size();
-      int rc = pcre2_substitute(code_.get(), reinterpret_cast<PCRE2_SPTR>(name.data()), name.size(), 0, 0, nullptr, mc.get(),
+      int rc = pcre2_substitute(code_.get(), reinterpret_cast<PCRE2_SPTR>(name.data()), name.size(), 0, 0, nullptr, mc_.get(),
                                 reinterpret_cast<PCRE2_SPTR>(repl_.data()), repl_.size(), reinterpret_cast<PCRE2_UCHAR*>(out.data()),
                                 &len);
       if (rc == PCRE2_ERROR_MATCHLIMIT && give == limit && limit < kOneMatch) continue;
-      if (rc == PCRE2_ERROR_MATCHLIMIT && give < limit)
-        throw_usage(rule + ": its regular expression spent the edit's budget of " + std::to_string(budget.total) +
+      if (rc == PCRE2_ERROR_MATCHLIMIT && give < limit)  // (named: the rule that spent the most)
+        throw_usage(rule(*budget.spender) + ": its regular expression spent the edit's budget of " + std::to_string(budget.total) +
                     " match steps on " + std::to_string(budget.tried + 1) + " of the " + std::to_string(budget.names) +
-                    " tensor names (a pattern that backtracks this much would take minutes over a large model): simplify it");
+                    " tensor names (it backtracks over every name, and the time grows with their count): simplify it");
       if (rc == 0) return std::nullopt;
       if (rc == PCRE2_ERROR_NOMEMORY)
-        throw_usage(rule + ": would name " + name + " a name of more than " + std::to_string(kMaxTensorName) +
+        throw_usage(rule(*this) + ": would name " + name + " a name of more than " + std::to_string(kMaxTensorName) +
                     " bytes: ggml tensor names are shorter than 64 bytes");
       if (rc < 0) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(rc, msg, sizeof msg);
-        throw_usage(rule + ": " + reinterpret_cast<const char*>(msg));
+        throw_usage(rule(*this) + ": " + reinterpret_cast<const char*>(msg));
       }
       out.resize(len);
       return out;
@@ -151,10 +154,13 @@ class Renamer {
   }
   struct Free {
     void operator()(pcre2_code* c) const { pcre2_code_free(c); }
+    void operator()(pcre2_match_context* c) const { pcre2_match_context_free(c); }
   };
   std::string from_, to_, repl_;
   bool exact_ = false;
   std::unique_ptr<pcre2_code, Free> code_;
+  std::unique_ptr<pcre2_match_context, Free> mc_;  // its match limit, set before each try
+  mutable uint64_t spent_ = 0;                     // (apply's own tally of the budget)
 };
 
 // "blk.N." names layer N; the rest of the name follows.

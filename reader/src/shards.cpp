@@ -111,9 +111,11 @@ ShardSet check_shard_set(const std::string& path, std::vector<SetFault>& faults,
     // file in its host's, refuses a file of the other order at its version.
     if (const ByteOrder first = set.shards[0].file.model.order; s.file.model.order != first)
       fault(s.path, "version", SetFaultCode::shard_byte_order,
-            std::string("is ") + order_name(s.file.model.order) + ", and shard 1 (" +
+            std::string("is ") + order_name(s.file.model.order) + ", and shard " + std::to_string(numbers[0]) + " (" +
                 std::filesystem::path(set.shards[0].path).filename().string() + ") " + order_name(first) +
-                ": a set is in one byte order, and llama.cpp refuses one of two ('ggufkit convert' turns a file over)");
+                ": a set is in one byte order, and llama.cpp refuses one of two (to turn the shard over, copy it to a name "
+                "that is no shard's, 'ggufkit convert COPY --byte-order " + (first == ByteOrder::big ? "big" : "little") +
+                " -o NEW', and put NEW in its place)");
     auto split_value = [&](const char* key, ValueType type, SetFaultCode code) -> std::optional<uint64_t> {
       const Value* v = s.file.model.find(key);
       if (!v) fault(s.path, key, code, std::string("there is no ") + key + " key; every shard of a set carries it");
