@@ -183,29 +183,29 @@ std::string not_made(const EditRequest& req) {
 void print_set(const EditRequest& req, const EditReport& r) {
   const size_t n = r.set_files;
   if (r.unchanged) {
-    std::printf("%s: no changes; nothing written%s\n", req.input.c_str(), not_made(req).c_str());
+    std::printf("%s: no changes; nothing written%s\n", terminal_name(req.input).c_str(), not_made(req).c_str());
     return;
   }
   const std::string where = path_text(req, r, "the whole of shard 1");
   if (req.dry_run) {
-    std::printf("%s: dry run, nothing written (shard set: %zu files; %s)\n", req.input.c_str(), n,
+    std::printf("%s: dry run, nothing written (shard set: %zu files; %s)\n", terminal_name(req.input).c_str(), n,
                 r.every_shard ? "every shard would be written" : "shard 1 alone would be written");
     print_changes(r);
-    if (!where.empty() && !r.every_shard) std::printf("would write %s\n", where.c_str());
+    if (!where.empty() && !r.every_shard) std::printf("would write %s\n", terminal_name(where).c_str());
     if (r.prompt_before) print_prompts(r);
     return;
   }
   print_changes(r);
   if (r.written == Written::header) {
-    std::printf("%s", header_written(r.files.at(0).path, r).c_str());
+    std::printf("%s", terminal_text(header_written(r.files.at(0).path, r)).c_str());
     std::printf("shard set: %zu files; shard 1's header written in place, the other %zu untouched\n", n, n - 1);
     return;
   }
   for (const WrittenFile& f : r.files)
-    std::printf("%s: %llu bytes%s\n", f.path.c_str(), static_cast<unsigned long long>(f.file_size),
+    std::printf("%s: %llu bytes%s\n", terminal_name(f.path).c_str(), static_cast<unsigned long long>(f.file_size),
                 req.write.verify ? (", " + std::to_string(f.tensors_verified) + " tensors verified").c_str() : "");
   if (req.in_place && r.files.size() < n) {
-    std::printf("wrote %s\n", where.c_str());
+    std::printf("wrote %s\n", terminal_name(where).c_str());
     std::printf("shard set: %zu files; shard 1 rewritten, the other %zu untouched\n", n, n - 1);
   }
 }
@@ -252,7 +252,7 @@ void print_json(const EditRequest& req, const EditReport& r) {
 void print_file(const EditRequest& req, const EditReport& r) {
   const std::string order_change = r.order_after ? std::string("order   ") + order_name(*r.order_before) + " -> " + order_name(*r.order_after) : "";
   if (r.unchanged) {
-    std::printf("%s: no changes%s; nothing written%s\n", req.input.c_str(),
+    std::printf("%s: no changes%s; nothing written%s\n", terminal_name(req.input).c_str(),
                 req.byte_order ? (std::string(" (already ") + order_name(*req.byte_order) + ")").c_str() : "", not_made(req).c_str());
     return;
   }
@@ -261,12 +261,12 @@ void print_file(const EditRequest& req, const EditReport& r) {
                                                    : "";
   const std::string where = path_text(req, r, "the whole file");
   if (req.dry_run) {
-    std::printf("%s: dry run, nothing written\n", req.input.c_str());
+    std::printf("%s: dry run, nothing written\n", terminal_name(req.input).c_str());
     print_changes(r);
     if (!order_change.empty()) std::printf("  %s\n", order_change.c_str());
     std::printf("%s", dropped_note.c_str());
     if (r.changes.empty() && r.tensor_changes.empty()) std::printf("  no changes: the output would be a byte-for-byte rewrite\n");
-    if (!where.empty()) std::printf("would write %s\n", where.c_str());
+    if (!where.empty()) std::printf("would write %s\n", terminal_name(where).c_str());
     std::printf("data start  %llu -> %llu\nfile size   %llu -> %llu\n", static_cast<unsigned long long>(r.data_offset_before),
                 static_cast<unsigned long long>(r.data_offset_after), static_cast<unsigned long long>(r.file_size_before),
                 static_cast<unsigned long long>(r.file_size_after));
@@ -275,18 +275,18 @@ void print_file(const EditRequest& req, const EditReport& r) {
   }
   if (r.written == Written::header) {
     print_changes(r);
-    std::printf("%s", header_written(req.input, r).c_str());
+    std::printf("%s", terminal_text(header_written(req.input, r)).c_str());
     return;
   }
   const WrittenFile& f = r.files.at(0);
   print_changes(r);
   if (!order_change.empty()) std::printf("  %s\n", order_change.c_str());
   std::printf("%s", dropped_note.c_str());
-  std::printf("%s: %llu bytes, %zu tensors, %zu keys, data start %llu", f.path.c_str(),
+  std::printf("%s: %llu bytes, %zu tensors, %zu keys, data start %llu", terminal_name(f.path).c_str(),
               static_cast<unsigned long long>(f.file_size), f.tensors, f.keys, static_cast<unsigned long long>(f.data_offset));
   if (req.write.verify) std::printf("; %llu tensors verified", static_cast<unsigned long long>(f.tensors_verified));
   std::printf("\n");
-  if (!where.empty()) std::printf("wrote %s\n", where.c_str());
+  if (!where.empty()) std::printf("wrote %s\n", terminal_name(where).c_str());
 }
 
 // What the command line adds to a refusal: the option that lets it through.
@@ -702,14 +702,15 @@ int cmd_recover(const std::vector<std::string>& args) {
     j.object([&] { j.key("file").str(file).key("recovery").str(kNames[static_cast<int>(r)]); });
     return 0;
   }
+  const std::string shown = terminal_name(file);
   switch (r) {
-    case Recovery::none: std::printf("%s: no journal; nothing to recover\n", file.c_str()); break;
-    case Recovery::rolled_back: std::printf("%s: the edit was cut short; the old header is back\n", file.c_str()); break;
-    case Recovery::kept_new: std::printf("%s: the new header was all written; it is kept\n", file.c_str()); break;
+    case Recovery::none: std::printf("%s: no journal; nothing to recover\n", shown.c_str()); break;
+    case Recovery::rolled_back: std::printf("%s: the edit was cut short; the old header is back\n", shown.c_str()); break;
+    case Recovery::kept_new: std::printf("%s: the new header was all written; it is kept\n", shown.c_str()); break;
     case Recovery::set_finished:
-      std::printf("%s: the set's renames were cut short; every new shard is now in place\n", file.c_str());
+      std::printf("%s: the set's renames were cut short; every new shard is now in place\n", shown.c_str());
       break;
-    case Recovery::discarded: std::printf("%s: reads clean; its journal was removed without being applied\n", file.c_str()); break;
+    case Recovery::discarded: std::printf("%s: reads clean; its journal was removed without being applied\n", shown.c_str()); break;
   }
   return 0;
 }

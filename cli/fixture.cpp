@@ -67,7 +67,7 @@ int cmd_replica(const std::vector<std::string>& args) {
     return 0;
   }
   for (const ReplicaFile& f : r.files)
-    std::printf("%s: %llu bytes (%s), header %llu bytes copied, %zu tensors, %llu bytes on disk\n", f.file.path.c_str(),
+    std::printf("%s: %llu bytes (%s), header %llu bytes copied, %zu tensors, %llu bytes on disk\n", terminal_name(f.file.path).c_str(),
                 static_cast<unsigned long long>(f.file.file_size),
                 req.data == ReplicaData::none ? "a header exemplar" : req.data == ReplicaData::sparse ? "data a hole" : "data zeros",
                 static_cast<unsigned long long>(f.header_bytes), f.file.tensors, static_cast<unsigned long long>(f.disk_bytes));
@@ -112,7 +112,7 @@ int cmd_extract(const std::vector<std::string>& args) {
     std::cout << "\n";
     return 0;
   }
-  std::printf("%s: %llu bytes, %zu keys kept, %zu keys and %zu tensors left out\n", r.file.path.c_str(),
+  std::printf("%s: %llu bytes, %zu keys kept, %zu keys and %zu tensors left out\n", terminal_name(r.file.path).c_str(),
               static_cast<unsigned long long>(r.file.file_size), r.keys_kept, r.keys_dropped, r.tensors_dropped);
   for (const std::string& k : r.dropped) std::printf("  left out: %s\n", terminal_name(k).c_str());
   return 0;

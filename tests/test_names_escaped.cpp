@@ -206,3 +206,17 @@ TEST(Names, ANameShownOnALineHasItsLineBreaksAndTabsEscapedWhereTextKeepsThem) {
   EXPECT_EQ(terminal_name("x\xff" "y\r"), "x\\xffy\\u000d");
   EXPECT_EQ(terminal_name(terminal_name(kKey)), terminal_name(kKey));  // escaping twice changes nothing
 }
+
+// Found by the review: an edit's report of what it changes printed the names raw.
+TEST(Names, AnEditsReportOfItsChangesShowsTheNamesEscaped) {
+  const std::string patch = temp_path("names-patch.yaml");
+  const std::string text = "tensors:\n  rename: {\"t\\e[2J\\u009b\": x.weight}\nremove: [\"evil\\e]0;pwned\\a.key\\u202eX\"]\n";
+  write_file_bytes(patch, std::vector<uint8_t>(text.begin(), text.end()));
+  CliRun r = run_cli("edit " + word(evil()) + " --patch " + patch + " --dry-run");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\n  rename  tensor " + kTensorShown + " -> x.weight\n  remove  " + kKeyShown + " (was \"v\")\n"),
+            std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(r.out.find("\xe2\x80\xae"), std::string::npos);
+  EXPECT_EQ(r.out.find("\xc2\x9b"), std::string::npos);
+}
