@@ -556,19 +556,19 @@ TEST(Recover, AFolderSwappedForALinkToAnotherUsersFolderMidwayIsNeverReached) {
 TEST(Recover, AJournalWhoseEditFinishesWhileRecoverReadsItIsNotApplied) {
   // recover read the journal, then waited for the file's lock: an edit under way held it,
   // finished and removed its journal, and recover applied the journal it had read. It now
-  // looks again once the lock is had. The edit waits at journal-written for recover to have
-  // read its journal; recover, once it has, lets the edit finish and waits for its journal
-  // to go (states on disk, each wait bounded).
+  // looks again once the lock is had. The edit, at journal-written, says so through one
+  // pipe and waits on another; recover, once it has read the journal, lets the edit go on
+  // and waits (flock) for the edit's lock of the file, held until its journal is gone. No
+  // step waits on time (timeout 60 only ends a hang, should recover take the lock first).
   const std::string dir = temp_path("recover-live");
   fs::create_directories(dir);
   const std::string model = dir + "/m.gguf", journal = model + ".ggufkit-journal", go = dir + "/go", held = dir + "/held";
   fs::copy_file(tiny_llama(), model);
-  auto until = [](const std::string& test) { return "for i in $(seq 2000); do " + test + " && break; sleep 0.01; done"; };
-  const std::string edit = "GGUFKIT_FAULT='journal-written:run:touch " + held + "; " + until("[ -e " + go + " ]") + "' " +
-                           GGUFKIT_FAULTY_BIN + " edit " + model + " --set general.name=live --in-place > " + dir + "/edit.out 2>&1 &";
-  const std::string wait_held = until("[ -e " + held + " ]") + "; ";
-  CliRun r = run_cli("recover " + model,
-                     edit + wait_held + "GGUFKIT_FAULT='recover-journal:run:touch " + go + "; " + until("[ ! -e " + journal + " ]") + "' ",
+  ASSERT_EQ(::mkfifo(go.c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo(held.c_str(), 0600), 0);
+  const std::string edit = "GGUFKIT_FAULT='journal-written:run:echo > " + held + "; timeout 60 cat " + go + " > /dev/null' " + GGUFKIT_FAULTY_BIN +
+                           " edit " + model + " --set general.name=live --in-place > " + dir + "/edit.out 2>&1 & timeout 60 cat " + held + " > /dev/null; ";
+  CliRun r = run_cli("recover " + model, edit + "GGUFKIT_FAULT='recover-journal:run:echo > " + go + "; flock -s " + model + " true' ",
                      GGUFKIT_FAULTY_BIN);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.err.find("fault point recover-journal reached"), std::string::npos) << r.err;
