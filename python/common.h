@@ -61,9 +61,11 @@ struct FindingRecord {
 };
 
 // Ctrl-C during a long write: the progress callback, which the writer calls as it goes,
-// asks Python for its signals and cancels the job (nothing is changed: a write is put in
-// place only after its last check of the cancel flag) when one is raised; so does an
-// exception from the caller's own progress callable, which is then raised as it was.
+// and the context's poll, which a job calls before its last steps (after the final re-read,
+// where no progress is told), ask Python for its signals and cancel the job (nothing is
+// changed: a write is put in place only after its last check) when one is raised; so does
+// an exception from the caller's own progress callable, which is then raised as it was. A
+// Ctrl-C that comes once the job is done is raised with a note saying so.
 struct Interrupts {
   explicit Interrupts(py::object progress) : user(std::move(progress)), caller(::uselocale(nullptr)) {
     if (!user.is_none() && !PyCallable_Check(user.ptr())) throw_usage("progress: expected a callable progress(written, total), or None");
@@ -74,31 +76,52 @@ struct Interrupts {
   locale_t caller;                                // the caller's code runs in the caller's locale
   void attach(Context& ctx) {
     ctx.cancel = &cancel;
-    ctx.progress = [this](uint64_t written, uint64_t total) {
-      py::gil_scoped_acquire gil;
-      if (raised) return;
-      UseLocale theirs(caller);
-      try {
-        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-        if (!user.is_none()) user(written, total);
-      } catch (py::error_already_set& e) {
-        raised = std::make_shared<py::error_already_set>(std::move(e));
-        cancel = true;
-      }
+    ctx.progress = [this](uint64_t written, uint64_t total) { ask([&] { if (!user.is_none()) user(written, total); }); };
+    ctx.poll = [this] {
+      ask([] {});
+      return cancel.load();
     };
   }
   // Runs the job without the GIL; what the callback caught is raised after it.
   template <typename F>
   auto run(F f) {
     try {
-      InLibrary nogil;
+      std::optional<InLibrary> nogil(std::in_place);
       auto r = f();
-      if (!raised) return r;
+      nogil.reset();
+      if (!raised) {
+        done_before_the_stop();
+        return r;
+      }
     } catch (...) {
       if (!raised) throw;
     }
     raised->restore();
     throw py::error_already_set();
+  }
+
+ private:
+  // Python's signals, then `then` (the caller's code); what either raises is kept and cancels.
+  template <typename F>
+  void ask(F then) {
+    py::gil_scoped_acquire gil;
+    if (raised) return;
+    UseLocale theirs(caller);
+    try {
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      then();
+    } catch (py::error_already_set& e) {
+      raised = std::make_shared<py::error_already_set>(std::move(e));
+      cancel = true;
+    }
+  }
+  // A Ctrl-C noted after the job's last look: the job's work stands, and the exception says so.
+  static void done_before_the_stop() {
+    if (PyErr_CheckSignals() == 0) return;
+    py::error_already_set e;
+    if (py::hasattr(e.value(), "add_note"))
+      e.value().attr("add_note")("ggufkit: the stop came after the job was done: what it wrote is in place");
+    throw e;
   }
 };
 

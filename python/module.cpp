@@ -25,6 +25,7 @@
 #include "ggufkit/corrupt.h"
 #include "ggufkit/edit.h"
 #include "ggufkit/error.h"
+#include "ggufkit/fault.h"
 #include "ggufkit/fixture.h"
 #include "ggufkit/inspect.h"
 #include "ggufkit/numeric.h"
@@ -37,6 +38,15 @@ namespace py = pybind11;
 namespace ggufkit::python {
 
 namespace {
+
+// For the module's tests: a Ctrl-C (PyErr_SetInterrupt, as Python's handler notes one) at
+// the library's fault point `point`, once: a stop at an exact step of a write, not a race.
+std::atomic<const char*> g_interrupt_at{nullptr};
+int interrupt_hook(const char* point, const FaultSite&) {
+  const char* at = g_interrupt_at.load();
+  if (at && std::strcmp(at, point) == 0 && g_interrupt_at.compare_exchange_strong(at, nullptr)) PyErr_SetInterrupt();
+  return 0;
+}
 
 // ---- records ------------------------------------------------------------------------
 
@@ -961,6 +971,18 @@ PYBIND11_MODULE(_ggufkit, m) {
   m.def("corrupt", &corrupt_job, py::arg("path"), py::arg("dir"), py::kw_only(), py::arg("seed") = 1, py::arg("count") = py::none(),
         py::arg("force") = false,
         "`ggufkit corrupt`: broken variants of the file into dir, each with what ggml, llama.cpp and ggufkit make of it.");
+
+  m.def(
+      "_interrupt_at",
+      [](const std::optional<std::string>& point) {
+        static std::string kept;  // the point's name, alive while the hook may read it
+        g_interrupt_at = nullptr;
+        if (!point) return set_fault_hook(nullptr);
+        kept = *point;
+        g_interrupt_at = kept.c_str();
+        set_fault_hook(interrupt_hook);
+      },
+      py::arg("point"), "For tests: a Ctrl-C at the named fault point of the next write (ggufkit/fault.h), once; None: none.");
 
   m.attr("__version__") = GGUFKIT_VERSION;
   def_jobs(m);

@@ -232,6 +232,43 @@ def test_ctrl_c_during_a_write_cancels_it_and_raises_keyboard_interrupt(tmp_path
     assert list(tmp_path.iterdir()) == []
 
 
+def interrupt_at(point):
+    """A Ctrl-C noted (as Python's handler notes one) at the library's fault point `point`."""
+    from ggufkit import _ggufkit
+
+    _ggufkit._interrupt_at(point)
+    return point
+
+
+def test_ctrl_c_after_the_last_progress_still_stops_the_write_before_its_rename(tmp_path):
+    # The final re-read tells no progress: the job's last look for a stop (at `verified`,
+    # just before the rename) asks Python itself, so nothing is put in place.
+    out = tmp_path / "out.gguf"
+    before = digest(TINY)
+    try:
+        interrupt_at("verified")
+        with pytest.raises(KeyboardInterrupt) as e:
+            ggufkit.edit(TINY, set={"general.name": "never written"}, out=out)
+    finally:
+        interrupt_at(None)
+    assert list(tmp_path.iterdir()) == []  # no output, no temporary file
+    assert digest(TINY) == before
+    assert not getattr(e.value, "__notes__", None)  # nothing is said to have been written
+
+
+def test_ctrl_c_once_the_file_is_renamed_says_the_edit_was_made(tmp_path):
+    out = tmp_path / "out.gguf"
+    try:
+        interrupt_at("renamed")
+        with pytest.raises(KeyboardInterrupt) as e:
+            ggufkit.edit(TINY, set={"general.name": "written"}, out=out)
+    finally:
+        interrupt_at(None)
+    assert e.value.__notes__ == ["ggufkit: the stop came after the job was done: what it wrote is in place"]
+    assert [p.name for p in tmp_path.iterdir()] == ["out.gguf"]
+    assert ggufkit.open(out).metadata["general.name"] == "written"
+
+
 def test_progress_is_told_the_bytes_written_of_the_total(tmp_path):
     seen = []
     r = ggufkit.edit(TINY, set={"general.name": "progress"}, out=tmp_path / "p.gguf", progress=lambda w, t: seen.append((w, t)))

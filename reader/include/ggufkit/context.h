@@ -61,6 +61,10 @@ enum class Dialect { llama_cpp, ik_llama };
 struct Context {
   NoteSink notes;                             // none: notes are dropped (a front door may keep them)
   const std::atomic<bool>* cancel = nullptr;  // set (by a signal handler): stop, change nothing
+  // A front door's own look for a stop asked meanwhile, made by cancelled() before a job's
+  // last steps (Python: a Ctrl-C its handler has only noted, seen nowhere else once the last
+  // progress is told). True: stop.
+  std::function<bool()> poll;
   Progress progress;
   std::chrono::milliseconds lock_timeout{10000};       // how long a lock waits for another holder
   std::chrono::milliseconds render_time_limit{500};    // a chat template's render, in the sandbox
@@ -73,7 +77,7 @@ struct Context {
   void note(const std::string& file, const std::string& message) const {
     if (notes) notes(file, message);
   }
-  bool cancelled() const { return cancel && cancel->load(); }
+  bool cancelled() const { return (poll && poll()) || (cancel && cancel->load()); }
 };
 
 }  // namespace ggufkit
