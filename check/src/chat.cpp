@@ -121,7 +121,7 @@ std::string ids_text(const std::vector<int32_t>& ids) {
   return s;
 }
 
-std::string quoted(std::string_view s) { return json_string(s); }
+std::string in_quotes(std::string_view s) { return json_string(s); }
 
 // A standard conversation's prompt: as rendered (transformers' text), and `text`, the part
 // of it llama.cpp's chat path tokenizes (chat_text).
@@ -189,20 +189,20 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
       const uint32_t attr = v.attr(id);
       if (!(attr & parsed))
         add(Code::special_not_control, c.text,
-            quoted(c.text) + " (id " + std::to_string(id) + ") is " + type_text(id) +
+            in_quotes(c.text) + " (id " + std::to_string(id) + ") is " + type_text(id) +
                 ", so llama.cpp takes the text as text, not as the token: " + where(c.text) + " it becomes " +
                 std::to_string(pieces.size()) + " token" + (pieces.size() == 1 ? "" : "s") + " (" + ids_text(pieces) + ")",
             {id}, fix_type);
       else if (stored == 1 && (attr & tokenizer::attr_control))
         add(Code::special_not_control, c.text,
-            quoted(c.text) + " (id " + std::to_string(id) + ") is " + type_text(id) +
+            in_quotes(c.text) + " (id " + std::to_string(id) + ") is " + type_text(id) +
                 "; llama.cpp overrides it to control by its text at load (\"control-looking token\"), but a "
                 "runtime that reads the type splits it",
             {id}, fix_type);
     }
     if (split && k < n_shown)
       add(Code::template_literal_split, c.text,
-          quoted(c.text) + (pieces.empty() ? " tokenizes into no token at all (the vocabulary has none of its bytes) "
+          in_quotes(c.text) + (pieces.empty() ? " tokenizes into no token at all (the vocabulary has none of its bytes) "
                                            : " tokenizes into " + std::to_string(pieces.size()) + " tokens (" + ids_text(pieces) + ") ") +
               where(c.text) +
               (id >= 0 ? ": it is token " + std::to_string(id) + ", " + type_text(id)
@@ -218,14 +218,14 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
     if (ids.size() >= 2 && ids[0] == l.bos && ids[1] == l.bos) {
       add(Code::double_bos, "",
           "the ids llama.cpp's chat path feeds the model for \"" + std::string(r.conversation) + "\" start with two BOS (" +
-              quoted(bos) + ", id " + std::to_string(l.bos) + "): the template writes it " +
+              in_quotes(bos) + ", id " + std::to_string(l.bos) + "): the template writes it " +
               (l.add_bos ? "after the one llama.cpp strips, and the vocabulary adds one" : "twice"),
           {l.bos, l.bos}, "print bos_token once at the template's start, or not at all");
       break;
     }
     if (l.add_bos && !bos.empty() && r.prompt.starts_with(bos)) {
       add(Code::double_bos_unstripped, "",
-          "the template prints " + quoted(bos) + " first and the vocabulary adds BOS: llama.cpp's chat path strips the "
+          "the template prints " + in_quotes(bos) + " first and the vocabulary adds BOS: llama.cpp's chat path strips the "
               "template's, but a runtime that tokenizes the rendered prompt with add_special (a plain llama_tokenize) "
               "feeds two BOS",
           {l.bos}, "");
@@ -258,7 +258,7 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
   for (const auto& [id, at] : openers)
     if (is_eog(id))
       add(Code::eog_at_start, std::string(v.text(id)),
-          quoted(v.text(id)) + " (id " + std::to_string(id) + ") is " + at +
+          in_quotes(v.text(id)) + " (id " + std::to_string(id) + ") is " + at +
               ", and llama.cpp stops generating at it: a model that opens a turn with it ends its answer there",
           {id}, "");
   auto opens = [&](int32_t id) {
@@ -287,9 +287,9 @@ void token_rules(const Model& m, const tokenizer::Vocab& v, const std::string& k
     // eot may name it only where it opens no turn and is not BOS or unknown.
     const bool safe = !opens(best) && !(v.attr(best) & tokenizer::attr_unknown);
     std::string stops;
-    for (int32_t id : l.eog) stops += (stops.empty() ? "" : ", ") + quoted(v.text(id)) + " (" + std::to_string(id) + ")";
+    for (int32_t id : l.eog) stops += (stops.empty() ? "" : ", ") + in_quotes(v.text(id)) + " (" + std::to_string(id) + ")";
     add(Code::turn_end_not_eog, std::string(v.text(best)),
-        "an assistant turn ends in " + quoted(v.text(best)) + " (id " + std::to_string(best) + ") in the prompt of \"several turns\" at byte " +
+        "an assistant turn ends in " + in_quotes(v.text(best)) + " (id " + std::to_string(best) + ") in the prompt of \"several turns\" at byte " +
             std::to_string(start + best_at) + ", but llama.cpp stops generating only at " + (stops.empty() ? "no token" : stops) +
             ": the model's answer will run on past its turn" +
             (safe ? " (llama.cpp stops at eot: make it the eot token)"
