@@ -22,7 +22,7 @@ NPM_DIR ?= $(HOME)/.cache/ggufkit-interop
 NPM_PKGS := node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1 @huggingface/gguf@0.4.6
 NPM_STAMP := $(NPM_DIR)/.installed-nlc3.21.1-hf0.4.6
 
-.PHONY: deps interop-deps configure build program python demo test test-release test-asan asan fuzz bench bench-header bench-tokenize bench-hash bench-surgery bench-python clean
+.PHONY: deps interop-deps configure build program python wheel demo test test-full test-release test-release-full test-asan test-asan-full asan fuzz bench bench-header bench-tokenize bench-hash bench-surgery bench-python clean
 
 deps:
 	@missing=""; for p in $(DEBS) $(EXTRA_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -57,6 +57,14 @@ program: configure
 python: configure
 	cmake --build $(BUILD) -j $(JOBS) --target ggufkit_python
 
+# dist/ggufkit-VERSION-*.whl from the module and program the build tree already holds (no
+# second compile; setup.py's GGUFKIT_PREBUILT): for another machine with the same Debian
+# libraries, `pip install dist/ggufkit-*.whl`.
+# Made by the Python the tree's module was built for (Debian's, unless configured otherwise).
+wheel: python
+	py=$$(sed -n 's/^GGUFKIT_PYTHON_INTERPRETER:INTERNAL=//p' $(BUILD)/CMakeCache.txt); \
+	GGUFKIT_PREBUILT=$(abspath $(BUILD)) $${py:-python3} -m build --no-isolation --wheel --outdir dist .
+
 demo: program
 	@echo "== ggufkit example: the walkthrough's 408-byte file =="
 	$(BUILD)/ggufkit example -o $(BUILD)/demo.gguf
@@ -67,22 +75,36 @@ demo: program
 
 # Every test, in the release build (g++) and again under AddressSanitizer and UBSan (clang,
 # so both compilers build everything; there the fuzz targets are built and run briefly too).
+# Tests labelled `full` (the package built from a clean copy of the source) run in
+# make test-full only, and so do those labelled `slow` in the sanitizer tree; the long
+# differentials run a quarter of their cases in make test, chosen by the commit
+# (GGUFKIT_SAMPLE, tests/helpers.h). make test-full runs every test, whole, in both trees.
 test: test-release test-asan
+test-full: test-release-full test-asan-full
 
 test-release: build interop-deps
 	@$(MAKE) --no-print-directory deps EXTRA_DEBS="$(TEST_DEBS)"
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE full
+
+test-release-full: build interop-deps
+	@$(MAKE) --no-print-directory deps EXTRA_DEBS="$(TEST_DEBS)"
+	cd $(BUILD) && GGUFKIT_SAMPLE=all ctest --output-on-failure -j $(JOBS)
 
 # clang's sanitizers, the code instrumented for libFuzzer as well: the fuzz targets link in
 # this tree, and make test runs each for a few seconds from its seeds (label fuzz).
 asan:
 	@$(MAKE) --no-print-directory deps EXTRA_DEBS="$(FUZZ_DEBS) $(TEST_DEBS)"
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DGGUFKIT_SANITIZE=ON \
-	  -DGGUFKIT_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	  -DGGUFKIT_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DCMAKE_C_FLAGS_DEBUG="-O1 -g" \
+	  -DGGUFKIT_BENCH=OFF >/dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 test-asan: asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -LE "interop|install|slow"
+
+test-asan-full: asan
+	cd $(ASAN_BUILD) && GGUFKIT_SAMPLE=all ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -LE "interop|install"
 
 # libFuzzer targets (clang), each run for FUZZ_SECONDS from seeds made from the examples,

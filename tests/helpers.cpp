@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <random>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -19,6 +20,35 @@ namespace testing_helpers {
 
 namespace fs = std::filesystem;
 using namespace ggufkit;
+
+const Sample& sample() {
+  static const Sample s = [] {
+    Sample out;
+    const char* env = std::getenv("GGUFKIT_SAMPLE");
+    const std::string asked = env ? env : "";
+    if (asked == "all") {
+      out.all = true;
+    } else if (asked.size() == 1 && asked[0] >= '0' && asked[0] < '0' + static_cast<int>(out.parts)) {
+      out.part = static_cast<unsigned>(asked[0] - '0');
+    } else {
+      // The commit's number on its branch, not its hash: consecutive commits rotate.
+      FILE* p = ::popen(("git -C '" + std::string(GGUFKIT_SOURCE) + "' rev-list --count HEAD 2>/dev/null").c_str(), "r");
+      unsigned long n = 0;
+      if (p) {
+        if (std::fscanf(p, "%lu", &n) != 1) n = 0;
+        ::pclose(p);
+      }
+      out.part = static_cast<unsigned>(n % out.parts);
+    }
+    return out;
+  }();
+  return s;
+}
+
+std::string Sample::said() const {
+  if (all) return "every case";
+  return "part " + std::to_string(part) + " of " + std::to_string(parts) + " (GGUFKIT_SAMPLE=all runs every case)";
+}
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

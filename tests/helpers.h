@@ -62,6 +62,17 @@ std::vector<std::string> files_in(const std::string& dir);
 // A folder of its own holding a copy of `model` as model.gguf: (folder, model path).
 std::pair<std::string, std::string> fault_dir(const std::string& name, const std::string& model);
 
+// Which part of a long differential this run takes. make test runs a quarter of the cases:
+// part (commits on HEAD mod 4), so that four commits in a row run every case; make test-full
+// (GGUFKIT_SAMPLE=all) runs them all, and GGUFKIT_SAMPLE=K (0 to 3) picks part K.
+struct Sample {
+  bool all = false;
+  unsigned part = 0, parts = 4;
+  bool takes(size_t index) const { return all || index % parts == part; }
+  std::string said() const;  // "part 2 of 4 (GGUFKIT_SAMPLE=all runs every case)", or "every case"
+};
+const Sample& sample();
+
 // The stored bytes of the model's tensor of that name (throws when it has none).
 std::vector<uint8_t> tensor_bytes(const ggufkit::Model& m, const std::string& name);
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -162,14 +163,22 @@ TEST(LlamaCpp, EveryTensorVariantOfTheTinyLlamaGetsLlamaCppsVerdict) {
               t.n, t.agree, t.refused, t.named);
 }
 
-TEST(LlamaCpp, TheExampleOfEachCoveredArchitectureRunsAndEachOfItsVariantsGetsLlamaCppsVerdict) {
+// One test per architecture the tensor table covers, so that ctest spreads them over the
+// cores; make test runs a quarter of them, by the commit (sample()), make test-full all.
+class EachArchitecture : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(EachArchitecture, ItsExampleRunsAndEachOfItsVariantsGetsLlamaCppsVerdict) {
+  const std::vector<std::string> archs = tensor_table_architectures();
+  ASSERT_LT(GetParam(), archs.size());
+  const std::string arch = archs[GetParam()];
+  if (!sample().takes(GetParam())) GTEST_SKIP() << arch << ": not in this run's sample, " << sample().said();
+  if (!sample().all) std::printf("[ sampled  ] %s\n", sample().said().c_str());
   std::string why;
   ASSERT_TRUE(llama_api::available(why)) << why;
-  const std::string dir = temp_path("arch-variants");
+  const std::string dir = temp_path("arch-variants-" + arch);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  for (const std::string& arch : tensor_table_architectures()) {
-    SCOPED_TRACE(arch);
+  {
     // The example itself, and with experts where the table has them: llama.cpp loads and generates.
     std::vector<ArchExampleRequest> examples = {{arch, {}, 1}, {arch, {{"expert_count", "4"}, {"expert_used_count", "2"}}, 1}};
     // Encoders (bert, nomic-bert): libllama builds no token-generating graph for them, so
@@ -205,6 +214,15 @@ TEST(LlamaCpp, TheExampleOfEachCoveredArchitectureRunsAndEachOfItsVariantsGetsLl
                 arch.c_str(), t.n, t.agree, t.refused, t.named, k.n, k.agree, k.refused);
   }
 }
+
+// The architectures' names as the tests' (llama, nomic_bert): known before main, as the
+// table is built in.
+INSTANTIATE_TEST_SUITE_P(LlamaCpp, EachArchitecture, ::testing::Range<size_t>(0, tensor_table_architectures().size()),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           std::string name = tensor_table_architectures()[info.param];
+                           std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
+                           return name;
+                         });
 
 // The loader's conditions on the keys every architecture shares (load_hparams: layer and
 // expert limits, expert counts, expert groups, llama's whole-head rope): where llama.cpp
