@@ -1,6 +1,7 @@
 """ggufkit.edit is `ggufkit edit`: what the rule book refuses is refused before a byte is
 written, a fitting edit in place writes the header alone, and Python values are typed as
 the command line types --set values."""
+import contextlib
 import os
 import pathlib
 
@@ -232,12 +233,18 @@ def test_ctrl_c_during_a_write_cancels_it_and_raises_keyboard_interrupt(tmp_path
     assert list(tmp_path.iterdir()) == []
 
 
-def interrupt_at(point):
-    """A Ctrl-C noted (as Python's handler notes one) at the library's fault point `point`."""
+@contextlib.contextmanager
+def interrupted_at(point):
+    """A Ctrl-C noted (as Python's handler notes one) at the library's fault point `point`,
+    once, and the KeyboardInterrupt it must raise (yielded: pytest's ExceptionInfo)."""
     from ggufkit import _ggufkit
 
     _ggufkit._interrupt_at(point)
-    return point
+    try:
+        with pytest.raises(KeyboardInterrupt) as e:
+            yield e
+    finally:
+        _ggufkit._interrupt_at(None)
 
 
 def test_ctrl_c_after_the_last_progress_still_stops_the_write_before_its_rename(tmp_path):
@@ -245,12 +252,8 @@ def test_ctrl_c_after_the_last_progress_still_stops_the_write_before_its_rename(
     # just before the rename) asks Python itself, so nothing is put in place.
     out = tmp_path / "out.gguf"
     before = digest(TINY)
-    try:
-        interrupt_at("verified")
-        with pytest.raises(KeyboardInterrupt) as e:
-            ggufkit.edit(TINY, set={"general.name": "never written"}, out=out)
-    finally:
-        interrupt_at(None)
+    with interrupted_at("verified") as e:
+        ggufkit.edit(TINY, set={"general.name": "never written"}, out=out)
     assert list(tmp_path.iterdir()) == []  # no output, no temporary file
     assert digest(TINY) == before
     assert not getattr(e.value, "__notes__", None)  # nothing is said to have been written
@@ -258,12 +261,8 @@ def test_ctrl_c_after_the_last_progress_still_stops_the_write_before_its_rename(
 
 def test_ctrl_c_once_the_file_is_renamed_says_the_edit_was_made(tmp_path):
     out = tmp_path / "out.gguf"
-    try:
-        interrupt_at("renamed")
-        with pytest.raises(KeyboardInterrupt) as e:
-            ggufkit.edit(TINY, set={"general.name": "written"}, out=out)
-    finally:
-        interrupt_at(None)
+    with interrupted_at("renamed") as e:
+        ggufkit.edit(TINY, set={"general.name": "written"}, out=out)
     assert e.value.__notes__ == ["ggufkit: the stop came after the job was done: what it wrote is in place"]
     assert [p.name for p in tmp_path.iterdir()] == ["out.gguf"]
     assert ggufkit.open(out).metadata["general.name"] == "written"
